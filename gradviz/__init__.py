@@ -1,0 +1,46 @@
+"""gradviz: a graph-visualizing debugger for automatic differentiation, on its own numpy autograd engine.
+
+The engine mirrors PyTorch's names, so ``import gradviz as torch`` runs small PyTorch scripts. The debugger
+(``trace``, ``explain``, ``render``) is loaded on first use, so importing the engine pulls in numpy alone.
+"""
+
+from . import autograd
+from ._version import __version__
+from .autograd import (Function, Tensor, Variable, enable_grad, is_grad_enabled, no_grad,
+                       set_grad_enabled)
+from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
+from .dtypes import double, float32, float64, int32, int64, long, uint8
+from .dtypes import float32 as float  # noqa: A001 - PyTorch's name
+from .factories import (arange, as_tensor, empty, eye, from_numpy, full, full_like, linspace, manual_seed,
+                        ones, ones_like, rand, randint, randn, randperm, tensor, zeros, zeros_like)
+from .functions import *  # noqa: F401,F403 - the torch-namespace ops (abs, max, sum… shadow builtins here only)
+from .autograd.variable import Size
+
+_LAZY = {
+    "nn": ("gradviz.nn", None),
+    "optim": ("gradviz.optim", None),
+    "trace": ("gradviz.trace", "trace"),
+    "load_trace": ("gradviz.trace", "load_trace"),
+    "explain": ("gradviz.diagnose", "explain"),
+    "render": ("gradviz.render", "render"),
+}
+
+
+def __getattr__(name):
+    # The debugger's parts load on first use: `import gradviz` stays as light as the engine.
+    if name in _LAZY:
+        import importlib
+
+        module_name, attr = _LAZY[name]
+        module = importlib.import_module(module_name)
+        value = module if attr is None else getattr(module, attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
+
+
+__all__ = ["Variable", "Tensor", "Function", "autograd", "no_grad", "enable_grad", "set_grad_enabled",
+           "is_grad_enabled", "tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "rand",
+           "randn", "randint", "manual_seed", "float32", "float64", "int64", "bool", "__version__", "Size",
+           "double", "long", "int32", "uint8", "float", "from_numpy", "as_tensor", "zeros_like", "ones_like",
+           "full_like", "randperm"]

@@ -1,0 +1,94 @@
+"""In-place ops: compute with the op's ordinary forward, write the result into the target's storage, bump the
+shared version counter, and rewrite the graph so the target (and, through a view, its base) gets the op as
+its history — PyTorch's semantics, including ``CopySlices`` for writes through views."""
+
+import numpy as np
+
+from ..errors import LeafInplaceError, ShapeError
+from . import grad_mode, observer
+from .function import CopySlices
+from .variable import Variable
+
+_grad_enabled = grad_mode._grad_enabled
+_observers = observer._observers
+
+
+def apply_inplace(cls, target, *args, **kwargs):
+    """Run ``cls`` on ``(target, *args)`` and store the result in ``target``; returns ``target``."""
+    op_name = cls.__name__.lower() + "_"
+    grad_on = _grad_enabled.get()
+    base = target._base
+    if grad_on:
+        if target._requires_grad and target._grad_fn is None and base is None:
+            raise LeafInplaceError(target, op_name)
+        if base is not None and base._requires_grad and base._grad_fn is None:
+            raise LeafInplaceError(target, op_name, through_view=True)
+    storage = target._data
+    if not storage.flags.writeable or 0 in storage.strides and storage.size > 1 and _overlaps(storage):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+
+    result = cls.apply(target, *args, **kwargs)
+    if result._data.shape != storage.shape:
+        raise ShapeError(f"output with shape {list(storage.shape)} doesn't match the broadcast shape "
+                         f"{list(result._data.shape)}")
+    node = result._grad_fn
+    if node is not None and node._saved:
+        _detach_saved_target(node, target)
+    old = target._vc.value
+    try:
+        np.copyto(storage, result._data, casting="same_kind")
+    except TypeError:
+        raise RuntimeError(f"result type {_torch_type(result._data.dtype)} can't be cast to the desired output "
+                           f"type {_torch_type(storage.dtype)}") from None
+    target._vc.value = old + 1
+    if node is not None:
+        _point_saved_output_at(node, target)
+        _rewrite_history(target, node)
+    obs = _observers.get()
+    if obs:
+        for o in obs:
+            o.on_inplace(target, node, old, old + 1)
+    return target
+
+
+def _overlaps(array):
+    return any(st == 0 and n > 1 for st, n in zip(array.strides, array.shape))
+
+
+def _detach_saved_target(node, target):
+    """The target's old values are about to be overwritten: give the node its own copy of them."""
+    node._saved = tuple(
+        type(s)(s.data.copy(), None, 0, None, "buffer", s.index)
+        if s.kind == "input" and s.variable is target else s
+        for s in node._saved
+    )
+
+
+def _point_saved_output_at(node, target):
+    """A saved *output* now lives in the target's storage, at the version just written."""
+    if any(s.kind == "output" for s in node._saved or ()):
+        node._saved = tuple(
+            type(s)(target._data, target._vc, target._vc.value, None, "output", s.index)
+            if s.kind == "output" else s
+            for s in node._saved
+        )
+
+
+def _rewrite_history(target, node):
+    base = target._base
+    if base is not None:
+        base._grad_fn = CopySlices(base, node, target._view_chain)
+        base._output_nr = 0
+        base._requires_grad = True
+        target._view_version = target._vc.value
+    target._grad_fn = node
+    target._output_nr = 0
+    target._requires_grad = True
+
+
+def _torch_type(dtype):
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(str(dtype), str(dtype))
+
+
+__all__ = ["apply_inplace", "Variable"]

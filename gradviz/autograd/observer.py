@@ -1,0 +1,97 @@
+"""The one way into the engine for anything that watches it (the tracer, profilers, tests).
+
+The engine calls the methods of every attached ``Observer`` at a few fixed points and knows nothing else about
+them. With no observer attached, each of those points costs one context-variable read and a falsy check.
+Observers must not keep strong references to engine objects they do not own (use weak references or
+copies), or they would keep graphs alive and change the very memory figures they report.
+"""
+
+import contextvars
+
+_observers = contextvars.ContextVar("gradviz_observers", default=())
+
+
+class Observer:
+    """Base class: every callback is a no-op; override the ones you need."""
+
+    def on_variable(self, variable, origin):
+        """A Variable not produced by an op was created: ``origin`` is one of ``"new"`` (constructor,
+        ``tensor``), ``"factory"`` (zeros, randn…), ``"data"`` (``.data``), ``"detach"``, ``"parameter"``,
+        ``"grad"`` (a ``.grad`` produced by backward)."""
+
+    def on_function(self, node, inputs, outputs):
+        """An op ran forward. ``node`` is the op's context; ``node.recorded`` says whether it became a graph
+        node (it did not under ``no_grad``, with volatile inputs, or when no input requires grad).
+        ``inputs`` are the positional arguments as passed (Variables and constants), ``outputs`` a tuple."""
+
+    def on_inplace(self, variable, node, old_version, new_version):
+        """An in-place op changed ``variable``'s storage; ``node`` is its graph node, or None if unrecorded.
+        Called after the data changed and the version counter moved."""
+
+    def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
+        """``backward``/``autograd.grad`` starts from ``roots``; ``inputs`` is None for ``backward``."""
+
+    def on_backward_step(self, node, grad_outputs, grad_inputs):
+        """One graph node ran backward: ``grad_outputs`` are the gradients it received (numpy arrays or None),
+        ``grad_inputs`` the ones it returned, aligned with its positional inputs."""
+
+    def on_backward_end(self, roots, error):
+        """Backward finished; ``error`` is the exception it raised, or None."""
+
+    def on_buffers_freed(self, node):
+        """Backward released ``node``'s saved tensors (no ``retain_graph``)."""
+
+    def on_grad_read(self, variable, grad):
+        """User code read ``variable.grad``; ``grad`` is what it got (None or a Variable)."""
+
+    def on_grad_write(self, variable, grad):
+        """``variable.grad`` was assigned by user code (not by backward)."""
+
+    def on_accumulate(self, variable, grad):
+        """Backward accumulated ``grad`` (a numpy array) into the leaf ``variable``."""
+
+    def on_hook(self, variable, hook, event, grad=None, result=None):
+        """A tensor hook was registered (``event="register"``), called (``"call"``) or removed (``"remove"``);
+        ``retain_grad`` counts as a hook with ``hook=None``."""
+
+    def on_detach(self, source, result, how):
+        """A value left the graph: ``how`` is ``"detach"``, ``"data"``, ``"numpy"``, ``"item"`` or
+        ``"tolist"``; ``result`` is the new Variable or the plain value handed out."""
+
+    def on_module_call(self, module, phase, inputs=None, output=None):
+        """An ``nn.Module`` call began (``phase="enter"``) or ended (``"exit"``)."""
+
+    def on_optimizer(self, optimizer, event):
+        """An optimizer ran ``"step"`` or ``"zero_grad"``."""
+
+
+def active():
+    """The attached observers, as a tuple (empty when nobody watches)."""
+    return _observers.get()
+
+
+def attach(observer):
+    """Attach ``observer`` in the current context; returns it. Use ``detach`` (or ``observing``) to undo."""
+    current = _observers.get()
+    if observer not in current:
+        _observers.set(current + (observer,))
+    return observer
+
+
+def detach(observer):
+    """Detach ``observer`` from the current context (a no-op if it is not attached)."""
+    _observers.set(tuple(o for o in _observers.get() if o is not observer))
+
+
+class observing:
+    """``with observing(obs):`` attaches ``obs`` for the block."""
+
+    def __init__(self, observer):
+        self.observer = observer
+
+    def __enter__(self):
+        return attach(self.observer)
+
+    def __exit__(self, *exc):
+        detach(self.observer)
+        return False

@@ -1,0 +1,851 @@
+"""``Variable`` (also ``gradviz.Tensor``): a numpy array with autograd history and PyTorch's behaviour.
+
+``.data`` is a Variable that shares this one's memory but not its version counter and never requires grad,
+exactly as in PyTorch: changes made through it are invisible to autograd's in-place checks. ``detach()``
+shares memory *and* the version counter, so in-place changes through it are caught.
+"""
+
+import warnings
+import weakref
+
+import numpy as np
+
+from ..errors import DtypeError, UnsupportedError
+from . import grad_mode, observer
+
+_grad_enabled = grad_mode._grad_enabled
+_observers = observer._observers
+_warned_volatile = False
+
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead."
+)
+
+
+class VersionCounter:
+    """Counts in-place changes to one storage; shared by a base, its views and its detached copies."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class RemovableHandle:
+    """What ``register_hook`` returns; ``remove()`` unregisters the hook."""
+
+    _next_id = 0
+
+    def __init__(self, variable, registry, fn):
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+        self.variable = weakref.ref(variable)
+        self._registry = registry  # a dict id -> (handle, fn) or a list of (handle, fn)
+        self.fn = fn
+
+    def remove(self):
+        reg = self._registry
+        if isinstance(reg, dict):
+            reg.pop(self.id, None)
+        else:
+            reg[:] = [entry for entry in reg if entry[0] is not self]
+        var = self.variable()
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_hook(var, self.fn, "remove")
+
+
+def _to_array(data, dtype=None, copy=False):
+    """Convert user data to a numpy array with PyTorch's default dtypes (float32 for floats)."""
+    if isinstance(data, Variable):
+        data = data._data
+    if isinstance(data, np.ndarray):
+        arr = data
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+    if isinstance(data, np.generic):
+        arr = np.array(data)
+    else:
+        arr = np.array(_unwrap_nested(data))
+    if dtype is not None:
+        return arr.astype(dtype, copy=False)
+    if arr.dtype.kind == "f":
+        return arr.astype(np.float32, copy=False)
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype == object:
+        raise TypeError(f"could not convert {type(data).__name__} to a tensor")
+    return arr
+
+
+def _unwrap_nested(data):
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_nested(d) for d in data]
+    if isinstance(data, Variable):
+        return data._data
+    return data
+
+
+class Variable:
+    """A tensor that records the operations applied to it (PyTorch's ``Tensor``/``Variable``)."""
+
+    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_vc", "_base", "_view_chain",
+                 "_view_version", "_volatile", "_hooks", "_acc_ref", "_name", "__weakref__")
+    __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray + Variable -> Variable
+    __hash__ = object.__hash__  # == is elementwise, yet Variables stay usable as dict keys
+
+    def __init__(self, data=None, requires_grad=False, volatile=False, name=None, dtype=None):
+        if data is None:
+            data = np.zeros(0, dtype=np.float32)
+        source = data if isinstance(data, Variable) else None
+        self._init(_to_array(data, dtype))
+        if source is not None and self._data is source._data:
+            self._vc = source._vc  # aliasing the same storage: in-place changes must stay visible
+        self._name = name
+        if volatile:
+            _warn_volatile()
+            self._volatile = True
+        if requires_grad:
+            self.requires_grad = True
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_variable(self, "new")
+
+    def _init(self, array):
+        """Fast constructor used by ops: no checks, no observer call."""
+        self._data = array
+        self._requires_grad = False
+        self._grad = None
+        self._grad_fn = None
+        self._output_nr = 0
+        self._vc = VersionCounter()
+        self._base = None
+        self._view_chain = ()
+        self._view_version = 0
+        self._volatile = False
+        self._hooks = None
+        self._acc_ref = None
+        self._name = None
+
+    # ----- autograd state ----------------------------------------------------------------------------
+    @property
+    def data(self):
+        v = Variable.__new__(Variable)
+        v._init(self._data)
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_detach(self, v, "data")
+        return v
+
+    @data.setter
+    def data(self, value):
+        array = value._data if isinstance(value, Variable) else np.asarray(value)
+        if array.shape != self._data.shape or array.dtype != self._data.dtype:
+            self._data = array  # PyTorch allows swapping in data of another shape
+        else:
+            self._data = array
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        value = bool(value)
+        if self._grad_fn is not None:
+            if not value:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+            return
+        if value and self._data.dtype.kind not in "fc":
+            raise DtypeError("only Tensors of floating point dtype can require gradients "
+                             f"(this one is {self._data.dtype})")
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def volatile(self):
+        return self._volatile
+
+    @volatile.setter
+    def volatile(self, value):
+        _warn_volatile()
+        self._volatile = bool(value)
+
+    @property
+    def grad(self):
+        g = self._grad
+        if g is None and self._grad_fn is not None and not self.retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_grad_read(self, g)
+        return g
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Variable):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_grad_write(self, value)
+
+    @property
+    def grad_fn(self):
+        if self._base is not None and self._view_version != self._vc.value and self._requires_grad:
+            from .function import _refresh_view_history
+
+            _refresh_view_history(self)
+        return self._grad_fn
+
+    creator = grad_fn  # the seed's (pre-0.4) name
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def _version(self):
+        return self._vc.value
+
+    version = _version
+
+    @property
+    def name(self):
+        return self._name
+
+    @name.setter
+    def name(self, value):
+        self._name = value
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def _is_view(self):
+        return self._base is not None
+
+    def is_view(self):
+        return self._base is not None
+
+    def _accumulator(self):
+        """The AccumulateGrad node of this leaf (made on first use, held weakly to avoid a cycle)."""
+        ref = self._acc_ref
+        node = ref() if ref is not None else None
+        if node is None:
+            from .function import AccumulateGrad
+
+            node = AccumulateGrad(self)
+            self._acc_ref = weakref.ref(node)
+        return node
+
+    @property
+    def retains_grad(self):
+        fn = self._grad_fn
+        if fn is None or not fn._retain:
+            return False
+        ref = fn._retain.get(self._output_nr)
+        return ref is not None and ref() is self
+
+    def retain_grad(self):
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        fn = self._grad_fn
+        if fn is None:
+            return  # leaves keep their gradient anyway
+        if fn._retain is None:
+            fn._retain = {}
+        fn._retain[self._output_nr] = weakref.ref(self)
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_hook(self, None, "register")
+
+    def register_hook(self, hook):
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self._grad_fn
+        if fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            handle = RemovableHandle(self, self._hooks, hook)
+            self._hooks[handle.id] = (handle, hook)
+        else:
+            if fn._pre_hooks is None:
+                fn._pre_hooks = {}
+            registry = fn._pre_hooks.setdefault(self._output_nr, [])
+            handle = RemovableHandle(self, registry, hook)
+            registry.append((handle, hook))
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_hook(self, hook, "register")
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .engine import backward
+
+        backward(self, None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+    def detach(self):
+        v = Variable.__new__(Variable)
+        v._init(self._data)
+        v._vc = self._vc
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_detach(self, v, "detach")
+        return v
+
+    def detach_(self):
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_detach(self, self, "detach")
+        return self
+
+    # ----- plain values ------------------------------------------------------------------------------
+    def numpy(self):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_detach(self, self._data, "numpy")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_detach(self, self._data, "numpy")
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        value = self._data.reshape(()).item()
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_detach(self, value, "item")
+        return value
+
+    def tolist(self):
+        value = self._data.tolist()
+        obs = _observers.get()
+        if obs:
+            for o in obs:
+                o.on_detach(self, value, "tolist")
+        return value
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._data.reshape(()))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __format__(self, spec):
+        if self._data.size == 1 and spec:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def __repr__(self):
+        return format_variable(self)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    # ----- shape and type ----------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[dim]
+
+    def dim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return self._data.size
+
+    def element_size(self):
+        return self._data.itemsize
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+    def contiguous(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def to(self, *args, **kwargs):
+        dtype = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, (np.dtype, type)) or (isinstance(a, str) and a not in ("cpu",)):
+                dtype = a
+        if dtype is None:
+            return self  # .to("cpu") / .to(device)
+        return self._cast(np.dtype(dtype))
+
+    def type(self, dtype=None):
+        if dtype is None:
+            names = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+            return f"torch.{names.get(str(self.dtype), str(self.dtype))}Tensor"
+        return self.to(dtype)
+
+    def _cast(self, dtype):
+        if dtype == self._data.dtype:
+            return self
+        return _P.Cast.apply(self, dtype=dtype)
+
+    def float(self):
+        return self._cast(np.dtype(np.float32))
+
+    def double(self):
+        return self._cast(np.dtype(np.float64))
+
+    def long(self):
+        return self._cast(np.dtype(np.int64))
+
+    def int(self):
+        return self._cast(np.dtype(np.int32))
+
+    def bool(self):
+        return self._cast(np.dtype(np.bool_))
+
+    def half(self):
+        raise UnsupportedError("gradviz supports float32 and float64, not float16 (Tensor.half)")
+
+    def cuda(self, *args, **kwargs):
+        raise UnsupportedError("gradviz runs on the CPU only (Tensor.cuda)")
+
+    # ----- arithmetic: operators live here, their ops in gradviz.ops -----------------------------------
+    def __add__(self, other):
+        return _A.Add.apply(self, other)
+
+    def __radd__(self, other):
+        return _A.Add.apply(other, self)
+
+    def __sub__(self, other):
+        return _A.Sub.apply(self, other)
+
+    def __rsub__(self, other):
+        return _A.Sub.apply(other, self)
+
+    def __mul__(self, other):
+        return _A.Mul.apply(self, other)
+
+    def __rmul__(self, other):
+        return _A.Mul.apply(other, self)
+
+    def __truediv__(self, other):
+        return _A.Div.apply(self, other)
+
+    def __rtruediv__(self, other):
+        return _A.Div.apply(other, self)
+
+    def __pow__(self, exponent):
+        return _A.Pow.apply(self, exponent)
+
+    def __rpow__(self, base):
+        return _A.Pow.apply(base, self)
+
+    def __matmul__(self, other):
+        return _A.MatMul.apply(self, other)
+
+    def __rmatmul__(self, other):
+        return _A.MatMul.apply(other, self)
+
+    def __neg__(self):
+        return _A.Neg.apply(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _P.Abs.apply(self)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    def __ipow__(self, other):
+        return self.pow_(other)
+
+    def __lt__(self, other):
+        return _I.compare(self, other, "lt")
+
+    def __le__(self, other):
+        return _I.compare(self, other, "le")
+
+    def __gt__(self, other):
+        return _I.compare(self, other, "gt")
+
+    def __ge__(self, other):
+        return _I.compare(self, other, "ge")
+
+    def __eq__(self, other):
+        return _I.compare(self, other, "eq")
+
+    def __ne__(self, other):
+        return _I.compare(self, other, "ne")
+
+    def __invert__(self):
+        return _I.logical_not(self)
+
+    def __and__(self, other):
+        return _I.compare(self, other, "and")
+
+    def __or__(self, other):
+        return _I.compare(self, other, "or")
+
+    def lt(self, other):
+        return self < other
+
+    def le(self, other):
+        return self <= other
+
+    def gt(self, other):
+        return self > other
+
+    def ge(self, other):
+        return self >= other
+
+    def eq(self, other):
+        return self == other
+
+    def ne(self, other):
+        return self != other
+
+    def equal(self, other):
+        return bool(np.array_equal(self._data, other._data))
+
+    def add(self, other, alpha=1):
+        return self + (other if alpha == 1 else other * alpha)
+
+    def sub(self, other, alpha=1):
+        return self - (other if alpha == 1 else other * alpha)
+
+    def mul(self, other):
+        return self * other
+
+    def div(self, other):
+        return self / other
+
+    def pow(self, exponent):
+        return _A.Pow.apply(self, exponent)
+
+    def matmul(self, other):
+        return _A.MatMul.apply(self, other)
+
+    def mm(self, other):
+        if self._data.ndim != 2 or _ndim(other) != 2:
+            raise RuntimeError("self must be a matrix")
+        return _A.MatMul.apply(self, other)
+
+    def neg(self):
+        return _A.Neg.apply(self)
+
+    # ----- pointwise ---------------------------------------------------------------------------------
+    def exp(self):
+        return _P.Exp.apply(self)
+
+    def log(self):
+        return _P.Log.apply(self)
+
+    def sqrt(self):
+        return _P.Sqrt.apply(self)
+
+    def abs(self):
+        return _P.Abs.apply(self)
+
+    def sin(self):
+        return _P.Sin.apply(self)
+
+    def cos(self):
+        return _P.Cos.apply(self)
+
+    def tanh(self):
+        return _P.Tanh.apply(self)
+
+    def sigmoid(self):
+        return _P.Sigmoid.apply(self)
+
+    def relu(self):
+        return _P.Relu.apply(self)
+
+    def clamp(self, min=None, max=None):
+        return _P.Clamp.apply(self, min=min, max=max)
+
+    clip = clamp
+
+    def norm(self, p=2, dim=None, keepdim=False):
+        if p != 2:
+            raise UnsupportedError(f"gradviz's Tensor.norm supports p=2 only (got p={p!r})")
+        return (self * self).sum(dim=dim, keepdim=keepdim).sqrt()
+
+    # ----- reductions --------------------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        out = _R.Sum.apply(self, dim=dim, keepdim=keepdim)
+        return out if dtype is None else out.to(dtype)
+
+    def mean(self, dim=None, keepdim=False):
+        return _R.Mean.apply(self, dim=dim, keepdim=keepdim)
+
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        return _R.Var.apply(self, dim=dim, correction=(1 if unbiased else 0) if correction is None
+                            else correction, keepdim=keepdim)
+
+    def std(self, dim=None, unbiased=True, keepdim=False):
+        return self.var(dim=dim, unbiased=unbiased, keepdim=keepdim).sqrt()
+
+    def max(self, dim=None, keepdim=False):
+        if isinstance(dim, Variable):
+            return _A.Maximum.apply(self, dim)
+        return _R.max_min(self, dim, keepdim, "max")
+
+    def min(self, dim=None, keepdim=False):
+        if isinstance(dim, Variable):
+            return _A.Minimum.apply(self, dim)
+        return _R.max_min(self, dim, keepdim, "min")
+
+    def argmax(self, dim=None, keepdim=False):
+        return _R.arg_max_min(self, dim, keepdim, "max")
+
+    def argmin(self, dim=None, keepdim=False):
+        return _R.arg_max_min(self, dim, keepdim, "min")
+
+    def softmax(self, dim):
+        return _R.Softmax.apply(self, dim=dim)
+
+    def log_softmax(self, dim):
+        return _R.LogSoftmax.apply(self, dim=dim)
+
+    # ----- shape -------------------------------------------------------------------------------------
+    def view(self, *shape):
+        return _S.view(self, shape)
+
+    def view_as(self, other):
+        return _S.view(self, (other.shape,))
+
+    def reshape(self, *shape):
+        return _S.reshape(self, shape)
+
+    def reshape_as(self, other):
+        return _S.reshape(self, (other.shape,))
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return _S.flatten(self, start_dim, end_dim)
+
+    def transpose(self, dim0, dim1):
+        return _S.Transpose.apply(self, dim0=dim0, dim1=dim1)
+
+    def t(self):
+        if self._data.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self._data.ndim}D")
+        return self if self._data.ndim < 2 else _S.Transpose.apply(self, dim0=0, dim1=1)
+
+    @property
+    def T(self):
+        return _S.Permute.apply(self, dims=tuple(range(self._data.ndim - 1, -1, -1)))
+
+    def permute(self, *dims):
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return _S.Permute.apply(self, dims=dims)
+
+    def squeeze(self, dim=None):
+        return _S.Squeeze.apply(self, dim=dim)
+
+    def unsqueeze(self, dim):
+        return _S.Unsqueeze.apply(self, dim=dim)
+
+    def expand(self, *sizes):
+        return _S.expand(self, sizes)
+
+    def expand_as(self, other):
+        return _S.expand(self, (other.shape,))
+
+    def clone(self):
+        return _S.Clone.apply(self)
+
+    def __getitem__(self, index):
+        return _I.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        _I.setitem(self, index, value)
+
+    # ----- in-place ops: each bumps the version counter ------------------------------------------------
+    def add_(self, other, alpha=1):
+        return apply_inplace(_A.Add, self, other if alpha == 1 else other * alpha)
+
+    def sub_(self, other, alpha=1):
+        return apply_inplace(_A.Sub, self, other if alpha == 1 else other * alpha)
+
+    def mul_(self, other):
+        return apply_inplace(_A.Mul, self, other)
+
+    def div_(self, other):
+        return apply_inplace(_A.Div, self, other)
+
+    def pow_(self, exponent):
+        return apply_inplace(_A.Pow, self, exponent)
+
+    def exp_(self):
+        return apply_inplace(_P.Exp, self)
+
+    def clamp_(self, min=None, max=None):
+        return apply_inplace(_P.Clamp, self, min=min, max=max)
+
+    def relu_(self):
+        return apply_inplace(_P.Relu, self)
+
+    def zero_(self):
+        return apply_inplace(_I.Fill, self, value=0)
+
+    def fill_(self, value):
+        return apply_inplace(_I.Fill, self, value=value)
+
+    def copy_(self, src):
+        return apply_inplace(_I.Copy, self, src)
+
+    def normal_(self, mean=0.0, std=1.0):
+        return _fill_random(self, lambda rng, shape: rng.normal(mean, std, shape))
+
+    def uniform_(self, a=0.0, b=1.0):
+        return _fill_random(self, lambda rng, shape: rng.uniform(a, b, shape))
+
+
+def _fill_random(var, draw):
+    from ..factories import _rng
+
+    return apply_inplace(_I.Fill, var, value=draw(_rng(), var._data.shape).astype(var._data.dtype))
+
+
+def _ndim(x):
+    return x._data.ndim if isinstance(x, Variable) else np.ndim(x)
+
+
+def _warn_volatile():
+    global _warned_volatile
+    if not _warned_volatile:
+        _warned_volatile = True
+        warnings.warn("volatile is deprecated: use `with gradviz.no_grad():` instead. gradviz still honours it: "
+                      "volatility spreads to every output, which then has no grad_fn.",
+                      DeprecationWarning, stacklevel=3)
+
+
+class Size(tuple):
+    """``torch.Size``: a tuple of ints that prints as ``torch.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"torch.Size([{', '.join(str(d) for d in self)}])"
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+
+def format_variable(var):
+    """PyTorch-style text: ``tensor([[ 0.1000, -0.2000]], grad_fn=<MulBackward>)``."""
+    data = var._data
+    prefix = "tensor("
+    if data.dtype.kind == "f":
+        body = np.array2string(data, precision=4, floatmode="fixed", separator=", ", prefix=prefix,
+                               max_line_width=80, threshold=1000)
+    else:
+        body = np.array2string(data, separator=", ", prefix=prefix, threshold=1000)
+    extras = []
+    if data.dtype not in (np.float32, np.int64, np.bool_):
+        extras.append(f"dtype=torch.{data.dtype}")
+    if var._grad_fn is not None:
+        extras.append(f"grad_fn=<{var._grad_fn.name()}>")
+    elif var._requires_grad:
+        extras.append("requires_grad=True")
+    if data.size == 0:
+        body = "[]"
+    return prefix + body + "".join(", " + e for e in extras) + ")"
+
+
+# Imported last: the op modules build on Function, which needs Variable defined above.
+from ..ops import arithmetic as _A  # noqa: E402
+from ..ops import indexing as _I  # noqa: E402
+from ..ops import pointwise as _P  # noqa: E402
+from ..ops import reduction as _R  # noqa: E402
+from ..ops import shape as _S  # noqa: E402
+from .inplace import apply_inplace  # noqa: E402

@@ -1,0 +1,15 @@
+"""The ``gradviz`` command line. Commands live one per module; they import the heavy parts lazily."""
+
+import click
+
+from .._version import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gradviz")
+def main():
+    """gradviz: see your autograd graph, and why backprop went wrong."""
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

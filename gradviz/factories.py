@@ -1,0 +1,117 @@
+"""Tensor factories (``zeros``, ``randn``…) and the random generator ``manual_seed`` sets."""
+
+import numpy as np
+
+from .autograd import observer
+from .autograd.variable import Variable, _to_array
+from .dtypes import as_dtype, float32, int64
+
+_generator = [np.random.default_rng()]
+
+
+def manual_seed(seed):
+    """Seed gradviz's generator (used by rand*, parameter initialisation and dropout)."""
+    _generator[0] = np.random.default_rng(int(seed))
+    return _generator[0]
+
+
+def _rng():
+    return _generator[0]
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(int(s) for s in size[0])
+    return tuple(int(s) for s in size)
+
+
+def _make(array, requires_grad=False, origin="factory"):
+    v = Variable.__new__(Variable)
+    v._init(array)
+    if requires_grad:
+        v.requires_grad = True
+    obs = observer._observers.get()
+    if obs:
+        for o in obs:
+            o.on_variable(v, origin)
+    return v
+
+
+def tensor(data, requires_grad=False, dtype=None):
+    """A new leaf holding a copy of ``data`` (PyTorch's ``torch.tensor``)."""
+    return _make(_to_array(data, as_dtype(dtype), copy=True), requires_grad, "new")
+
+
+def as_tensor(data, dtype=None):
+    return _make(_to_array(data, as_dtype(dtype)), False, "new")
+
+
+def from_numpy(array):
+    """A Variable sharing ``array``'s memory (PyTorch's ``torch.from_numpy``)."""
+    return _make(np.asarray(array), False, "new")
+
+
+def zeros(*size, requires_grad=False, dtype=None):
+    return _make(np.zeros(_shape(size), dtype=as_dtype(dtype) or float32), requires_grad)
+
+
+def ones(*size, requires_grad=False, dtype=None):
+    return _make(np.ones(_shape(size), dtype=as_dtype(dtype) or float32), requires_grad)
+
+
+def empty(*size, requires_grad=False, dtype=None):
+    return _make(np.empty(_shape(size), dtype=as_dtype(dtype) or float32), requires_grad)
+
+
+def full(size, fill_value, requires_grad=False, dtype=None):
+    dtype = as_dtype(dtype) or (float32 if isinstance(fill_value, float) else None)
+    return _make(np.full(_shape((size,)), fill_value, dtype=dtype) if dtype is not None
+                 else _to_array(np.full(_shape((size,)), fill_value)), requires_grad)
+
+
+def zeros_like(x, requires_grad=False, dtype=None):
+    return _make(np.zeros(x.shape, dtype=as_dtype(dtype) or x.dtype), requires_grad)
+
+
+def ones_like(x, requires_grad=False, dtype=None):
+    return _make(np.ones(x.shape, dtype=as_dtype(dtype) or x.dtype), requires_grad)
+
+
+def full_like(x, fill_value, requires_grad=False, dtype=None):
+    return _make(np.full(x.shape, fill_value, dtype=as_dtype(dtype) or x.dtype), requires_grad)
+
+
+def eye(n, m=None, requires_grad=False, dtype=None):
+    return _make(np.eye(n, m, dtype=as_dtype(dtype) or float32), requires_grad)
+
+
+def arange(start, end=None, step=1, requires_grad=False, dtype=None):
+    if end is None:
+        start, end = 0, start
+    values = np.arange(start, end, step)
+    dtype = as_dtype(dtype) or (int64 if values.dtype.kind in "iu" else float32)
+    return _make(values.astype(dtype), requires_grad)
+
+
+def linspace(start, end, steps, requires_grad=False, dtype=None):
+    return _make(np.linspace(start, end, int(steps)).astype(as_dtype(dtype) or float32), requires_grad)
+
+
+def rand(*size, requires_grad=False, dtype=None):
+    return _make(_rng().random(_shape(size)).astype(as_dtype(dtype) or float32), requires_grad)
+
+
+def randn(*size, requires_grad=False, dtype=None):
+    return _make(_rng().standard_normal(_shape(size)).astype(as_dtype(dtype) or float32), requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    return _make(_rng().integers(low, high, size=_shape((size,))).astype(as_dtype(dtype) or int64))
+
+
+def randperm(n, dtype=None):
+    return _make(_rng().permutation(int(n)).astype(as_dtype(dtype) or int64))

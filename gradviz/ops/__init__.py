@@ -1,0 +1,1 @@
+"""The built-in ops, one small ``Function`` class each, grouped by family."""

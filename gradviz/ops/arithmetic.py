@@ -1,0 +1,203 @@
+"""Binary arithmetic: + - * / ** @, negation, elementwise maximum/minimum.
+
+Backward returns gradients in the broadcast shape; the engine sums them down to each input's shape.
+"""
+
+import numpy as np
+
+from ..autograd.function import Function
+from ..errors import ShapeError
+
+
+class Add(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return np.add(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+
+
+class Sub(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return np.subtract(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, (-grad if ctx.needs_input_grad[1] else None)
+
+
+class Mul(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        need_a, need_b = ctx.needs_input_grad
+        if need_a or need_b:
+            ctx.save_for_backward(b if need_a else None, a if need_b else None)
+        return np.multiply(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        b, a = ctx.saved_tensors
+        return (grad * b if b is not None else None), (grad * a if a is not None else None)
+
+
+class Div(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = _true_divide(a, b)
+        need_a, need_b = ctx.needs_input_grad
+        if need_a or need_b:
+            ctx.save_for_backward(b, out if need_b else None)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        b, out = ctx.saved_tensors
+        ga = grad / b if ctx.needs_input_grad[0] else None
+        gb = -grad * out / b if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+def _true_divide(a, b):
+    out = np.true_divide(a, b)
+    # PyTorch divides integers into the default float dtype (float32); numpy would give float64.
+    if out.dtype == np.float64 and _dtype(a).kind in "iub" and _dtype(b).kind in "iub":
+        out = out.astype(np.float32)
+    return out
+
+
+def _dtype(x):
+    return x.dtype if isinstance(x, np.ndarray) else np.asarray(x).dtype
+
+
+class Neg(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return np.negative(a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Pow(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = np.power(a, b)
+        need_a, need_b = ctx.needs_input_grad
+        if need_a or need_b:
+            ctx.save_for_backward(a, b, out if need_b else None)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, out = ctx.saved_tensors
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = grad * b * np.power(a, b - 1)
+            # d/da a**0 is 0 everywhere, including a == 0 (where b * a**(b-1) would be 0 * inf).
+            ga = np.where(np.asarray(b) == 0, 0.0, ga).astype(ga.dtype, copy=False)
+        if ctx.needs_input_grad[1]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log_a = np.log(a)
+            # PyTorch's convention: the exponent's gradient is 0 where the base is 0 and the result is 0.
+            gb = grad * np.where((np.asarray(a) == 0) & (np.asarray(b) >= 0), 0.0, out * log_a)
+        return ga, gb
+
+
+class MatMul(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        a_nd, b_nd = np.ndim(a), np.ndim(b)
+        if a_nd == 0 or b_nd == 0:
+            raise ShapeError("both arguments to matmul need to be at least 1D, but they are "
+                             f"{a_nd}D and {b_nd}D")
+        inner_a = np.shape(a)[-1]
+        inner_b = np.shape(b)[-2] if b_nd > 1 else np.shape(b)[0]
+        if inner_a != inner_b:
+            raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_text(a)} and "
+                             f"{_shape_text(b)})")
+        need_a, need_b = ctx.needs_input_grad
+        if need_a or need_b:
+            ctx.save_for_backward(b if need_a else None, a if need_b else None)
+        ctx._ndims = (a_nd, b_nd)
+        return np.matmul(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        b, a = ctx.saved_tensors
+        a_nd, b_nd = ctx._ndims
+        ga = gb = None
+        if b is not None:  # gradient for a
+            if b_nd == 1:
+                ga = np.multiply.outer(grad, b) if a_nd > 1 else grad * b
+            elif a_nd == 1:
+                ga = np.matmul(b, grad[..., None])[..., 0]
+            else:
+                ga = np.matmul(grad, np.swapaxes(b, -1, -2))
+        if a is not None:  # gradient for b
+            if a_nd == 1:
+                gb = np.multiply.outer(a, grad) if b_nd > 1 else grad * a
+                if b_nd > 2:
+                    gb = np.moveaxis(gb, 0, -2)
+            elif b_nd == 1:
+                gb = np.matmul(np.swapaxes(a, -1, -2), grad[..., None])[..., 0]
+            else:
+                gb = np.matmul(np.swapaxes(a, -1, -2), grad)
+        return ga, gb
+
+
+def _shape_text(x):
+    shape = np.shape(x)
+    return "x".join(str(d) for d in shape) if len(shape) != 1 else f"1x{shape[0]}"
+
+
+class Maximum(Function):
+    """Elementwise maximum of two tensors; ties split the gradient evenly, as PyTorch does."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return np.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return _split_by_winner(grad, a > b, a == b)
+
+
+class Minimum(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return np.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return _split_by_winner(grad, a < b, a == b)
+
+
+def _split_by_winner(grad, a_wins, tie):
+    wa = np.where(a_wins, 1.0, np.where(tie, 0.5, 0.0)).astype(grad.dtype)
+    return grad * wa, grad * (1 - wa)
