@@ -1,12 +1,12 @@
 """Reverse-mode execution: walk the graph from the roots in dependency order, without recursion."""
 
-import heapq
+from heapq import heapify, heappop, heappush
 
 import numpy as np
 
 from ..errors import NoGradFnError, NonScalarBackwardError, ShapeError, UnsupportedError
 from . import observer
-from .function import AccumulateGrad, _call_backward, _edge, _sum_to_shape
+from .function import AccumulateGrad, _call_backward, _check_count, _edge, _sum_to_shape
 from .variable import Variable
 
 _observers = observer._observers
@@ -107,9 +107,9 @@ def _execute(roots, root_grads, retain_graph, targets, obs):
     needed = _needed_nodes(deps, targets) if targets is not None else None
     captured = {}
     ready = [(-n._seq, n) for n in {e[0] for e in edges} if deps.get(n, 0) == 0]
-    heapq.heapify(ready)
+    heapify(ready)
     while ready:
-        _, node = heapq.heappop(ready)
+        _, node = heappop(ready)
         grads = buffers.pop(node, None)
         if grads is not None and node._pre_hooks:
             grads = _run_pre_hooks(node, grads)
@@ -120,36 +120,55 @@ def _execute(roots, root_grads, retain_graph, targets, obs):
                 for pos in targets.get((node, nr), ()):
                     captured[pos] = grads[nr]
         run = grads is not None and (needed is None or node in needed)
-        if isinstance(node, AccumulateGrad):
+        if node.__class__ is AccumulateGrad:
             if run and targets is None:
                 _accumulate(node.variable, grads[0], obs)
             continue
         if run:
             if len(grads) > 1 and any(g is None for g in grads):
                 grads = [np.zeros(*node._out_meta(i)) if g is None else g for i, g in enumerate(grads)]
-            results = _call_backward(node, grads)
+            if node._raw:
+                results = node.backward(node, *grads)
+                if results.__class__ is not tuple:
+                    results = (results,)
+                if len(results) != len(node._next):
+                    results = _check_count(node, results)
+            else:
+                results = _call_backward(node, grads)
             if obs:
                 for o in obs:
                     o.on_backward_step(node, tuple(grads), results)
         else:
             results = (None,) * len(node._next)
+        in_meta = node._in_meta
         for i, edge in enumerate(node._next):
-            if edge is None or edge[0] is None:
+            if edge is None:
                 continue
-            child, nr = edge
+            child = edge[0]
+            if child is None:
+                continue
             g = results[i]
             if g is not None:
-                shape, dtype = node._in_meta[i]
-                g = _sum_to_shape(g, shape, node, i)
+                shape, dtype = in_meta[i]
+                if g.__class__ is not np.ndarray or g.shape != shape:
+                    g = _sum_to_shape(g, shape, node, i)
                 if g.dtype != dtype:
                     g = g.astype(dtype)
-                _add(buffers, child, nr, g)
+                slot = buffers.get(child)
+                if slot is None:
+                    slot = buffers[child] = [None] * child._n_outputs
+                prev = slot[edge[1]]
+                slot[edge[1]] = g if prev is None else prev + g
             left = deps[child] - 1
             deps[child] = left
             if left == 0:
-                heapq.heappush(ready, (-child._seq, child))
+                heappush(ready, (-child._seq, child))
         if run and not retain_graph:
-            node.release()
+            if obs:
+                node.release()
+            else:  # the same as release(), minus the observer check
+                node._saved = None
+                node._freed = True
     return captured
 
 

@@ -40,7 +40,7 @@ class SavedTensor:
 
     @property
     def nbytes(self):
-        return self.data.nbytes
+        return self.data.nbytes if isinstance(self.data, np.ndarray) else 0
 
     def current_version(self):
         return None if self.counter is None else self.counter.value
@@ -63,6 +63,7 @@ class Function:
     _next = ()
     _in_meta = ()
     _n_outputs = 1
+    _kwargs = {}
 
     # ----- the ctx API (PyTorch's names) -------------------------------------------------------------
     def save_for_backward(self, *tensors):
@@ -149,23 +150,26 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        ctx = cls.__new__(cls)
-        requires = False
-        volatile = False
+        ctx = _new(cls)
+        requires = volatile = False
+        raw = []
         for a in args:
             if isinstance(a, Variable):
+                raw.append(a._data)
                 if a._requires_grad:
                     requires = True
                 if a._volatile:
                     volatile = True
+            else:
+                raw.append(a)
         record = requires and not volatile and cls._differentiable and _grad_enabled.get()
         if record:
-            ctx.needs_input_grad = tuple(isinstance(a, Variable) and a._requires_grad for a in args)
+            ctx.needs_input_grad = tuple([isinstance(a, Variable) and a._requires_grad for a in args])
+            edges = [_edge(a) if isinstance(a, Variable) else None for a in args]
         else:
-            ctx.needs_input_grad = (False,) * len(args)
+            ctx.needs_input_grad = _NO_NEEDS[len(args)] if len(args) < 8 else (False,) * len(args)
 
         if cls._raw:
-            raw = [a._data if isinstance(a, Variable) else a for a in args]
             result = cls.forward(ctx, *raw, **kwargs)
         else:
             token = _grad_enabled.set(False)
@@ -174,18 +178,28 @@ class Function:
             finally:
                 _grad_enabled.reset(token)
 
-        multi = isinstance(result, tuple)
-        results = result if multi else (result,)
-        outputs = tuple(_make_output(ctx, r, i, record, volatile) for i, r in enumerate(results))
+        if type(result) is np.ndarray and not ctx._non_differentiable:
+            out = Variable.__new__(Variable)
+            out._init(result)
+            if volatile:
+                out._volatile = True
+            if record and result.dtype.kind in "fc":
+                out._requires_grad = True
+                out._grad_fn = ctx
+            outputs = (out,)
+            multi = False
+        else:
+            multi = isinstance(result, tuple)
+            results = result if multi else (result,)
+            outputs = tuple([_make_output(ctx, r, i, record, volatile) for i, r in enumerate(results)])
         if record:
             ctx.recorded = True
             ctx._seq = next(_sequence)
-            ctx._n_outputs = len(outputs)
+            ctx._next = tuple(edges)
+            ctx._in_meta = tuple([(d.shape, d.dtype) if e is not None else None for d, e in zip(raw, edges)])
             if multi:
-                ctx._outs_meta = tuple((o._data.shape, o._data.dtype) for o in outputs)
-            ctx._next = tuple(_edge(a) if isinstance(a, Variable) else None for a in args)
-            ctx._in_meta = tuple((a._data.shape, a._data.dtype) if isinstance(a, Variable) else None
-                                 for a in args)
+                ctx._n_outputs = len(outputs)
+                ctx._outs_meta = tuple([(o._data.shape, o._data.dtype) for o in outputs])
             if ctx._to_save:
                 ctx._saved = _versioned(ctx._to_save, args, outputs)
                 ctx._n_saved = len(ctx._saved)
@@ -195,12 +209,18 @@ class Function:
             ctx._to_save = ()
             if cls._view and isinstance(args[0], Variable):
                 _mark_view(outputs[0], args[0], cls, kwargs)
-        ctx._kwargs = kwargs
+        if kwargs:
+            ctx._kwargs = kwargs
         obs = _observers.get()
         if obs:
             for o in obs:
                 o.on_function(ctx, args, outputs)
         return outputs if multi else outputs[0]
+
+
+_NO_EDGE = (None, 0)
+_NO_NEEDS = tuple((False,) * n for n in range(8))
+_new = object.__new__
 
 
 def _make_output(ctx, value, index, record, volatile):
@@ -228,7 +248,7 @@ def _is_marked(ctx, value):
 def _edge(var):
     """The (node, output_nr) a gradient for ``var`` flows into, or (None, 0) if it needs none."""
     if not var._requires_grad:
-        return (None, 0)
+        return _NO_EDGE
     if var._base is not None and var._view_version != var._vc.value:
         _refresh_view_history(var)
     fn = var._grad_fn
@@ -241,25 +261,26 @@ def _versioned(to_save, args, outputs):
     """Turn what forward saved into SavedTensor records, recording each storage's version."""
     records = []
     for item in to_save:
-        if item is None:
-            records.append(SavedTensor(None, None, 0, None, "buffer", len(records)))
+        rec = None
+        if item is None or not isinstance(item, (np.ndarray, Variable)):
+            # None or a Python constant: nothing to version, nothing in memory worth counting.
+            records.append(SavedTensor(item, None, 0, None, "buffer", len(records)))
             continue
         data = item._data if isinstance(item, Variable) else item
-        rec = None
         for i, a in enumerate(args):
-            if isinstance(a, Variable) and (a is item or a._data is data):
-                rec = SavedTensor(a._data, a._vc, a._vc.value, a, "input", i)
+            if a is item or (isinstance(a, Variable) and a._data is data):
+                rec = SavedTensor(data, a._vc, a._vc.value, a, "input", i)
                 break
-        if rec is None:
+        else:
             for i, o in enumerate(outputs):
                 if o is item or o._data is data:
-                    rec = SavedTensor(o._data, o._vc, o._vc.value, None, "output", i)
+                    rec = SavedTensor(data, o._vc, o._vc.value, None, "output", i)
                     break
-        if rec is None:
-            if isinstance(item, Variable):
-                rec = SavedTensor(data, item._vc, item._vc.value, item, "input", -1)
             else:
-                rec = SavedTensor(np.asarray(data), None, 0, None, "buffer", len(records))
+                if isinstance(item, Variable):
+                    rec = SavedTensor(data, item._vc, item._vc.value, item, "input", -1)
+                else:
+                    rec = SavedTensor(data, None, 0, None, "buffer", len(records))
         records.append(rec)
     return tuple(records)
 
@@ -365,14 +386,18 @@ def _call_backward(node, grads):
                                                                           else (out,)))
     if not isinstance(out, tuple):
         out = (out,)
-    expected = len(node._next)
-    if len(out) != expected:
-        if len(out) > expected and all(o is None for o in out[expected:]):
-            out = out[:expected]
-        else:
-            raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                               f"(expected {expected}, got {len(out)})")
+    if len(out) != len(node._next):
+        out = _check_count(node, out)
     return out
+
+
+def _check_count(node, out):
+    """Backward returned the wrong number of gradients: trailing Nones are forgiven, anything else is an error."""
+    expected = len(node._next)
+    if len(out) > expected and all(o is None for o in out[expected:]):
+        return out[:expected]
+    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                       f"(expected {expected}, got {len(out)})")
 
 
 def _wrap_array(array):
