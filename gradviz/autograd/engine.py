@@ -59,10 +59,10 @@ def _roots_and_grads(tensors, grad_tensors):
     grads = []
     for i, (root, g) in enumerate(zip(roots, grad_tensors)):
         if not root._requires_grad:
-            raise NoGradFnError(i, root)
+            raise _refused(roots, grad_tensors, NoGradFnError(i, root))
         if g is None:
             if root._data.size != 1:
-                raise NonScalarBackwardError(root)
+                raise _refused(roots, grad_tensors, NonScalarBackwardError(root))
             grads.append(np.ones_like(root._data))
             continue
         data = g._data if isinstance(g, Variable) else np.asarray(g, dtype=root._data.dtype)
@@ -75,6 +75,16 @@ def _roots_and_grads(tensors, grad_tensors):
 
 def _size(shape):
     return f"torch.Size([{', '.join(str(d) for d in shape)}])"
+
+
+def _refused(roots, grad_tensors, exc):
+    """A backward refused before it started (no grad_fn, non-scalar root) is still a backward call that
+    observers must see: the debugger explains exactly these. ``retain_graph`` is None: it never began."""
+    obs = _observers.get()
+    for o in obs:
+        o.on_backward_begin(tuple(roots), tuple(grad_tensors), None, None)
+        o.on_backward_end(tuple(roots), exc)
+    return exc
 
 
 def _run(roots, root_grads, retain_graph, targets):
