@@ -3,6 +3,9 @@
 import click
 
 from .._version import __version__
+from .explain import explain
+from .graph import graph
+from .run import run
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -10,6 +13,10 @@ from .._version import __version__
 def main():
     """gradviz: see your autograd graph, and why backprop went wrong."""
 
+
+main.add_command(run)
+main.add_command(graph)
+main.add_command(explain)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,127 @@
+"""``gradviz graph SCRIPT|TRACE.json``: draw the autograd graph, without the report."""
+
+import os
+import subprocess
+import sys
+
+import click
+
+from .artifacts import DOT_MISSING_HINT, FORMATS
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("source", type=click.Path(dir_okay=True))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="Picture file; its suffix gives the format  [default: gradviz-out/<stem>/graph.<format>]")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Picture format when -o has no known suffix  [default: svg]")
+@click.option("--iteration", type=click.IntRange(min=0), default=None, help="Draw the graph of iteration N.")
+@click.option("--depth", type=click.IntRange(min=0), default=None,
+              help="Collapse modules deeper than K into one box each.")
+@click.option("--show-saved", is_flag=True, help="Draw saved tensors as side nodes (shape, bytes, version).")
+@click.option("--show-grads", is_flag=True, help="Label edges with the gradient norm that flowed through them.")
+@click.option("--forward", is_flag=True, help="Draw the forward data flow instead of the backward graph.")
+@click.option("--open", "open_after", is_flag=True, help="Open the picture when it is written.")
+@click.option("--torch", "use_torch", is_flag=True, help="Make `import torch` resolve to gradviz for this run.")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Collapse graphs larger than this by module depth.")
+def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads, forward, open_after, use_torch,
+          max_nodes):
+    """Draw the graph of SOURCE: a Python script (run under a trace, with ARGS) or a saved trace (.json)."""
+    from .output import Output
+
+    output = Output()
+    fmt = _format(out_file, fmt)
+    doc, exit_code = _document(output, source, args, use_torch)
+    options = {"iteration": iteration, "depth": depth, "show_saved": show_saved, "show_grads": show_grads,
+               "forward": forward, "max_nodes": max_nodes}
+    path = _draw(output, doc, source, out_file, fmt, options)
+    output.line(f"Wrote {path}")
+    if open_after:
+        open_path(path)
+    raise click.exceptions.Exit(exit_code)
+
+
+def _format(out_file, fmt):
+    """``--format`` wins; else the suffix of ``-o``; else svg."""
+    if fmt:
+        return fmt
+    suffix = os.path.splitext(out_file or "")[1].lstrip(".").lower()
+    return suffix if suffix in FORMATS else "svg"
+
+
+def _document(output, source, args, use_torch):
+    """The trace document to draw, and the exit status (the script's own, when one was run)."""
+    if source.endswith(".json"):
+        if args:
+            output.abort(f"a trace file takes no script arguments (got `{' '.join(args)}`)")
+        return _load(output, source), 0
+    from .run import _report_script_failure
+    from .runner import ScriptError
+    from .session import trace_script
+
+    try:
+        traced = trace_script(source, args, torch=use_torch)
+    except ScriptError as exc:
+        output.abort(str(exc))
+    _report_script_failure(output, traced.result)
+    return traced.doc, traced.result.exit_code
+
+
+def _load(output, path):
+    import gradviz
+
+    from .output import one_line
+
+    if not os.path.exists(path):
+        output.abort(f"no such trace file `{path}`")
+    try:
+        loaded = gradviz.load_trace(path)
+    except Exception as exc:  # TraceFormatError, unreadable file: the message names the first bad field
+        if type(exc).__name__ != "TraceFormatError" and not isinstance(exc, (OSError, ValueError)):
+            raise
+        output.abort(f"invalid trace `{path}`: {one_line(exc)}")
+    return loaded.to_dict() if hasattr(loaded, "to_dict") else loaded
+
+
+def _draw(output, doc, source, out_file, fmt, options):
+    from ..render import dot_available, render
+    from .artifacts import OutputFolderError, prepare_folder
+
+    stem = os.path.splitext(os.path.basename(os.path.normpath(source)))[0]
+    path = out_file or os.path.join("gradviz-out", stem, f"graph.{fmt}")
+    try:
+        prepare_folder(os.path.dirname(path) or ".")
+        digraph = render(doc, **options)
+        if fmt != "dot" and not dot_available():
+            path = os.path.splitext(path)[0] + ".dot"
+            output.note(DOT_MISSING_HINT)
+        if path.endswith(".dot") or fmt == "dot":
+            data = digraph.source.encode("utf-8")
+        else:
+            data = digraph.pipe(format=fmt)
+        with open(path, "wb") as f:
+            f.write(data)
+    except OutputFolderError as exc:
+        output.abort(str(exc))
+    except OSError as exc:
+        output.abort(f"cannot write `{path}`: {exc.strerror or exc}")
+    except (KeyError, ValueError) as exc:  # e.g. --iteration beyond the trace
+        output.abort(str(exc).strip("'\""))
+    return path
+
+
+def opener_command(path, platform=None):
+    """The platform's "open this file" command."""
+    platform = platform or sys.platform
+    if platform == "darwin":
+        return ["open", path]
+    if platform.startswith("win"):
+        return ["cmd", "/c", "start", "", path]
+    return ["xdg-open", path]
+
+
+def open_path(path):
+    """Open ``path`` with the platform opener, without waiting for it."""
+    subprocess.Popen(opener_command(path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

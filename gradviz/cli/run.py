@@ -1,0 +1,130 @@
+"""``gradviz run SCRIPT [ARGS]...``: run a script under a trace, print the report, write pictures and files."""
+
+import os
+
+import click
+
+from .artifacts import FORMATS
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("script", type=click.Path(dir_okay=True))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for pictures, report.json and report.html  [default: gradviz-out/<script-stem>/]")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="svg", show_default=True,
+              help="Picture format.")
+@click.option("--torch", "use_torch", is_flag=True,
+              help="Make `import torch` resolve to gradviz for this run (unmodified PyTorch scripts).")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default="error", show_default=True,
+              help="Exit 1 if any diagnostic is at or above this severity.")
+@click.option("--json-only", is_flag=True, help="Print the trace document as JSON to stdout and nothing else.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; still write the files.")
+@click.option("--no-render", is_flag=True, help="Skip the pictures (report.json and report.html are still written).")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Collapse graphs larger than this by module depth.")
+def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_render, max_nodes):
+    """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
+
+    Everything after SCRIPT is passed to the script as its own arguments.
+    """
+    from .output import Output
+    from .runner import ScriptError
+    from .session import trace_script
+
+    output = Output(quiet=quiet or json_only)
+    show_progress = output.is_terminal and not (quiet or json_only)
+    try:
+        if json_only:
+            import contextlib
+            import sys
+
+            # stdout carries the JSON document alone: the script's own prints go to stderr
+            with contextlib.redirect_stdout(sys.stderr):
+                traced = trace_script(script, args, torch=use_torch)
+        else:
+            traced = trace_script(script, args, torch=use_torch, output=output, progress=show_progress)
+    except ScriptError as exc:
+        output.abort(str(exc))
+    doc, result = traced.doc, traced.result
+
+    _report_script_failure(output, result)
+    if json_only:
+        import json
+
+        output.raw(json.dumps(doc, indent=1))
+        raise click.exceptions.Exit(_exit_code(output, doc, result, fail_on, announce=False))
+
+    _print_report(output, doc)
+    folder_ok = _write_files(output, doc, script, out_dir, fmt, no_render, max_nodes)
+    code = _exit_code(output, doc, result, fail_on, announce=True)
+    if not folder_ok and code == 0:
+        code = 1
+    raise click.exceptions.Exit(code)
+
+
+def _report_script_failure(output, result):
+    """The script's own exception: its traceback trimmed to the user's lines, or one line for a PyTorch name
+    gradviz lacks under --torch."""
+    from .runner import location_of
+    from .torch_shim import TorchNameNotSupported
+
+    if result.exit_message:
+        output.stderr_text(result.exit_message + "\n")
+    exc = result.exception
+    if exc is None:
+        return
+    if isinstance(exc, TorchNameNotSupported):
+        where = location_of(exc)
+        output.error(f"{where}: {exc}" if where else str(exc))
+    else:
+        output.stderr_text(result.traceback)
+
+
+def _print_report(output, doc):
+    from ..render import report
+
+    for renderable in (report.summary(doc), report.diagnostics(doc), report.memory(doc)):
+        if renderable is not None:
+            output.print(renderable)
+
+
+def _write_files(output, doc, script, out_dir, fmt, no_render, max_nodes):
+    from .artifacts import DOT_MISSING_HINT, OutputFolderError, write_all
+
+    out_dir = out_dir or default_out_dir(script)
+    try:
+        written = write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes})
+    except OutputFolderError as exc:
+        output.error(str(exc))
+        return False
+    output.line("")
+    output.line(f"Wrote {len(written.paths)} files to {out_dir}:")
+    for path in written.paths:
+        output.line(f"  {path}")
+    if written.dot_missing:
+        output.note(DOT_MISSING_HINT)
+    return True
+
+
+def default_out_dir(script):
+    stem = os.path.splitext(os.path.basename(os.path.normpath(script)))[0]
+    return os.path.join("gradviz-out", stem)
+
+
+def _exit_code(output, doc, result, fail_on, announce):
+    """The script's own status first (its exception, ``sys.exit(n)``), then ``--fail-on``."""
+    if result.exit_code:
+        return result.exit_code
+    if fail_on == "never":
+        return 0
+    threshold = SEVERITY_RANK[fail_on]
+    failing = [d for d in doc.get("diagnostics", []) if SEVERITY_RANK.get(d.get("severity"), 0) >= threshold]
+    if not failing:
+        return 0
+    if announce:
+        noun = "diagnostic" if len(failing) == 1 else "diagnostics"
+        output.note(f"{len(failing)} {noun} at or above `{fail_on}` (--fail-on {fail_on}): exit status 1")
+    return 1

@@ -1,0 +1,137 @@
+"""Run a user's script as ``__main__``, the way ``python script.py`` would, and give control back afterwards.
+
+The script gets a fresh ``__main__`` module, its own ``sys.argv``, its folder first on ``sys.path``, and its
+prints go straight through. Whatever it changes among those (and the working folder) is put back in ``finally``.
+Its own exception is not gradviz's crash: it is captured with a traceback trimmed to the user's frames, so the
+caller can still report on everything that ran up to the failure.
+"""
+
+import os
+import sys
+import tokenize
+import traceback
+import types
+from dataclasses import dataclass
+
+_GRADVIZ_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class ScriptError(Exception):
+    """The script cannot be run at all (missing, a folder, not valid Python): a one-line message."""
+
+
+@dataclass
+class RunResult:
+    exit_code: int = 0  # what ``python script.py`` would have exited with
+    exception: BaseException = None  # the script's own exception, if it raised one
+    traceback: str = ""  # that exception's traceback, trimmed to the user's frames
+    exit_message: str = ""  # ``sys.exit("text")`` prints its text to stderr, as Python does
+
+
+def compile_script(path):
+    """Read and compile ``path`` as Python; any reason it can't be run becomes a one-line ``ScriptError``."""
+    if not os.path.exists(path):
+        raise ScriptError(f"no such script `{path}`")
+    if os.path.isdir(path):
+        raise ScriptError(f"`{path}` is a folder, not a Python script")
+    try:
+        with tokenize.open(path) as f:
+            source = f.read()
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise ScriptError(f"cannot read `{path}`: {_reason(exc)}") from None
+    try:
+        return compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"{exc.filename or path}:{exc.lineno}" if exc.lineno else (exc.filename or path)
+        raise ScriptError(f"syntax error in `{where}`: {exc.msg}") from None
+    except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
+        raise ScriptError(f"cannot compile `{path}`: {exc}") from None
+
+
+def run_code(code, path, args=()):
+    """Execute compiled ``code`` as the ``__main__`` of script ``path`` with ``args``; never raises for the
+    script's own errors (they are returned in the ``RunResult``)."""
+    main_module = types.ModuleType("__main__")
+    main_module.__file__ = path
+    main_module.__builtins__ = __builtins__
+    main_module.__loader__ = None
+    main_module.__spec__ = None
+    main_module.__package__ = None
+
+    saved_main = sys.modules.get("__main__")
+    saved_argv = sys.argv
+    saved_path = list(sys.path)
+    saved_cwd = os.getcwd()
+    sys.modules["__main__"] = main_module
+    sys.argv = [path, *args]
+    script_dir = os.path.dirname(os.path.abspath(path))
+    if sys.path:
+        sys.path[0] = script_dir
+    else:
+        sys.path.append(script_dir)
+    result = RunResult()
+    try:
+        exec(code, main_module.__dict__)
+    except SystemExit as exc:
+        result.exit_code, result.exit_message = _exit_status(exc.code)
+    except KeyboardInterrupt as exc:
+        result.exception, result.exit_code = exc, 130
+        result.traceback = user_traceback(exc)
+    except Exception as exc:
+        result.exception, result.exit_code = exc, 1
+        result.traceback = user_traceback(exc)
+    finally:
+        os.chdir(saved_cwd)
+        sys.path[:] = saved_path
+        sys.argv = saved_argv
+        if saved_main is None:
+            sys.modules.pop("__main__", None)
+        else:
+            sys.modules["__main__"] = saved_main
+    return result
+
+
+def _exit_status(code):
+    """What Python's own exit does with ``sys.exit(code)``: None is 0, ints pass, anything else is printed."""
+    if code is None:
+        return 0, ""
+    if isinstance(code, int):
+        return code, ""
+    return 1, str(code)
+
+
+def user_traceback(exc):
+    """The traceback of ``exc`` as Python prints it, without gradviz's frames (the runner, the engine, the shim)
+    or the import machinery's, so the user sees their own lines only."""
+    te = traceback.TracebackException.from_exception(exc)
+    _trim(te, set())
+    return "".join(te.format())
+
+
+def _trim(te, seen):
+    if id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if _is_user_frame(f.filename)])
+    for chained in (te.__cause__, te.__context__):
+        if chained is not None:
+            _trim(chained, seen)
+
+
+def _is_user_frame(filename):
+    if filename.startswith("<frozen importlib"):
+        return False
+    path = os.path.abspath(filename)
+    return not (path == _GRADVIZ_DIR or path.startswith(_GRADVIZ_DIR + os.sep))
+
+
+def location_of(exc):
+    """``file:line`` of the innermost user frame of ``exc``'s traceback, or None."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_user_frame(f.filename)]
+    if not frames:
+        return None
+    return f"{frames[-1].filename}:{frames[-1].lineno}"
+
+
+def _reason(exc):
+    return getattr(exc, "strerror", None) or str(exc)

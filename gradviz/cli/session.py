@@ -1,0 +1,125 @@
+"""Trace one run of a user's script and hand back the trace document with how the script ended.
+
+Shared by ``gradviz run`` and ``gradviz graph SCRIPT``. Nothing here prints except the optional live progress
+line, which lives on the output object's console and only on a terminal.
+"""
+
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from .runner import RunResult, compile_script, location_of, run_code
+
+
+@dataclass
+class TracedRun:
+    doc: dict
+    result: RunResult
+
+
+def trace_script(path, args=(), torch=False, output=None, progress=False):
+    """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
+
+    ``torch=True`` makes ``import torch`` resolve to gradviz for the run. ``progress=True`` shows a live line
+    (backward calls, iterations, retained memory) on ``output``'s console while the script runs.
+    """
+    import gradviz
+
+    code = compile_script(path)
+    tr = gradviz.trace()
+    with ExitStack() as stack:
+        if torch:
+            from .torch_shim import TorchShim
+
+            stack.enter_context(TorchShim())
+        if progress and output is not None:
+            stack.enter_context(_live_progress(output, tr))
+        tr.start()
+        try:
+            result = run_code(code, path, args)
+        finally:
+            tr.stop()
+    doc = tr.to_dict()
+    _complete_document(doc, path, result)
+    return TracedRun(doc, result)
+
+
+def _complete_document(doc, path, result):
+    """Fill in what only the runner knows: which script ran and how it ended."""
+    if not doc.get("script"):
+        doc["script"] = path
+    status = doc.get("status") or {}
+    if result.exception is not None and not status.get("exception"):
+        exc = result.exception
+        status = {"completed": False,
+                  "exception": {"type": type(exc).__name__, "message": str(exc),
+                                "location": _location_record(location_of(exc))}}
+    elif not status:
+        status = {"completed": True, "exception": None}
+    status.setdefault("exit_code", result.exit_code)
+    doc["status"] = status
+
+
+def _location_record(where):
+    if where is None:
+        return None
+    file, _, line = where.rpartition(":")
+    return {"file": file, "line": int(line), "text": _source_line(file, int(line)), "function": None}
+
+
+def _source_line(file, line):
+    import linecache
+
+    return linecache.getline(file, line).strip() if os.path.exists(file) else ""
+
+
+class _live_progress:
+    """A transient live line refreshed from a timer thread, reading the trace's counters."""
+
+    def __init__(self, output, tr):
+        self.output = output
+        self.tr = tr
+        self.live = None
+
+    def __rich__(self):
+        return progress_text(self.tr)
+
+    def __enter__(self):
+        from rich.live import Live
+
+        self.live = Live(self, console=self.output.out, transient=True, refresh_per_second=4,
+                         redirect_stdout=True, redirect_stderr=True)
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.live.__exit__(*exc_info)
+
+
+def progress_text(tr):
+    """``running… 12 backward calls · 12 iterations · 1.2 MB retained`` from the trace's live counters."""
+    from rich.text import Text
+
+    stats = getattr(tr, "stats", None)
+    backwards = _stat(stats, "backward_calls", "backwards")
+    iterations = _stat(stats, "iterations", "iteration")
+    retained = _stat(stats, "retained_bytes", "retained")
+    return Text(f"running… {backwards} backward calls · {iterations} iterations · {format_bytes(retained)} retained",
+                style="dim")
+
+
+def _stat(stats, *names):
+    for name in names:
+        value = stats.get(name) if isinstance(stats, dict) else getattr(stats, name, None)
+        if value is not None:
+            return value
+    return 0
+
+
+def format_bytes(n):
+    n = float(n or 0)
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"

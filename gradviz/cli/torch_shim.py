@@ -1,0 +1,220 @@
+"""``gradviz run --torch``: make ``import torch`` resolve to gradviz for one run.
+
+A meta-path finder placed first on ``sys.meta_path`` answers for ``torch`` and every ``torch.*`` name, ahead of
+any real PyTorch installed; real ``torch`` modules already imported are set aside and put back afterwards. Each
+PyTorch module gradviz mirrors becomes a proxy that exposes exactly the names gradviz supports there. Any other
+name fails with an error naming it (an ``AttributeError`` subclass for attributes, so ``hasattr`` still works,
+and a ``ModuleNotFoundError`` subclass for imports) — never a silently different result.
+"""
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+
+from ..errors import GradvizError
+
+DOCS_ANCHOR = "docs/api.md#supported-pytorch-names"
+
+# PyTorch module -> the gradviz module standing in for it (used only where the gradviz module exists).
+MODULES = {
+    "torch": "gradviz",
+    "torch.autograd": "gradviz.autograd",
+    "torch.nn": "gradviz.nn",
+    "torch.nn.functional": "gradviz.nn.functional",
+    "torch.nn.init": "gradviz.nn.init",
+    "torch.nn.utils": "gradviz.nn.utils",
+    "torch.optim": "gradviz.optim",
+    "torch.optim.lr_scheduler": "gradviz.optim.lr_scheduler",
+}
+
+# Public gradviz names that are not PyTorch's (or mean something else there: ``torch.trace`` is a matrix trace).
+_NOT_TORCH = {"trace", "load_trace", "explain", "render", "diagnose", "snapshot", "GradcheckError",
+              "GradvizError"}
+# Engine names that PyTorch keeps elsewhere (``torch.autograd.Function``, not ``torch.Function``).
+_NOT_TORCH_IN = {"torch": {"Function", "Variable"}, "torch.autograd": {"Tensor", "is_grad_enabled"}}
+# Tensor attributes gradviz adds (``creator`` is the seed's old PyTorch name for ``grad_fn``).
+TENSOR_EXTRAS = {"creator", "is_view", "version"}
+# Names whose objects come from these gradviz packages belong to the debugger, not to the engine.
+_DEBUGGER_PACKAGES = ("gradviz.trace", "gradviz.tracing", "gradviz.diagnose", "gradviz.render", "gradviz.cli")
+
+
+class TorchNameNotSupported(GradvizError):
+    """A PyTorch name that gradviz's engine does not provide."""
+
+    def __init__(self, name):
+        super().__init__(f"`{name}` is not supported by gradviz's engine; supported names: {DOCS_ANCHOR}")
+        self.torch_name = name
+
+
+class UnsupportedTorchAttribute(TorchNameNotSupported, AttributeError):
+    """``torch.X`` for an X gradviz lacks (an AttributeError, so ``hasattr(torch, "X")`` is simply False)."""
+
+
+class UnsupportedTorchModule(TorchNameNotSupported, ModuleNotFoundError):
+    """``import torch.X`` for a module gradviz lacks."""
+
+
+def available_modules():
+    """The PyTorch module names this gradviz can stand in for, in table order."""
+    return [name for name, target in MODULES.items() if _module_exists(target)]
+
+
+def _module_exists(target):
+    try:
+        return importlib.util.find_spec(target) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def exposed_names(torch_name):
+    """The public names the proxy for ``torch_name`` exposes, sorted: attributes of the gradviz module that are
+    PyTorch's, plus the mirrored submodules."""
+    target = importlib.import_module(MODULES[torch_name])
+    mirrored = set(available_modules())
+    names = set()
+    for name in dir(target):
+        if name.startswith("_") or name in _NOT_TORCH or name in _NOT_TORCH_IN.get(torch_name, ()):
+            continue
+        value = getattr(target, name)
+        if isinstance(value, types.ModuleType):
+            continue  # submodules are added below, only where PyTorch has them
+        if getattr(value, "__module__", "").startswith(_DEBUGGER_PACKAGES):
+            continue
+        names.add(name)
+    for module_name in mirrored:
+        parent, _, leaf = module_name.rpartition(".")
+        if parent == torch_name:
+            names.add(leaf)
+    return sorted(names)
+
+
+def tensor_methods(extras=False):
+    """Public methods and attributes of ``torch.Tensor`` (gradviz's ``Variable``) that PyTorch has too, sorted;
+    with ``extras=True``, the ones only gradviz has."""
+    from ..autograd import Variable
+
+    names = {name for name in dir(Variable) if not name.startswith("_")}
+    return sorted(names & TENSOR_EXTRAS if extras else names - TENSOR_EXTRAS)
+
+
+class TorchProxy(types.ModuleType):
+    """Stands in for one PyTorch module: supported names come from gradviz, anything else raises."""
+
+    def __init__(self, torch_name, shim):
+        super().__init__(torch_name)
+        self.__path__ = []  # a package, so ``import torch.nn`` asks the finder for the submodule
+        self.__all__ = [n for n in exposed_names(torch_name)]
+        self._gradviz_target = importlib.import_module(MODULES[torch_name])
+        self._gradviz_shim = shim
+        self._gradviz_names = frozenset(self.__all__)
+
+    def __getattr__(self, name):
+        if name in self._gradviz_names:
+            child = f"{self.__name__}.{name}"
+            value = self._gradviz_shim.proxy(child) if child in MODULES else getattr(self._gradviz_target, name)
+            setattr(self, name, value)
+            return value
+        raise UnsupportedTorchAttribute(f"{self.__name__}.{name}")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | self._gradviz_names)
+
+
+class TorchShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Install with ``with TorchShim():`` (or ``install()``/``uninstall()``); restores everything on exit."""
+
+    def __init__(self):
+        self._proxies = {}
+        self._set_aside = {}
+        self._available = None
+        self.installed = False
+
+    def install(self):
+        self._available = set(available_modules())
+        for name in list(sys.modules):
+            if name == "torch" or name.startswith("torch."):
+                self._set_aside[name] = sys.modules.pop(name)
+        sys.meta_path.insert(0, self)
+        self.installed = True
+        return self
+
+    def uninstall(self):
+        if not self.installed:
+            return
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        for name in list(sys.modules):
+            if name == "torch" or name.startswith("torch."):
+                del sys.modules[name]
+        sys.modules.update(self._set_aside)
+        self._set_aside.clear()
+        self._proxies.clear()
+        self.installed = False
+
+    def __enter__(self):
+        return self.install()
+
+    def __exit__(self, *exc_info):
+        self.uninstall()
+
+    def proxy(self, torch_name):
+        if torch_name not in self._proxies:
+            self._proxies[torch_name] = TorchProxy(torch_name, self)
+            sys.modules.setdefault(torch_name, self._proxies[torch_name])
+        return self._proxies[torch_name]
+
+    # importlib finder/loader protocol
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" and not fullname.startswith("torch."):
+            return None
+        if fullname not in self._available:
+            raise UnsupportedTorchModule(fullname)
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):
+        return self.proxy(spec.name)
+
+    def exec_module(self, module):
+        """Nothing to run: the proxy reads gradviz's module on demand."""
+
+
+def supported_names_markdown():
+    """The "Supported PyTorch names" list of docs/api.md, generated from what the shim exposes."""
+    lines = []
+    for torch_name in available_modules():
+        names = exposed_names(torch_name)
+        lines.append(f"### `{torch_name}`")
+        lines.append("")
+        lines.append(", ".join(f"`{n}`" for n in names))
+        lines.append("")
+    lines.append("### `torch.Tensor` methods and attributes")
+    lines.append("")
+    lines.append(", ".join(f"`{n}`" for n in tensor_methods()))
+    lines.append("")
+    lines.append("gradviz adds: " + ", ".join(f"`{n}`" for n in tensor_methods(extras=True)))
+    return "\n".join(lines) + "\n"
+
+
+BEGIN_MARK = "<!-- supported-names:begin (generated by `python -m gradviz.cli.torch_shim docs/api.md`) -->"
+END_MARK = "<!-- supported-names:end -->"
+
+
+def update_docs(path):
+    """Rewrite the generated list between the markers in ``path``; returns whether it changed."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(BEGIN_MARK) + len(BEGIN_MARK)
+    end = text.index(END_MARK)
+    new = text[:start] + "\n\n" + supported_names_markdown() + "\n" + text[end:]
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return new != text
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance command for the docs
+    for doc in sys.argv[1:]:
+        print(f"{doc}: {'updated' if update_docs(doc) else 'up to date'}")
