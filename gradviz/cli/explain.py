@@ -12,35 +12,24 @@ def explain(code):
     from .output import Output
 
     output = Output()
-    codes = _code_names(CODES)
     if code is None:
-        output.print(_codes_table(CODES))
+        output.print(codes_table(CODES))
         output.line("")
-        output.line("Run `gradviz explain CODE` for the explanation of one.")
+        output.line("Run `gradviz explain CODE` for what a code means, a minimal example and the fix.")
         return
-    if code not in codes:
-        output.abort(f"unknown diagnostic code `{code}`; codes: {', '.join(codes)}")
+    if code not in CODES:
+        output.abort(f"unknown diagnostic code `{code}`; codes: {', '.join(CODES)}")
     output.line(explain_code(code).rstrip("\n"))
 
 
-def _code_names(codes):
-    return sorted(codes) if not isinstance(codes, (list, tuple)) else [_field(c, "code", c) for c in codes]
-
-
-def _codes_table(codes):
+def codes_table(codes):
+    """The catalogue as a table: code, default severity, one-line title (catalogue order)."""
     from rich.table import Table
 
-    table = Table(title="Diagnostic codes", title_justify="left", show_edge=False)
+    table = Table(box=None, show_edge=False, pad_edge=False)
     table.add_column("code", no_wrap=True)
     table.add_column("severity", no_wrap=True)
     table.add_column("what it means")
-    entries = codes.items() if isinstance(codes, dict) else [(_field(c, "code", c), c) for c in codes]
-    for name, info in sorted(entries, key=lambda item: item[0]):
-        table.add_row(name, str(_field(info, "severity", "")), str(_field(info, "title", _field(info, "summary", ""))))
+    for name, (severity, title) in codes.items():
+        table.add_row(name, severity, title)
     return table
-
-
-def _field(info, name, default):
-    if isinstance(info, dict):
-        return info.get(name, default)
-    return getattr(info, name, default)

@@ -41,6 +41,9 @@ TENSOR_EXTRAS = {"creator", "is_view", "version"}
 _DEBUGGER_PACKAGES = ("gradviz.trace", "gradviz.tracing", "gradviz.diagnose", "gradviz.render", "gradviz.cli")
 
 
+_ENGINE_INTERNALS = ("gradviz.errors", "gradviz.autograd")
+
+
 class TorchNameNotSupported(GradvizError):
     """A PyTorch name that gradviz's engine does not provide."""
 
@@ -74,14 +77,18 @@ def exposed_names(torch_name):
     PyTorch's, plus the mirrored submodules."""
     target = importlib.import_module(MODULES[torch_name])
     mirrored = set(available_modules())
+    candidates = getattr(target, "__all__", None) or dir(target)
+    # helpers a module imported for its own use (``Variable`` in nn.functional) are not its PyTorch names
+    foreign = _ENGINE_INTERNALS if torch_name not in ("torch", "torch.autograd") else ("gradviz.errors",)
     names = set()
-    for name in dir(target):
+    for name in candidates:
         if name.startswith("_") or name in _NOT_TORCH or name in _NOT_TORCH_IN.get(torch_name, ()):
             continue
         value = getattr(target, name)
         if isinstance(value, types.ModuleType):
             continue  # submodules are added below, only where PyTorch has them
-        if getattr(value, "__module__", "").startswith(_DEBUGGER_PACKAGES):
+        defined_in = getattr(value, "__module__", None) or ""
+        if defined_in.startswith(_DEBUGGER_PACKAGES) or defined_in.startswith(foreign):
             continue
         names.add(name)
     for module_name in mirrored:
