@@ -1,0 +1,152 @@
+"""Containers: ``Sequential`` (runs its children in order) and ``ModuleList`` (holds them)."""
+
+import operator
+from collections import OrderedDict
+
+from ..module import Module, _indent
+
+
+def _index(idx, size):
+    idx = operator.index(idx)
+    if not -size <= idx < size:
+        raise IndexError(f"index {idx} is out of range")
+    return idx % size
+
+
+class Sequential(Module):
+    """``Sequential(m1, m2, ...)`` or ``Sequential(OrderedDict(name=module))``; indexable like a list."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(args):
+                self.add_module(str(i), module)
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_index(idx, len(self._modules))]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules)[_index(idx, len(self._modules))]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx):
+        keys = list(self._modules)
+        for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]:
+            del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index, module):
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        index = index + n if index < 0 else index
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+        return self
+
+
+class ModuleList(Module):
+    """A list of modules, registered so their parameters are found; it has no forward of its own."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self._modules.values())[idx])
+        return self._modules[str(_index(idx, len(self._modules)))]
+
+    def __setitem__(self, idx, module):
+        setattr(self, str(_index(idx, len(self._modules))), module)
+
+    def __delitem__(self, idx):
+        items = list(self._modules.values())
+        if isinstance(idx, slice):
+            del items[idx]
+        else:
+            del items[_index(idx, len(items))]
+        self._renumber(items)
+
+    def _renumber(self, items):
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        return type(self)(list(self) + list(other))
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)) or \
+                not hasattr(modules, "__iter__"):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index, module):
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._renumber(items)
+
+    def __repr__(self):
+        # Like PyTorch: consecutive children with the same text collapse to "(0-2): 3 x Linear(...)".
+        runs = []
+        for key, module in self._modules.items():
+            text = repr(module)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = key
+                runs[-1][3] += 1
+            else:
+                runs.append([key, key, text, 1])
+        if not runs:
+            return "ModuleList()"
+        lines = []
+        for first, last, text, count in runs:
+            label = f"({first})" if count == 1 else f"({first}-{last}): {count} x"
+            lines.append(f"{label}: {_indent(text, 2)}" if count == 1 else f"{label} {_indent(text, 2)}")
+        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"

@@ -1,0 +1,67 @@
+"""``Conv2d``: 2-d cross-correlation with stride, padding, dilation and bias (groups=1)."""
+
+import math
+
+import numpy as np
+
+from ...dtypes import as_dtype
+from ...errors import UnsupportedError
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ..parameter import Parameter
+
+
+def _pair(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+
+class Conv2d(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if groups != 1:
+            raise UnsupportedError(f"gradviz's Conv2d supports groups=1 only (got groups={groups})")
+        if padding_mode != "zeros":
+            raise UnsupportedError(f"gradviz's Conv2d supports padding_mode='zeros' only (got {padding_mode!r})")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+            if padding == "same" and _pair(stride) != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _pair(kernel_size)
+        self.stride = _pair(stride)
+        self.padding = padding if isinstance(padding, str) else _pair(padding)
+        self.dilation = _pair(dilation)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        dtype = as_dtype(dtype) or np.dtype(np.float32)
+        self.weight = Parameter(np.empty((out_channels, in_channels) + self.kernel_size, dtype=dtype))
+        if bias:
+            self.bias = Parameter(np.empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            text += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            text += f", dilation={self.dilation}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
