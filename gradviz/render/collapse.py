@@ -1,0 +1,231 @@
+"""Make big graphs drawable: fold unrolled loops, collapse deep modules, cap the node count, ghost shared leaves.
+
+Layout time in ``dot`` grows with long edges from high-degree nodes far more than with node count, so each step
+here removes either nodes or long edges, and says what it did in ``ir.notes``.
+"""
+
+from collections import Counter, deque
+
+import numpy as np
+
+from .ir import Item
+
+LEAF_KINDS = ("leaf", "const", "cut")
+
+
+def _module_keys(item):
+    return [key for key in item.calls if key.startswith("m:")]
+
+
+def _path(call_key):
+    return call_key[2:].rsplit("#", 1)[0]
+
+
+# -- unrolled loops -------------------------------------------------------------------------------------------
+def _signatures(ir, ops, pos):
+    """Per op: a code for (op, shape, module paths, where its inputs come from), and one without the inputs."""
+    producers = ir.producers()
+    table, codes, loose = {}, [], []
+    for item in ops:
+        ins = []
+        for edge in producers[item.key]:
+            other = ir.items[edge.src]
+            if other.key in pos:
+                ins.append(("op", pos[item.key] - pos[other.key]))
+            elif "parameter" in other.flags:
+                ins.append(("param", other.key))
+            else:
+                ins.append((other.kind, other.shape))
+        base = (item.title, item.shape, tuple(_path(k) for k in _module_keys(item)))
+        codes.append(table.setdefault(base + (tuple(ins),), len(table)))
+        loose.append(table.setdefault(base, len(table)))
+    return np.asarray(codes, dtype=np.int64), loose
+
+
+def _longest_periodic_run(codes, loose, min_reps, max_period=512):
+    """(start, period, reps) of the stretch covering the most ops with a repeating pattern.
+
+    Every step must match the step before it exactly, except the first, whose inputs may differ (a loop's
+    first step reads the initial state instead of the previous step's output).
+    """
+    best = (0, 0, 0)
+    n = len(codes)
+    for period in range(1, min(n // min_reps, max_period) + 1):
+        equal = np.concatenate(([0], (codes[period:] == codes[:-period]).astype(np.int8), [0]))
+        changes = np.flatnonzero(np.diff(equal))
+        if not len(changes):
+            continue
+        starts, ends = changes[0::2], changes[1::2]
+        longest = int(np.argmax(ends - starts))
+        start, length = int(starts[longest]), int(ends[longest] - starts[longest])
+        shift = 0
+        while shift < period - 1 and start - shift - 1 >= 0 and \
+                loose[start - shift - 1] == loose[start - shift - 1 + period]:
+            shift += 1
+        reps = (length + period + shift) // period
+        if reps >= min_reps and reps * period > best[1] * best[2]:
+            best = (start - shift, period, reps)
+    return best
+
+
+def fold_repeats(ir, min_reps=4, min_nodes=16, passes=3):
+    """Show an unrolled loop once, in a cluster labelled "× reps", with its recurrence as a loop edge."""
+    for index in range(passes):
+        ops = sorted((item for item in ir.items.values() if item.kind == "op"), key=lambda item: item.order)
+        if len(ops) < min_nodes:
+            return
+        pos = {item.key: i for i, item in enumerate(ops)}
+        codes, loose = _signatures(ir, ops, pos)
+        start, period, reps = _longest_periodic_run(codes, loose, min_reps)
+        if reps * period < min_nodes:
+            return
+        _fold(ir, ops, pos, start, period, reps, f"r:{index}")
+
+
+def _fold(ir, ops, pos, start, period, reps, cluster_key):
+    span = ops[start:start + reps * period]
+    kept = span[:period]
+    removed = {item.key for item in span[period:]}
+    mapping = {item.key: kept[i % period].key for i, item in enumerate(span) if i >= period}
+    producers, consumers = ir.producers(), ir.consumers()
+    # Leaves used only inside the folded steps (x[t] per step) fold onto the kept step's leaf.
+    for i, item in enumerate(span[period:], start=period):
+        twin_inputs = [ir.items[e.src] for e in producers[kept[i % period].key]]
+        for slot, edge in enumerate(producers[item.key]):
+            leaf = ir.items[edge.src]
+            if leaf.kind not in LEAF_KINDS or slot >= len(twin_inputs) or leaf.key in mapping:
+                continue
+            twin = twin_inputs[slot]
+            if twin.kind in LEAF_KINDS and twin.key != leaf.key and \
+                    all(c.dst in removed for c in consumers[leaf.key]):
+                mapping[leaf.key] = twin.key
+                twin.flags.add("varies")
+    loops = set()
+    for edge in ir.edges:
+        if edge.src in pos and edge.dst in pos and start <= pos[edge.src] and \
+                pos[edge.dst] < start + reps * period and pos[edge.dst] >= start + period:
+            src = kept[(pos[edge.src] - start) % period].key
+            dst = kept[(pos[edge.dst] - start) % period].key
+            if (pos[edge.src] - start) % period >= (pos[edge.dst] - start) % period:
+                loops.add((src, dst))
+    ir.remap(mapping, frozenset(loops))
+    shared = _common_prefix([item.calls for item in kept])
+    for item in kept:
+        item.calls = shared + [cluster_key] + item.calls[len(shared):]
+        item.flags.add("folded")
+    names = " → ".join(item.title for item in kept[:4]) + (" → …" if period > 4 else "")
+    ir.clusters[cluster_key] = ("repeat", [f"× {reps}", f"{names} ({period} ops per step)"])
+    ir.notes.append(f"a loop of {reps} steps × {period} ops is drawn once")
+
+
+def _common_prefix(paths):
+    prefix = list(paths[0]) if paths else []
+    for path in paths[1:]:
+        n = 0
+        while n < len(prefix) and n < len(path) and prefix[n] == path[n]:
+            n += 1
+        prefix = prefix[:n]
+    return prefix
+
+
+# -- module depth ---------------------------------------------------------------------------------------------
+def module_depth(ir):
+    return max((len(_module_keys(item)) for item in ir.items.values()), default=0)
+
+
+def size_at_depth(ir, depth):
+    boxes, kept = set(), 0
+    for item in ir.items.values():
+        keys = _module_keys(item)
+        if len(keys) > depth:
+            boxes.add(keys[depth])
+        elif "ghost" not in item.flags:
+            kept += 1
+    return kept + len(boxes)
+
+
+def collapse_depth(ir, depth, module_classes, shape_text):
+    """Replace every module call deeper than ``depth`` by one box: its path, class, ops, parameters, in/out."""
+    members = {}
+    for item in list(ir.items.values()):
+        keys = _module_keys(item)
+        if len(keys) > depth:
+            members.setdefault(keys[depth], []).append(item)
+    if not members:
+        return
+    mapping = {}
+    for number, (call_key, items) in enumerate(sorted(members.items(), key=lambda kv: kv[1][0].order)):
+        box_key = f"b{number}"
+        for item in items:
+            mapping[item.key] = box_key
+        inside = {item.key for item in items}
+        ins = [ir.items[e.src].shape for e in ir.edges if e.dst in inside and e.src not in inside]
+        outs = [ir.items[e.src].shape for e in ir.edges if e.src in inside and e.dst not in inside]
+        params = [item for item in items if "parameter" in item.flags]
+        ops = [item for item in items if item.kind != "leaf"]
+        path = _path(call_key)
+        cls = module_classes.get(path)
+        values = sum(int(np.prod(item.shape or ())) for item in params)
+        lines = [f"{len(ops)} ops · {len(params)} parameters ({values:,} values)"]
+        if ins:
+            lines.append("in " + ", ".join(dict.fromkeys(shape_text(s) for s in ins)))
+        if outs:
+            lines.append("out " + ", ".join(dict.fromkeys(shape_text(s) for s in outs)))
+        first = min(items, key=lambda item: item.order)
+        box = Item(box_key, "module", first.order, path + (f" ({cls})" if cls else ""), lines,
+                   shape=outs[0] if outs else None, calls=first.calls[:first.calls.index(call_key)],
+                   nodes=[n for item in items for n in item.nodes],
+                   variables=[v for item in items for v in item.variables], params=values)
+        box.flags.update(flag for item in items for flag in item.flags if flag == "root")
+        ir.add(box)
+    ir.remap(mapping)
+    ir.notes.append(f"modules deeper than {depth} are collapsed")
+
+
+# -- hard cap -------------------------------------------------------------------------------------------------
+def truncate(ir, max_nodes):
+    """Keep the ``max_nodes`` items closest to the roots and summarise the rest in one box."""
+    if ir.size() <= max_nodes:
+        return
+    producers, consumers = ir.producers(), ir.consumers()
+    roots = sorted((key for key, edges in consumers.items() if not edges), key=lambda k: ir.items[k].order)
+    keep, frontier, seen = [], deque(roots), set(roots)
+    while frontier and len(keep) < max_nodes - 1:
+        key = frontier.popleft()
+        keep.append(key)
+        for edge in sorted(producers[key], key=lambda e: ir.items[e.src].order):
+            if edge.src not in seen:
+                seen.add(edge.src)
+                frontier.append(edge.src)
+    kept = set(keep)
+    dropped = [item for key, item in ir.items.items() if key not in kept]
+    counts = Counter(item.title for item in dropped if item.kind != "leaf")
+    lines = [", ".join(f"{name} ×{n}" for name, n in counts.most_common(4))] if counts else []
+    more = Item("more", "more", (10**9,), f"… {len(dropped):,} more nodes", lines,
+                nodes=[n for item in dropped for n in item.nodes])
+    ir.add(more)
+    ir.remap({item.key: "more" for item in dropped})
+    ir.notes.append(f"only the {len(keep)} nodes nearest the root are drawn")
+
+
+# -- ghosts ---------------------------------------------------------------------------------------------------
+def ghost_leaves(ir, min_uses):
+    """Draw a leaf used ``min_uses`` or more times as a small copy beside each use (after the first)."""
+    consumers = ir.consumers()
+    ghosted = 0
+    for key in sorted(consumers, key=lambda k: ir.items[k].order):
+        item = ir.items[key]
+        uses = [e for e in consumers[key] if e.kind == "data"]
+        if item.kind not in LEAF_KINDS or len(uses) < min_uses:
+            continue
+        uses.sort(key=lambda e: ir.items[e.dst].order)
+        for number, edge in enumerate(uses[1:], start=1):
+            target = ir.items[edge.dst]
+            ghost = Item(f"{key}_g{number}", item.kind, target.order + (number,), item.title, item.lines[:1],
+                         shape=item.shape, calls=list(target.calls), nodes=list(item.nodes),
+                         variables=list(item.variables), flags=set(item.flags) | {"ghost"})
+            ir.add(ghost)
+            edge.src = ghost.key
+        ghosted += 1
+    if ghosted:
+        ir.notes.append(f"{ghosted} reused leaf{'s' if ghosted > 1 else ''} drawn as a ghost at each use")

@@ -1,0 +1,306 @@
+"""Trace document → ``GraphSpec``: which nodes, edges, clusters and marks a picture has. Pure; no Graphviz.
+
+``build_graph`` reads only the document (docs/trace-format.md). It selects the graphs of one iteration, builds
+a working graph of items (ops, leaves, cut points), reshapes it so it stays drawable (``collapse``), then marks
+what the diagnostics found and styles everything (``style``).
+"""
+
+from . import collapse
+from .ir import IR, Item
+from .spec import SEVERITY_RANK
+from .style import shape_text, style_spec
+
+CUT_ORIGINS = ("data", "detach", "numpy")
+
+
+class DocIndex:
+    """Lookups over a document, computed once."""
+
+    def __init__(self, doc):
+        self.doc = doc
+        self.nodes = {n["id"]: n for n in doc.get("nodes", [])}
+        self.variables = {v["id"]: v for v in doc.get("variables", [])}
+        self.graphs = {g["id"]: g for g in doc.get("graphs", [])}
+        self.structures = {s["id"]: s for s in doc.get("structures", [])}
+        self.modules = _module_classes(doc.get("modules"))
+        self.node_norm, self.leaf_norm, self.visited = {}, {}, set()
+        for backward in doc.get("backwards", []):
+            self.node_norm.update({int(k): v for k, v in (backward.get("grad_norms") or {}).items()})
+            self.leaf_norm.update({int(k): v for k, v in (backward.get("leaf_grad_norms") or {}).items()})
+            self.visited.update(backward.get("visited") or [])
+        self.severity, self.codes = {}, {}
+        for diag in doc.get("diagnostics", []):
+            for node_id in self._diag_nodes(diag):
+                if SEVERITY_RANK.get(diag["severity"], 0) > SEVERITY_RANK.get(self.severity.get(node_id), 0):
+                    self.severity[node_id] = diag["severity"]
+                self.codes.setdefault(node_id, []).append(diag["code"])
+        self.stale = {}            # node id -> [(variable id, new version, event)]
+        self.none_reads = {}       # variable id -> first grad_read event that got None
+        for event in doc.get("events", []):
+            if event.get("kind") == "inplace":
+                for node_id in event.get("saved_by") or []:
+                    self.stale.setdefault(node_id, []).append(event)
+            elif event.get("kind") == "grad_read" and event.get("was_none"):
+                self.none_reads.setdefault(event["variable"], event)
+
+    def _diag_nodes(self, diag):
+        ids = list(diag.get("nodes") or [])
+        for var_id in diag.get("variables") or []:
+            var = self.variables.get(var_id)
+            if var is not None:
+                ids += [n for n in (var.get("node"), var.get("accumulator")) if n is not None]
+        return dict.fromkeys(ids)
+
+    def variable_label(self, var_id):
+        var = self.variables.get(var_id)
+        return (var or {}).get("name") or f"v{var_id}"
+
+
+def _module_classes(modules):
+    # Module classes are optional in a document: {path: class}, {path: {"class": …}} or [{"path", "class"}].
+    if isinstance(modules, dict):
+        return {p: (c.get("class") if isinstance(c, dict) else c) for p, c in modules.items()}
+    if isinstance(modules, list):
+        return {m["path"]: m.get("class") for m in modules if isinstance(m, dict) and "path" in m}
+    return {}
+
+
+def select_graphs(index, iteration=None, graphs=None):
+    """Graph ids to draw: the given ones, those of ``iteration``, or by default the last iteration's."""
+    if graphs is not None:
+        missing = [g for g in graphs if g not in index.graphs]
+        if missing:
+            raise ValueError(f"no graph {missing[0]} in this trace (graphs: 0–{len(index.graphs) - 1})")
+        return list(graphs)
+    full = [g for g in index.graphs.values() if g.get("full", True) and g.get("nodes")]
+    if iteration is None:
+        if not full:
+            return []
+        iteration = max(g["iteration"] for g in full)
+    chosen = [g["id"] for g in full if g["iteration"] == iteration]
+    if not chosen:
+        seen = sorted({g["iteration"] for g in full})
+        span = f"{seen[0]}–{seen[-1]}" if seen else "none"
+        raise ValueError(f"no graph recorded in iteration {iteration} (iterations with graphs: {span})")
+    return chosen
+
+
+def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
+                max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True):
+    """The picture of one iteration's graph(s) as a ``GraphSpec``.
+
+    ``depth``: collapse modules deeper than this into boxes. ``max_nodes``: above it, collapse by module depth
+    automatically, then keep the nodes nearest the root. ``ghost_uses``: leaves used this often are drawn once
+    per use. ``fold_loops``: draw an unrolled loop once with its repeat count.
+    """
+    index = DocIndex(doc)
+    chosen = select_graphs(index, iteration, graphs)
+    node_ids = sorted(n for g in chosen for n in index.graphs[g].get("nodes", []) if n in index.nodes)
+    ir = IR()
+    (_forward_items if forward else _backward_items)(ir, index, node_ids)
+    _assign_calls(ir, index)
+    _graph_clusters(ir, index, chosen)
+    before = ir.size()
+    if fold_loops:
+        collapse.fold_repeats(ir)
+    if depth is not None:
+        collapse.collapse_depth(ir, depth, index.modules, shape_text)
+    elif ir.size() > max_nodes:
+        deepest = collapse.module_depth(ir)
+        fits = [d for d in range(deepest) if collapse.size_at_depth(ir, d) <= max_nodes]
+        if deepest:
+            collapse.collapse_depth(ir, max(fits) if fits else 0, index.modules, shape_text)
+    if ir.size() > max_nodes:
+        collapse.truncate(ir, max_nodes)
+    if ir.size() < before and ir.size() > 0 and before > max_nodes:
+        ir.notes.insert(0, f"collapsed: {before:,} nodes > max_nodes {max_nodes}")
+    collapse.ghost_leaves(ir, ghost_uses)
+    return style_spec(ir, index, chosen, node_ids, forward=forward, show_saved=show_saved,
+                      show_grads=show_grads)
+
+
+# -- items ----------------------------------------------------------------------------------------------------
+def _op_item(index, node, forward):
+    title = node["class_name"] if (node.get("custom") or forward) else node["op"]
+    item = Item(f"n{node['id']}", "op", (node["id"],), title, shape=tuple(node.get("shape") or ()),
+                nodes=[node["id"]], variables=list(node.get("outputs") or []))
+    names = [index.variables[v]["name"] for v in item.variables if index.variables.get(v, {}).get("name")]
+    if names:
+        item.lines.append("→ " + ", ".join(names))
+    if node.get("custom"):
+        item.flags.add("custom")
+    if node.get("nonfinite"):
+        item.flags.add("nonfinite")
+    return item
+
+
+def _leaf_flags(var):
+    flags = {"parameter" if var.get("is_parameter") else "input"}
+    if var.get("source") is not None or var.get("origin") in CUT_ORIGINS:
+        flags.add("from-cut")
+    return flags
+
+
+def _variable_item(index, var_id, key, kind, order):
+    var = index.variables[var_id]
+    item = Item(key, kind, order, index.variable_label(var_id), shape=tuple(var.get("shape") or ()),
+                variables=[var_id], flags=_leaf_flags(var) if kind == "leaf" else set())
+    if kind == "cut":
+        how = ".data" if var.get("origin") == "data" else "numpy()" if var.get("origin") == "numpy" else "detach()"
+        item.lines.append(f"cut by {how}")
+    elif kind == "const":
+        item.lines.append("no grad")
+    return item
+
+
+def _cut_source(ir, index, item, var_id, drawn):
+    # Link a cut Variable back to where it was cut from, as a dashed break, when that is drawn too.
+    source = index.variables.get(index.variables[var_id].get("source"))
+    if source is None:
+        return
+    producer = source.get("node")
+    if producer in drawn and f"n{producer}" in ir.items:
+        ir.edge(f"n{producer}", item.key, "cut")
+    else:
+        where = f" (graph {index.nodes[producer]['graph']})" if producer in index.nodes else ""
+        item.lines.append(f"from {index.variable_label(source['id'])}{where}")
+
+
+def _backward_items(ir, index, node_ids):
+    drawn = set(node_ids)
+    for node_id in node_ids:
+        node = index.nodes[node_id]
+        if node["op"] == "AccumulateGrad" and node.get("variable") is not None:
+            item = _variable_item(index, node["variable"], f"n{node_id}", "leaf", (node_id,))
+            item.nodes = [node_id]
+            ir.add(item)
+        else:
+            ir.add(_op_item(index, node, forward=False))
+    for node_id in node_ids:
+        node = index.nodes[node_id]
+        in_vars = node.get("input_variables") or []
+        for slot, (source, _) in enumerate(node.get("inputs") or []):
+            if source is not None and source in drawn:
+                ir.edge(f"n{source}", f"n{node_id}")
+            elif source is None and slot < len(in_vars) and in_vars[slot] in index.variables:
+                var = index.variables[in_vars[slot]]
+                if var.get("origin") in CUT_ORIGINS or var.get("source") is not None:
+                    key = f"v{var['id']}"
+                    if key not in ir.items:
+                        _cut_source(ir, index, ir.add(_variable_item(index, var["id"], key, "cut", (node_id, -1))),
+                                    var["id"], drawn)
+                    ir.edge(key, f"n{node_id}")
+    for node_id in node_ids:
+        var_id = index.nodes[node_id].get("variable")
+        if index.nodes[node_id]["op"] == "AccumulateGrad" and var_id in index.variables:
+            _cut_source(ir, index, ir.items[f"n{node_id}"], var_id, drawn)
+    _mark_roots(ir, index, node_ids)
+
+
+def _forward_items(ir, index, node_ids):
+    drawn = {n for n in node_ids if index.nodes[n]["op"] != "AccumulateGrad"}
+    for node_id in sorted(drawn):
+        ir.add(_op_item(index, index.nodes[node_id], forward=True))
+    for node_id in sorted(drawn):
+        for var_id in index.nodes[node_id].get("input_variables") or []:
+            var = index.variables.get(var_id)
+            if var is None:
+                continue
+            if var.get("node") in drawn:
+                ir.edge(f"n{var['node']}", f"n{node_id}")
+                continue
+            key = f"v{var_id}"
+            if key not in ir.items:
+                cut = var.get("origin") in CUT_ORIGINS or var.get("source") is not None
+                kind = "cut" if cut and not var.get("requires_grad") else \
+                    "leaf" if var.get("requires_grad") else "const"
+                item = ir.add(_variable_item(index, var_id, key, kind, (node_id, -1)))
+                if cut:
+                    _cut_source(ir, index, item, var_id, drawn)
+            ir.edge(key, f"n{node_id}")
+    _mark_roots(ir, index, node_ids)
+
+
+def _mark_roots(ir, index, node_ids):
+    consumers = ir.consumers()
+    for node_id in node_ids:
+        item = ir.items.get(f"n{node_id}")
+        if item is not None and item.kind == "op" and not any(e.kind == "data" for e in consumers[item.key]):
+            item.flags.add("root")
+
+
+# -- clusters -------------------------------------------------------------------------------------------------
+def _assign_calls(ir, index):
+    """One cluster key per module call: consecutive nodes under the same module path are one call."""
+    counts, previous, chains = {}, set(), {}
+    for item in sorted((i for i in ir.items.values() if i.kind == "op"), key=lambda i: i.order):
+        stack = index.nodes[item.nodes[0]].get("module") or []
+        keys = []
+        for path in stack:
+            if path not in previous:
+                counts[path] = counts.get(path, 0) + 1
+            keys.append(f"m:{path}#{counts[path]}")
+            chains[path] = list(keys)
+        item.calls = keys
+        previous = set(stack)
+    # Parameters sit in their module's cluster when that module was called once in the picture.
+    for item in ir.items.values():
+        if "parameter" not in item.flags or not item.variables:
+            continue
+        name = index.variables[item.variables[0]].get("name") or ""
+        owners = [p for p in chains if name.startswith(p + ".") and counts[p] == 1]
+        if owners:
+            item.calls = chains[max(owners, key=len)]
+    for item in ir.items.values():
+        for key in item.calls:
+            path = _path_of(key)
+            cls = index.modules.get(path)
+            label = [path + (f" ({cls})" if cls else "")]
+            if counts[path] > 1:
+                label.append(f"call {key.rsplit('#', 1)[1]}")
+            ir.clusters.setdefault(key, ("module", label))
+    return chains
+
+
+def _path_of(call_key):
+    return call_key[2:].rsplit("#", 1)[0]
+
+
+def _graph_clusters(ir, index, chosen):
+    """Wrap each graph in its own cluster when several are drawn or when one is retained (shaded)."""
+    retained = {g for g in chosen if is_retained(index, g)}
+    if len(chosen) < 2 and not retained:
+        return
+    graph_of = {n: g for g in chosen for n in index.graphs[g].get("nodes", [])}
+    for item in ir.items.values():
+        graph = next((graph_of[n] for n in item.nodes if n in graph_of), None)
+        if graph is None and item.variables:
+            graph = next((graph_of[n] for e in ir.edges if e.src == item.key
+                          for n in ir.items[e.dst].nodes if n in graph_of), None)
+        if graph is not None:
+            item.calls = [f"g:{graph}"] + item.calls
+    for g in chosen:
+        info = index.graphs[g]
+        label = [f"graph {g} (iteration {info.get('iteration')})"]
+        if g in retained:
+            label.append(f"retained after backward: {_bytes(info.get('saved_bytes', 0))} of saved tensors")
+        ir.clusters[f"g:{g}"] = ("retained" if g in retained else "graph", label)
+
+
+def is_retained(index, graph_id):
+    """Backward has finished with the graph (or freed nothing) but its saved tensors are still alive."""
+    graph = index.graphs[graph_id]
+    if graph.get("freed_by") is not None or not graph.get("alive_at_end") or not graph.get("saved_bytes"):
+        return False
+    nodes = set(graph.get("nodes", []))
+    flagged = any(d["code"] == "retained-graph" and nodes & set(d.get("nodes") or [])
+                  for d in index.doc.get("diagnostics", []))
+    return flagged or bool(nodes & index.visited)
+
+
+def _bytes(n):
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"

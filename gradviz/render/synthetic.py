@@ -1,0 +1,230 @@
+"""Build valid trace documents by hand (docs/trace-format.md), without running the engine.
+
+The renderers read documents only, so their tests and benchmarks can describe any graph shape directly: a
+10,000-step loop, hostile names, a diagnostic on a given node. ``DocBuilder`` fills in the bookkeeping fields
+(graph membership, roots, bytes, structures) the way the tracer does.
+"""
+
+import math
+
+_ITEMSIZE = {"float32": 4, "float64": 8, "int64": 8, "int32": 4, "bool": 1, "uint8": 1}
+
+
+def _nbytes(shape, dtype):
+    return int(math.prod(shape)) * _ITEMSIZE.get(dtype, 4)
+
+
+def _loc(line, text="", file="model.py", function="<module>"):
+    return None if line is None else {"file": file, "line": line, "text": text, "function": function}
+
+
+class DocBuilder:
+    """Accumulates variables, nodes and events; ``finish()`` returns the document."""
+
+    def __init__(self, script="model.py"):
+        self.script = script
+        self.variables, self.nodes, self.events, self.diagnostics, self.backwards = [], [], [], [], []
+        self.modules = {}
+        self.iteration = 0
+        self._node_iteration = []
+        self._line = 0
+
+    # -- variables and ops -------------------------------------------------------------------------------------
+    def _variable(self, **fields):
+        var = {"id": len(self.variables), "name": None, "shape": [], "dtype": "float32", "bytes": 0,
+               "requires_grad": False, "is_leaf": True, "is_parameter": False, "origin": "new", "node": None,
+               "accumulator": None, "source": None, "volatile": False, "grad_mode": True, "module": [],
+               "location": None, "graph": None}
+        var.update(fields)
+        var["shape"] = list(var["shape"])
+        var["bytes"] = _nbytes(var["shape"], var["dtype"])
+        self.variables.append(var)
+        return var["id"]
+
+    def _next_line(self, line):
+        self._line = line if line is not None else self._line + 1
+        return self._line
+
+    def leaf(self, name, shape, requires_grad=True, parameter=False, dtype="float32", origin=None, source=None,
+             line=None, text=""):
+        """A leaf Variable (input, parameter, or a ``.data``/``detach`` cut when ``source`` is given)."""
+        origin = origin or ("parameter" if parameter else "new")
+        return self._variable(name=name, shape=shape, dtype=dtype, requires_grad=requires_grad,
+                              is_parameter=parameter, origin=origin, source=source,
+                              location=_loc(self._next_line(line), text))
+
+    def module(self, path, class_name):
+        self.modules[path] = class_name
+
+    def _accumulator(self, var_id, module):
+        var = self.variables[var_id]
+        if var["accumulator"] is None:
+            node_id = self._node("AccumulateGrad", "AccumulateGrad", [], [None], var["shape"], var["dtype"],
+                                 module, var["location"])
+            self.nodes[node_id]["variable"] = var_id
+            var["accumulator"] = node_id
+        return var["accumulator"]
+
+    def _node(self, op, class_name, inputs, input_variables, shape, dtype, module, location, custom=False):
+        node = {"id": len(self.nodes), "op": op, "custom": custom, "class_name": class_name, "inputs": inputs,
+                "input_variables": input_variables, "outputs": [], "variable": None, "shape": list(shape),
+                "dtype": dtype, "saved": [], "meta": {}, "module": list(module), "location": location,
+                "graph": None, "freed_by": None, "nonfinite": None}
+        self.nodes.append(node)
+        self._node_iteration.append(self.iteration)
+        return node["id"]
+
+    def op(self, op, inputs, shape, module=(), saved=(), custom=False, class_name=None, name=None, line=None,
+           text="", dtype="float32", meta=None):
+        """Apply op ``op`` (e.g. ``"MulBackward"``) to Variable ids ``inputs``; returns the output Variable id."""
+        edges = []
+        for var_id in inputs:
+            var = self.variables[var_id]
+            if var["node"] is not None:
+                edges.append([var["node"], 0])
+            elif var["requires_grad"]:
+                edges.append([self._accumulator(var_id, module), 0])
+            else:
+                edges.append([None, 0])
+        location = _loc(self._next_line(line), text)
+        class_name = class_name or op.removesuffix("Backward")
+        node_id = self._node(op, class_name, edges, list(inputs), shape, dtype, module, location, custom)
+        node = self.nodes[node_id]
+        node["meta"] = dict(meta or {})
+        for index, var_id in enumerate(saved):
+            var = self.variables[var_id]
+            node["saved"].append({"variable": var_id, "kind": "input", "index": index, "shape": list(var["shape"]),
+                                  "bytes": var["bytes"], "version": 0})
+        out = self._variable(name=name, shape=shape, dtype=dtype, requires_grad=True, is_leaf=False, origin="op",
+                             node=node_id, module=list(module), location=location)
+        node["outputs"] = [out]
+        return out
+
+    # -- events ------------------------------------------------------------------------------------------------
+    def _event(self, kind, line=None, text="", **fields):
+        event = {"id": len(self.events), "kind": kind, "location": _loc(self._next_line(line), text),
+                 "iteration": self.iteration}
+        event.update(fields)
+        self.events.append(event)
+        return event["id"]
+
+    def grad_read(self, var_id, was_none, line=None, text=""):
+        var = self.variables[var_id]
+        return self._event("grad_read", line, text, variable=var_id, was_none=was_none, is_leaf=var["is_leaf"],
+                           retains_grad=False)
+
+    def inplace(self, var_id, op, saved_by=(), line=None, text=""):
+        return self._event("inplace", line, text, variable=var_id, op=op, old_version=0, new_version=1, node=None,
+                           saved_by=list(saved_by))
+
+    def detach(self, source, result, how="data", line=None):
+        return self._event("detach", line, source=source, result=result, how=how)
+
+    def backward(self, root_var, retain_graph=False, norms=None, leaf_norms=None, line=None, text="loss.backward()",
+                 free=True):
+        """Record a backward from ``root_var`` visiting everything reachable; ``norms`` maps node id → float."""
+        root_node = self.variables[root_var]["node"]
+        visited, stack = [], [root_node] if root_node is not None else []
+        seen = set(stack)
+        while stack:
+            node_id = stack.pop()
+            visited.append(node_id)
+            for parent, _ in self.nodes[node_id]["inputs"]:
+                if parent is not None and parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+        backward_id = len(self.backwards)
+        if norms is None:
+            norms = {node_id: 1.0 / (1 + index) for index, node_id in enumerate(visited)}
+        if leaf_norms is None:
+            leaf_norms = {self.nodes[n]["variable"]: norms.get(n, 0.0) for n in visited
+                          if self.nodes[n]["op"] == "AccumulateGrad"}
+        self.backwards.append({
+            "id": backward_id, "iteration": self.iteration, "roots": [root_var], "root_nodes": [root_node],
+            "retain_graph": retain_graph, "kind": "backward", "location": _loc(self._next_line(line), text),
+            "visited": sorted(visited), "grad_norms": {str(k): float(v) for k, v in norms.items()},
+            "leaf_grad_norms": {str(k): float(v) for k, v in leaf_norms.items()}, "gradient_from": None,
+            "error": None})
+        if free and not retain_graph:
+            for node_id in visited:
+                if self.nodes[node_id]["saved"]:
+                    self.nodes[node_id]["freed_by"] = backward_id
+        return backward_id
+
+    def diagnostic(self, code, severity, message, nodes=(), variables=(), hint="", line=None, text="", links=(),
+                   related=()):
+        diag = {"id": len(self.diagnostics), "code": code, "severity": severity, "message": message, "hint": hint,
+                "location": _loc(line, text), "related": list(related), "nodes": list(nodes),
+                "variables": list(variables), "links": list(links), "count": 1, "details": {}}
+        self.diagnostics.append(diag)
+        return diag["id"]
+
+    def next_iteration(self):
+        """Start a new graph (one training iteration)."""
+        self.iteration += 1
+
+    # -- finishing ---------------------------------------------------------------------------------------------
+    def _components(self):
+        # Nodes connected through next_functions, split by the iteration they were created in.
+        parent = list(range(len(self.nodes)))
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for node in self.nodes:
+            for source, _ in node["inputs"]:
+                if source is not None:
+                    parent[find(source)] = find(node["id"])
+        groups = {}
+        for node in self.nodes:
+            groups.setdefault(find(node["id"]), []).append(node["id"])
+        return sorted((sorted(ids) for ids in groups.values()), key=lambda ids: ids[0])
+
+    def finish(self):
+        graphs, structures, signatures = [], [], {}
+        consumed = {source for node in self.nodes for source, _ in node["inputs"] if source is not None}
+        node_iteration = self._node_iteration
+        for ids in self._components():
+            graph_id = len(graphs)
+            for node_id in ids:
+                self.nodes[node_id]["graph"] = graph_id
+                for out in self.nodes[node_id]["outputs"]:
+                    self.variables[out]["graph"] = graph_id
+            signature = ";".join(f"{self.nodes[n]['op']}{self.nodes[n]['shape']}" for n in ids)
+            struct_id = signatures.setdefault(signature, len(signatures))
+            if struct_id == len(structures):
+                structures.append({"id": struct_id, "signature": signature, "count": 0, "first_graph": graph_id,
+                                   "last_graph": graph_id, "iterations": [0, 0], "node_count": len(ids)})
+            iteration = min(node_iteration[n] for n in ids)
+            saved = sum(s["bytes"] for n in ids for s in self.nodes[n]["saved"])
+            freed = [self.nodes[n]["freed_by"] for n in ids if self.nodes[n]["freed_by"] is not None]
+            graphs.append({"id": graph_id, "structure": struct_id, "iteration": iteration, "nodes": ids,
+                           "roots": [n for n in ids if n not in consumed], "saved_bytes": saved,
+                           "output_bytes": sum(self.variables[o]["bytes"] for n in ids
+                                               for o in self.nodes[n]["outputs"]),
+                           "freed_by": freed[0] if freed else None, "alive_at_end": True, "full": True})
+            struct = structures[struct_id]
+            struct["count"] += 1
+            struct["last_graph"] = graph_id
+            struct["iterations"] = [graphs[struct["first_graph"]]["iteration"], iteration]
+        retained = [g for g in graphs if g["freed_by"] is None]
+        series = [{"iteration": it, "retained_bytes": sum(g["saved_bytes"] for g in retained
+                                                          if g["iteration"] <= it),
+                   "graphs_alive": sum(1 for g in retained if g["iteration"] <= it)}
+                  for it in range(self.iteration + 1)]
+        return {
+            "format": "gradviz-trace", "version": 1, "gradviz_version": "0.1.0", "script": self.script,
+            "status": {"completed": True, "exception": None}, "modules": dict(self.modules),
+            "variables": self.variables, "nodes": self.nodes, "graphs": graphs, "structures": structures,
+            "backwards": self.backwards, "events": self.events, "diagnostics": self.diagnostics,
+            "memory": {"peak_retained_bytes": max([s["retained_bytes"] for s in series] or [0]),
+                       "final_retained_bytes": series[-1]["retained_bytes"] if series else 0, "series": series,
+                       "graphs": [{"graph": g["id"], "saved_bytes": g["saved_bytes"],
+                                   "output_bytes": g["output_bytes"], "freed_by": g["freed_by"],
+                                   "freed_at_iteration": None if g["freed_by"] is None
+                                   else self.backwards[g["freed_by"]]["iteration"]} for g in graphs]},
+            "dropped": {"iterations": 0, "nodes": 0, "variables": 0, "events": 0, "note": ""},
+        }
