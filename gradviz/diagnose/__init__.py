@@ -1,0 +1,33 @@
+"""gradviz's diagnostics: pure functions over trace documents (docs/trace-format.md).
+
+``diagnose(doc)`` returns the diagnostic records, ``why_none(doc, variable_id)`` explains one missing gradient,
+``explain(code)`` gives a code's long explanation, and ``CODES`` lists every code with its severity and title.
+Nothing here touches live engine objects or prints; the catalogue is documented in docs/diagnostics.md.
+"""
+
+from . import backward_rules, graph_rules, training_rules
+from .catalogue import CODES, SEVERITIES, explain
+from .index import DocIndex
+from .records import Collector
+from .why import CAUSES, why_none
+
+
+def diagnose(doc):
+    """Every diagnostic for trace document ``doc``, deduplicated by code and line, in location order."""
+    index = DocIndex(doc)
+    out = Collector()
+    none_keys = backward_rules.none_grad(index, out)
+    backward_rules.backward_errors(index, out, none_keys)
+    backward_rules.stale_versions(index, out)
+    backward_rules.script_exception(index, out)
+    graph_rules.graph_cuts(index, out)
+    graph_rules.unused_parameters(index, out)
+    graph_rules.retained_graphs(index, out)
+    training_rules.grad_accumulation(index, out)
+    training_rules.nan_inf(index, out)
+    training_rules.gradient_scale(index, out)
+    training_rules.volatile_deprecated(index, out)
+    return out.finish()
+
+
+__all__ = ["diagnose", "why_none", "explain", "CODES", "SEVERITIES", "CAUSES"]

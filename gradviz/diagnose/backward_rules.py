@@ -1,0 +1,283 @@
+"""Rules about backward calls and `.grad` reads: none-grad, nonscalar-backward, no-requires-grad, graph-freed,
+stale-version and leaf-inplace (the last three also explain the exception a script died of)."""
+
+from .index import same_line, where
+from .records import related
+from .why import classify
+
+# The exception a backward (or the script) raised -> the code that explains it. Types are gradviz's
+# classes; messages are PyTorch's wording, so a trace of a real-torch run is recognised too.
+_BY_TYPE = {
+    "NonScalarBackwardError": "nonscalar-backward",
+    "NoGradFnError": "no-requires-grad",
+    "GraphFreedError": "graph-freed",
+    "StaleVersionError": "stale-version",
+    "LeafInplaceError": "leaf-inplace",
+}
+_BY_MESSAGE = (
+    ("grad can be implicitly created only for scalar outputs", "nonscalar-backward"),
+    ("does not require grad and does not have a grad_fn", "no-requires-grad"),
+    ("backward through the graph a second time", "graph-freed"),
+    ("modified by an inplace operation", "stale-version"),
+    ("leaf variable that requires grad is being used in an in-place operation", "leaf-inplace"),
+    ("view of a leaf variable that requires grad is being used in an in-place operation", "leaf-inplace"),
+)
+
+
+def error_code(error):
+    """The diagnostic code for an error record (``{"type", "message", "code"?}``), or None."""
+    if not error:
+        return None
+    if error.get("code") in _BY_TYPE.values():
+        return error["code"]
+    if error.get("type") in _BY_TYPE:
+        return _BY_TYPE[error["type"]]
+    message = (error.get("message") or "").lower()
+    for text, code in _BY_MESSAGE:
+        if text in message:
+            return code
+    return None
+
+
+def none_grad(index, out):
+    """Non-leaf `.grad` reads that returned None. Returns ``{event id: diagnostic key}`` for linking."""
+    keys = {}
+    for e in index.events_of("grad_read"):
+        if not e.get("was_none") or e.get("is_leaf") or e.get("retains_grad"):
+            continue
+        vid = e.get("variable")
+        v = index.variables.get(vid) or {}
+        why = classify(index, vid) if vid in index.variables else None
+        node = v.get("node")
+        backward = _backward_through(index, node)
+        name = index.var_name(vid)
+        if backward is not None:
+            after = f"backward at {where(backward.get('location'))} went through it but kept no gradient"
+        else:
+            after = "backward never keeps a non-leaf's gradient"
+        message = (f"`{name}.grad` is None: {index.var_label(vid)} is not a leaf (it is the output of "
+                   f"{index.node_label(node)} at {where(v.get('location'))}), and {after}.")
+        hint = (f"Chain the models and call backward once on the loss — the gradient reaches everything before "
+                f"`{name}` by itself; to inspect it, call `{name}.retain_grad()` before backward or use "
+                f"`{name}.register_hook(...)`.")
+        keys[e["id"]] = out.add(
+            "none-grad", message, hint, e.get("location"),
+            related=[related("created here", v.get("location")),
+                     related("backward ran here", backward and backward.get("location"))],
+            nodes=[node], variables=[vid], details={"event": e["id"], "why_none": why}, order=e["id"])
+    return keys
+
+
+def _backward_through(index, node):
+    for b in index.backwards:
+        if node is not None and node in (b.get("visited") or ()):
+            return b
+    return None
+
+
+def backward_errors(index, out, none_keys):
+    """Explain each backward call that raised."""
+    for b in index.backwards:
+        code = error_code(b.get("error"))
+        if code == "nonscalar-backward":
+            _nonscalar(index, out, b, none_keys)
+        elif code == "no-requires-grad":
+            _no_requires_grad(index, out, b)
+        elif code == "graph-freed":
+            _graph_freed(index, out, b)
+        elif code == "stale-version" and not _stale_explained(index, b):
+            _stale_unexplained(index, out, b)
+
+
+def _root(index, b):
+    roots = b.get("roots") or [None]
+    for r in roots:
+        v = index.variables.get(r)
+        if v is not None and _numel(v) != 1:
+            return r
+    return roots[0]
+
+
+def _numel(v):
+    n = 1
+    for d in v.get("shape") or ():
+        n *= d
+    return n
+
+
+def _nonscalar(index, out, b, none_keys):
+    root = _root(index, b)
+    v = index.variables.get(root) or {}
+    read = _gradient_read(index, b)
+    label = index.var_label(root)
+    if read is not None and read.get("was_none"):
+        source = index.var_name(read.get("variable"))
+        message = (f"backward() on non-scalar {label} needs a gradient of the same shape, but got None: it "
+                   f"is `{source}.grad`, read at {where(read.get('location'))}, which is None because "
+                   f"`{source}` is not a leaf.")
+        hint = ("Don't backward twice: chain the models and call backward once on the scalar loss (it already "
+                f"reaches everything before `{source}`).")
+    else:
+        message = (f"backward() on {label} with no gradient: grad can be implicitly created only for scalar "
+                   "outputs.")
+        hint = ("Reduce the output to a scalar (`.sum()`, `.mean()`, a loss) or pass a gradient of its shape "
+                "(`out.backward(torch.ones_like(out))`).")
+    key = out.add("nonscalar-backward", message, hint, b.get("location"),
+                  related=[related("root created here", v.get("location")),
+                           related("None read here", read and read.get("location"))],
+                  nodes=list(b.get("root_nodes") or [v.get("node")]), variables=[root],
+                  details={"backward": b["id"], "gradient_from": read and read["id"]}, order=b["id"])
+    if read is not None and read["id"] in none_keys:
+        out.link(key, none_keys[read["id"]])
+
+
+def _gradient_read(index, b):
+    """The `.grad` read whose value was passed as this backward's gradient (recorded, else on the same line)."""
+    if b.get("gradient_from") is not None:
+        return index.events_by_id.get(b["gradient_from"])
+    reads = [e for e in index.events_of("grad_read") if same_line(e.get("location"), b.get("location"))
+             and e.get("iteration") == b.get("iteration")]
+    return reads[-1] if reads else None
+
+
+def _no_requires_grad(index, out, b):
+    root = _root(index, b)
+    why = classify(index, root) if root in index.variables else None
+    cause = why["cause"] if why else None
+    v = index.variables.get(root) or {}
+    reason = {
+        "no-grad-mode": "it was computed under no_grad()",
+        "volatile": "it was computed from a volatile input (volatile=True)",
+        "non-differentiable": "it comes from a non-differentiable op (argmax, a comparison, an integer cast)",
+        "cut": "it was cut out of the graph by .data/detach()",
+    }.get(cause, "none of the values it was computed from required grad (are all parameters frozen?)")
+    message = (f"backward() on {index.var_label(root)}, which does not require grad and has no grad_fn: "
+               f"{reason}.")
+    hint = ("Compute the loss with grad mode on, from parameters that require grad: freeze only the layers you "
+            "don't train, and keep no_grad()/volatile for inference.")
+    out.add("no-requires-grad", message, hint, b.get("location"),
+            related=[related("root computed here", v.get("location"))],
+            variables=[root], details={"backward": b["id"], "why_none": why}, order=b["id"])
+
+
+def _graph_freed(index, out, b):
+    reach = index.reachable_from(b.get("root_nodes") or ())
+    freed = sorted(n for n in reach if (index.nodes.get(n) or {}).get("freed_by") not in (None, b["id"]))
+    by = sorted({index.nodes[n]["freed_by"] for n in freed})
+    first = next((x for x in index.backwards if by and x["id"] == by[0]), None)
+    ops = ", ".join(sorted({index.nodes[n]["op"] for n in freed})) or "its nodes"
+    built = _earliest_location(index, freed)
+    text = f"the backward at {where(first.get('location'))}" if first else "an earlier backward"
+    message = (f"backward() goes through {ops} a second time, but {text} already freed their saved buffers.")
+    if first is not None and first.get("iteration") != b.get("iteration"):
+        message += (f" That part of the graph was built at {where(built)} (iteration {first.get('iteration')}) "
+                    "and is reused in a later iteration.")
+    hint = ("Rebuild the graph before each backward (run the forward pass inside the loop) or add the losses "
+            "and call backward once; retain_graph=True is seldom the right fix — it keeps every buffer alive and "
+            "accumulates into the same parameters twice.")
+    out.add("graph-freed", message, hint, b.get("location"),
+            related=[related("first backward ran here", first and first.get("location")),
+                     related("graph built here", built)],
+            nodes=freed, variables=list(b.get("roots") or ()),
+            details={"backward": b["id"], "freed_by": by}, order=b["id"])
+
+
+def _earliest_location(index, node_ids):
+    for nid in sorted(node_ids):
+        loc = index.nodes[nid].get("location")
+        if loc:
+            return loc
+    return None
+
+
+def stale_versions(index, out):
+    """In-place ops on storage a live graph saved: predicted at the op, confirmed when backward raises."""
+    timeline = index.timeline()
+    for pos, (kind, e) in enumerate(timeline):
+        if kind != "inplace" or not e.get("saved_by"):
+            continue
+        saved_by = set(e["saved_by"])
+        if _backwarded_before(timeline[:pos], saved_by):
+            continue  # a finished (retained) graph: only a later backward through it would fail, reported there
+        failed = None
+        for later_kind, b in timeline[pos + 1:]:
+            if later_kind == "backward" and error_code(b.get("error")) == "stale-version" \
+                    and saved_by & index.reachable_from(b.get("root_nodes") or ()):
+                failed = b
+                break
+        _report_stale(index, out, e, sorted(saved_by), failed)
+
+
+def _backwarded_before(items, nodes):
+    for kind, b in items:
+        if kind == "backward" and not b.get("error") and nodes & set(b.get("visited") or ()):
+            return True
+    return False
+
+
+def _report_stale(index, out, e, saved_by, failed):
+    vid = e.get("variable")
+    saver = index.nodes.get(saved_by[0]) or {}
+    saved_version = _saved_version(saver, vid, e)
+    savers = ", ".join(f"{index.node_label(n)} at {where((index.nodes.get(n) or {}).get('location'))}"
+                       for n in saved_by)
+    op = e.get("op") or "an in-place op"
+    head = (f"{index.var_label(vid)} was saved for backward by {savers} at version {saved_version}, then "
+            f"modified in place by {op} (version {e.get('old_version')} → {e.get('new_version')})")
+    if failed is not None:
+        message = f"{head}; backward at {where(failed.get('location'))} failed on it."
+        severity = "error"
+    else:
+        message = f"{head}; a backward through {index.node_label(saved_by[0])} will fail."
+        severity = "warning"
+    hint = ("Use the out-of-place form (`y = y * 2` instead of `y.mul_(2)`, `x = x.clone()` before writing into "
+            "a slice), or make the in-place change after backward.")
+    out.add("stale-version", message, hint, e.get("location"), severity=severity,
+            related=[related("saved here", saver.get("location")),
+                     related("backward failed here", failed and failed.get("location"))],
+            nodes=[*saved_by, e.get("node")], variables=[vid],
+            details={"op": e.get("op"), "saved_version": saved_version, "old_version": e.get("old_version"),
+                     "new_version": e.get("new_version"), "backward": failed and failed["id"]},
+            order=e["id"])
+
+
+def _saved_version(node, vid, e):
+    versions = [s.get("version") for s in node.get("saved") or () if s.get("variable") == vid]
+    if not versions:
+        versions = [s.get("version") for s in node.get("saved") or () if s.get("version") is not None
+                    and s.get("version") <= e.get("old_version", 0)]
+    return versions[0] if versions else e.get("old_version")
+
+
+def _stale_explained(index, b):
+    reach = index.reachable_from(b.get("root_nodes") or ())
+    return any(set(e.get("saved_by") or ()) & reach for e in index.events_of("inplace"))
+
+
+def _stale_unexplained(index, out, b):
+    error = b.get("error") or {}
+    out.add("stale-version", f"backward failed: {error.get('message')}",
+            "Find the in-place op (`add_`, `x[...] = `, `+=`) on a value saved for backward and make it "
+            "out of place.", b.get("location"), nodes=list(b.get("root_nodes") or ()),
+            variables=list(b.get("roots") or ()), details={"backward": b["id"]}, order=b["id"])
+
+
+def script_exception(index, out):
+    """Explain the exception the script died of when no backward record already did."""
+    exc = (index.doc.get("status") or {}).get("exception")
+    code = error_code(exc)
+    if code is None:
+        return
+    if code != "leaf-inplace" and any(error_code(b.get("error")) == code for b in index.backwards):
+        return
+    loc = exc.get("location")
+    variables = [exc["variable"]] if exc.get("variable") is not None else []
+    if code == "leaf-inplace":
+        message = (f"in-place operation on a leaf that requires grad: {exc.get('message')}")
+        hint = ("Update parameters under `torch.no_grad()` (as optimizers do), or use an out-of-place op if the "
+                "change belongs in the graph.")
+    else:
+        message = f"the script stopped: {exc.get('message')}"
+        hint = "See the explanation of this error."
+    out.add(code, message, hint, loc, variables=variables, details={"exception": exc.get("type")},
+            order=1 << 30)

@@ -1,0 +1,359 @@
+"""The diagnostics catalogue: every code gradviz can report, its default severity, a one-line title, and the
+long explanation ``gradviz explain CODE`` prints (what it means, a minimal example of the mistake, the fix).
+
+Codes are stable kebab-case names: scripts, CI settings and docs refer to them, so never rename one.
+"""
+
+# code -> (default severity, one-line title). A rule may lower the severity of one record (``graph-cut`` is
+# an info when the cut was bridged by hand), never raise it.
+CODES = {
+    "none-grad": ("warning", "`.grad` of a non-leaf Variable read as None"),
+    "nonscalar-backward": ("error", "backward() on a non-scalar output without a gradient"),
+    "stale-version": ("error", "a Variable saved for backward was modified in place"),
+    "graph-freed": ("error", "backward through a graph whose saved buffers were already freed"),
+    "retained-graph": ("warning", "finished graphs kept alive, holding memory"),
+    "graph-cut": ("warning", "parameters cut off from the loss by .data, detach() or a numpy round trip"),
+    "unused-parameter": ("warning", "a parameter given to the optimizer never took part in the forward pass"),
+    "no-requires-grad": ("error", "backward() on a result that does not require grad"),
+    "leaf-inplace": ("error", "in-place operation on a leaf Variable that requires grad"),
+    "volatile-deprecated": ("warning", "`volatile=True` is deprecated and has no effect in PyTorch"),
+    "nan-inf": ("warning", "NaN or Inf produced by an op in forward or backward"),
+    "grad-accumulation": ("warning", "gradients summed across optimizer steps (no zero_grad between)"),
+    "exploding-grad": ("info", "one layer's gradient norm is far above the others"),
+    "vanishing-grad": ("info", "one layer's gradient norm is far below the others"),
+}
+
+SEVERITIES = ("error", "warning", "info")
+
+
+def hint_suffix(code):
+    """Every hint ends with the command that explains the code at length."""
+    return f"(gradviz explain {code})"
+
+
+EXPLANATIONS = {
+    "none-grad": """\
+A non-leaf Variable's `.grad` was read and it was None.
+
+Backward computes the gradient of every Variable in the graph, but it only *keeps* it for leaves (Variables
+you created yourself with requires_grad=True, such as parameters). An intermediate result such as a model's
+output is not a leaf: its gradient flows through it and is then dropped, so its `.grad` stays None. PyTorch
+warns about this too ("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed").
+
+The mistake (the seed question: passing that None on to a second backward):
+
+    y1 = model1(X)
+    y2 = model2(y1)
+    loss = criterion(y2, y)
+    loss.backward()
+    y1.backward(y1.grad)     # y1.grad is None: y1 is not a leaf
+
+The fix: most of the time you do not need the intermediate gradient at all. Chain the models and call
+backward once; the gradient reaches model1's parameters through y1 by itself:
+
+    model = nn.Sequential(model1, model2)      # or: y2 = model2(model1(X))
+    loss = criterion(model(X), y)
+    loss.backward()
+
+If you do need to see the gradient of an intermediate result, ask for it before backward:
+
+    y1.retain_grad()                           # keep y1.grad after backward
+    loss.backward()
+    print(y1.grad)
+
+or observe it without keeping it: `y1.register_hook(lambda g: print(g.norm()))`.
+
+In the picture: the Variable whose `.grad` was read is outlined in the diagnostic's colour.
+""",
+    "nonscalar-backward": """\
+backward() was called on a Variable with more than one element and no `gradient` argument
+("grad can be implicitly created only for scalar outputs").
+
+backward() computes d(root)/d(leaves). For a scalar root the starting gradient is 1; for a vector or matrix
+there is no single obvious starting gradient, so you must pass one with the same shape as the root. Passing
+None (for example the `.grad` of a non-leaf, which is always None) is the same as passing nothing: gradviz
+links this diagnostic to the `none-grad` read where the None came from.
+
+The mistake:
+
+    y1 = model1(X)                # shape (N, 8)
+    loss = criterion(model2(y1), y)
+    loss.backward()
+    y1.backward(y1.grad)          # y1.grad is None -> RuntimeError
+
+The fix: call backward once on the scalar loss; it already reaches model1 through y1:
+
+    loss = criterion(model2(model1(X)), y)
+    loss.backward()
+
+If the root really is a vector, reduce it (`out.sum().backward()`) or pass its gradient explicitly
+(`out.backward(torch.ones_like(out))`).
+
+In the picture: the root node of the failed backward.
+""",
+    "stale-version": """\
+A Variable that an op saved for its backward pass was modified in place before backward read it ("one of the
+variables needed for gradient computation has been modified by an inplace operation").
+
+Every storage has a version counter that each in-place op increments (`x.add_(1)`, `x[0] = 0`, `x += 1`,
+`relu_`, writes through a view). An op that saves a tensor for backward records its version; backward checks
+it and refuses to use a value that has changed since. gradviz predicts this at the in-place op itself, as soon
+as it overwrites a storage that a graph not yet backwarded has saved, and names both lines.
+
+The mistake:
+
+    y = x.sigmoid()               # SigmoidBackward saves its output y
+    y.mul_(2)                     # in place: y is now at version 1
+    y.sum().backward()            # RuntimeError: expected version 0
+
+The same happens through a view, which shares its base's storage and counter:
+
+    h = x.exp()                   # ExpBackward saves h
+    h[:, 0] = 0                   # writes into h through a view
+
+The fix: use the out-of-place form (`y = y * 2`, `h = h.clone(); h[:, 0] = 0`), or apply the in-place op to a
+`clone()`, or move it after backward.
+
+In the picture: the node that saved the value and the in-place op, with the saved tensor's versions.
+""",
+    "graph-freed": """\
+backward ran through a graph whose saved buffers an earlier backward had already freed ("Trying to backward
+through the graph a second time").
+
+To save memory, backward frees the values each node saved as soon as it has used them. A second backward
+through the same nodes then has nothing to work with. This usually means part of the graph was built once,
+outside the loop, and is reused every iteration, or that two losses share a subgraph and each calls backward.
+
+The mistake:
+
+    h = encoder(X)                # built once
+    for step in range(100):
+        loss = head(h).sum()
+        loss.backward()           # the 2nd iteration goes back through h's freed graph
+
+The fix: rebuild what you differentiate inside the loop (`h = encoder(X)` in the loop body), or, for two
+losses on one graph, add them and call backward once: `(loss1 + loss2).backward()`.
+
+`retain_graph=True` makes the error go away, but it is seldom the right fix: it keeps every saved buffer
+alive (see `retained-graph`), and backward then accumulates into the same parameters twice.
+
+In the picture: the freed nodes, and the line where the first backward ran.
+""",
+    "retained-graph": """\
+Graphs that backward has finished with (or never ran on) are still alive, holding their saved buffers.
+
+A graph lives as long as anything refers to a Variable in it. Each training iteration builds a new one; if
+something keeps the old ones alive, memory grows every iteration until the process runs out of it. The usual
+causes are:
+  - `retain_graph=True`, which keeps a graph's saved buffers after backward;
+  - a running total that is itself a Variable: `total_loss += loss` chains every iteration's graph to the
+    next one;
+  - lists of outputs or losses kept for logging; hooks or closures that hold Variables.
+
+gradviz reports the bytes held after each iteration, warns when they grow, and names the line that links the
+iterations (such as the accumulation into total_loss) where it can find it.
+
+The mistake (the seed's hook answer in a training loop):
+
+    for X, y in batches:
+        y1 = model1(X)
+        loss = criterion(model2(y1), y)
+        y1.register_hook(extract(y1))
+        loss.backward(retain_graph=True)      # keeps this graph's buffers
+        y1.backward(y1.grad)
+        epoch_loss += loss                    # and keeps every graph alive
+
+The fix: call backward once on a graph built from the chained models, without retain_graph, and accumulate
+plain numbers: `epoch_loss += loss.item()`.
+
+In the picture: retained graphs are shaded, with their byte size.
+""",
+    "graph-cut": """\
+Parameters that require grad got no gradient from backward because the graph between them and the loss was
+cut: by `.data`, `detach()`, re-wrapping (`Variable(x.data, requires_grad=True)`), or a numpy round trip
+(`torch.from_numpy(x.detach().numpy())`). Backward stops at the cut, so everything before it is not trained.
+
+The mistake:
+
+    h = model1(X)
+    h = torch.from_numpy(h.detach().numpy())  # leaves the graph
+    loss = criterion(model2(h), y)
+    loss.backward()                           # model1 gets no gradient
+
+The fix: keep the computation in Variables from the parameters to the loss; remove the cut:
+
+    loss = criterion(model2(model1(X)), y)
+
+When the cut is deliberate and the gradient is carried across by hand, gradviz reports it as an info and
+draws two graphs bridged by hand. The seed's first version does this:
+
+    y1 = model1(X)
+    v = Variable(y1.data, requires_grad=True) # cut: v is a new leaf
+    loss = criterion(model2(v), y)
+    loss.backward()                           # stops at v
+    y1.backward(v.grad)                       # carries v's gradient into model1
+
+It works, but `Variable` is deprecated and one graph with one backward (`model2(model1(X))`) does the same
+with less code and less memory.
+
+In the picture: the cut drawn as a dashed break between the two graphs.
+""",
+    "unused-parameter": """\
+A parameter handed to the optimizer never took part in any recorded operation, so it never gets a gradient
+and the optimizer never changes it.
+
+Usually a layer is created in `__init__` but not called in `forward`, or a branch of `forward` never runs.
+
+The mistake:
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(4, 8)
+            self.fc2 = nn.Linear(8, 1)        # never used below
+        def forward(self, x):
+            return self.fc1(x).sum(dim=1)
+
+The fix: use the layer in forward, or delete it (or freeze it with `requires_grad_(False)` and leave it out
+of the optimizer if it is kept on purpose).
+
+In the picture: unused parameters are listed beside the graph, since they have no node in it.
+""",
+    "no-requires-grad": """\
+backward() was called on a result that does not require grad and has no grad_fn ("element 0 of tensors does
+not require grad and does not have a grad_fn").
+
+An op's output requires grad only if one of its inputs does, and only while grad mode is on. So the result
+has no history when every input was frozen (`requires_grad=False`), when it was computed under
+`torch.no_grad()`, or when an input was volatile (the old inference flag).
+
+The mistake:
+
+    with torch.no_grad():
+        out = model(X)                        # no graph is recorded
+    loss = criterion(out, y)
+    loss.backward()                           # RuntimeError
+
+The fix: compute what you differentiate with grad mode on and with at least one input (usually the
+parameters) requiring grad. To freeze part of a model, freeze only that part:
+`for p in backbone.parameters(): p.requires_grad = False`, and keep the head trainable.
+
+In the picture: the root of the failed backward, with the reason in the label.
+""",
+    "leaf-inplace": """\
+An in-place op was applied to a leaf that requires grad, such as a parameter ("a leaf Variable that requires
+grad is being used in an in-place operation").
+
+Autograd accumulates a leaf's gradient into `.grad`; an in-place change would silently make the recorded
+history wrong, so it is refused while grad mode is on.
+
+The mistake:
+
+    w = torch.randn(3, requires_grad=True)
+    w.add_(1)                                 # RuntimeError
+
+The fix: update parameters under `torch.no_grad()` (that is what optimizers do), or use an out-of-place op
+if the change belongs in the graph:
+
+    with torch.no_grad():
+        w.add_(1)
+
+In the picture: the leaf and the in-place op.
+""",
+    "volatile-deprecated": """\
+`Variable(..., volatile=True)` was used. `volatile` was removed in PyTorch 0.4: it has no effect there
+(PyTorch warns "volatile was removed and now has no effect. Use `with torch.no_grad():` instead.").
+
+gradviz still honours it the old way (the output of any op with a volatile input is volatile and records no
+graph), so old scripts such as the seed's autograd notes run, but code relying on it silently builds graphs in
+current PyTorch and wastes memory.
+
+The mistake:
+
+    x = Variable(torch.randn(5, 5), volatile=True)
+    out = model(x)                            # inference
+
+The fix:
+
+    with torch.no_grad():
+        out = model(torch.randn(5, 5))
+
+In the picture: the volatile Variable.
+""",
+    "nan-inf": """\
+An op produced NaN or Inf: in its forward output, or in the gradient its backward produced. gradviz checks
+every op (like PyTorch's anomaly mode, but always on) and points at the first one, since everything after it
+is contaminated.
+
+Common causes: `log` of 0 or of a negative number, `sqrt` at 0 in backward, division by a value that
+reaches 0, `exp` of a large number, a learning rate so large that the weights overflow.
+
+The mistake:
+
+    p = torch.tensor([0.0, 0.5], requires_grad=True)
+    loss = -(p.log()).sum()                   # log(0) = -inf
+
+The fix: keep the argument in the valid range (`p.clamp(min=1e-7).log()`), use the stable fused form
+(`log_softmax` + `nll_loss` instead of `softmax().log()`; `cross_entropy` on logits), or lower the learning
+rate.
+
+In the picture: the first op with a non-finite value.
+""",
+    "grad-accumulation": """\
+Gradients were summed across two or more optimizer steps: backward adds into `.grad`, and nothing reset it
+between steps, so each step uses the sum of all gradients so far.
+
+The mistake:
+
+    for X, y in batches:
+        loss = criterion(model(X), y)
+        loss.backward()                       # adds to last iteration's .grad
+        optimizer.step()
+
+The fix: clear the gradients once per step, before backward:
+
+    for X, y in batches:
+        optimizer.zero_grad()
+        loss = criterion(model(X), y)
+        loss.backward()
+        optimizer.step()
+
+(Accumulating over several backward calls and then stepping once, to simulate a bigger batch, is fine: the
+mistake is only accumulation across steps.)
+
+In the picture: the parameters whose gradients were summed.
+""",
+    "exploding-grad": """\
+One layer's gradient norm is orders of magnitude (1000x or more) above the median of the other layers'.
+
+Large gradients in one layer usually come from a deep chain of multiplications (RNNs, deep nets without
+normalisation), from a badly scaled input, or from a loss that is summed instead of averaged. They make
+training unstable and end in NaN.
+
+The fix: scale the inputs, use normalisation layers or a better initialisation, average the loss, or clip:
+`torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)` between backward and step.
+
+In the picture: the layer's parameters, with their gradient norms on the edges (`--show-grads`).
+""",
+    "vanishing-grad": """\
+One layer's gradient norm is orders of magnitude (1000x or more) below the median of the other layers'.
+
+Tiny gradients mean the layer hardly learns: typical causes are saturated activations (sigmoid/tanh with
+large inputs), dead ReLUs, a deep stack without residual connections, or a layer whose output is scaled
+down to almost nothing.
+
+The fix: use ReLU-family activations with a suitable initialisation (Kaiming), normalisation layers,
+residual connections, or check that the layer's output actually reaches the loss.
+
+In the picture: the layer's parameters, with their gradient norms on the edges (`--show-grads`).
+""",
+}
+
+
+def explain(code):
+    """The long explanation of ``code`` (what it means, a minimal example, the fix), like ``rustc --explain``."""
+    if code not in CODES:
+        known = ", ".join(CODES)
+        raise ValueError(f"unknown diagnostic code `{code}`; known codes: {known}")
+    severity, title = CODES[code]
+    return f"{code} ({severity}): {title}\n\n{EXPLANATIONS[code]}"

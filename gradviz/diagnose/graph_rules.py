@@ -1,0 +1,280 @@
+"""Rules about which parameters the graph connects to the loss (graph-cut, unused-parameter) and about graphs
+kept alive after backward (retained-graph)."""
+
+from .index import same_line, where
+from .records import related
+from .why import classify, cut_downstream
+
+_CUT_WORDS = {"data": "`.data`", "detach": "`detach()`", "numpy": "a numpy round trip"}
+
+
+def _succeeded(index):
+    return [b for b in index.backwards if not b.get("error")]
+
+
+def _got_grad(index, done):
+    got = set()
+    for b in done:
+        got.update(int(k) for k in (b.get("leaf_grad_norms") or {}))
+        visited = set(b.get("visited") or ())
+        for v in index.variables.values():
+            if v.get("accumulator") in visited:
+                got.add(v["id"])
+    return got
+
+
+def _optimized(index):
+    params = set()
+    for e in index.events_of("optimizer"):
+        params.update(e.get("parameters") or ())
+    return params
+
+
+def _trainable(index):
+    """Leaves meant to be trained: parameters, and any Variable handed to an optimizer."""
+    opt = _optimized(index)
+    return sorted(vid for vid, v in index.variables.items()
+                  if v.get("is_leaf", True) and v.get("node") is None and v.get("requires_grad")
+                  and (v.get("is_parameter") or vid in opt))
+
+
+def graph_cuts(index, out):
+    """Trainable parameters that got no gradient because a cut separates them from every root, grouped by cut;
+    and cuts bridged by hand (a second backward carries the gradient across), reported as an info."""
+    done = _succeeded(index)
+    bridged = _bridges(index, out, done)
+    if not done:
+        return
+    got = _got_grad(index, done)
+    groups = {}
+    for vid in _trainable(index):
+        if vid in got:
+            continue
+        node = index.variables[vid].get("accumulator")
+        if node is None:
+            continue
+        cut = cut_downstream(index, vid, node)
+        if cut is None:
+            continue
+        groups.setdefault(cut, []).append(vid)
+    for (source, how, loc), params in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        if (source, loc and loc.get("line")) in bridged:
+            continue
+        names = ", ".join(f"`{index.var_name(p)}`" for p in params[:6]) + (" …" if len(params) > 6 else "")
+        last = done[-1]
+        src = index.variables.get(source) or {}
+        message = (f"{len(params)} parameter{'s' if len(params) != 1 else ''} requiring grad got no gradient "
+                   f"({names}): {_CUT_WORDS.get(how, how)} at {where(loc)} cuts {index.var_label(source)} out of "
+                   f"the graph, so backward at {where(last.get('location'))} stops there.")
+        hint = (f"Keep the values in the graph from the parameters to the loss: remove the {_CUT_WORDS.get(how, how)}"
+                " (use the Variable itself), or call backward on the part before the cut too.")
+        why = classify(index, params[0])
+        out.add("graph-cut", message, hint, loc,
+                related=[related("cut value computed here", src.get("location")),
+                         related("backward ran here", last.get("location"))],
+                nodes=[src.get("node")] + [index.variables[p].get("accumulator") for p in params],
+                variables=[*params, source], details={"parameters": params, "how": how, "why_none": why},
+                order=params[0])
+
+
+def _bridges(index, out, done):
+    """Cuts whose gradient is carried across by hand: ``v = Variable(y1.data, requires_grad=True)`` then
+    ``y1.backward(v.grad)``. Returns the set of ``(source, line)`` pairs reported."""
+    found = set()
+    for result, (source, how, loc) in sorted(index.cuts().items()):
+        r = index.variables.get(result) or {}
+        if not r.get("requires_grad"):
+            continue
+        for b in done:
+            if source not in (b.get("roots") or ()):
+                continue
+            read = _gradient_read_of(index, b, result)
+            if read is None:
+                continue
+            first = next((x for x in done if result in _leaves_of(x)), None)
+            src = index.variables.get(source) or {}
+            sname, rname = index.var_name(source), index.var_name(result)
+            message = (f"Two graphs bridged by hand: {_CUT_WORDS.get(how, how)} at {where(loc)} makes `{rname}` a "
+                       f"new leaf holding `{sname}`'s values; "
+                       + (f"backward at {where(first.get('location'))} stops at `{rname}`, and " if first else "")
+                       + f"`{sname}.backward({rname}.grad)` at {where(b.get('location'))} carries its gradient "
+                       f"into the graph of `{sname}`. It works, but it is two graphs and two backward calls.")
+            hint = (f"Use one graph: feed `{sname}` on directly (`model2({sname})`, or "
+                    "`nn.Sequential(model1, model2)`) and call backward once on the loss.")
+            out.add("graph-cut", message, hint, loc, severity="info",
+                    related=[related("first backward (stops at the cut)", first and first.get("location")),
+                             related("gradient carried across here", b.get("location"))],
+                    nodes=[src.get("node"), r.get("accumulator")], variables=[source, result],
+                    details={"bridged": True, "source": source, "result": result, "how": how,
+                             "backwards": [x["id"] for x in (first, b) if x]},
+                    order=result)
+            found.add((source, loc and loc.get("line")))
+    return found
+
+
+def _leaves_of(b):
+    return {int(k) for k in (b.get("leaf_grad_norms") or {})}
+
+
+def _gradient_read_of(index, b, result):
+    read = index.events_by_id.get(b["gradient_from"]) if b.get("gradient_from") is not None else None
+    if read is not None:
+        return read if read.get("variable") == result else None
+    for e in index.events_of("grad_read"):
+        if e.get("variable") == result and not e.get("was_none") and same_line(e.get("location"),
+                                                                                b.get("location")):
+            return e
+    return None
+
+
+def unused_parameters(index, out):
+    """Parameters handed to an optimizer that no recorded op ever used."""
+    done = _succeeded(index)
+    if not done:
+        return
+    opt = _optimized(index)
+    got = _got_grad(index, done)
+    unused = [vid for vid in _trainable(index)
+              if vid in opt and vid not in got and not index.var_consumers(vid)
+              and index.variables[vid].get("accumulator") is None]
+    steps = [e for e in index.events_of("optimizer") if e.get("event") == "step"]
+    for vid in unused:
+        v = index.variables[vid]
+        step = next((e for e in steps if vid in (e.get("parameters") or ())), None)
+        message = (f"{index.var_label(vid)} is given to the optimizer but no op ever used it: it gets no "
+                   "gradient and is never trained.")
+        hint = ("Use the layer in forward(), or remove it (or freeze it and leave it out of the optimizer if it is "
+                "kept on purpose).")
+        out.add("unused-parameter", message, hint, v.get("location"),
+                related=[related("optimizer step here", step and step.get("location"))],
+                variables=[vid], details={"why_none": classify(index, vid)}, order=vid)
+
+
+# ----- retained graphs ------------------------------------------------------------------------------------
+def retained_graphs(index, out):
+    memory = index.doc.get("memory") or {}
+    series = memory.get("series") or []
+    bytes_series = [int(s.get("retained_bytes") or 0) for s in series]
+    alive_series = [int(s.get("graphs_alive") or 0) for s in series]
+    growing_bytes = growing(bytes_series)
+    growing_graphs = growing(alive_series)
+    keepers = _keepers(index)
+    retainers = _retaining_backwards(index)
+    if not (growing_bytes or growing_graphs):
+        final = memory.get("final_retained_bytes") or (bytes_series[-1] if bytes_series else 0)
+        if final and retainers:
+            _report_retained(index, out, memory, series, keepers, retainers, growing_=False)
+        return
+    _report_retained(index, out, memory, series, keepers, retainers, growing_=True)
+
+
+def growing(values):
+    """True when a per-iteration series keeps climbing: mostly increases, almost no decreases, end above start."""
+    n = len(values)
+    if n < 3 or values[-1] <= values[0]:
+        return False
+    ups = sum(1 for a, b in zip(values, values[1:]) if b > a)
+    downs = sum(1 for a, b in zip(values, values[1:]) if b < a)
+    return ups >= max(2, (n - 1) // 2) and downs <= (n - 1) // 4
+
+
+def _keepers(index):
+    """Nodes with an input from an earlier iteration's graph: the line that chains iterations together
+    (``total_loss += loss``). Returns ``[(location, node ids)]`` in order of first appearance."""
+    found = {}
+    for n in sorted(index.nodes.values(), key=lambda n: n["id"]):
+        it = _iteration(index, n)
+        if it is None or n.get("op") == "AccumulateGrad":
+            continue
+        for edge in n.get("inputs") or ():
+            if not edge or edge[0] is None:
+                continue
+            src = index.nodes.get(edge[0]) or {}
+            if src.get("op") == "AccumulateGrad":
+                continue
+            src_it = _iteration(index, src)
+            if src_it is not None and src_it < it:
+                loc = n.get("location")
+                key = (loc or {}).get("file"), (loc or {}).get("line")
+                found.setdefault(key, (loc, []))[1].append(n["id"])
+                break
+    return list(found.values())
+
+
+def _iteration(index, node):
+    graph = index.graphs.get(node.get("graph"))
+    return graph.get("iteration") if graph else None
+
+
+def _retaining_backwards(index):
+    """Backward calls with retain_graph=True whose graph is still alive at the end (or was never freed)."""
+    result = []
+    for b in index.backwards:
+        if not b.get("retain_graph") or b.get("error"):
+            continue
+        graphs = {(index.nodes.get(n) or {}).get("graph") for n in b.get("root_nodes") or ()}
+        alive = any((index.graphs.get(g) or {}).get("alive_at_end", True) for g in graphs if g is not None)
+        if alive or not graphs:
+            result.append(b)
+    return result
+
+
+def _report_retained(index, out, memory, series, keepers, retainers, growing_):
+    first_bytes = int(series[0].get("retained_bytes") or 0) if series else 0
+    last = series[-1] if series else {}
+    last_bytes = int(last.get("retained_bytes") or 0)
+    alive = int(last.get("graphs_alive") or 0)
+    parts = []
+    if growing_:
+        parts.append(f"Memory held by finished graphs grows every iteration: {_fmt(first_bytes)} after iteration "
+                     f"{series[0].get('iteration')} → {_fmt(last_bytes)} after iteration {last.get('iteration')}, "
+                     f"{alive} graphs alive (peak {_fmt(memory.get('peak_retained_bytes') or last_bytes)}).")
+    else:
+        parts.append(f"{_fmt(memory.get('final_retained_bytes') or last_bytes)} of saved buffers are held by "
+                     "graphs that backward has finished with.")
+    if keepers:
+        loc, _ = keepers[0]
+        parts.append(f"`{(loc or {}).get('text') or 'the line'}` at {where(loc)} chains each iteration's graph "
+                     "to the next, keeping them all alive.")
+    if retainers:
+        parts.append(f"backward(retain_graph=True) at {where(retainers[0].get('location'))} keeps each graph's "
+                     "saved buffers after backward.")
+    hooks = [e for e in index.events_of("hook") if e.get("event") == "register" and not e.get("retain_grad")]
+    if hooks and retainers:
+        parts.append(f"The hook registered at {where(hooks[0].get('location'))} holds a Variable of the graph.")
+    location = (keepers[0][0] if keepers else retainers[0].get("location") if retainers
+                else _first_alive_root(index))
+    hint = ("Accumulate plain numbers (`total += loss.item()`), don't keep outputs or losses across iterations, "
+            "and call backward without retain_graph=True (chain the models and backward once instead).")
+    nodes = [n for _, ids in keepers for n in ids]
+    for b in retainers:
+        nodes.extend(b.get("root_nodes") or ())
+    out.add("retained-graph", " ".join(parts), hint, location, severity=None if growing_ else "info",
+            related=[related("retain_graph=True here", retainers[0].get("location")) if retainers else None,
+                     related("hook registered here", hooks[0].get("location")) if hooks else None],
+            nodes=nodes,
+            details={"growing": growing_, "series": [[s.get("iteration"), s.get("retained_bytes"),
+                                                      s.get("graphs_alive")] for s in series[-200:]],
+                     "peak_retained_bytes": memory.get("peak_retained_bytes"),
+                     "final_retained_bytes": memory.get("final_retained_bytes"),
+                     "keepers": [loc for loc, _ in keepers]},
+            order=0)
+
+
+def _first_alive_root(index):
+    for g in index.graphs.values():
+        if g.get("alive_at_end"):
+            for n in g.get("roots") or ():
+                loc = (index.nodes.get(n) or {}).get("location")
+                if loc:
+                    return loc
+    return None
+
+
+def _fmt(n):
+    n = int(n or 0)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"

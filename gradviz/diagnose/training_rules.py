@@ -1,0 +1,174 @@
+"""Rules about training dynamics and old API: grad-accumulation, nan-inf, exploding-grad / vanishing-grad,
+volatile-deprecated."""
+
+import math
+import statistics
+
+from .index import is_finite_number, where
+from .records import related
+
+
+def grad_accumulation(index, out):
+    """A leaf's gradient carried from before one optimizer step into the backward after it, with nothing
+    (``zero_grad``, ``p.grad = None``) resetting it between."""
+    # Per parameter: "fresh" (nothing accumulated), "accumulated", "stepped" (accumulated, then a step used it).
+    state = {}
+    last_step = {}
+    flagged = {}
+    for kind, rec in index.timeline():
+        if kind == "optimizer":
+            params = rec.get("parameters") or ()
+            if rec.get("event") == "zero_grad":
+                for p in params:
+                    state[p] = "fresh"
+            elif rec.get("event") == "step":
+                for p in params:
+                    if state.get(p) == "accumulated":
+                        state[p] = "stepped"
+                        last_step[p] = rec
+        elif kind == "grad_write":
+            state[rec.get("variable")] = "fresh"
+        elif kind == "inplace" and _resets_grad(index, rec):
+            state[index.variables[rec["variable"]].get("source")] = "fresh"
+        elif kind == "backward" and not rec.get("error"):
+            for key in rec.get("leaf_grad_norms") or {}:
+                p = int(key)
+                if state.get(p) == "stepped":
+                    flagged.setdefault(p, (rec, last_step[p]))
+                state[p] = "accumulated"
+    if not flagged:
+        return
+    by_site = {}
+    for p, (b, step) in sorted(flagged.items()):
+        by_site.setdefault((b["id"], step["id"]), (b, step, []))[2].append(p)
+    for b, step, params in by_site.values():
+        names = ", ".join(f"`{index.var_name(p)}`" for p in params[:6]) + (" …" if len(params) > 6 else "")
+        message = (f"backward at {where(b.get('location'))} adds to gradients already used by "
+                   f"{step.get('optimizer') or 'the optimizer'}.step() at {where(step.get('location'))}: no "
+                   f"zero_grad() between them, so {len(params)} parameter gradient(s) ({names}) are summed across "
+                   "optimizer steps.")
+        hint = "Call `optimizer.zero_grad()` once per step, before backward."
+        out.add("grad-accumulation", message, hint, b.get("location"),
+                related=[related("previous optimizer step", step.get("location"))],
+                nodes=[index.variables[p].get("accumulator") for p in params], variables=params,
+                details={"backward": b["id"], "step_event": step["id"]}, order=b["id"])
+
+
+def _resets_grad(index, e):
+    """``p.grad.zero_()`` (or ``mul_(0)``/``fill_(0)``) on a gradient whose owner the trace knows."""
+    v = index.variables.get(e.get("variable")) or {}
+    return v.get("origin") == "grad" and v.get("source") is not None and (e.get("op") or "").startswith(
+        ("zero", "fill", "mul"))
+
+
+def nan_inf(index, out):
+    """The first op whose forward output, or the gradient its backward produced, is not finite."""
+    forward = sorted(n["id"] for n in index.nodes.values() if n.get("nonfinite"))
+    if forward:
+        node = index.nodes[forward[0]]
+        outputs = list(node.get("outputs") or ())
+        inputs = [v for v in node.get("input_variables") or () if v is not None]
+        message = (f"{node['op']} at {where(node.get('location'))} produced NaN/Inf in its forward output "
+                   f"(shape {tuple(node.get('shape') or ())}); everything computed from it is contaminated.")
+        out.add("nan-inf", message, _NAN_HINT, node.get("location"), nodes=[node["id"]],
+                variables=outputs + inputs, details={"phase": "forward", "node": node["id"],
+                                                     "nodes_affected": len(forward)},
+                order=node["id"])
+        return
+    for b in index.backwards:
+        culprit = _backward_culprit(index, b)
+        if culprit is None:
+            continue
+        node = index.nodes.get(culprit) or {}
+        message = (f"the backward of {node.get('op')} at {where(node.get('location'))} produced a NaN/Inf "
+                   f"gradient (during backward at {where(b.get('location'))}); every gradient after it is "
+                   "contaminated.")
+        out.add("nan-inf", message, _NAN_HINT, node.get("location"),
+                related=[related("backward ran here", b.get("location"))], nodes=[culprit],
+                variables=list(node.get("outputs") or ()), details={"phase": "backward", "node": culprit,
+                                                                    "backward": b["id"]},
+                order=culprit)
+        return
+
+
+_NAN_HINT = ("Keep the op's input in its valid range (`x.clamp(min=1e-7).log()`), use the fused stable form "
+             "(log_softmax + nll_loss, cross_entropy on logits), or lower the learning rate.")
+
+
+def _backward_culprit(index, b):
+    norms = b.get("grad_norms") or {}
+    visited = list(b.get("visited") or ())
+    for nid in visited:
+        if is_finite_number(norms.get(str(nid))):
+            continue
+        # The non-finite gradient arrived at nid: it was made by the backward of a consumer that received a
+        # finite one (or nid is a root given a bad gradient).
+        for c in visited:
+            node = index.nodes.get(c) or {}
+            if any(edge and edge[0] == nid for edge in node.get("inputs") or ()) \
+                    and is_finite_number(norms.get(str(c))):
+                return c
+        return nid
+    return None
+
+
+_FAR = 1e3  # a layer's gradient norm this many times above/below the others' median
+
+
+def gradient_scale(index, out):
+    """Per-layer gradient norms (the parameters' combined norm, grouped by module path) far outside the rest,
+    judged on the last completed backward that reached three or more layers."""
+    for b in reversed(index.backwards):
+        layers = _layer_norms(index, b)
+        if len(layers) >= 3:
+            break
+    else:
+        return
+    for layer, (norm, params) in sorted(layers.items()):
+        others = [n for name, (n, _) in layers.items() if name != layer]
+        median = statistics.median(others)
+        if median <= 0 or not math.isfinite(norm):
+            continue
+        ratio = norm / median
+        if ratio >= _FAR:
+            code, word = "exploding-grad", "above"
+        elif ratio <= 1 / _FAR:
+            code, word = "vanishing-grad", "below"
+        else:
+            continue
+        factor = ratio if ratio >= 1 else (1 / ratio if ratio > 0 else math.inf)
+        message = (f"layer `{layer}` has gradient norm {norm:.3g}, {factor:.3g}× {word} the median of the other "
+                   f"layers ({median:.3g}) in backward at {where(b.get('location'))}.")
+        hint = ("Check the layer's input scale and initialisation; use normalisation or residual connections; "
+                "clip with `clip_grad_norm_` if it explodes.")
+        out.add(code, message, hint, b.get("location"),
+                nodes=[index.variables[p].get("accumulator") for p in params], variables=params,
+                details={"layer": layer, "norm": norm, "median_others": median, "backward": b["id"]},
+                order=params[0])
+
+
+def _layer_norms(index, b):
+    if b.get("error"):
+        return {}
+    layers = {}
+    for key, value in (b.get("leaf_grad_norms") or {}).items():
+        v = index.variables.get(int(key)) or {}
+        if not v.get("is_parameter") or not v.get("name"):
+            continue
+        layer = v["name"].rsplit(".", 1)[0] if "." in v["name"] else v["name"]
+        norm = float(value) if is_finite_number(value) else math.inf
+        total, params = layers.get(layer, (0.0, []))
+        layers[layer] = (total + norm * norm, params + [v["id"]])
+    return {name: (math.sqrt(total), params) for name, (total, params) in layers.items()}
+
+
+def volatile_deprecated(index, out):
+    for v in sorted(index.variables.values(), key=lambda v: v["id"]):
+        if not v.get("volatile") or v.get("origin") == "op":
+            continue
+        message = (f"{index.var_label(v['id'])} is created with volatile=True: volatile was removed in PyTorch "
+                   "0.4 and has no effect there (gradviz still honours it: nothing computed from it records a "
+                   "graph).")
+        hint = "Run inference inside `with torch.no_grad():` instead of marking inputs volatile."
+        out.add("volatile-deprecated", message, hint, v.get("location"), variables=[v["id"]],
+                details={"variable": v["id"]}, order=v["id"])
