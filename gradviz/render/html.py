@@ -1,0 +1,233 @@
+"""``report.html``: one self-contained page (inline CSS, JS, SVG and JSON; nothing fetched from the network).
+
+Every user string is escaped: HTML text with ``html.escape``, the embedded JSON so that no ``</script>`` or
+``<!--`` inside a name can end its script block, and the page's script only ever sets ``textContent``.
+"""
+
+import html
+import json
+import re
+from importlib import resources
+
+from .graph import DocIndex
+from .style import human_bytes
+
+_PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
+_SCRIPT = re.compile(r"<\s*/?\s*script", re.I)
+
+
+def _asset(name):
+    return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def json_for_script(data):
+    """JSON safe inside ``<script type="application/json">``: no ``<``, ``>``, ``&`` or line separators."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                          ("\u2029", "\\u2029")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def inline_svg(svg):
+    """An SVG document from ``dot`` as an element to inline: no XML prolog, doctype, comments or scripts."""
+    svg = _PROLOG.sub("", svg).strip()
+    if _SCRIPT.search(svg):
+        raise ValueError("refusing to inline an SVG that contains a script element")
+    return svg
+
+
+def _finite(x):
+    return None if x is None or x != x or x in (float("inf"), float("-inf")) else x
+
+
+def report_data(doc):
+    """What the page's inspector shows, keyed by document ids."""
+    index = DocIndex(doc)
+    diag_pos = {}
+    diagnostics = []
+    for pos, diag in enumerate(doc.get("diagnostics", [])):
+        diag_pos[diag["id"]] = pos
+        diagnostics.append({"code": diag["code"], "severity": diag["severity"], "message": diag["message"],
+                            "hint": diag.get("hint", ""), "location": diag.get("location"),
+                            "nodes": list(index._diag_nodes(diag)), "variables": list(diag.get("variables") or []),
+                            "count": diag.get("count", 1)})
+    stale = {(n, e["variable"]): e.get("new_version") for n, events in index.stale.items() for e in events}
+    nodes = {}
+    for node in doc.get("nodes", []):
+        node_id = node["id"]
+        outs = [index.variables.get(v, {}) for v in node.get("outputs") or []]
+        saved = [{"name": index.variable_label(s["variable"]) if s.get("variable") is not None else "buffer",
+                  "kind": s.get("kind"), "shape": s.get("shape"), "bytes": s.get("bytes"),
+                  "version": s.get("version"), "stale": stale.get((node_id, s.get("variable")))}
+                 for s in node.get("saved") or []]
+        leaf = node.get("variable")
+        norm = index.leaf_norm.get(leaf) if leaf is not None else None
+        nodes[node_id] = {
+            "op": node["op"], "class_name": node.get("class_name"), "custom": bool(node.get("custom")),
+            "shape": node.get("shape"), "dtype": node.get("dtype"), "graph": node.get("graph"),
+            "bytes": sum(v.get("bytes", 0) for v in outs) if outs else
+            index.variables.get(leaf, {}).get("bytes"),
+            "variable": leaf, "variable_name": index.variable_label(leaf) if leaf is not None else None,
+            "output_names": [v.get("name") for v in outs if v.get("name")],
+            "module": node.get("module") or [], "location": node.get("location"),
+            "grad_norm": _finite(norm if norm is not None else index.node_norm.get(node_id)),
+            "saved": saved, "freed_by": node.get("freed_by"), "nonfinite": node.get("nonfinite"),
+            "diagnostics": [p for p, d in enumerate(diagnostics) if node_id in d["nodes"]]}
+    variables = {}
+    for var in doc.get("variables", []):
+        read = index.none_reads.get(var["id"])
+        variables[var["id"]] = {
+            key: var.get(key) for key in ("name", "shape", "dtype", "bytes", "requires_grad", "is_leaf",
+                                          "is_parameter", "origin", "module", "location")}
+        variables[var["id"]].update({
+            "grad_norm": _finite(index.leaf_norm.get(var["id"])),
+            "grad_none_read": ((read or {}).get("location") or {}).get("line") if read else None,
+            "diagnostics": [p for p, d in enumerate(diagnostics) if var["id"] in d["variables"]]})
+    events = {e["id"]: {"variable": e["variable"]} for e in doc.get("events", [])
+              if e.get("kind") == "grad_read" and e.get("was_none")}
+    return {"nodes": nodes, "variables": variables, "diagnostics": diagnostics, "events": events}
+
+
+def memory_chart(memory, width=520, height=140):
+    """Retained bytes per iteration as an inline SVG line chart (empty string when there is no series)."""
+    series = (memory or {}).get("series") or []
+    if not series:
+        return ""
+    values = [s.get("retained_bytes", 0) for s in series]
+    top = max(values) or 1
+    left, bottom, right, top_pad = 60, 22, 10, 12
+    w, h = width - left - right, height - bottom - top_pad
+    step = w / max(1, len(values) - 1)
+    points = " ".join(f"{left + i * step:.1f},{top_pad + h - v / top * h:.1f}" for i, v in enumerate(values))
+    first, last = series[0].get("iteration", 0), series[-1].get("iteration", len(series) - 1)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+            f'aria-label="retained bytes per iteration">'
+            f'<line x1="{left}" y1="{top_pad + h}" x2="{left + w}" y2="{top_pad + h}" stroke="#999"/>'
+            f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{top_pad + h}" stroke="#999"/>'
+            f'<text x="{left - 4}" y="{top_pad + 4}" font-size="10" text-anchor="end">'
+            f'{html.escape(human_bytes(top))}</text>'
+            f'<text x="{left - 4}" y="{top_pad + h}" font-size="10" text-anchor="end">0</text>'
+            f'<text x="{left}" y="{height - 6}" font-size="10">iteration {first}</text>'
+            f'<text x="{left + w}" y="{height - 6}" font-size="10" text-anchor="end">{last}</text>'
+            f'<polyline fill="none" stroke="#c0392b" stroke-width="2" points="{points}"/></svg>')
+
+
+def _diagnostics_table(doc):
+    rows = []
+    for pos, diag in enumerate(doc.get("diagnostics", [])):
+        loc = diag.get("location") or {}
+        where = f"{loc.get('file')}:{loc.get('line')}" if loc else ""
+        source = f'<pre class="src">{html.escape(loc["text"])}</pre>' if loc.get("text") else ""
+        count = f' <span class="muted">(×{diag["count"]})</span>' if diag.get("count", 1) > 1 else ""
+        rows.append(
+            f'<tr class="diag" id="diag-{pos}" data-diag="{pos}">'
+            f'<td><span class="sev {html.escape(diag["severity"])}">{html.escape(diag["severity"])}</span></td>'
+            f'<td><code>{html.escape(diag["code"])}</code></td><td><code>{html.escape(where)}</code></td>'
+            f'<td>{html.escape(diag["message"])}{count}{source}'
+            f'<div class="hint">{html.escape(diag.get("hint") or "")}</div></td></tr>')
+    if not rows:
+        return '<p class="muted">No diagnostics: nothing suspicious was found.</p>'
+    return ('<table class="diags"><tr><th>severity</th><th>code</th><th>where</th><th>what</th></tr>'
+            + "".join(rows) + '</table><div id="diag-status" class="muted"></div>')
+
+
+def default_svgs(doc, budget=4.0, **options):
+    """One picture per distinct graph structure (first and last graph where they differ): {title: svg}."""
+    from . import to_dot
+    from .graph import build_graph
+    from .layout import dot_available, lay_out
+
+    pictures = {}
+    wanted = []
+    for structure in doc.get("structures", []):
+        for graph_id in dict.fromkeys((structure.get("first_graph"), structure.get("last_graph"))):
+            graph = next((g for g in doc.get("graphs", []) if g["id"] == graph_id), None)
+            if graph is not None and graph.get("full", True) and graph.get("nodes"):
+                wanted.append((structure, graph))
+    for structure, graph in wanted[:12]:
+        title = f"graph {graph['id']} · iteration {graph.get('iteration')} · structure {structure['id']}" + \
+            (f" (seen {structure.get('count')}×)" if structure.get("count", 1) > 1 else "")
+        if dot_available():
+            _, _, data = lay_out(doc, "svg", budget, graphs=[graph["id"]], **options)
+            pictures[title] = data.decode("utf-8")
+        else:
+            pictures[title] = None
+            pictures[title + " (DOT source)"] = to_dot(build_graph(doc, graphs=[graph["id"]], **options))
+    return pictures
+
+
+def _picture_blocks(pictures):
+    from .layout import DOT_MISSING
+
+    blocks = []
+    for title, svg in pictures.items():
+        if svg is None:
+            blocks.append(f'<div class="picture"><h3>{html.escape(title)}</h3>'
+                          f'<p class="nopic">No picture: {html.escape(DOT_MISSING)}</p></div>')
+        elif title.endswith("(DOT source)"):
+            blocks.append(f'<div class="picture"><h3>{html.escape(title)}</h3><pre>{html.escape(svg)}</pre></div>')
+        else:
+            blocks.append(f'<div class="picture"><h3>{html.escape(title)}</h3>{inline_svg(svg)}</div>')
+    return "".join(blocks) or '<p class="muted">No graph was recorded.</p>'
+
+
+def _memory_section(doc):
+    memory = doc.get("memory") or {}
+    if not memory:
+        return '<p class="muted">No memory figures in this trace.</p>'
+    return (f'<p>peak retained <b>{human_bytes(memory.get("peak_retained_bytes"))}</b>, final '
+            f'<b>{human_bytes(memory.get("final_retained_bytes"))}</b> (saved tensors of graphs that backward has '
+            f'finished with, still alive)</p><div class="chart">{memory_chart(memory)}</div>')
+
+
+def _summary(doc):
+    graphs, structures = doc.get("graphs", []), doc.get("structures", [])
+    status = doc.get("status") or {}
+    exc = status.get("exception")
+    parts = [f"{len(graphs)} graphs, {len(structures)} distinct structures", f"{len(doc.get('nodes', []))} nodes",
+             f"{len(doc.get('backwards', []))} backward calls"]
+    if exc:
+        parts.append(f"stopped by {exc.get('type')}: {exc.get('message')}")
+    return " · ".join(html.escape(p) for p in parts)
+
+
+def html_report(doc, svgs=None):
+    """The whole report page as a string. ``svgs``: {title: svg text} pictures; default: rendered here."""
+    pictures = svgs if svgs is not None else default_svgs(doc)
+    title = f"gradviz report: {doc.get('script') or 'trace'}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
+        f'<header><h1>{html.escape(title)}</h1><div class="sub">{_summary(doc)}</div></header>'
+        '<main><div id="left">'
+        f'<h2>Graphs</h2><div id="pictures">{_picture_blocks(pictures)}</div>'
+        f'<h2>Diagnostics</h2><div id="diagnostics">{_diagnostics_table(doc)}</div>'
+        f'<h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
+        '</div><aside id="inspector"><h2>Inspector</h2><div id="inspector-body">'
+        '<p class="muted">Click a node in a graph to see its op, shape, dtype, bytes, source line, saved tensors '
+        'and gradient norm; click a diagnostic to highlight its nodes.</p></div></aside></main>'
+        f'<script type="application/json" id="gv-data">{json_for_script(report_data(doc))}</script>'
+        f"<script>{_asset('report.js')}</script></body></html>\n")
+
+
+def notebook_fragment(doc, budget=4.0, **options):
+    """A small HTML block for Jupyter: summary, the last iteration's graph, the diagnostics."""
+    from . import to_dot
+    from .graph import build_graph
+    from .layout import DOT_MISSING, dot_available, lay_out
+
+    if doc.get("graphs"):
+        if dot_available():
+            _, _, data = lay_out(doc, "svg", budget, **options)
+            picture = inline_svg(data.decode("utf-8"))
+        else:
+            picture = (f"<p>{html.escape(DOT_MISSING)}</p><details><summary>DOT source</summary><pre>"
+                       f"{html.escape(to_dot(build_graph(doc, **options)))}</pre></details>")
+    else:
+        picture = "<p>No graph was recorded.</p>"
+    items = "".join(f"<li><b>{html.escape(d['severity'])}</b> <code>{html.escape(d['code'])}</code> "
+                    f"{html.escape(d['message'])}</li>" for d in doc.get("diagnostics", []))
+    return (f'<div class="gradviz-trace"><p><b>gradviz trace</b> · {_summary(doc)}</p>{picture}'
+            + (f"<ul>{items}</ul>" if items else "") + "</div>")
