@@ -370,13 +370,20 @@ class Module:
         return out
 
     def _state_items(self, prefix=""):
-        for module_prefix, module in self.named_modules(prefix=prefix.rstrip(".")):
+        """Like PyTorch: each module's own entries, then its children's, with no de-duplication (a module
+        registered twice appears under both names)."""
+        stack = [(prefix.rstrip("."), self)]
+        while stack:
+            module_prefix, module = stack.pop()
+            dot = module_prefix + "." if module_prefix else ""
             for name, value in module._parameters.items():
                 if value is not None:
-                    yield (f"{module_prefix}.{name}" if module_prefix else name), value
+                    yield dot + name, value
             for name, value in module._buffers.items():
                 if value is not None and name not in module._non_persistent:
-                    yield (f"{module_prefix}.{name}" if module_prefix else name), value
+                    yield dot + name, value
+            stack.extend(reversed([(dot + key, child) for key, child in module._modules.items()
+                                   if child is not None]))
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy values in place (bumping versions, like PyTorch's ``copy_``). Shape mismatches are errors
