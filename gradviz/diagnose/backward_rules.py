@@ -1,7 +1,7 @@
 """Rules about backward calls and `.grad` reads: none-grad, nonscalar-backward, no-requires-grad, graph-freed,
 stale-version and leaf-inplace (the last three also explain the exception a script died of)."""
 
-from .index import same_line, where
+from .index import code_text, same_line
 from .records import related
 from .why import classify
 
@@ -52,11 +52,11 @@ def none_grad(index, out):
         backward = _backward_through(index, node)
         name = index.var_name(vid)
         if backward is not None:
-            after = f"backward at {where(backward.get('location'))} went through it but kept no gradient"
+            after = f"backward at {index.where(backward.get('location'))} went through it but kept no gradient"
         else:
             after = "backward never keeps a non-leaf's gradient"
         message = (f"`{name}.grad` is None: {index.var_label(vid)} is not a leaf (it is the output of "
-                   f"{index.node_label(node)} at {where(v.get('location'))}), and {after}.")
+                   f"{index.node_label(node)} at {index.where(v.get('location'))}), and {after}.")
         hint = (f"Chain the models and call backward once on the loss — the gradient reaches everything before "
                 f"`{name}` by itself; to inspect it, call `{name}.retain_grad()` before backward or use "
                 f"`{name}.register_hook(...)`.")
@@ -64,7 +64,7 @@ def none_grad(index, out):
             "none-grad", message, hint, e.get("location"),
             related=[related("created here", v.get("location")),
                      related("backward ran here", backward and backward.get("location"))],
-            nodes=[node], variables=[vid], details={"event": e["id"], "why_none": why}, order=e["id"])
+            nodes=[node], variables=[vid], details={"event": e["id"], "why_none": why}, order=(0, e["id"]))
     return keys
 
 
@@ -113,7 +113,7 @@ def _nonscalar(index, out, b, none_keys):
     if read is not None and read.get("was_none"):
         source = index.var_name(read.get("variable"))
         message = (f"backward() on non-scalar {label} needs a gradient of the same shape, but got None: it "
-                   f"is `{source}.grad`, read at {where(read.get('location'))}, which is None because "
+                   f"is `{source}.grad`, read at {index.where(read.get('location'))}, which is None because "
                    f"`{source}` is not a leaf.")
         hint = ("Don't backward twice: chain the models and call backward once on the scalar loss (it already "
                 f"reaches everything before `{source}`).")
@@ -126,7 +126,7 @@ def _nonscalar(index, out, b, none_keys):
                   related=[related("root created here", v.get("location")),
                            related("None read here", read and read.get("location"))],
                   nodes=list(b.get("root_nodes") or [v.get("node")]), variables=[root],
-                  details={"backward": b["id"], "gradient_from": read and read["id"]}, order=b["id"])
+                  details={"backward": b["id"], "gradient_from": read and read["id"]}, order=(1, b["id"]))
     if read is not None and read["id"] in none_keys:
         out.link(key, none_keys[read["id"]])
 
@@ -157,7 +157,7 @@ def _no_requires_grad(index, out, b):
             "don't train, and keep no_grad()/volatile for inference.")
     out.add("no-requires-grad", message, hint, b.get("location"),
             related=[related("root computed here", v.get("location"))],
-            variables=[root], details={"backward": b["id"], "why_none": why}, order=b["id"])
+            variables=[root], details={"backward": b["id"], "why_none": why}, order=(1, b["id"]))
 
 
 def _graph_freed(index, out, b):
@@ -167,10 +167,10 @@ def _graph_freed(index, out, b):
     first = next((x for x in index.backwards if by and x["id"] == by[0]), None)
     ops = ", ".join(sorted({index.nodes[n]["op"] for n in freed})) or "its nodes"
     built = _earliest_location(index, freed)
-    text = f"the backward at {where(first.get('location'))}" if first else "an earlier backward"
+    text = f"the backward at {index.where(first.get('location'))}" if first else "an earlier backward"
     message = (f"backward() goes through {ops} a second time, but {text} already freed their saved buffers.")
     if first is not None and first.get("iteration") != b.get("iteration"):
-        message += (f" That part of the graph was built at {where(built)} (iteration {first.get('iteration')}) "
+        message += (f" That part of the graph was built at {index.where(built)} (iteration {first.get('iteration')}) "
                     "and is reused in a later iteration.")
     hint = ("Rebuild the graph before each backward (run the forward pass inside the loop) or add the losses "
             "and call backward once; retain_graph=True is seldom the right fix — it keeps every buffer alive and "
@@ -179,7 +179,7 @@ def _graph_freed(index, out, b):
             related=[related("first backward ran here", first and first.get("location")),
                      related("graph built here", built)],
             nodes=freed, variables=list(b.get("roots") or ()),
-            details={"backward": b["id"], "freed_by": by}, order=b["id"])
+            details={"backward": b["id"], "freed_by": by}, order=(1, b["id"]))
 
 
 def _earliest_location(index, node_ids):
@@ -218,35 +218,56 @@ def _backwarded_before(items, nodes):
 def _report_stale(index, out, e, saved_by, failed):
     vid = e.get("variable")
     saver = index.nodes.get(saved_by[0]) or {}
-    saved_version = _saved_version(saver, vid, e)
-    savers = ", ".join(f"{index.node_label(n)} at {where((index.nodes.get(n) or {}).get('location'))}"
-                       for n in saved_by)
-    op = e.get("op") or "an in-place op"
-    head = (f"{index.var_label(vid)} was saved for backward by {savers} at version {saved_version}, then "
-            f"modified in place by {op} (version {e.get('old_version')} → {e.get('new_version')})")
+    saved_var, saved_version = _saved_value(saver, vid, e)
+    savers = " and ".join(f"{index.node_label(n)} at {index.where((index.nodes.get(n) or {}).get('location'))}"
+                          for n in saved_by)
+    text = code_text(e.get("location"))
+    how = f"`{text}`" if text else (e.get("op") or "an in-place op")
+    if saved_var is not None and saved_var != vid:
+        changed = f"then changed in place through its view {index.var_label(vid)} by {how}"
+    else:
+        changed = f"then changed in place by {how}"
+    head = (f"{index.var_label(saved_var if saved_var is not None else vid)} was saved for backward by {savers} "
+            f"(version {saved_version}), {changed} at {index.where(e.get('location'))} (version "
+            f"{e.get('old_version')} → {e.get('new_version')})")
     if failed is not None:
-        message = f"{head}; backward at {where(failed.get('location'))} failed on it."
+        message = f"{head}; backward at {index.where(failed.get('location'))} failed on it."
         severity = "error"
     else:
         message = f"{head}; a backward through {index.node_label(saved_by[0])} will fail."
         severity = "warning"
-    hint = ("Use the out-of-place form (`y = y * 2` instead of `y.mul_(2)`, `x = x.clone()` before writing into "
-            "a slice), or make the in-place change after backward.")
+    hint = ("Use the out-of-place form (`y = y * 2` instead of `y *= 2` or `y.mul_(2)`; clamp or write into a "
+            "`clone()`), or make the in-place change after backward.")
     out.add("stale-version", message, hint, e.get("location"), severity=severity,
             related=[related("saved here", saver.get("location")),
                      related("backward failed here", failed and failed.get("location"))],
-            nodes=[*saved_by, e.get("node")], variables=[vid],
+            nodes=[*saved_by, e.get("node")], variables=[v for v in (saved_var, vid) if v is not None],
             details={"op": e.get("op"), "saved_version": saved_version, "old_version": e.get("old_version"),
-                     "new_version": e.get("new_version"), "backward": failed and failed["id"]},
-            order=e["id"])
+                     "new_version": e.get("new_version"), "backward": failed and failed["id"],
+                     "saved_variable": saved_var},
+            order=(0, e["id"]))
 
 
-def _saved_version(node, vid, e):
-    versions = [s.get("version") for s in node.get("saved") or () if s.get("variable") == vid]
-    if not versions:
-        versions = [s.get("version") for s in node.get("saved") or () if s.get("version") is not None
-                    and s.get("version") <= e.get("old_version", 0)]
-    return versions[0] if versions else e.get("old_version")
+def _saved_value(node, vid, e):
+    """The Variable whose saved value the in-place op changed (an input saved as such, or the node's own
+    output), with the version it was saved at."""
+    candidates = []
+    for s in node.get("saved") or ():
+        if s.get("kind") == "input":
+            var = s.get("variable")
+        elif s.get("kind") == "output":
+            outputs = node.get("outputs") or ()
+            var = outputs[s.get("index", 0)] if s.get("index", 0) < len(outputs) else None
+        else:
+            continue
+        if s.get("version") is not None and s["version"] < (e.get("new_version") or 0):
+            candidates.append((var, s["version"]))
+    for var, version in candidates:
+        if var == vid:
+            return var, version
+    if candidates:
+        return candidates[0]
+    return None, e.get("old_version")
 
 
 def _stale_explained(index, b):
@@ -259,7 +280,7 @@ def _stale_unexplained(index, out, b):
     out.add("stale-version", f"backward failed: {error.get('message')}",
             "Find the in-place op (`add_`, `x[...] = `, `+=`) on a value saved for backward and make it "
             "out of place.", b.get("location"), nodes=list(b.get("root_nodes") or ()),
-            variables=list(b.get("roots") or ()), details={"backward": b["id"]}, order=b["id"])
+            variables=list(b.get("roots") or ()), details={"backward": b["id"]}, order=(1, b["id"]))
 
 
 def script_exception(index, out):
@@ -280,4 +301,4 @@ def script_exception(index, out):
         message = f"the script stopped: {exc.get('message')}"
         hint = "See the explanation of this error."
     out.add(code, message, hint, loc, variables=variables, details={"exception": exc.get("type")},
-            order=1 << 30)
+            order=(3, 0))

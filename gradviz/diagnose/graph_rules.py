@@ -1,7 +1,7 @@
 """Rules about which parameters the graph connects to the loss (graph-cut, unused-parameter) and about graphs
 kept alive after backward (retained-graph)."""
 
-from .index import same_line, where
+from .index import code_text, same_line
 from .records import related
 from .why import classify, cut_downstream
 
@@ -64,8 +64,8 @@ def graph_cuts(index, out):
         last = done[-1]
         src = index.variables.get(source) or {}
         message = (f"{len(params)} parameter{'s' if len(params) != 1 else ''} requiring grad got no gradient "
-                   f"({names}): {_CUT_WORDS.get(how, how)} at {where(loc)} cuts {index.var_label(source)} out of "
-                   f"the graph, so backward at {where(last.get('location'))} stops there.")
+                   f"({names}): {_CUT_WORDS.get(how, how)} at {index.where(loc)} cuts {index.var_label(source)} out of "
+                   f"the graph, so backward at {index.where(last.get('location'))} stops there.")
         hint = (f"Keep the values in the graph from the parameters to the loss: remove the {_CUT_WORDS.get(how, how)}"
                 " (use the Variable itself), or call backward on the part before the cut too.")
         why = classify(index, params[0])
@@ -74,7 +74,7 @@ def graph_cuts(index, out):
                          related("backward ran here", last.get("location"))],
                 nodes=[src.get("node")] + [index.variables[p].get("accumulator") for p in params],
                 variables=[*params, source], details={"parameters": params, "how": how, "why_none": why},
-                order=params[0])
+                order=(2, params[0]))
 
 
 def _bridges(index, out, done):
@@ -94,10 +94,10 @@ def _bridges(index, out, done):
             first = next((x for x in done if result in _leaves_of(x)), None)
             src = index.variables.get(source) or {}
             sname, rname = index.var_name(source), index.var_name(result)
-            message = (f"Two graphs bridged by hand: {_CUT_WORDS.get(how, how)} at {where(loc)} makes `{rname}` a "
-                       f"new leaf holding `{sname}`'s values; "
-                       + (f"backward at {where(first.get('location'))} stops at `{rname}`, and " if first else "")
-                       + f"`{sname}.backward({rname}.grad)` at {where(b.get('location'))} carries its gradient "
+            message = (f"Two graphs bridged by hand: {_CUT_WORDS.get(how, how)} at {index.where(loc)} makes "
+                       f"`{rname}` a new leaf holding `{sname}`'s values; "
+                       + (f"backward at {index.where(first.get('location'))} stops at `{rname}`, and " if first else "")
+                       + f"`{sname}.backward({rname}.grad)` at {index.where(b.get('location'))} carries its gradient "
                        f"into the graph of `{sname}`. It works, but it is two graphs and two backward calls.")
             hint = (f"Use one graph: feed `{sname}` on directly (`model2({sname})`, or "
                     "`nn.Sequential(model1, model2)`) and call backward once on the loss.")
@@ -107,7 +107,7 @@ def _bridges(index, out, done):
                     nodes=[src.get("node"), r.get("accumulator")], variables=[source, result],
                     details={"bridged": True, "source": source, "result": result, "how": how,
                              "backwards": [x["id"] for x in (first, b) if x]},
-                    order=result)
+                    order=(2, result))
             found.add((source, loc and loc.get("line")))
     return found
 
@@ -147,7 +147,7 @@ def unused_parameters(index, out):
                 "kept on purpose).")
         out.add("unused-parameter", message, hint, v.get("location"),
                 related=[related("optimizer step here", step and step.get("location"))],
-                variables=[vid], details={"why_none": classify(index, vid)}, order=vid)
+                variables=[vid], details={"why_none": classify(index, vid)}, order=(2, vid))
 
 
 # ----- retained graphs ------------------------------------------------------------------------------------
@@ -202,6 +202,8 @@ def _keepers(index):
 
 
 def _iteration(index, node):
+    if node.get("iteration") is not None:
+        return node["iteration"]
     graph = index.graphs.get(node.get("graph"))
     return graph.get("iteration") if graph else None
 
@@ -225,23 +227,28 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
     last_bytes = int(last.get("retained_bytes") or 0)
     alive = int(last.get("graphs_alive") or 0)
     parts = []
-    if growing_:
-        parts.append(f"Memory held by finished graphs grows every iteration: {_fmt(first_bytes)} after iteration "
-                     f"{series[0].get('iteration')} → {_fmt(last_bytes)} after iteration {last.get('iteration')}, "
-                     f"{alive} graphs alive (peak {_fmt(memory.get('peak_retained_bytes') or last_bytes)}).")
+    first_alive = int(series[0].get("graphs_alive") or 0) if series else 0
+    span = f"after iteration {series[0].get('iteration')} → " if series else ""
+    if growing_ and growing([int(s.get("retained_bytes") or 0) for s in series]):
+        parts.append(f"Memory held by finished graphs grows every iteration: {_fmt(first_bytes)} {span}"
+                     f"{_fmt(last_bytes)} after iteration {last.get('iteration')}, with {alive} graphs alive.")
+    elif growing_:
+        parts.append(f"Finished graphs are never freed: {first_alive} graph(s) alive {span}{alive} after "
+                     f"iteration {last.get('iteration')} (their saved buffers were freed by backward; their nodes "
+                     "and outputs stay).")
     else:
         parts.append(f"{_fmt(memory.get('final_retained_bytes') or last_bytes)} of saved buffers are held by "
                      "graphs that backward has finished with.")
     if keepers:
         loc, _ = keepers[0]
-        parts.append(f"`{(loc or {}).get('text') or 'the line'}` at {where(loc)} chains each iteration's graph "
+        parts.append(f"`{code_text(loc) or 'the line'}` at {index.where(loc)} chains each iteration's graph "
                      "to the next, keeping them all alive.")
     if retainers:
-        parts.append(f"backward(retain_graph=True) at {where(retainers[0].get('location'))} keeps each graph's "
+        parts.append(f"backward(retain_graph=True) at {index.where(retainers[0].get('location'))} keeps each graph's "
                      "saved buffers after backward.")
     hooks = [e for e in index.events_of("hook") if e.get("event") == "register" and not e.get("retain_grad")]
     if hooks and retainers:
-        parts.append(f"The hook registered at {where(hooks[0].get('location'))} holds a Variable of the graph.")
+        parts.append(f"The hook registered at {index.where(hooks[0].get('location'))} holds a Variable of the graph.")
     location = (keepers[0][0] if keepers else retainers[0].get("location") if retainers
                 else _first_alive_root(index))
     hint = ("Accumulate plain numbers (`total += loss.item()`), don't keep outputs or losses across iterations, "
@@ -258,7 +265,7 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
                      "peak_retained_bytes": memory.get("peak_retained_bytes"),
                      "final_retained_bytes": memory.get("final_retained_bytes"),
                      "keepers": [loc for loc, _ in keepers]},
-            order=0)
+            order=(2, 0))
 
 
 def _first_alive_root(index):

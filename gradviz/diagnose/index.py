@@ -5,6 +5,9 @@ on a ``report.json`` loaded from disk.
 """
 
 import math
+import os
+import re
+from collections import Counter
 
 
 def loc_key(location):
@@ -23,6 +26,14 @@ def where(location):
     if not location:
         return "?"
     return f"{location.get('file') or '?'}:{location.get('line') or '?'}"
+
+
+def code_text(location):
+    """The source line of a location without its trailing comment, for quoting in messages."""
+    text = (location or {}).get("text") or ""
+    if "#" in text and text.count('"') % 2 == 0 and text.count("'") % 2 == 0:
+        text = text[:text.index("#")]
+    return text.strip()
 
 
 def is_finite_number(value):
@@ -47,6 +58,17 @@ class DocIndex:
         self._consumers = None
         self._var_consumers = None
         self._cuts = None
+        self.home = _home_file(self)
+
+    def where(self, location):
+        """``line N`` in the script most of the trace happened in, ``file.py:N`` elsewhere (messages stay short;
+        the records' location fields keep the full path)."""
+        if not location:
+            return "an unknown line"
+        file = location.get("file") or "?"
+        if file == self.home:
+            return f"line {location.get('line')}"
+        return f"{os.path.basename(file)}:{location.get('line')}"
 
     # ----- naming ---------------------------------------------------------------------------------------
     def var_label(self, var_id):
@@ -54,13 +76,15 @@ class DocIndex:
         v = self.variables.get(var_id)
         if v is None:
             return f"v{var_id}"
-        name = v.get("name") or f"v{var_id}"
+        name = self.var_name(var_id)
         shape = v.get("shape")
         return f"`{name}` {tuple(shape)}" if shape else f"`{name}`"
 
     def var_name(self, var_id):
         v = self.variables.get(var_id)
-        return (v.get("name") if v else None) or f"v{var_id}"
+        if v is None:
+            return f"v{var_id}"
+        return v.get("name") or _assigned_name(v) or f"v{var_id}"
 
     def node_label(self, node_id):
         n = self.nodes.get(node_id)
@@ -73,9 +97,7 @@ class DocIndex:
     def timeline(self):
         """Events and backward calls in the order they happened, as ``(kind, record)`` pairs (``kind`` is the
         event's kind or ``"backward"``). Uses the records' ``seq`` when the tracer provides it; otherwise a
-        backward is placed before the first event of a later iteration and after those of earlier ones, and
-        an event recorded at the backward's own line (``y1.backward(y1.grad)`` reads ``.grad`` first) goes
-        before it."""
+        backward goes after its iteration's events except the optimizer step and the hook calls it made."""
         items = [(e.get("kind"), e) for e in self.events] + [("backward", b) for b in self.backwards]
         if all("seq" in rec for _, rec in items):
             return sorted(items, key=lambda item: item[1]["seq"])
@@ -198,6 +220,31 @@ class DocIndex:
         return v.get("iteration")
 
 
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=[^=]")
+
+
+def _assigned_name(v):
+    """For a Variable made directly on an assignment line (``x = Variable(...)``), the assigned name. Only for
+    Variables created there by the user (not op outputs, which may be intermediates of the line)."""
+    if v.get("origin") not in ("new", "data", "detach", "numpy"):
+        return None
+    match = _ASSIGNMENT.match((v.get("location") or {}).get("text") or "")
+    return match.group(1) if match else None
+
+
+def _home_file(index):
+    script = index.doc.get("script")
+    files = Counter()
+    for b in index.backwards:
+        files[(b.get("location") or {}).get("file")] += 1
+    for v in index.variables.values():
+        files[(v.get("location") or {}).get("file")] += 1
+    files.pop(None, None)
+    if script and script in files:
+        return script
+    return files.most_common(1)[0][0] if files else None
+
+
 def _merge_by_iteration(events, backwards):
     """Interleave backwards into events (both already in their own order) when no ``seq`` is recorded."""
     merged = []
@@ -211,9 +258,14 @@ def _merge_by_iteration(events, backwards):
 
 
 def _backward_before(backward, event):
+    """Whether ``backward`` ran before ``event``. Iterations end at optimizer steps, and a new iteration begins
+    at the first graph or ``zero_grad`` after a backward or a step, so within one iteration a backward comes
+    after the events that prepare it and before the step that uses it. Hook calls name their backward."""
+    if event.get("backward") == backward.get("id") and event.get("kind") == "hook":
+        return True
     b_it, e_it = backward.get("iteration"), event.get("iteration")
-    if b_it is not None and e_it is not None and b_it != e_it:
+    if b_it is None or e_it is None:
+        return False
+    if b_it != e_it:
         return b_it < e_it
-    if same_line(backward.get("location"), event.get("location")):
-        return False  # the line's own reads (y1.backward(y1.grad)) run before its backward
-    return False
+    return event.get("kind") == "optimizer" and event.get("event") == "step"

@@ -12,7 +12,7 @@ class Collector:
         self._links = []  # (key, key)
 
     def add(self, code, message, hint, location, *, severity=None, related=(), nodes=(), variables=(),
-            details=None, order=0):
+            details=None, order=(2, 0)):
         """Add one finding (or count it again if this code was already reported at this line); returns its key.
 
         ``order`` breaks ties between findings on the same line (e.g. an event id), so the final order

@@ -4,7 +4,7 @@ volatile-deprecated."""
 import math
 import statistics
 
-from .index import is_finite_number, where
+from .index import is_finite_number
 from .records import related
 
 
@@ -43,15 +43,15 @@ def grad_accumulation(index, out):
         by_site.setdefault((b["id"], step["id"]), (b, step, []))[2].append(p)
     for b, step, params in by_site.values():
         names = ", ".join(f"`{index.var_name(p)}`" for p in params[:6]) + (" …" if len(params) > 6 else "")
-        message = (f"backward at {where(b.get('location'))} adds to gradients already used by "
-                   f"{step.get('optimizer') or 'the optimizer'}.step() at {where(step.get('location'))}: no "
+        message = (f"backward at {index.where(b.get('location'))} adds to gradients already used by "
+                   f"{step.get('optimizer') or 'the optimizer'}.step() at {index.where(step.get('location'))}: no "
                    f"zero_grad() between them, so {len(params)} parameter gradient(s) ({names}) are summed across "
                    "optimizer steps.")
         hint = "Call `optimizer.zero_grad()` once per step, before backward."
         out.add("grad-accumulation", message, hint, b.get("location"),
                 related=[related("previous optimizer step", step.get("location"))],
                 nodes=[index.variables[p].get("accumulator") for p in params], variables=params,
-                details={"backward": b["id"], "step_event": step["id"]}, order=b["id"])
+                details={"backward": b["id"], "step_event": step["id"]}, order=(1, b["id"]))
 
 
 def _resets_grad(index, e):
@@ -68,26 +68,26 @@ def nan_inf(index, out):
         node = index.nodes[forward[0]]
         outputs = list(node.get("outputs") or ())
         inputs = [v for v in node.get("input_variables") or () if v is not None]
-        message = (f"{node['op']} at {where(node.get('location'))} produced NaN/Inf in its forward output "
+        message = (f"{node['op']} at {index.where(node.get('location'))} produced NaN/Inf in its forward output "
                    f"(shape {tuple(node.get('shape') or ())}); everything computed from it is contaminated.")
         out.add("nan-inf", message, _NAN_HINT, node.get("location"), nodes=[node["id"]],
                 variables=outputs + inputs, details={"phase": "forward", "node": node["id"],
                                                      "nodes_affected": len(forward)},
-                order=node["id"])
+                order=(2, node["id"]))
         return
     for b in index.backwards:
         culprit = _backward_culprit(index, b)
         if culprit is None:
             continue
         node = index.nodes.get(culprit) or {}
-        message = (f"the backward of {node.get('op')} at {where(node.get('location'))} produced a NaN/Inf "
-                   f"gradient (during backward at {where(b.get('location'))}); every gradient after it is "
+        message = (f"the backward of {node.get('op')} at {index.where(node.get('location'))} produced a NaN/Inf "
+                   f"gradient (during backward at {index.where(b.get('location'))}); every gradient after it is "
                    "contaminated.")
         out.add("nan-inf", message, _NAN_HINT, node.get("location"),
                 related=[related("backward ran here", b.get("location"))], nodes=[culprit],
                 variables=list(node.get("outputs") or ()), details={"phase": "backward", "node": culprit,
                                                                     "backward": b["id"]},
-                order=culprit)
+                order=(2, culprit))
         return
 
 
@@ -138,13 +138,13 @@ def gradient_scale(index, out):
             continue
         factor = ratio if ratio >= 1 else (1 / ratio if ratio > 0 else math.inf)
         message = (f"layer `{layer}` has gradient norm {norm:.3g}, {factor:.3g}× {word} the median of the other "
-                   f"layers ({median:.3g}) in backward at {where(b.get('location'))}.")
+                   f"layers ({median:.3g}) in backward at {index.where(b.get('location'))}.")
         hint = ("Check the layer's input scale and initialisation; use normalisation or residual connections; "
                 "clip with `clip_grad_norm_` if it explodes.")
         out.add(code, message, hint, b.get("location"),
                 nodes=[index.variables[p].get("accumulator") for p in params], variables=params,
                 details={"layer": layer, "norm": norm, "median_others": median, "backward": b["id"]},
-                order=params[0])
+                order=(2, params[0]))
 
 
 def _layer_norms(index, b):
@@ -164,11 +164,11 @@ def _layer_norms(index, b):
 
 def volatile_deprecated(index, out):
     for v in sorted(index.variables.values(), key=lambda v: v["id"]):
-        if not v.get("volatile") or v.get("origin") == "op":
+        if not v.get("volatile") or v.get("origin") not in ("new", "factory"):
             continue
         message = (f"{index.var_label(v['id'])} is created with volatile=True: volatile was removed in PyTorch "
                    "0.4 and has no effect there (gradviz still honours it: nothing computed from it records a "
                    "graph).")
         hint = "Run inference inside `with torch.no_grad():` instead of marking inputs volatile."
         out.add("volatile-deprecated", message, hint, v.get("location"), variables=[v["id"]],
-                details={"variable": v["id"]}, order=v["id"])
+                details={"variable": v["id"]}, order=(2, v["id"]))

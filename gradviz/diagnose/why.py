@@ -1,6 +1,6 @@
 """``why_none``: why a Variable has no gradient, classified, with the edge or line where the path breaks."""
 
-from .index import DocIndex, where
+from .index import DocIndex
 
 CAUSES = ("has-grad", "non-leaf", "unreachable", "cut", "no-grad-mode", "volatile", "requires-grad-false",
           "non-differentiable", "other-iteration")
@@ -74,11 +74,11 @@ def _non_leaf(index, v, name):
     node = v["node"]
     if not _retains_grad(index, vid):
         visited_by = _first_backward_through(index, node)
-        through = (f"; backward at {where(visited_by['location'])} went through it and let its gradient pass "
+        through = (f"; backward at {index.where(visited_by['location'])} went through it and let its gradient pass "
                    "on to the leaves" if visited_by else "")
         return _answer(vid, "non-leaf",
                        f"{name} is not a leaf: it is the output of {index.node_label(node)} at "
-                       f"{where(v.get('location'))}, and backward keeps gradients only for leaves unless "
+                       f"{index.where(v.get('location'))}, and backward keeps gradients only for leaves unless "
                        f"retain_grad() is called before it{through}.",
                        v.get("location"), _brk("non-leaf", v.get("location"), node=node, variable=vid))
     return _unreached(index, v, name, node)
@@ -97,19 +97,19 @@ def _not_requiring(index, v, name):
     if v.get("origin") == "op":
         if not v.get("grad_mode", True):
             return _answer(vid, "no-grad-mode",
-                           f"{name} was computed under no_grad() at {where(loc)}: no graph was recorded.",
+                           f"{name} was computed under no_grad() at {index.where(loc)}: no graph was recorded.",
                            loc, _brk("no-grad-mode", loc, variable=vid))
         if not _floating(v.get("dtype")):
             return _answer(vid, "non-differentiable",
                            f"{name} has dtype {v.get('dtype')}: it comes from a non-differentiable op (argmax, "
-                           f"a comparison, an integer cast) at {where(loc)}, which records no graph.",
+                           f"a comparison, an integer cast) at {index.where(loc)}, which records no graph.",
                            loc, _brk("non-differentiable", loc, variable=vid))
         return _answer(vid, "requires-grad-false",
-                       f"{name} was computed at {where(loc)} from values none of which required grad, so it "
+                       f"{name} was computed at {index.where(loc)} from values none of which required grad, so it "
                        "does not require grad either.",
                        loc, _brk("requires-grad-false", loc, variable=vid))
     return _answer(vid, "requires-grad-false",
-                   f"{name} was created at {where(loc)} with requires_grad=False; backward only fills .grad "
+                   f"{name} was created at {index.where(loc)} with requires_grad=False; backward only fills .grad "
                    "for leaves that require grad.",
                    loc, _brk("requires-grad-false", loc, variable=vid))
 
@@ -123,10 +123,10 @@ def _cut_answer(index, v, name, cut, direct):
     words = _CUT_WORDS.get(how, f"`{how}`")
     src_node = (index.variables.get(source) or {}).get("node")
     if direct:
-        text = (f"{name} was cut out of the graph by {words} at {where(loc)}: it is a new leaf that shares "
+        text = (f"{name} was cut out of the graph by {words} at {index.where(loc)}: it is a new leaf that shares "
                 f"{index.var_label(source)}'s values but not its history.")
     else:
-        text = (f"{name} got no gradient: the graph between it and the root is cut by {words} at {where(loc)}"
+        text = (f"{name} got no gradient: the graph between it and the root is cut by {words} at {index.where(loc)}"
                 f" ({index.var_label(source)} leaves the graph there), so backward stops at the cut.")
     return _answer(v["id"], "cut", text, loc,
                    _brk("cut", loc, node=src_node, variable=source, edge=[src_node, None], how=how))
@@ -140,7 +140,7 @@ def _unreached_leaf(index, v, name):
         first = index.nodes[uses[0][0]]
         return _answer(vid, "requires-grad-false",
                        f"{name} did not require grad when it was used by {index.node_label(first['id'])} at "
-                       f"{where(first.get('location'))} (it was frozen), so no gradient flows to it.",
+                       f"{index.where(first.get('location'))} (it was frozen), so no gradient flows to it.",
                        first.get("location"), _brk("requires-grad-false", first.get("location"), node=first["id"],
                                                    variable=vid))
     if node is None and not uses:
@@ -172,13 +172,13 @@ def _unreached(index, v, name, node):
         last = done[-1]
         return _answer(vid, "other-iteration",
                        f"{name} belongs to the graph of iteration {min(own)}, but backward ran on other "
-                       f"iterations' graphs (the last at {where(last.get('location'))}, iteration "
+                       f"iterations' graphs (the last at {index.where(last.get('location'))}, iteration "
                        f"{last.get('iteration')}): it is a value from another iteration.",
                        v.get("location"), _brk("other-iteration", v.get("location"), node=node, variable=vid))
     last = done[-1]
     roots = ", ".join(index.var_name(r) for r in last.get("roots") or ()) or "the root"
     return _answer(vid, "unreachable",
-                   f"{name} is not reachable from {roots}: nothing backward at {where(last.get('location'))} "
+                   f"{name} is not reachable from {roots}: nothing backward at {index.where(last.get('location'))} "
                    "went through was computed from it.",
                    last.get("location"),
                    _brk("unreachable", last.get("location"), node=node, variable=vid,
@@ -210,7 +210,13 @@ def cut_downstream(index, vid, node):
 def _iterations_of(index, node_ids):
     found = set()
     for nid in node_ids:
-        graph = index.graphs.get((index.nodes.get(nid) or {}).get("graph"))
+        node = index.nodes.get(nid) or {}
+        if node.get("op") == "AccumulateGrad":
+            continue
+        if node.get("iteration") is not None:
+            found.add(node["iteration"])
+            continue
+        graph = index.graphs.get(node.get("graph"))
         if graph is not None and graph.get("iteration") is not None:
             found.add(graph["iteration"])
     return found
