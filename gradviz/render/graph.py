@@ -243,14 +243,21 @@ def _assign_calls(ir, index):
             chains[path] = list(keys)
         item.calls = keys
         previous = set(stack)
-    # Parameters sit in their module's cluster when that module was called once in the picture.
+    # A parameter sits in its module's cluster when one call of that module (by its path) uses it.
+    consumers = ir.consumers()
     for item in ir.items.values():
         if "parameter" not in item.flags or not item.variables:
             continue
         name = index.variables[item.variables[0]].get("name") or ""
-        owners = [p for p in chains if name.startswith(p + ".") and counts[p] == 1]
-        if owners:
-            item.calls = chains[max(owners, key=len)]
+        owners = [p for p in chains if name.startswith(p + ".")]
+        if not owners:
+            continue
+        owner = max(owners, key=len)
+        calls = {tuple(c.calls[:[_path_of(k) for k in c.calls].index(owner) + 1])
+                 for c in (ir.items[e.dst] for e in consumers[item.key])
+                 if owner in [_path_of(k) for k in c.calls]}
+        if len(calls) == 1:
+            item.calls = list(calls.pop())
     for item in ir.items.values():
         for key in item.calls:
             path = _path_of(key)

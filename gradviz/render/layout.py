@@ -70,7 +70,8 @@ def lay_out(doc, fmt="svg", budget=4.0, **options):
         return spec, source, run_dot(source, fmt, min(budget * 0.3, deadline - time.perf_counter()))
     except LayoutTimeout:
         pass
-    options = dict(options, max_nodes=min(options.get("max_nodes", 500), COLLAPSED_MAX_NODES), ghost_uses=2)
+    options = dict(options, max_nodes=min(options.get("max_nodes", 500), COLLAPSED_MAX_NODES), ghost_uses=2,
+                   fold_loops=True)
     spec = build_graph(doc, **options)
     spec.layout.update(CHEAP_LAYOUT)
     spec.subtitle.append(f"collapsed view: the full graph did not lay out within {budget:.1f} s")

@@ -228,3 +228,64 @@ class DocBuilder:
                                    else self.backwards[g["freed_by"]]["iteration"]} for g in graphs]},
             "dropped": {"iterations": 0, "nodes": 0, "variables": 0, "events": 0, "note": ""},
         }
+
+
+# -- ready-made documents (tests, the rendering benchmark, docs) ---------------------------------------------------
+def chained_models_doc():
+    """The seed question: ``y1 = model1(X); y2 = model2(y1)``, then ``y1.grad`` read as None after backward."""
+    b = DocBuilder("seed_chained.py")
+    b.module("model1", "Linear")
+    b.module("model2", "Linear")
+    x = b.leaf("X", [4, 3], requires_grad=False, text="X = torch.randn(4, 3)")
+    w1 = b.leaf("model1.weight", [2, 3], parameter=True)
+    b1 = b.leaf("model1.bias", [2], parameter=True)
+    w2 = b.leaf("model2.weight", [1, 2], parameter=True)
+    b2 = b.leaf("model2.bias", [1], parameter=True)
+    t1 = b.op("TBackward", [w1], [3, 2], module=["model1"])
+    y1 = b.op("AddmmBackward", [b1, x, t1], [4, 2], module=["model1"], saved=[x, t1], name="y1",
+              text="y1 = model1(X)")
+    t2 = b.op("TBackward", [w2], [2, 1], module=["model2"])
+    y2 = b.op("AddmmBackward", [b2, y1, t2], [4, 1], module=["model2"], saved=[y1, t2], name="y2",
+              text="y2 = model2(y1)")
+    loss = b.op("MeanBackward", [y2], [], name="loss", text="loss = y2.mean()")
+    b.backward(loss)
+    read = b.grad_read(y1, True, text="y1.backward(y1.grad)")
+    none = b.diagnostic("none-grad", "warning", "y1.grad is None: y1 is not a leaf", variables=[y1],
+                        hint="call y1.retain_grad() before backward", line=read + 12, text="y1.backward(y1.grad)")
+    b.diagnostic("nonscalar-backward", "error", "grad can be implicitly created only for scalar outputs",
+                 variables=[y1], links=[none], line=read + 12, text="y1.backward(y1.grad)",
+                 hint="the gradient passed was y1.grad, which is None")
+    return b.finish()
+
+
+def loop_doc(steps, reuse_input=True):
+    """``h = tanh(h @ W + x)`` unrolled ``steps`` times: W (and x, when ``reuse_input``) used at every step."""
+    b = DocBuilder("rnn_loop.py")
+    w = b.leaf("W", [8, 8], parameter=True, text="W = nn.Parameter(torch.randn(8, 8))")
+    x = b.leaf("x", [1, 8], requires_grad=True, text="x = torch.randn(1, 8, requires_grad=True)")
+    h = b.leaf("h0", [1, 8], requires_grad=False)
+    for _ in range(steps):
+        step_x = x if reuse_input else b.leaf("x_t", [1, 8], requires_grad=True)
+        m = b.op("MmBackward", [h, w], [1, 8], saved=[h, w], line=10, text="h = torch.tanh(h @ W + x)")
+        a = b.op("AddBackward", [m, step_x], [1, 8], line=10)
+        h = b.op("TanhBackward", [a], [1, 8], line=10)
+    loss = b.op("SumBackward", [h], [], name="loss", line=11, text="loss = h.sum()")
+    b.backward(loss, line=12)
+    return b.finish()
+
+
+def hostile_doc():
+    """Names and source lines built to break DOT, HTML and JSON embedding if anything is left unescaped."""
+    b = DocBuilder('evil"<script>.py')
+    bad = 'w"</script><script>alert(1)</script>&amp;\\n\n<b>ünï☃</b>\x07'
+    b.module('net<"&>', "Evil</script>Module")
+    w = b.leaf(bad, [2, 2], parameter=True, text='w = "<!--" + \'\\"\'')
+    x = b.leaf("x]}>", [2, 2], requires_grad=False)
+    y = b.op("MulBackward", [w, x], [2, 2], module=['net<"&>'], saved=[w, x], name="y<&>", text="y = w * x # </b>")
+    custom = b.op('Evil"FnBackward', [y], [2, 2], custom=True, class_name='Evil"Fn<>', module=['net<"&>'])
+    loss = b.op("SumBackward", [custom], [], name="l\\oss")
+    b.backward(loss)
+    b.grad_read(y, True, text="y.grad  # '<\"&>'")
+    b.diagnostic("none-grad", "warning", f"{bad}.grad is None </script>", variables=[y], line=3,
+                 text="print(y.grad) # </script><!--", hint='use "retain_grad()" & <friends>')
+    return b.finish()

@@ -1,0 +1,118 @@
+"""gradviz.render(): formats, files, the layout budget, and life without Graphviz's dot."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+import gradviz
+from gradviz.render import (
+    DOT_MISSING,
+    DotNotFoundError,
+    LayoutTimeout,
+    build_graph,
+    dot_available,
+    layout,
+    render,
+    to_dot,
+)
+from gradviz.render.synthetic import chained_models_doc, loop_doc
+
+needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
+
+
+def test_dot_format_needs_no_dot_and_returns_a_digraph(tmp_path):
+    import graphviz
+
+    doc = chained_models_doc()
+    graph = render(doc, tmp_path / "g.dot")
+    assert isinstance(graph, graphviz.Digraph)
+    assert graph.source == to_dot(build_graph(doc))
+    assert (tmp_path / "g.dot").read_text(encoding="utf-8") == graph.source
+
+
+@needs_dot
+@pytest.mark.parametrize("fmt,magic", [("svg", b"<?xml"), ("png", b"\x89PNG"), ("pdf", b"%PDF")])
+def test_writes_each_picture_format(tmp_path, fmt, magic):
+    render(chained_models_doc(), tmp_path / "pic", format=fmt)
+    assert (tmp_path / f"pic.{fmt}").read_bytes().startswith(magic)
+
+
+@needs_dot
+def test_format_from_suffix_and_inline_svg(tmp_path):
+    graph = render(chained_models_doc(), tmp_path / "out.png")
+    assert (tmp_path / "out.png").read_bytes().startswith(b"\x89PNG")
+    svg = render(chained_models_doc())._repr_mimebundle_()["image/svg+xml"]
+    assert 'id="gv&#45;n3"' in svg and "AddmmBackward" in svg
+    assert graph._repr_image_svg_xml().lstrip().startswith("<?xml")  # not cached for png: laid out again
+
+
+def test_unknown_format_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"unknown picture format 'gif': use one of svg, png, pdf, dot"):
+        render(chained_models_doc(), format="gif")
+
+
+def test_rejects_things_that_are_not_traces():
+    with pytest.raises(ValueError, match="not a gradviz trace document"):
+        render({"format": "other"})
+    with pytest.raises(TypeError, match="render\\(\\) takes a Variable, a trace, a trace document or a JSON path"):
+        render(42)
+
+
+def test_missing_dot_writes_source_and_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(DotNotFoundError) as info:
+        render(chained_models_doc(), tmp_path / "g.svg")
+    message = str(info.value)
+    assert message == DOT_MISSING and "\n" not in message
+    assert "apt-get install graphviz" in message and "brew install graphviz" in message
+    assert "conda install graphviz" in message
+    assert info.value.dot_path == str(tmp_path / "g.dot")
+    assert (tmp_path / "g.dot").read_text(encoding="utf-8").startswith("digraph {")
+    assert not dot_available()
+
+
+def test_layout_budget_falls_back_to_cheaper_settings_then_collapsed(monkeypatch):
+    calls = []
+
+    def fake_run(source, fmt, timeout):
+        calls.append(("splines" in source.split("\n")[1], source.count("[id=")))
+        if len(calls) < 3:
+            raise LayoutTimeout("too slow")
+        return b"<svg/>"
+
+    monkeypatch.setattr(layout, "run_dot", fake_run)
+    spec, source, data = layout.lay_out(loop_doc(40), "svg", budget=1.0, fold_loops=False)
+    assert data == b"<svg/>"
+    assert [cheap for cheap, _ in calls] == [False, True, True]
+    assert calls[2][1] < calls[0][1]                       # the third attempt draws the collapsed view
+    assert spec.subtitle[-1] == "collapsed view: the full graph did not lay out within 1.0 s"
+    assert 'splines="line"' in source
+
+
+def test_layout_gives_up_with_a_clear_message(monkeypatch):
+    def never(source, fmt, timeout):
+        raise LayoutTimeout("too slow")
+
+    monkeypatch.setattr(layout, "run_dot", never)
+    with pytest.raises(LayoutTimeout, match="did not lay out within the 1.0 s budget, even collapsed"):
+        layout.lay_out(loop_doc(5), "svg", budget=1.0)
+
+
+@needs_dot
+def test_run_dot_times_out_instead_of_hanging():
+    edges = "".join(f"a{i} -> b{j};" for i in range(60) for j in range(60))
+    with pytest.raises(LayoutTimeout, match="dot took longer than 0.1 s"):
+        layout.run_dot("digraph {" + edges + "}", "svg", timeout=0.1)
+    assert subprocess.run(["pgrep", "-f", "a59 -> b59"], capture_output=True).stdout == b""
+
+
+def test_render_reads_a_json_path(tmp_path, monkeypatch):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(chained_models_doc()), encoding="utf-8")
+    seen = []
+    monkeypatch.setattr(gradviz, "load_trace", lambda p: seen.append(p) or json.loads(path.read_text()),
+                        raising=False)
+    graph = render(str(path), format="dot")
+    assert seen == [str(path)] and "AddmmBackward" in graph.source

@@ -1,0 +1,86 @@
+"""report.html and the Jupyter fragment: self-contained, escaped, with the data the inspector needs."""
+
+import json
+import re
+
+import pytest
+
+from gradviz.render import notebook_html
+from gradviz.render.html import html_report, inline_svg, json_for_script, memory_chart, report_data
+from gradviz.render.layout import dot_available
+from gradviz.render.synthetic import DocBuilder, chained_models_doc, hostile_doc
+
+FAKE_SVG = '<?xml version="1.0"?>\n<!DOCTYPE svg>\n<!-- c -->\n<svg><g id="gv-n3" class="node"></g></svg>'
+
+
+def embedded_json(page):
+    match = re.search(r'<script type="application/json" id="gv-data">(.*?)</script>', page, re.S)
+    return json.loads(match.group(1))
+
+
+def test_json_cannot_break_out_of_its_script_block():
+    text = json_for_script({"name": "</script><script>alert(1)</script><!--\u2028&"})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"name": "</script><script>alert(1)</script><!--\u2028&"}
+
+
+def test_hostile_document_is_fully_escaped():
+    page = html_report(hostile_doc(), svgs={'<img src=x onerror=alert(1)>': FAKE_SVG})
+    # Only our own two script blocks exist; every user string is escaped text.
+    assert len(re.findall(r"<script", page)) == 2 and len(re.findall(r"</script>", page)) == 2
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "print(y.grad) # &lt;/script&gt;&lt;!--" in page
+    assert "<b>ünï☃</b>" not in page and "&lt;b&gt;ünï☃&lt;/b&gt;" in page
+    data = embedded_json(page)
+    assert data["diagnostics"][0]["message"].startswith('w"</script><script>alert(1)</script>')
+
+
+def test_page_is_self_contained():
+    page = html_report(chained_models_doc(), svgs={"g": FAKE_SVG})
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "@import" not in page and "fetch(" not in page
+    assert '<svg><g id="gv-n3" class="node"></g></svg>' in page and "<?xml" not in page
+
+
+def test_inspector_data_for_nodes_variables_and_diagnostics():
+    data = report_data(chained_models_doc())
+    y1_node = data["nodes"][3]
+    assert y1_node["op"] == "AddmmBackward" and y1_node["shape"] == [4, 2] and y1_node["dtype"] == "float32"
+    assert y1_node["bytes"] == 32 and y1_node["output_names"] == ["y1"] and y1_node["module"] == ["model1"]
+    assert y1_node["location"]["text"] == "y1 = model1(X)"
+    assert [(s["name"], s["shape"], s["version"]) for s in y1_node["saved"]] == [("X", [4, 3], 0), ("v5", [3, 2], 0)]
+    assert y1_node["grad_norm"] == pytest.approx(0.2) and y1_node["diagnostics"] == [0, 1]
+    assert data["nodes"][0]["variable_name"] == "model1.weight"
+    assert data["diagnostics"][1]["nodes"] == [3] and data["diagnostics"][1]["severity"] == "error"
+    assert data["events"] == {0: {"variable": 6}}
+
+
+def test_memory_chart_is_inline_svg_scaled_to_the_peak():
+    b = DocBuilder()
+    for _ in range(3):
+        w = b.leaf("w", [250], parameter=True)
+        b.backward(b.op("SumBackward", [b.op("ExpBackward", [w], [250], saved=[w])], []), retain_graph=True)
+        b.next_iteration()
+    memory = b.finish()["memory"]
+    assert [s["retained_bytes"] for s in memory["series"]][:3] == [1000, 2000, 3000]
+    chart = memory_chart(memory)
+    assert chart.startswith("<svg") and ">3.0 kB</text>" in chart
+    points = re.search(r'points="([^"]+)"', chart).group(1).split()
+    ys = [float(p.split(",")[1]) for p in points]
+    assert ys == sorted(ys, reverse=True) and len(ys) == 4
+    assert memory_chart({}) == ""
+
+
+def test_inline_svg_refuses_scripts():
+    with pytest.raises(ValueError, match="script"):
+        inline_svg("<svg><script>alert(1)</script></svg>")
+
+
+@pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
+def test_default_pictures_and_notebook_fragment():
+    page = html_report(chained_models_doc())
+    assert 'id="gv-n3" class="node"' in page.replace("&#45;", "-")
+    assert "graph 0 · iteration 0 · structure 0" in page
+    fragment = notebook_html(chained_models_doc())
+    assert fragment.startswith('<div class="gradviz-trace">') and "<svg" in fragment
+    assert "<code>nonscalar-backward</code>" in fragment
