@@ -10,9 +10,9 @@ torch.manual_seed(0)
 
 # Two classes of 8x8 images: a bright left half or a bright right half, with noise.
 labels = torch.randint(0, 2, (32,))
-images = torch.randn(32, 1, 8, 8) * 0.3
-images[:, :, :, :4] += (labels == 0).float().reshape(32, 1, 1, 1)
-images[:, :, :, 4:] += (labels == 1).float().reshape(32, 1, 1, 1)
+images = torch.randn(32, 1, 8, 8)
+images[:, :, :, :4] += 0.5 * (labels == 0).float().reshape(32, 1, 1, 1)
+images[:, :, :, 4:] += 0.5 * (labels == 1).float().reshape(32, 1, 1, 1)
 
 model = nn.Sequential(
     nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -20,9 +20,9 @@ model = nn.Sequential(
     nn.Flatten(), nn.Linear(8 * 2 * 2, 2),
 )
 criterion = nn.CrossEntropyLoss()
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
 
-for step in range(100):
+for _ in range(100):
     optimizer.zero_grad()
     loss = criterion(model(images), labels)
     loss.backward()

@@ -16,7 +16,7 @@ criterion = nn.MSELoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
 
 losses = []
-for step in range(100):
+for _ in range(100):
     optimizer.zero_grad()
     loss = criterion(model(X), y)
     loss.backward()

@@ -56,7 +56,7 @@ criterion = nn.CrossEntropyLoss()
 
 X = torch.randn(16, 3, 16, 16)
 y = torch.randint(0, 5, (16,))
-for step in range(20):
+for _ in range(20):
     optimizer.zero_grad()
     loss = criterion(model(X), y)
     loss.backward()

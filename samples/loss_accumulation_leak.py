@@ -21,7 +21,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 X = torch.randn(64, 10)
 y = X.sum(dim=1, keepdim=True)
 total_loss = 0
-for step in range(40):
+for _ in range(40):
     optimizer.zero_grad()
     loss = criterion(model(X), y)
     loss.backward()

@@ -59,7 +59,7 @@ criterion = nn.NLLLoss()
 optimizer = torch.optim.SGD(list(model1.parameters()) + list(model2.parameters()), lr=0.05)
 
 running_loss = 0
-for step in range(30):
+for _ in range(30):
     X = torch.randn(32, 16)
     y = torch.randint(0, 4, (32,))
     optimizer.zero_grad()

@@ -37,7 +37,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 
 X = torch.randn(8, 1, 6, 6)
 y = torch.randint(0, 3, (8,))
-for step in range(20):
+for _ in range(20):
     optimizer.zero_grad()
     loss = criterion(model(X), y)
     loss.backward()

@@ -73,6 +73,6 @@ class Trainer:
 trainer = Trainer()
 X = torch.randn(8, 1, 6, 6)
 y = torch.randint(0, 3, (8,))
-for epoch in range(5):
+for _ in range(5):
     last = trainer.train_batch(X, y)
 print(f"loss after 5 steps: {last:.4f}")
