@@ -56,8 +56,10 @@ def graph_cuts(index, out):
         cut = cut_downstream(index, vid, node)
         if cut is None:
             continue
-        groups.setdefault(cut, []).append(vid)
-    for (source, how, loc), params in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        source, how, loc = cut
+        key = (source, how, (loc or {}).get("file"), (loc or {}).get("line"))
+        groups.setdefault(key, (loc, []))[1].append(vid)
+    for (source, how, _, _), (loc, params) in sorted(groups.items(), key=lambda kv: kv[1][1][0]):
         if (source, loc and loc.get("line")) in bridged:
             continue
         names = ", ".join(f"`{index.var_name(p)}`" for p in params[:6]) + (" …" if len(params) > 6 else "")
@@ -138,16 +140,23 @@ def unused_parameters(index, out):
               if vid in opt and vid not in got and not index.var_consumers(vid)
               and index.variables[vid].get("accumulator") is None]
     steps = [e for e in index.events_of("optimizer") if e.get("event") == "step"]
+    by_line = {}
     for vid in unused:
-        v = index.variables[vid]
-        step = next((e for e in steps if vid in (e.get("parameters") or ())), None)
-        message = (f"{index.var_label(vid)} is given to the optimizer but no op ever used it: it gets no "
-                   "gradient and is never trained.")
+        loc = index.variables[vid].get("location") or {}
+        by_line.setdefault((loc.get("file"), loc.get("line")), []).append(vid)
+    for params in by_line.values():
+        v = index.variables[params[0]]
+        step = next((e for e in steps if params[0] in (e.get("parameters") or ())), None)
+        names = ", ".join(index.var_label(p) for p in params)
+        verb = "is" if len(params) == 1 else "are"
+        message = (f"{names} {verb} given to the optimizer but no op ever used {'it' if len(params) == 1 else 'them'}"
+                   ": no gradient, never trained.")
         hint = ("Use the layer in forward(), or remove it (or freeze it and leave it out of the optimizer if it is "
                 "kept on purpose).")
         out.add("unused-parameter", message, hint, v.get("location"),
                 related=[related("optimizer step here", step and step.get("location"))],
-                variables=[vid], details={"why_none": classify(index, vid)}, order=(2, vid))
+                variables=params, details={"parameters": params, "why_none": classify(index, params[0])},
+                order=(2, params[0]))
 
 
 # ----- retained graphs ------------------------------------------------------------------------------------

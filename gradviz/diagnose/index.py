@@ -58,6 +58,7 @@ class DocIndex:
         self._consumers = None
         self._var_consumers = None
         self._cuts = None
+        self._line_results = None
         self.home = _home_file(self)
 
     def where(self, location):
@@ -84,7 +85,28 @@ class DocIndex:
         v = self.variables.get(var_id)
         if v is None:
             return f"v{var_id}"
-        return v.get("name") or _assigned_name(v) or f"v{var_id}"
+        return v.get("name") or self._assigned_name(v) or f"v{var_id}"
+
+    def _assigned_name(self, v):
+        """For a Variable that is the result of an assignment line (``h = model1(X)``: the last Variable the
+        line made in that iteration; ``x = Variable(...)``), the assigned name."""
+        match = _ASSIGNMENT.match((v.get("location") or {}).get("text") or "")
+        if not match:
+            return None
+        if v.get("origin") in ("new", "data", "detach", "numpy"):
+            return match.group(1)
+        if v.get("origin") != "op":
+            return None
+        if self._line_results is None:
+            results = {}
+            for other in self.variables.values():
+                loc = other.get("location") or {}
+                key = (loc.get("file"), loc.get("line"), other.get("iteration"))
+                results[key] = max(results.get(key, -1), other["id"])
+            self._line_results = results
+        loc = v["location"]
+        return match.group(1) if self._line_results.get((loc.get("file"), loc.get("line"),
+                                                          v.get("iteration"))) == v["id"] else None
 
     def node_label(self, node_id):
         n = self.nodes.get(node_id)
@@ -221,15 +243,6 @@ class DocIndex:
 
 
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=[^=]")
-
-
-def _assigned_name(v):
-    """For a Variable made directly on an assignment line (``x = Variable(...)``), the assigned name. Only for
-    Variables created there by the user (not op outputs, which may be intermediates of the line)."""
-    if v.get("origin") not in ("new", "data", "detach", "numpy"):
-        return None
-    match = _ASSIGNMENT.match((v.get("location") or {}).get("text") or "")
-    return match.group(1) if match else None
 
 
 def _home_file(index):

@@ -13,6 +13,7 @@ def grad_accumulation(index, out):
     (``zero_grad``, ``p.grad = None``) resetting it between."""
     # Per parameter: "fresh" (nothing accumulated), "accumulated", "stepped" (accumulated, then a step used it).
     state = {}
+    grads = _grad_variables(index)
     last_step = {}
     flagged = {}
     for kind, rec in index.timeline():
@@ -31,9 +32,10 @@ def grad_accumulation(index, out):
         elif kind == "inplace" and _resets_grad(index, rec):
             state[index.variables[rec["variable"]].get("source")] = "fresh"
         elif kind == "backward" and not rec.get("error"):
+            fresh = _fresh_grads(index, rec, grads)
             for key in rec.get("leaf_grad_norms") or {}:
                 p = int(key)
-                if state.get(p) == "stepped":
+                if state.get(p) == "stepped" and p not in fresh:
                     flagged.setdefault(p, (rec, last_step[p]))
                 state[p] = "accumulated"
     if not flagged:
@@ -54,6 +56,29 @@ def grad_accumulation(index, out):
                 details={"backward": b["id"], "step_event": step["id"]}, order=(1, b["id"]))
 
 
+def _grad_variables(index):
+    """``{(iteration, file, line): [grad Variable records]}``: the `.grad` Variables backward created, by the
+    backward call that made them (a new one means the leaf's `.grad` was None: something reset it, even a
+    ``model.zero_grad()`` the trace cannot see)."""
+    table = {}
+    for v in index.variables.values():
+        if v.get("origin") == "grad":
+            loc = v.get("location") or {}
+            table.setdefault((v.get("iteration"), loc.get("file"), loc.get("line")), []).append(v)
+    return table
+
+
+def _fresh_grads(index, b, grads):
+    """Leaves whose `.grad` this backward created anew (rather than added to)."""
+    loc = b.get("location") or {}
+    made = grads.get((b.get("iteration"), loc.get("file"), loc.get("line")), ())
+    leaves = {int(k) for k in b.get("leaf_grad_norms") or {}}
+    owners = {v.get("source") for v in made if v.get("source") is not None}
+    if owners:
+        return owners & leaves
+    return leaves if len(made) >= len(leaves) else set()
+
+
 def _resets_grad(index, e):
     """``p.grad.zero_()`` (or ``mul_(0)``/``fill_(0)``) on a gradient whose owner the trace knows."""
     v = index.variables.get(e.get("variable")) or {}
@@ -63,7 +88,7 @@ def _resets_grad(index, e):
 
 def nan_inf(index, out):
     """The first op whose forward output, or the gradient its backward produced, is not finite."""
-    forward = sorted(n["id"] for n in index.nodes.values() if n.get("nonfinite"))
+    forward = sorted(n["id"] for n in index.nodes.values() if n.get("nonfinite") == "forward")
     if forward:
         node = index.nodes[forward[0]]
         outputs = list(node.get("outputs") or ())
@@ -96,6 +121,9 @@ _NAN_HINT = ("Keep the op's input in its valid range (`x.clamp(min=1e-7).log()`)
 
 
 def _backward_culprit(index, b):
+    flagged = [n for n in b.get("visited") or () if (index.nodes.get(n) or {}).get("nonfinite") == "backward"]
+    if flagged:
+        return flagged[0]
     norms = b.get("grad_norms") or {}
     visited = list(b.get("visited") or ())
     for nid in visited:
