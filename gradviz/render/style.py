@@ -145,16 +145,19 @@ class _Styler:
                 continue
             node = self.index.nodes[item.nodes[0]]
             stale = {e["variable"]: e for e in self.index.stale.get(node["id"], [])}
+            outputs = node.get("outputs") or []
             for number, saved in enumerate(node.get("saved") or []):
                 event = stale.get(saved.get("variable"))
+                if event is None and saved.get("kind") == "output":   # a saved output has no variable of its own
+                    event = next((stale[v] for v in outputs if v in stale), None)
                 if not (self.show_saved or event):
                     continue
                 self._saved_node(item, number, saved, event)
 
     def _saved_node(self, item, number, saved, event):
         key = f"{item.key}_s{number}"
-        name = self.index.variable_label(saved["variable"]) if saved.get("variable") is not None else "buffer"
-        rows = [Row(f"saved {saved.get('kind', 'input')} {name}", size=9, bold=True),
+        name = " " + self.index.variable_label(saved["variable"]) if saved.get("variable") is not None else ""
+        rows = [Row(f"saved {saved.get('kind', 'input')}{name}", size=9, bold=True),
                 Row(f"{shape_text(saved.get('shape'))} · {human_bytes(saved.get('bytes'))} · "
                     f"version {saved.get('version')}", size=9)]
         fill, border = COLORS["saved"]
