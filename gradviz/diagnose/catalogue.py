@@ -330,6 +330,11 @@ Large gradients in one layer usually come from a deep chain of multiplications (
 normalisation), from a badly scaled input, or from a loss that is summed instead of averaged. They make
 training unstable and end in NaN.
 
+The mistake:
+
+    h = layer1(x) * 1e4                       # a badly scaled activation
+    loss = layer3(layer2(h)).pow(2).sum()     # layer2/layer3 gradients explode
+
 The fix: scale the inputs, use normalisation layers or a better initialisation, average the loss, or clip:
 `torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)` between backward and step.
 
@@ -341,6 +346,11 @@ One layer's gradient norm is orders of magnitude (1000x or more) below the media
 Tiny gradients mean the layer hardly learns: typical causes are saturated activations (sigmoid/tanh with
 large inputs), dead ReLUs, a deep stack without residual connections, or a layer whose output is scaled
 down to almost nothing.
+
+The mistake:
+
+    h = layer1(x) * 1e-5                      # layer1's output barely reaches the loss
+    loss = layer3(layer2(h)).pow(2).mean()    # layer1 gets ~1e-5 of the others' gradient
 
 The fix: use ReLU-family activations with a suitable initialisation (Kaiming), normalisation layers,
 residual connections, or check that the layer's output actually reaches the loss.
