@@ -255,6 +255,12 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
     if retainers:
         parts.append(f"backward(retain_graph=True) at {index.where(retainers[0].get('location'))} keeps each graph's "
                      "saved buffers after backward.")
+    twice = _backward_twice(index, retainers)
+    if twice is not None:
+        second, params = twice
+        names = ", ".join(f"`{index.var_name(p)}`" for p in params[:4]) + (" …" if len(params) > 4 else "")
+        parts.append(f"Also, backward at {index.where(second.get('location'))} goes back through nodes the "
+                     f"retained backward already went through, adding {names}'s gradient a second time.")
     hooks = [e for e in index.events_of("hook") if e.get("event") == "register" and not e.get("retain_grad")]
     if hooks and retainers:
         parts.append(f"The hook registered at {index.where(hooks[0].get('location'))} holds a Variable of the graph.")
@@ -275,6 +281,23 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
                      "final_retained_bytes": memory.get("final_retained_bytes"),
                      "keepers": [loc for loc, _ in keepers]},
             order=(2, 0))
+
+
+def _backward_twice(index, retainers):
+    """A later backward in the same iteration that re-runs nodes a retain_graph=True backward ran, and the
+    leaves both accumulated into (their gradient counted twice)."""
+    for first in retainers:
+        ran = {n for n in first.get("visited") or () if (index.nodes.get(n) or {}).get("op") != "AccumulateGrad"}
+        for b in index.backwards:
+            if b is first or b.get("error") or b.get("iteration") != first.get("iteration") \
+                    or b.get("id", 0) <= first.get("id", 0):
+                continue
+            if ran & set(b.get("visited") or ()):
+                both = sorted({int(k) for k in first.get("leaf_grad_norms") or {}}
+                              & {int(k) for k in b.get("leaf_grad_norms") or {}})
+                if both:
+                    return b, both
+    return None
 
 
 def _first_alive_root(index):
