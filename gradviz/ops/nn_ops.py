@@ -386,7 +386,12 @@ def check_class_target(x, target, name):
 
 
 def _picked(t, ignore_index, classes, weight, dtype):
-    """Safe class indices, and each row's weight (0 where ignored)."""
+    """Safe class indices, and each row's weight (0 where ignored). The weights are None when every row
+    counts once, the common case, which then costs two reductions instead of a handful of masks."""
+    if t.size and weight is None:
+        lo, hi = t.min(), t.max()
+        if 0 <= lo and hi < classes and not lo <= ignore_index <= hi:
+            return t, None
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= classes))
     if bad.any():
@@ -396,6 +401,11 @@ def _picked(t, ignore_index, classes, weight, dtype):
     return safe, w
 
 
+def _total(t, w, dtype):
+    """The mean's denominator: the summed weights of the rows that count."""
+    return dtype.type(len(t)) if w is None else w.sum()
+
+
 class NllLoss(Function):
     _raw = True
 
@@ -403,28 +413,32 @@ class NllLoss(Function):
     def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean"):
         rows, t = _class_layout(x, target)
         safe, w = _picked(t, ignore_index, rows.shape[1], weight, x.dtype)
-        losses = -rows[np.arange(len(t)), safe] * w
-        ctx._nll = (x.shape, np.shape(target), reduction, w.sum())
+        losses = -rows[np.arange(len(t)), safe]
+        if w is not None:
+            losses *= w
+        total = _total(t, w, x.dtype)
+        ctx._nll = (x.shape, reduction, total)
         ctx._meta = {"reduction": reduction, "ignore_index": ignore_index}
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(safe, w)
-        return _class_reduce(losses, w, np.shape(target), reduction)
+        return _class_reduce(losses, total, np.shape(target), reduction)
 
     @staticmethod
     def backward(ctx, grad):
         safe, w = ctx.saved_tensors
-        x_shape, t_shape, reduction, total = ctx._nll
+        x_shape, reduction, total = ctx._nll
         classes = x_shape[0] if len(x_shape) == 1 else x_shape[1]
-        g = np.zeros((len(safe), classes), dtype=w.dtype)
-        g[np.arange(len(safe)), safe] = -w * _class_scale(grad, total, reduction)
+        g = np.zeros((len(safe), classes), dtype=grad.dtype)
+        scale = _class_scale(grad, total, reduction)
+        g[np.arange(len(safe)), safe] = -scale if w is None else -w * scale
         return _class_grad_layout(g, x_shape), None
 
 
-def _class_reduce(losses, w, t_shape, reduction):
+def _class_reduce(losses, total, t_shape, reduction):
     dtype = losses.dtype
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.asarray(losses.sum() / w.sum(), dtype=dtype)
+            return np.asarray(losses.sum() / total, dtype=dtype)
     if reduction == "sum":
         return np.asarray(losses.sum(), dtype=dtype)
     return losses.reshape(t_shape)
@@ -439,11 +453,11 @@ def _class_scale(grad, total, reduction):
     return grad.reshape(-1)
 
 
-def _log_softmax_rows(rows):
+def _softmax_parts(rows):
+    """Shifted logits, their exponentials and each row's sum: log_softmax = shifted - log(total)."""
     shifted = rows - rows.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
-    total = exp.sum(axis=1, keepdims=True)
-    return shifted - np.log(total), exp, total
+    return shifted, exp, exp.sum(axis=1, keepdims=True)
 
 
 class CrossEntropyLoss(Function):
@@ -455,29 +469,31 @@ class CrossEntropyLoss(Function):
     @staticmethod
     def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean"):
         rows, t = _class_layout(x, target)
-        logp, exp, total = _log_softmax_rows(rows)
+        shifted, exp, total = _softmax_parts(rows)
         ctx._meta = {"reduction": reduction, "fused": "log_softmax + nll_loss"}
         if t.ndim == 2:  # class probabilities
-            return CrossEntropyLoss._soft_forward(ctx, x, target, rows, t, logp, weight, reduction)
+            return CrossEntropyLoss._soft_forward(ctx, x, t, shifted - np.log(total), weight, reduction)
         safe, w = _picked(t, ignore_index, rows.shape[1], weight, x.dtype)
-        losses = -logp[np.arange(len(t)), safe] * w
-        ctx._ce = (x.shape, reduction, w.sum(), False)
+        losses = np.log(total[:, 0]) - shifted[np.arange(len(t)), safe]  # -log_softmax at each target
+        if w is not None:
+            losses *= w
+        count = _total(t, w, x.dtype)
+        ctx._ce = (x.shape, reduction, count, False)
         if ctx.needs_input_grad[0]:
-            ctx.save_for_backward(exp / total, safe, w)
-        return _class_reduce(losses, w, np.shape(target), reduction)
+            exp /= total  # the softmax, the only buffer backward needs
+            ctx.save_for_backward(exp, safe, w)
+        return _class_reduce(losses, count, np.shape(target), reduction)
 
     @staticmethod
-    def _soft_forward(ctx, x, target, rows, t, logp, weight, reduction):
+    def _soft_forward(ctx, x, t, logp, weight, reduction):
         wt = t if weight is None else t * weight
         losses = -(logp * wt).sum(axis=1)
-        count = len(rows)
+        count = len(logp)
         ctx._ce = (x.shape, reduction, count, True)
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
             ctx.save_for_backward(logp, wt, weight)
         t_shape = x.shape[:1] + x.shape[2:] if x.ndim > 1 else ()
-        if reduction == "mean":
-            return np.asarray(losses.sum() / count, dtype=x.dtype)
-        return _class_reduce(losses, None, t_shape, reduction)
+        return _class_reduce(losses, count, t_shape, reduction)
 
     @staticmethod
     def backward(ctx, grad):
@@ -493,7 +509,9 @@ class CrossEntropyLoss(Function):
                 gt = _class_grad_layout(gt, x_shape)
             return (_class_grad_layout(gx, x_shape) if ctx.needs_input_grad[0] else None), gt
         probs, safe, w = ctx.saved_tensors
-        g = probs * w[:, None]
-        g[np.arange(len(safe)), safe] -= w
-        g *= np.reshape(scale, (-1, 1))
+        scale = np.reshape(scale, (-1, 1)) if reduction == "none" else scale
+        if w is not None:
+            scale = w[:, None] * scale
+        g = probs * scale
+        g[np.arange(len(safe)), safe] -= scale[:, 0] if np.ndim(scale) else scale
         return _class_grad_layout(g, x_shape), None
