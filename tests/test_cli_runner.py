@@ -141,3 +141,18 @@ def test_null_bytes_are_a_one_line_error(tmp_path):
     with pytest.raises(ScriptError) as info:
         compile_script(str(path))
     assert str(info.value) == f"syntax error in `{path}`: source code string cannot contain null bytes"
+
+
+def test_script_globals_stay_alive_until_the_caller_drops_them(tmp_path):
+    # the trace must see what the script still holds at its end (a `total_loss` keeping graphs alive)
+    import gc
+    import weakref
+
+    path = write(tmp_path, "class Box:\n    pass\nkept = Box()\n")
+    result = run(path)
+    ref = weakref.ref(result.module.kept)
+    gc.collect()
+    assert ref() is not None
+    result.module = None
+    gc.collect()
+    assert ref() is None

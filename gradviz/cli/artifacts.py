@@ -4,14 +4,10 @@ Everything is drawn from the trace document. When Graphviz's ``dot`` program is 
 are written instead of pictures and the caller says in one line how to get them.
 """
 
-import json
 import os
 from dataclasses import dataclass, field
 
 FORMATS = ("svg", "png", "pdf", "dot")
-DOT_MISSING_HINT = ("Graphviz's `dot` program was not found, so the graphs were written as .dot sources; "
-                    "install it to get pictures (Debian/Ubuntu: `sudo apt-get install graphviz`, macOS: "
-                    "`brew install graphviz`, conda: `conda install graphviz`)")
 
 
 class OutputFolderError(Exception):
@@ -29,7 +25,13 @@ class Picture:
     graph: int
     structure: int
     iteration: int
-    stem: str
+    count: int  # how many graphs share the structure
+    stem: str = ""  # file name without suffix: graph-<structure>-iter<iteration>
+
+    @property
+    def title(self):
+        seen = f" (seen {self.count}×)" if self.count > 1 else ""
+        return f"graph {self.graph} · iteration {self.iteration} · structure {self.structure}{seen}"
 
 
 def pictures_to_draw(doc):
@@ -45,10 +47,15 @@ def pictures_to_draw(doc):
             chosen.append(last)
         for gid in chosen:
             graph = graphs.get(gid)
-            if graph is None or not graph.get("full", True):
+            if graph is None or not graph.get("full", True) or not graph.get("nodes"):
                 continue
             iteration = graph.get("iteration", 0)
-            pictures.append(Picture(gid, sid, iteration, f"graph-{sid + 1}-iter{iteration}"))
+            pictures.append(Picture(gid, sid, iteration, structure.get("count", 1)))
+    stems = set()
+    for picture in pictures:
+        stem = f"graph-{picture.structure + 1}-iter{picture.iteration}"
+        picture.stem = stem if stem not in stems else f"{stem}-graph{picture.graph}"
+        stems.add(picture.stem)
     return pictures
 
 
@@ -64,45 +71,56 @@ def prepare_folder(out_dir):
 
 def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None):
     """Write the pictures (unless ``draw`` is false), report.json and report.html into ``out_dir``."""
+    from ..render.html import html_report
+    from ..tracing import TraceDocument
+
     prepare_folder(out_dir)
     written = Written()
-    svgs = {}
-    if draw:
-        svgs = _write_pictures(doc, out_dir, fmt, render_options or {}, written)
+    pictures = _write_pictures(doc, out_dir, fmt, render_options or {}, written) if draw else {}
     json_path = os.path.join(out_dir, "report.json")
-    _write_text(json_path, json.dumps(doc, indent=1, sort_keys=False, default=_json_default))
+    try:
+        TraceDocument(doc).to_json(json_path)
+    except OSError as exc:
+        raise OutputFolderError(f"cannot write `{json_path}`: {exc.strerror or exc}") from None
     written.paths.append(json_path)
     html_path = os.path.join(out_dir, "report.html")
-    _write_text(html_path, _html(doc, svgs))
+    _write_text(html_path, html_report(doc, pictures))
     written.paths.append(html_path)
     return written
 
 
 def _write_pictures(doc, out_dir, fmt, options, written):
-    from .. import render as render_module  # noqa: F401 - loads gradviz.render lazily
-    from ..render import dot_available, render
+    """Draw each picture into ``out_dir``; returns the report page's pictures, {title: svg text}, where a title
+    ending in "(DOT source)" holds DOT text and None stands for a picture that could not be drawn."""
+    from ..render import DotNotFoundError, render
 
-    can_draw = dot_available()
-    written.dot_missing = not can_draw and fmt != "dot"
-    svgs = {}
+    pictures = {}
     for picture in pictures_to_draw(doc):
-        graph = render(doc, graph=picture.graph, **options)
-        if fmt == "dot" or not can_draw:
-            path = os.path.join(out_dir, picture.stem + ".dot")
-            _write_text(path, graph.source)
-        else:
-            path = os.path.join(out_dir, f"{picture.stem}.{fmt}")
-            _write_bytes(path, graph.pipe(format=fmt))
+        path = os.path.join(out_dir, f"{picture.stem}.{fmt}")
+        try:
+            render(doc, path, format=fmt, graphs=[picture.graph], **options)
+        except DotNotFoundError as exc:
+            written.dot_missing = True
+            path = exc.dot_path
+        except OSError as exc:
+            raise OutputFolderError(f"cannot write `{path}`: {exc.strerror or exc}") from None
         written.paths.append(path)
-        if can_draw:
-            svgs[picture.stem] = graph.pipe(format="svg").decode("utf-8") if fmt != "svg" else _read(path)
-    return svgs
+        if written.dot_missing:
+            pictures[picture.title] = None
+            pictures[picture.title + " (DOT source)"] = _read(path)
+        else:
+            pictures[picture.title] = _svg_of(doc, path, fmt, picture, options)
+    return pictures
 
 
-def _html(doc, svgs):
-    from ..render import html_report
+def _svg_of(doc, path, fmt, picture, options):
+    """The SVG the report page embeds: the file just written, or a second layout when it was not an SVG."""
+    if fmt == "svg":
+        return _read(path)
+    from ..render import render
 
-    return html_report(doc, svgs)
+    graph = render(doc, format="svg", graphs=[picture.graph], **options)
+    return graph._repr_image_svg_xml()
 
 
 def _write_text(path, text):
@@ -120,10 +138,3 @@ def _write_bytes(path, data):
 def _read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
-
-
-def _json_default(value):
-    # numpy scalars can slip into figures; JSON wants plain numbers
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -6,10 +6,11 @@ import sys
 
 import click
 
-from .artifacts import DOT_MISSING_HINT, FORMATS
+from .artifacts import FORMATS
+from .output import one_line
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command()
 @click.argument("source", type=click.Path(dir_okay=True))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-o", "--output", "out_file", type=click.Path(dir_okay=False), default=None,
@@ -28,7 +29,11 @@ from .artifacts import DOT_MISSING_HINT, FORMATS
               help="Collapse graphs larger than this by module depth.")
 def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads, forward, open_after, use_torch,
           max_nodes):
-    """Draw the graph of SOURCE: a Python script (run under a trace, with ARGS) or a saved trace (.json)."""
+    """Draw the graph of SOURCE: a Python script (run under a trace) or a saved trace (.json).
+
+    Options may come before or after SOURCE; arguments for the script go after `--`:
+    `gradviz graph train.py -o graph.svg -- --epochs 1`.
+    """
     from .output import Output
 
     output = Output()
@@ -72,8 +77,6 @@ def _document(output, source, args, use_torch):
 def _load(output, path):
     import gradviz
 
-    from .output import one_line
-
     if not os.path.exists(path):
         output.abort(f"no such trace file `{path}`")
     try:
@@ -81,34 +84,29 @@ def _load(output, path):
     except Exception as exc:  # TraceFormatError, unreadable file: the message names the first bad field
         if type(exc).__name__ != "TraceFormatError" and not isinstance(exc, (OSError, ValueError)):
             raise
-        output.abort(f"invalid trace `{path}`: {one_line(exc)}")
+        message = one_line(exc).removeprefix(f"{path}: ")
+        output.abort(f"invalid trace `{path}`: {message}")
     return loaded.to_dict() if hasattr(loaded, "to_dict") else loaded
 
 
 def _draw(output, doc, source, out_file, fmt, options):
-    from ..render import dot_available, render
+    from ..render import DOT_MISSING, DotNotFoundError, render
     from .artifacts import OutputFolderError, prepare_folder
 
     stem = os.path.splitext(os.path.basename(os.path.normpath(source)))[0]
     path = out_file or os.path.join("gradviz-out", stem, f"graph.{fmt}")
     try:
         prepare_folder(os.path.dirname(path) or ".")
-        digraph = render(doc, **options)
-        if fmt != "dot" and not dot_available():
-            path = os.path.splitext(path)[0] + ".dot"
-            output.note(DOT_MISSING_HINT)
-        if path.endswith(".dot") or fmt == "dot":
-            data = digraph.source.encode("utf-8")
-        else:
-            data = digraph.pipe(format=fmt)
-        with open(path, "wb") as f:
-            f.write(data)
+        render(doc, path, format=fmt, **options)
+    except DotNotFoundError as exc:
+        output.note(DOT_MISSING)
+        path = exc.dot_path
     except OutputFolderError as exc:
         output.abort(str(exc))
     except OSError as exc:
         output.abort(f"cannot write `{path}`: {exc.strerror or exc}")
-    except (KeyError, ValueError) as exc:  # e.g. --iteration beyond the trace
-        output.abort(str(exc).strip("'\""))
+    except ValueError as exc:  # --iteration N with no graph in iteration N
+        output.abort(one_line(exc))
     return path
 
 

@@ -86,13 +86,14 @@ def _report_script_failure(output, result):
 def _print_report(output, doc):
     from ..render import report
 
-    for renderable in (report.summary(doc), report.diagnostics(doc), report.memory(doc)):
-        if renderable is not None:
-            output.print(renderable)
+    for renderable in (report.summary(doc), report.diagnostics_table(doc), report.memory_table(doc)):
+        output.print(renderable)
+        output.line("")
 
 
 def _write_files(output, doc, script, out_dir, fmt, no_render, max_nodes):
-    from .artifacts import DOT_MISSING_HINT, OutputFolderError, write_all
+    from ..render import DOT_MISSING
+    from .artifacts import OutputFolderError, write_all
 
     out_dir = out_dir or default_out_dir(script)
     try:
@@ -105,7 +106,7 @@ def _write_files(output, doc, script, out_dir, fmt, no_render, max_nodes):
     for path in written.paths:
         output.line(f"  {path}")
     if written.dot_missing:
-        output.note(DOT_MISSING_HINT)
+        output.note(DOT_MISSING)
     return True
 
 

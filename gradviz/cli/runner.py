@@ -6,6 +6,7 @@ Its own exception is not gradviz's crash: it is captured with a traceback trimme
 caller can still report on everything that ran up to the failure.
 """
 
+import linecache
 import os
 import sys
 import tokenize
@@ -26,6 +27,7 @@ class RunResult:
     exception: BaseException = None  # the script's own exception, if it raised one
     traceback: str = ""  # that exception's traceback, trimmed to the user's frames
     exit_message: str = ""  # ``sys.exit("text")`` prints its text to stderr, as Python does
+    module: types.ModuleType = None  # the script's ``__main__``: its globals stay alive until the caller drops it
 
 
 def compile_script(path):
@@ -69,7 +71,9 @@ def run_code(code, path, args=()):
         sys.path[0] = script_dir
     else:
         sys.path.append(script_dir)
-    result = RunResult()
+    result = RunResult(module=main_module)
+    # source lines shown in tracebacks and reports must be this run's, not a cached earlier file of that name
+    linecache.cache.pop(path, None)
     try:
         exec(code, main_module.__dict__)
     except SystemExit as exc:

@@ -27,6 +27,7 @@ def trace_script(path, args=(), torch=False, output=None, progress=False):
 
     code = compile_script(path)
     tr = gradviz.trace()
+    tr.script = path
     with ExitStack() as stack:
         if torch:
             from .torch_shim import TorchShim
@@ -34,12 +35,18 @@ def trace_script(path, args=(), torch=False, output=None, progress=False):
             stack.enter_context(TorchShim())
         if progress and output is not None:
             stack.enter_context(_live_progress(output, tr))
-        tr.start()
+        tr.__enter__()
+        result = None
         try:
             result = run_code(code, path, args)
         finally:
-            tr.stop()
+            # the trace records how the block ended, as if the script's exception had passed through it
+            exc = result.exception if result is not None else None
+            tr.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
     doc = tr.to_dict()
+    # the script's globals were alive until now, as at the end of `python script.py`: what they hold (a
+    # `total_loss` keeping every graph) is what the trace reports as retained; now they may go
+    result.module = None
     _complete_document(doc, path, result)
     return TracedRun(doc, result)
 
@@ -56,7 +63,6 @@ def _complete_document(doc, path, result):
                                 "location": _location_record(location_of(exc))}}
     elif not status:
         status = {"completed": True, "exception": None}
-    status.setdefault("exit_code", result.exit_code)
     doc["status"] = status
 
 
