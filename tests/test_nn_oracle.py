@@ -59,6 +59,9 @@ CONV_CONFIGS = [
     dict(in_channels=1, out_channels=2, kernel_size=3, stride=(2, 1), padding=(0, 2), dilation=(1, 2), bias=False),
     dict(in_channels=3, out_channels=2, kernel_size=4, padding="same", dilation=2),
     dict(in_channels=2, out_channels=2, kernel_size=2, padding="valid"),
+    # Lopsided 'same' padding: the extra row and column go last (torch warns about its own copy here).
+    pytest.param(dict(in_channels=2, out_channels=3, kernel_size=(2, 4), padding="same"),
+                 marks=pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")),
 ]
 
 
