@@ -162,7 +162,9 @@ def unused_parameters(index, out):
 # ----- retained graphs ------------------------------------------------------------------------------------
 def retained_graphs(index, out):
     memory = index.doc.get("memory") or {}
-    series = memory.get("series") or []
+    series = list(memory.get("series") or [])
+    if len(series) > 3 and (series[-1].get("graphs_alive") or 0) < (series[-2].get("graphs_alive") or 0):
+        series.pop()  # the point taken at stop, after the script's own variables were released
     bytes_series = [int(s.get("retained_bytes") or 0) for s in series]
     alive_series = [int(s.get("graphs_alive") or 0) for s in series]
     growing_bytes = growing(bytes_series)

@@ -121,23 +121,27 @@ _NAN_HINT = ("Keep the op's input in its valid range (`x.clamp(min=1e-7).log()`)
 
 
 def _backward_culprit(index, b):
-    flagged = [n for n in b.get("visited") or () if (index.nodes.get(n) or {}).get("nonfinite") == "backward"]
-    if flagged:
-        return flagged[0]
+    """The node whose backward produced the first non-finite gradient: the first visited node that received one
+    was handed it by a consumer that itself received a finite gradient (or it is a root given a bad one).
+    Falls back on the nodes the tracer flagged during backward."""
     norms = b.get("grad_norms") or {}
     visited = list(b.get("visited") or ())
-    for nid in visited:
-        if is_finite_number(norms.get(str(nid))):
-            continue
-        # The non-finite gradient arrived at nid: it was made by the backward of a consumer that received a
-        # finite one (or nid is a root given a bad gradient).
+    flagged = [n for n in visited if (index.nodes.get(n) or {}).get("nonfinite") == "backward"]
+    bad = [n for n in visited if not is_finite_number(_norm(norms, n))] or flagged
+    for nid in bad:
         for c in visited:
             node = index.nodes.get(c) or {}
-            if any(edge and edge[0] == nid for edge in node.get("inputs") or ()) \
-                    and is_finite_number(norms.get(str(c))):
+            if c != nid and any(edge and edge[0] == nid for edge in node.get("inputs") or ()) \
+                    and is_finite_number(_norm(norms, c)):
                 return c
-        return nid
+        if (index.nodes.get(nid) or {}).get("op") != "AccumulateGrad":
+            return nid
     return None
+
+
+def _norm(norms, node_id):
+    value = norms.get(str(node_id))
+    return norms.get(node_id) if value is None else value
 
 
 _FAR = 1e3  # a layer's gradient norm this many times above/below the others' median
