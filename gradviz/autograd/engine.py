@@ -29,7 +29,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     roots, grads = _roots_and_grads(outputs, grad_outputs)
     for i, v in enumerate(inputs):
         if not isinstance(v, Variable) or not v._requires_grad:
-            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+            raise RuntimeError(f"One of the differentiated Tensors does not require grad (input {i})")
     targets = {}
     for i, v in enumerate(inputs):
         targets.setdefault(_edge(v), []).append(i)
@@ -38,8 +38,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, v in enumerate(inputs):
         g = captured.get(i)
         if g is None and not allow_unused:
-            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                               "Set allow_unused=True if this is the desired behavior.")
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                               "graph. Set allow_unused=True if this is the desired behavior.")
         result.append(None if g is None else _wrap(np.array(g, dtype=v._data.dtype, copy=True)))
     return tuple(result)
 
@@ -58,7 +58,7 @@ def _roots_and_grads(tensors, grad_tensors):
         raise RuntimeError(f"got {len(grad_tensors)} tensors and {len(roots)} gradients")
     grads = []
     for i, (root, g) in enumerate(zip(roots, grad_tensors)):
-        if not root._requires_grad:
+        if not root.requires_grad:  # the property: a stale view takes its base's history first
             raise _refused(roots, grad_tensors, NoGradFnError(i, root))
         if g is None:
             if root._data.size != 1:

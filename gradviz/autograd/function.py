@@ -155,6 +155,8 @@ class Function:
         raw = []
         for a in args:
             if isinstance(a, Variable):
+                if a._base is not None and a._view_version != a._vc.value:
+                    _refresh_view_history(a)  # its base was written in place: it may require grad only now
                 raw.append(a._data)
                 if a._requires_grad:
                     requires = True
@@ -247,10 +249,10 @@ def _is_marked(ctx, value):
 
 def _edge(var):
     """The (node, output_nr) a gradient for ``var`` flows into, or (None, 0) if it needs none."""
-    if not var._requires_grad:
-        return _NO_EDGE
     if var._base is not None and var._view_version != var._vc.value:
         _refresh_view_history(var)
+    if not var._requires_grad:
+        return _NO_EDGE
     fn = var._grad_fn
     if fn is not None:
         return (fn, var._output_nr)
@@ -268,7 +270,7 @@ def _versioned(to_save, args, outputs):
             continue
         data = item._data if isinstance(item, Variable) else item
         for i, a in enumerate(args):
-            if a is item or (isinstance(a, Variable) and a._data is data):
+            if isinstance(a, Variable) and (a is item or a._data is data):
                 rec = SavedTensor(data, a._vc, a._vc.value, a, "input", i)
                 break
         else:
@@ -296,7 +298,7 @@ def _wrap_saved(saved):
 # ----- views ------------------------------------------------------------------------------------------
 def _mark_view(out, source, cls, kwargs):
     """Make ``out`` share ``source``'s version counter when it really shares its memory."""
-    if not np.may_share_memory(out._data, source._data):
+    if out._data.size and not np.may_share_memory(out._data, source._data):  # empty: a view, as in PyTorch
         return
     base = source._base if source._base is not None else source
     out._base = base
@@ -314,9 +316,11 @@ def view_of(array, chain):
 
 def _refresh_view_history(view):
     """The base changed in place since ``view`` took its history: rebuild it from the base's current one."""
+    if not _grad_enabled.get():
+        return  # stays stale: rebuilt when grad mode is back on
     base = view._base
     view._view_version = view._vc.value
-    if not (base._requires_grad and _grad_enabled.get()):
+    if not base._requires_grad:
         return
     v = base
     for cls, kwargs in view._view_chain:
@@ -361,10 +365,30 @@ class CopySlices(Function):
     def name(cls):
         return "CopySlices"
 
+    # The wrapped write's saved tensors are this node's: shown here, and freed with it (as PyTorch's
+    # CopySlices releases its wrapped function's variables), so a second backward fails as it should.
+    @property
+    def saved(self):
+        return self.node.saved
+
+    @property
+    def _freed(self):
+        return self.node._freed
+
+    @_freed.setter
+    def _freed(self, value):
+        if value:
+            self.node.release()
+
     @staticmethod
     def backward(ctx, grad):
         result = np.array(grad, copy=True)
         region = view_of(result, ctx.chain)
+        if 0 in region.strides and any(st == 0 and n > 1 for st, n in zip(region.strides, region.shape)):
+            # fill_ through an expanded view: forward is fine, the gradient cannot be routed (as in PyTorch).
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to "
+                               "a single memory location. Please clone() the tensor before performing the "
+                               "operation.")
         inner = _call_backward(ctx.node, (np.array(region, copy=True),))
         first = inner[0] if inner else None
         region[...] = 0 if first is None else _sum_to_shape(first, region.shape, ctx.node, 0)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import LeafInplaceError, ShapeError
 from . import grad_mode, observer
-from .function import CopySlices
+from .function import CopySlices, _refresh_view_history
 from .variable import Variable
 
 _grad_enabled = grad_mode._grad_enabled
@@ -24,9 +24,15 @@ def apply_inplace(cls, target, *args, **kwargs):
         if base is not None and base._requires_grad and base._grad_fn is None:
             raise LeafInplaceError(target, op_name, through_view=True)
     storage = target._data
-    if not storage.flags.writeable or 0 in storage.strides and storage.size > 1 and _overlaps(storage):
+    if not storage.flags.writeable or (0 in storage.strides and storage.size > 1 and _overlaps(storage)
+                                       and not _harmless_overlap(cls, args, storage)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
+    for a in args:
+        if isinstance(a, Variable) and _partial_overlap(a._data, storage):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
+                               "refer to a single memory location. Please clone() the tensor before performing "
+                               "the operation.")
 
     result = cls.apply(target, *args, **kwargs)
     if result._data.shape != storage.shape:
@@ -52,17 +58,51 @@ def apply_inplace(cls, target, *args, **kwargs):
     return target
 
 
+def _harmless_overlap(cls, args, storage):
+    """Writes PyTorch allows into memory that several elements share: one value (fill_, zero_), or a tensor
+    copied onto itself (copy_ of the very same layout is a no-op)."""
+    if cls.__name__ == "Fill":
+        return True
+    return cls.__name__ == "Copy" and isinstance(args[0], Variable) and _same_layout(args[0]._data, storage)
+
+
+def _same_layout(a, b):
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.shape == b.shape
+            and a.strides == b.strides)
+
+
+def _partial_overlap(a, b):
+    """PyTorch's rule: an input that shares some but not all of the written memory is refused when both are dense
+    (it cannot tell for strided layouts, and lets those through); the very same layout is fine (``x.mul_(x)``)."""
+    if not np.may_share_memory(a, b):
+        return False
+    return not _same_layout(a, b) and _dense(a) and _dense(b)
+
+
+def _dense(array):
+    """Non-overlapping and dense: the elements fill ``nbytes`` contiguous bytes, in some order of the dims."""
+    step = array.itemsize
+    for stride, size in sorted((st, n) for st, n in zip(array.strides, array.shape) if n != 1):
+        if stride != step:
+            return False
+        step *= size
+    return True
+
+
 def _overlaps(array):
     return any(st == 0 and n > 1 for st, n in zip(array.strides, array.shape))
 
 
 def _detach_saved_target(node, target):
-    """The target's old values are about to be overwritten: give the node its own copy of them."""
-    node._saved = tuple(
-        type(s)(s.data.copy(), None, 0, None, "buffer", s.index)
-        if s.kind == "input" and s.variable is target else s
-        for s in node._saved
-    )
+    """The target's old values are about to be overwritten: give the node its own copy of them (PyTorch's
+    ``original_self``). One copy only: in ``x.mul_(x)`` the target was saved a second time as the other
+    operand, and that record keeps its version, so backward reports it modified, as PyTorch does."""
+    saved = list(node._saved)
+    for k, s in enumerate(saved):
+        if s.kind == "input" and s.variable is target:
+            saved[k] = type(s)(s.data.copy(), None, 0, None, "buffer", s.index)
+            break
+    node._saved = tuple(saved)
 
 
 def _point_saved_output_at(node, target):
@@ -78,10 +118,13 @@ def _point_saved_output_at(node, target):
 def _rewrite_history(target, node):
     base = target._base
     if base is not None:
+        # The base's history now goes through the write; the view's becomes a view of that (PyTorch makes it
+        # AsStridedBackward of CopySlices), so the write's node is reached once, through CopySlices only.
         base._grad_fn = CopySlices(base, node, target._view_chain)
         base._output_nr = 0
         base._requires_grad = True
-        target._view_version = target._vc.value
+        _refresh_view_history(target)
+        return
     target._grad_fn = node
     target._output_nr = 0
     target._requires_grad = True

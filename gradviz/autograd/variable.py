@@ -154,6 +154,8 @@ class Variable:
 
     @property
     def requires_grad(self):
+        if self._base is not None and self._view_version != self._vc.value:
+            self._sync_view()
         return self._requires_grad
 
     @requires_grad.setter
@@ -164,13 +166,18 @@ class Variable:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                     "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
-            return
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         if value and self._data.dtype.kind not in "fc":
-            raise DtypeError("only Tensors of floating point dtype can require gradients "
+            raise DtypeError("only Tensors of floating point and complex dtype can require gradients "
                              f"(this one is {self._data.dtype})")
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad=True):
+        if requires_grad and self._grad_fn is not None:
+            return self  # PyTorch: a no-op on a non-leaf (the attribute setter raises instead)
+        if requires_grad and self._data.dtype.kind not in "fc":  # PyTorch's wording differs from the setter's
+            raise DtypeError(f"only Tensors of floating point dtype can require gradients (this one is "
+                             f"{self._data.dtype})")
         self.requires_grad = requires_grad
         return self
 
@@ -201,7 +208,9 @@ class Variable:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
             if value._data.shape != self._data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                                   f"tensor of size '{list(self._data.shape)}'. Please ensure that the gradient "
+                                   "and the tensor are the same size")
         self._grad = value
         obs = _observers.get()
         if obs:
@@ -210,17 +219,21 @@ class Variable:
 
     @property
     def grad_fn(self):
-        if self._base is not None and self._view_version != self._vc.value and self._requires_grad:
-            from .function import _refresh_view_history
-
-            _refresh_view_history(self)
+        if self._base is not None and self._view_version != self._vc.value:
+            self._sync_view()
         return self._grad_fn
+
+    def _sync_view(self):
+        """This view's base was written in place: take its history from the base's current one."""
+        from .function import _refresh_view_history
+
+        _refresh_view_history(self)
 
     creator = grad_fn  # the seed's (pre-0.4) name
 
     @property
     def is_leaf(self):
-        return self._grad_fn is None
+        return self.grad_fn is None
 
     @property
     def _version(self):
@@ -267,7 +280,7 @@ class Variable:
         return ref is not None and ref() is self
 
     def retain_grad(self):
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         fn = self._grad_fn
         if fn is None:
@@ -281,7 +294,7 @@ class Variable:
                 o.on_hook(self, None, "register")
 
     def register_hook(self, hook):
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         fn = self._grad_fn
         if fn is None:
@@ -367,10 +380,15 @@ class Variable:
         return value
 
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
+
+    def _scalar(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self):
         if self._data.dtype.kind not in "iub" or self._data.size != 1:

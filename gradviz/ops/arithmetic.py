@@ -54,17 +54,18 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        out = _true_divide(a, b)
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
-            ctx.save_for_backward(b, out if need_b else None)
-        return out
+            # PyTorch's saved set (the divisor, and the dividend only for the divisor's gradient): an in-place
+            # change to the quotient is then legal, as it is in PyTorch.
+            ctx.save_for_backward(b, a if need_b else None)
+        return _true_divide(a, b)
 
     @staticmethod
     def backward(ctx, grad):
-        b, out = ctx.saved_tensors
+        b, a = ctx.saved_tensors
         ga = grad / b if ctx.needs_input_grad[0] else None
-        gb = -grad * out / b if ctx.needs_input_grad[1] else None
+        gb = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -97,10 +98,11 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        out = np.power(a, b)
+        out = np.asarray(np.power(a, b))  # an array even when 0-d: saved, it must be versioned
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
-            ctx.save_for_backward(a, b, out if need_b else None)
+            # PyTorch keeps the result whenever the exponent is a tensor (PowBackward1), needed or not.
+            ctx.save_for_backward(a, b, out if need_b or isinstance(b, np.ndarray) else None)
         return out
 
     @staticmethod

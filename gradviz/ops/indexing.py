@@ -69,17 +69,32 @@ class IndexAdvanced(Function):
         ctx._in = x.shape
         ctx._index = index
         ctx._meta = {"index": _index_text(index)}
-        return x[index]
+        if ctx.needs_input_grad[0]:
+            _save_index_arrays(ctx, index)
+        out = x[index]
+        # numpy may lay a gathered result out in Fortran order; PyTorch's is contiguous (so .view works on it).
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
     @staticmethod
     def backward(ctx, grad):
         out = np.zeros(ctx._in, dtype=grad.dtype)
-        np.add.at(out, ctx._index, grad)
+        np.add.at(out, _saved_index(ctx), grad)
         return out
 
     @classmethod
     def name(cls):
         return "IndexBackward"
+
+
+def _save_index_arrays(ctx, index):
+    """Index arrays are saved for backward as PyTorch saves index tensors: they count as the graph's memory,
+    and a second backward through a freed graph fails as it does in PyTorch."""
+    ctx.save_for_backward(*(p for p in index if isinstance(p, np.ndarray)))
+
+
+def _saved_index(ctx):
+    arrays = iter(ctx.saved_tensors)
+    return tuple(next(arrays) if isinstance(p, np.ndarray) else p for p in ctx._index)
 
 
 def _index_text(index):
@@ -132,6 +147,8 @@ class IndexPut(Function):
     def forward(ctx, x, value, index):
         ctx._index = index
         ctx._meta = {"index": _index_text(index)}
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            _save_index_arrays(ctx, index)
         out = np.array(x, copy=True)
         try:
             out[index] = value
@@ -142,11 +159,12 @@ class IndexPut(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        index = _saved_index(ctx)
         gx = None
         if ctx.needs_input_grad[0]:
             gx = np.array(grad, copy=True)
-            gx[ctx._index] = 0
-        gv = grad[ctx._index] if ctx.needs_input_grad[1] else None
+            gx[index] = 0
+        gv = grad[index] if ctx.needs_input_grad[1] else None
         return gx, gv
 
     @classmethod
@@ -155,8 +173,20 @@ class IndexPut(Function):
 
 
 def setitem(x, index, value):
-    idx, _ = _convert_index(index)
-    apply_inplace(IndexPut, x, value, index=idx)
+    idx, basic = _convert_index(index)
+    if not basic:
+        apply_inplace(IndexPut, x, value, index=idx)
+    elif _whole(idx):
+        apply_inplace(Copy, x, value)
+    else:
+        # As PyTorch: x[0] = v is x[0].copy_(v), a write through a view (CopySlices in the graph; on a leaf,
+        # the view-of-a-leaf error; overlap checked against the written region only).
+        _check_bounds(x._data, idx)
+        apply_inplace(Copy, Index.apply(x, index=idx), value)
+
+
+def _whole(index):
+    return all(p is Ellipsis or p == slice(None) for p in index)
 
 
 class Fill(Function):

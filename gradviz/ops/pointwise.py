@@ -15,7 +15,7 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx, x):
-        out = np.exp(_floating(x))
+        out = np.asarray(np.exp(_floating(x)))  # an array even when 0-d: saved, it must be versioned
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(out)
         return out
@@ -49,7 +49,7 @@ class Sqrt(Function):
     @staticmethod
     def forward(ctx, x):
         with np.errstate(invalid="ignore"):
-            out = np.sqrt(_floating(x))
+            out = np.asarray(np.sqrt(_floating(x)))
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(out)
         return out
@@ -111,7 +111,7 @@ class Tanh(Function):
 
     @staticmethod
     def forward(ctx, x):
-        out = np.tanh(_floating(x))
+        out = np.asarray(np.tanh(_floating(x)))
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(out)
         return out
@@ -146,7 +146,7 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx, x):
-        out = np.maximum(x, 0, dtype=x.dtype)
+        out = np.asarray(np.maximum(x, 0, dtype=x.dtype))
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(out)  # PyTorch saves the result: relu_ on it is caught as a stale version
         return out

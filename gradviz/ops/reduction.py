@@ -78,14 +78,15 @@ class Var(Function):
         ctx._denom = max(count - correction, 0)
         centered = x - np.mean(x, axis=axes, keepdims=True)
         if ctx.needs_input_grad[0]:
-            ctx.save_for_backward(centered)
+            ctx.save_for_backward(x)  # the input, as PyTorch saves it: an in-place change to it is caught
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.sum(centered * centered, axis=axes, keepdims=keepdim) / x.dtype.type(ctx._denom)
 
     @staticmethod
     def backward(ctx, grad):
-        (centered,) = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
         shape, axes, keepdim = ctx._shape
+        centered = x - np.mean(x, axis=axes, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
             return _expand_back(grad, shape, axes, keepdim) * centered * (2.0 / ctx._denom)
 
@@ -100,15 +101,16 @@ class MaxAll(Function):
         if x.size == 0:
             raise RuntimeError(f"{mode}(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
-        out = np.max(x) if mode == "max" else np.min(x)
+        out = np.asarray(np.max(x) if mode == "max" else np.min(x))
         if ctx.needs_input_grad[0]:
-            ctx.save_for_backward(x == out)
+            ctx.save_for_backward(x, out)  # input and result, as PyTorch saves them
         ctx._meta = {"mode": mode}
-        return np.asarray(out)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        (mask,) = ctx.saved_tensors
+        x, out = ctx.saved_tensors
+        mask = x == out
         return grad * mask / np.count_nonzero(mask)
 
     @classmethod

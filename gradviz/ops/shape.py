@@ -76,6 +76,8 @@ def flatten(x, start_dim=0, end_dim=-1):
     s, e = _dim(start_dim, nd), _dim(end_dim, nd)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return x  # PyTorch returns the input itself when there is nothing to merge
     shape = x._data.shape
     return Reshape.apply(x, shape=shape[:s] + (int(np.prod(shape[s:e + 1])),) + shape[e + 1:])
 
@@ -174,23 +176,34 @@ class Unsqueeze(Function):
 
 
 class Expand(Function):
-    """A read-only broadcast view; backward sums over the expanded dims (the engine's unbroadcast)."""
+    """A broadcast view; backward sums over the expanded dims (the engine's unbroadcast)."""
 
     _raw = True
     _view = True
 
     @staticmethod
     def view(array, shape):
-        return np.broadcast_to(array, shape)
+        return _broadcast_view(array, shape)
 
     @staticmethod
     def forward(ctx, x, shape):
         ctx._meta = {"shape": shape}
-        return np.broadcast_to(x, shape)
+        return _broadcast_view(x, shape)
 
     @staticmethod
     def backward(ctx, grad):
         return grad
+
+
+def _broadcast_view(array, shape):
+    """np.broadcast_to, but writable when the source is, as PyTorch's expand is: fill_/zero_ may write through it
+    (every other in-place op refuses overlapping memory, in apply_inplace)."""
+    if not array.flags.writeable:
+        return np.broadcast_to(array, shape)
+    lead = len(shape) - array.ndim
+    strides = (0,) * lead + tuple(0 if have == 1 and want != 1 else st
+                                  for have, want, st in zip(array.shape, shape[lead:], array.strides))
+    return np.lib.stride_tricks.as_strided(array, shape=shape, strides=strides)
 
 
 def expand(x, sizes):
