@@ -698,3 +698,19 @@ def test_installed_executable_bad_input_is_one_line(tmp_path):
     proc = subprocess.run([installed_gradviz(), "run", "missing.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "gradviz: error: no such script `missing.py`\n")
+
+
+def test_getting_started_walkthrough_says_what_happens(cli, tmp_path):
+    # docs/getting-started.md quotes this run's diagnostics and lines: keep the page true
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "getting-started.md").read_text()
+    code = page.split("```python\n", 1)[1].split("```")[0]
+    (tmp_path / "chained.py").write_text(code)
+    result = cli("run", "--torch", "--no-render", "chained.py")
+    assert result.exit_code == 1
+    doc = json.loads((tmp_path / "gradviz-out" / "chained" / "report.json").read_text())
+    found = sorted((d["location"]["line"], d["code"], d["severity"]) for d in doc["diagnostics"])
+    assert found == [(14, "retained-graph", "info"), (15, "none-grad", "warning"),
+                     (15, "nonscalar-backward", "error")]
+    assert "at line 15 raised" in page and "`retained-graph` (info) at line 14" in page
