@@ -19,8 +19,8 @@ from .autograd.variable import Size
 _LAZY = {
     "nn": ("gradviz.nn", None),
     "optim": ("gradviz.optim", None),
-    "trace": ("gradviz.trace", "trace"),
-    "load_trace": ("gradviz.trace", "load_trace"),
+    "trace": ("gradviz.tracing", "trace"),
+    "load_trace": ("gradviz.tracing", "load_trace"),
     "explain": ("gradviz.diagnose", "explain"),
     "render": ("gradviz.render", "render"),
 }

@@ -1,0 +1,219 @@
+"""Turn a trace's records into the ``gradviz-trace`` JSON document (docs/trace-format.md), and write it."""
+
+import json
+import math
+
+import numpy as np
+
+from .._version import __version__
+from .records import json_float
+
+FORMAT = "gradviz-trace"
+VERSION = 1
+
+
+class TraceDocument(dict):
+    """A trace document: a plain dict (JSON types only) that also answers ``to_dict()`` and ``to_json()``, so
+    a loaded file and a live trace can be handed to the same renderers."""
+
+    def to_dict(self):
+        return self
+
+    def to_json(self, path):
+        write_json(self, path)
+        return path
+
+    def __repr__(self):
+        return (f"<TraceDocument: {len(self.get('nodes', ()))} nodes, {len(self.get('graphs', ()))} graphs, "
+                f"{len(self.get('backwards', ()))} backward calls, {len(self.get('diagnostics', ()))} diagnostics>")
+
+
+def write_json(doc, path):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, allow_nan=False, separators=(",", ":"))
+        f.write("\n")
+
+
+def _loc(location):
+    return None if location is None else location.as_dict()
+
+
+def plain(value):
+    """A JSON-safe copy of small op metadata (tuples -> lists, numpy scalars -> numbers, anything else -> str)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return json_float(value)
+    if isinstance(value, np.generic):
+        return plain(value.item())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, np.dtype):
+        return value.name
+    return str(value)
+
+
+def _graph_id(graph):
+    return None if graph is None else graph.find().id
+
+
+def variable_dict(rec):
+    obj = rec()
+    name = rec.name
+    if obj is not None and obj._name is not None:
+        name = obj._name
+    return {"id": rec.id, "name": name, "shape": list(rec.shape), "dtype": rec.dtype, "bytes": rec.nbytes,
+            "requires_grad": rec.requires_grad, "is_leaf": rec.is_leaf, "is_parameter": rec.is_parameter,
+            "origin": rec.origin, "node": rec.node, "accumulator": rec.accumulator, "source": rec.source,
+            "volatile": rec.volatile, "grad_mode": rec.grad_mode, "module": list(rec.module),
+            "location": _loc(rec.location), "graph": _graph_id(rec.graph), "op": rec.op,
+            "inputs": None if rec.inputs is None else list(rec.inputs), "iteration": rec.iteration}
+
+
+def node_dict(rec):
+    return {"id": rec.id, "op": rec.op, "custom": rec.custom, "class_name": rec.class_name,
+            "inputs": [[n, nr] for n, nr in rec.inputs], "input_variables": list(rec.input_variables),
+            "outputs": list(rec.outputs), "variable": rec.variable, "shape": list(rec.shape),
+            "dtype": rec.dtype or "", "saved": [{"variable": v, "kind": k, "index": i, "shape": list(s), "bytes": b,
+                                                 "version": ver} for v, k, i, s, b, ver in rec.saved],
+            "meta": plain(rec.meta) if rec.meta else {}, "module": list(rec.module), "location": _loc(rec.location),
+            "graph": _graph_id(rec.graph), "freed_by": rec.freed_by, "nonfinite": rec.nonfinite,
+            "external": rec.external, "iteration": rec.iteration}
+
+
+def graph_dict(graph, structure, nodes, stopped):
+    ids = sorted(graph.nodes)
+    consumed = set()
+    for nid in ids:
+        rec = nodes.get(nid)
+        if rec is not None:
+            consumed.update(n for n, _ in rec.inputs if n is not None)
+    roots = [nid for nid in ids if nid not in consumed and nid not in graph.accumulators]
+    alive = graph.alive_at_stop if stopped and graph.alive_at_stop is not None else graph.alive > 0
+    return {"id": graph.id, "structure": None if structure is None else structure.id, "iteration": graph.iteration,
+            "nodes": ids, "roots": roots, "saved_bytes": graph.saved_bytes, "output_bytes": graph.output_bytes,
+            "freed_by": graph.freed_by, "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive,
+            "backwarded": graph.backwarded, "full": graph.full,
+            "external_inputs": [[a, b] for a, b in graph.external_inputs]}
+
+
+def structure_dict(s):
+    return {"id": s.id, "signature": s.signature, "count": s.count, "first_graph": s.first_graph,
+            "last_graph": s.last_graph, "iterations": [s.first_iteration, s.last_iteration],
+            "node_count": s.node_count}
+
+
+def backward_dict(b):
+    out = {k: v for k, v in b.items()}
+    out["location"] = _loc(b["location"])
+    out["grad_norms"] = {str(k): json_float(v) for k, v in b["grad_norms"].items()}
+    out["leaf_grad_norms"] = {str(k): json_float(v) for k, v in b["leaf_grad_norms"].items()}
+    out["visited"] = list(b["visited"])
+    out["roots"] = list(b["roots"])
+    out["root_nodes"] = list(b["root_nodes"])
+    out.setdefault("graphs", [])
+    out["error"] = None if b["error"] is None else plain(b["error"])
+    return out
+
+
+def event_dict(e):
+    out = dict(e)
+    out["location"] = _loc(e["location"])
+    if "saved_by" in out:
+        out["saved_by"] = list(out["saved_by"])
+    if "parameters" in out:
+        out["parameters"] = list(out["parameters"])
+    return out
+
+
+def memory_section(trace):
+    g = trace.groups
+    stopped = trace.stopped and g.at_stop is not None
+    now = g.at_stop if stopped else g.point(g.iteration)
+    series = list(g.series) + [now]
+    graphs = []
+    for graph in sorted(g.graphs.values(), key=lambda x: x.id):
+        if graph.parent is not None:
+            continue
+        alive = graph.alive_at_stop if stopped and graph.alive_at_stop is not None else graph.alive > 0
+        graphs.append({"graph": graph.id, "iteration": graph.iteration, "saved_bytes": graph.saved_bytes,
+                       "output_bytes": graph.output_bytes, "freed_by": graph.freed_by,
+                       "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive})
+    return {"peak_retained_bytes": g.memory.peak, "final_retained_bytes": now["retained_bytes"],
+            "series": series, "graphs": graphs}
+
+
+def build_document(trace, with_diagnostics=True):
+    g = trace.groups
+    structures = {k: s.copy() for k, s in g.structures.items()}
+    pending = {}
+    for graph in g.graphs.values():
+        if graph.parent is None and graph.structure is None:
+            pending[graph.id] = g._classify(graph, structures)
+    by_id = {}
+    for s in structures.values():
+        by_id[s.id] = s
+    stopped = trace.stopped and g.at_stop is not None
+    graphs = []
+    for graph in sorted(g.graphs.values(), key=lambda x: x.id):
+        if graph.parent is None:
+            s = pending.get(graph.id)
+            if s is None and graph.structure is not None:
+                s = by_id.get(graph.structure.id)
+            graphs.append(graph_dict(graph, s, trace._nodes, stopped))
+    exception = trace.exception
+    doc = TraceDocument()
+    doc.update({
+        "format": FORMAT,
+        "version": VERSION,
+        "gradviz_version": __version__,
+        "script": trace.script,
+        "status": {"completed": exception is None, "exception": exception and {
+            "type": exception["type"], "message": exception["message"], "location": _loc(exception["location"])}},
+        "iterations": g.iteration + 1,
+        "window": trace.window,
+        "variables": [variable_dict(r) for r in trace._vars.values()],
+        "nodes": [node_dict(r) for r in trace._nodes.values()],
+        "graphs": graphs,
+        "structures": [structure_dict(s) for s in sorted(by_id.values(), key=lambda s: s.id)],
+        "backwards": [backward_dict(b) for b in trace.backwards.values()],
+        "events": [event_dict(e) for e in trace.events.values()],
+        "event_summary": [{"kind": kind, "location": _loc(loc), "count": c[0], "iterations": [c[1], c[2]]}
+                          for (kind, loc), c in g.event_counts.items()],
+        "first_nonfinite": trace.first_nonfinite and dict(trace.first_nonfinite),
+        "diagnostics": [],
+        "memory": memory_section(trace),
+        "dropped": dict(g.dropped, note=_drop_note(g)),
+        "internal_errors": list(trace.internal_errors),
+    })
+    if with_diagnostics:
+        _add_diagnostics(doc)
+    return doc
+
+
+def _drop_note(g):
+    d = g.dropped
+    if not d["iterations"]:
+        return "nothing was dropped: every node, variable, event and backward call is in this document"
+    return (f"full records were kept for the first and last {g.window} iterations, the first and last graph of "
+            f"each structure and whatever a diagnostic points at; {d['iterations']} other iterations were "
+            "summarised (structures count every graph, memory.series has every iteration, event_summary every "
+            "event) and ids that refer to their records may be missing")
+
+
+def _add_diagnostics(doc):
+    """Diagnostics are computed from the document; a failure there must never lose the trace itself."""
+    try:
+        from ..diagnose import diagnose
+
+        doc["diagnostics"] = list(diagnose(doc))
+    except Exception as exc:  # recorded in the document, not raised: the trace is still worth having
+        doc["diagnostics"] = []
+        doc["internal_errors"].append({"where": "diagnose", "type": type(exc).__name__,
+                                       "message": str(exc).split("\n")[0]})
+
+
+def finite_or_none(value):
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None

@@ -1,0 +1,98 @@
+"""Where in the *user's* code something happened, and what the user called an object there.
+
+A location is the first frame outside the gradviz package. Walking a few frames per op is cheap; what is not
+cheap is formatting, so each (code object, line) becomes one shared ``Location`` tuple, made once.
+"""
+
+import linecache
+import os
+import sys
+from typing import NamedTuple
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_internal = {}  # code object -> True when it belongs to gradviz itself
+_locations = {}  # (code object, line) -> Location
+
+
+class Location(NamedTuple):
+    file: str
+    line: int
+    text: str
+    function: str
+
+    def as_dict(self):
+        return {"file": self.file, "line": self.line, "text": self.text, "function": self.function}
+
+
+def _is_internal(code):
+    filename = code.co_filename
+    internal = os.path.abspath(filename).startswith(_PACKAGE_DIR) if filename[:1] != "<" else False
+    _internal[code] = internal
+    return internal
+
+
+def user_frame(depth=2):
+    """The innermost frame outside gradviz, starting ``depth`` frames above the caller (None if there is none)."""
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        return None
+    internal = _internal
+    while f is not None:
+        code = f.f_code
+        flag = internal.get(code)
+        if flag is None:
+            flag = _is_internal(code)
+        if not flag:
+            return f
+        f = f.f_back
+    return None
+
+
+def location_of(frame):
+    if frame is None:
+        return None
+    return location_at(frame.f_code, frame.f_lineno)
+
+
+def location_at(code, line):
+    key = (code, line)
+    loc = _locations.get(key)
+    if loc is None:
+        line = line or 0
+        loc = Location(code.co_filename, line, linecache.getline(code.co_filename, line).strip(), code.co_name)
+        _locations[key] = loc
+    return loc
+
+
+def user_location(depth=3):
+    """The Location of the innermost user frame above the caller of the caller."""
+    return location_of(user_frame(depth))
+
+
+def name_in_frame(frame, obj):
+    """The name a user frame binds to ``obj`` (locals first, then globals), or None. Identity, never ==."""
+    if frame is None:
+        return None
+    for scope in (frame.f_locals, frame.f_globals):
+        fallback = None
+        for key, value in scope.items():
+            if value is obj:
+                if not key.startswith("_"):
+                    return key
+                fallback = fallback or key
+        if fallback:
+            return fallback
+    return None
+
+
+def names_in_frame(frame, kind):
+    """``{id(obj): name}`` for every object of type ``kind`` bound in the frame (locals win over globals)."""
+    found = {}
+    if frame is None:
+        return found
+    for scope in (frame.f_globals, frame.f_locals):
+        for key, value in scope.items():
+            if isinstance(value, kind) and not key.startswith("__"):
+                found[id(value)] = key
+    return found

@@ -1,0 +1,393 @@
+"""Graphs, iterations and structures, memory accounting, and the bounded window of full records.
+
+- A *graph* is a connected set of nodes built in one iteration before a backward ran through it. A new op joins
+  the open graph(s) its inputs belong to (merging them); inputs from graphs that are closed (already
+  backpropagated, or from an earlier iteration) are recorded as the graph's external inputs.
+- An *iteration* ends at a boundary: the first new graph after a backward or an optimizer step, an optimizer's
+  ``zero_grad`` after one of those, or a new graph started from the same line (and module) as an earlier graph of
+  the same iteration (a loop without backward).
+- Graphs with the same structure (ops, edges, shapes, module paths and parameter names, in creation order)
+  share a *structure*, counted. Full records are kept for the first and last ``window`` iterations, for the
+  first and last graph of each structure, and for anything a diagnostic points at (pinned, a few per line);
+  the rest is dropped at each boundary and counted in ``dropped``.
+"""
+
+import hashlib
+import itertools
+
+from .records import GraphRecord, StructureRecord
+
+PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, bounded in long loops
+SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
+
+
+class MemoryBook:
+    """Bytes held by saved tensors of live, unfreed nodes, each memory block counted once however many nodes
+    hold it (a reference count per block)."""
+
+    __slots__ = ("counts", "now", "peak")
+
+    def __init__(self):
+        self.counts = {}
+        self.now = 0
+        self.peak = 0
+
+    def hold(self, owners):
+        counts = self.counts
+        for key, nbytes in owners:
+            entry = counts.get(key)
+            if entry is None:
+                counts[key] = [1, nbytes]
+                self.now += nbytes
+            else:
+                entry[0] += 1
+        if self.now > self.peak:
+            self.peak = self.now
+
+    def release(self, owners):
+        counts = self.counts
+        for key, _ in owners:
+            entry = counts.get(key)
+            if entry is None:
+                continue
+            entry[0] -= 1
+            if entry[0] == 0:
+                del counts[key]
+                self.now -= entry[1]
+
+
+class Grouping:
+    def __init__(self, trace):
+        self.trace = trace
+        self.window = trace.window
+        self.iteration = 0
+        self.pending = False
+        self.memory = MemoryBook()
+        self.graphs = {}  # graph id -> GraphRecord (dropped graphs leave; merged ones stay until the document)
+        self.graph_count = 0
+        self.graphs_alive = 0
+        self._graph_ids = itertools.count()
+        self.structures = {}  # structure key -> StructureRecord
+        self.series = []
+        self.series_step = 1
+        self._iter_graphs = {0: []}
+        self._iter_vars = {0: []}
+        self._iter_events = {0: []}
+        self._iter_backwards = {0: []}
+        self._starts = set()
+        self.dropped = {"iterations": 0, "graphs": 0, "nodes": 0, "variables": 0, "events": 0, "backwards": 0,
+                        "series_points": 0}
+        self._pin_counts = {}
+        self.pinned_events = set()
+        self.pinned_backwards = set()
+        self.event_counts = {}  # (kind, location) -> [count, first iteration, last iteration]
+        self.at_stop = None
+
+    # ----- placing nodes ----------------------------------------------------------------------------------
+    def place(self, rec, children):
+        """Put a new node into a graph: the open graph(s) of its inputs, or a new one. Returns the graph."""
+        opened = []
+        closed = []
+        for c in children:
+            g = c.graph
+            if g is None or c.variable is not None:
+                continue
+            g = g.find()
+            if not g.backwarded and g.iteration == self.iteration:
+                if g not in opened:
+                    opened.append(g)
+            else:
+                closed.append(c.id)
+        if opened:
+            opened.sort(key=lambda g: g.id)
+            graph = opened[0]
+            for other in opened[1:]:
+                self._merge(graph, other)
+        else:
+            start = (rec.location, rec.module)
+            if self.pending or start in self._starts:
+                self.begin_iteration()
+            self._starts.add(start)
+            graph = self.new_graph()
+        rec.iteration = graph.iteration
+        self._add(graph, rec)
+        for cid in closed:
+            graph.external_inputs.append((rec.id, cid))
+        for c in children:
+            if c.graph is None:
+                self.adopt_into(graph, c)
+            elif c.variable is not None and c.id not in graph.accumulators:
+                graph.accumulators.add(c.id)
+                graph.nodes.append(c.id)
+        return graph
+
+    def new_graph(self):
+        graph = GraphRecord(next(self._graph_ids), self.iteration)
+        self.graphs[graph.id] = graph
+        self._iter_graphs[self.iteration].append(graph)
+        self.graph_count += 1
+        return graph
+
+    def _add(self, graph, rec):
+        rec.graph = graph
+        graph.nodes.append(rec.id)
+        if graph.alive == 0:
+            self.graphs_alive += 1
+        graph.alive += 1
+        if rec.variable is not None:
+            graph.accumulators.add(rec.id)
+
+    def adopt_into(self, graph, rec, merge=False):
+        """Nodes first seen as inputs (a leaf's AccumulateGrad, nodes built before the trace) join ``graph``;
+        with ``merge`` (a snapshot), graphs met on the way are merged into it."""
+        nodes = self.trace._nodes
+        pending = [rec]
+        while pending:
+            r = pending.pop()
+            if r.graph is not None:
+                other = r.graph.find()
+                if merge and other is not graph.find() and r.variable is None:
+                    self._merge(graph.find(), other)
+                elif r.variable is not None and r.id not in graph.accumulators:
+                    graph.accumulators.add(r.id)
+                    graph.nodes.append(r.id)
+                continue
+            self._add(graph, r)
+            if r.owners:
+                self.charge(graph, r.owners)
+            pending.extend(c for c in (nodes.get(n) for n, _ in r.inputs if n is not None) if c is not None)
+
+    def _merge(self, graph, other):
+        other.parent = graph
+        nodes = self.trace._nodes
+        for nid in other.nodes:
+            rec = nodes.get(nid)
+            if rec is not None and rec.graph is other:
+                rec.graph = graph
+            if nid not in graph.accumulators:
+                graph.nodes.append(nid)
+        graph.accumulators |= other.accumulators
+        if other.alive and graph.alive:
+            self.graphs_alive -= 1
+        graph.alive += other.alive
+        graph.output_bytes += other.output_bytes
+        for key, nbytes in (other.owner_keys or {}).items():
+            self._charge_key(graph, key, nbytes)
+        graph.external_inputs.extend(other.external_inputs)
+        graph.pinned = graph.pinned or other.pinned
+        self.graphs.pop(other.id, None)
+        self.graph_count -= 1
+
+    def charge(self, graph, owners):
+        graph = graph.find()
+        for key, nbytes in owners:
+            self._charge_key(graph, key, nbytes)
+
+    @staticmethod
+    def _charge_key(graph, key, nbytes):
+        if graph.owner_keys is None:
+            graph.owner_keys = {}
+        if key not in graph.owner_keys:
+            graph.owner_keys[key] = nbytes
+            graph.saved_bytes += nbytes
+
+    def node_died(self, rec):
+        graph = rec.graph
+        if graph is not None:
+            graph = graph.find()
+            graph.alive -= 1
+            if graph.alive == 0:
+                self.graphs_alive -= 1
+
+    # ----- iterations ---------------------------------------------------------------------------------------
+    def boundary(self):
+        self.pending = True
+
+    def zero_grad(self):
+        if self.pending:
+            self.begin_iteration()
+
+    def backward_done(self, backward):
+        nodes = self.trace._nodes
+        graphs = {}
+        for nid in backward["visited"]:
+            rec = nodes.get(nid)
+            if rec is not None and rec.graph is not None and rec.variable is None:
+                g = rec.graph.find()
+                graphs[g.id] = g
+        for g in graphs.values():
+            g.backwarded = True
+        backward["graphs"] = sorted(graphs)
+        self.pending = True
+
+    def begin_iteration(self):
+        self._close(self.iteration)
+        self.iteration += 1
+        self.pending = False
+        self._starts = set()
+        it = self.iteration
+        self._iter_graphs[it] = []
+        self._iter_vars[it] = []
+        self._iter_events[it] = []
+        self._iter_backwards[it] = []
+        self._drop(it - self.window - 1)
+
+    def _close(self, iteration):
+        for g in self._iter_graphs.get(iteration, ()):
+            if g.parent is None and g.structure is None:
+                self._classify(g)
+        self._add_point(self.point(iteration))
+
+    def point(self, iteration):
+        return {"iteration": iteration, "retained_bytes": self.memory.now, "graphs_alive": self.graphs_alive,
+                "nodes_alive": len(self.trace._live_nodes)}
+
+    def _add_point(self, point):
+        self.series.append(point)
+        if len(self.series) > SERIES_LIMIT:  # thin: keep every other point, always the first
+            self.dropped["series_points"] += len(self.series) // 2
+            self.series = self.series[::2]
+
+    # ----- structures ------------------------------------------------------------------------------------------
+    def structure_key(self, graph):
+        nodes = self.trace._nodes
+        variables = self.trace._vars
+        ids = sorted(graph.nodes)
+        local = {nid: i for i, nid in enumerate(ids)}
+        parts = []
+        for nid in ids:
+            rec = nodes.get(nid)
+            if rec is None:
+                parts.append(None)
+            elif rec.variable is not None:
+                leaf = variables.get(rec.variable)
+                parts.append(("A", rec.shape, leaf.name if leaf is not None and leaf.is_parameter else None))
+            else:
+                ins = tuple([(-2 if n is None else local.get(n, -1), nr) for n, nr in rec.inputs])
+                parts.append((rec.op, rec.shape, rec.module[-1] if rec.module else None, ins))
+        return tuple(parts)
+
+    def _classify(self, graph, structures=None):
+        """Count ``graph`` under its structure. With ``structures`` given (a copy, for a document made before
+        the iteration ended) nothing in the trace itself changes."""
+        live = structures is None
+        structures = self.structures if live else structures
+        key = self.structure_key(graph)
+        s = structures.get(key)
+        if s is None:
+            signature = hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
+            s = StructureRecord(len(structures), signature, graph, len(key))
+            structures[key] = s
+        elif s.last_graph != graph.id:
+            previous = s.last_graph
+            s.last_graph = graph.id
+            s.last_iteration = graph.iteration
+            if live:
+                self._maybe_drop_superseded(previous, s)
+        s.count += 1
+        if live:
+            graph.structure = s
+        return s
+
+    def _maybe_drop_superseded(self, gid, structure):
+        g = self.graphs.get(gid)
+        if g is None or g.pinned or gid == structure.first_graph:
+            return
+        if self.window <= g.iteration < self.iteration - self.window:
+            self._drop_graph(g)
+
+    # ----- dropping ---------------------------------------------------------------------------------------------
+    def _drop(self, iteration):
+        if iteration < self.window:
+            return
+        trace = self.trace
+        for g in self._iter_graphs.pop(iteration, ()):
+            if g.parent is not None or g.pinned:
+                continue
+            s = g.structure
+            if s is not None and g.id in (s.first_graph, s.last_graph):
+                continue
+            self._drop_graph(g)
+        for rec in self._iter_vars.pop(iteration, ()):
+            if rec.pinned or rec.is_parameter or rec.graph is not None:
+                continue
+            if trace._vars.pop(rec.id, None) is not None:
+                self.dropped["variables"] += 1
+        for e in self._iter_events.pop(iteration, ()):
+            if e["id"] not in self.pinned_events and trace.events.pop(e["id"], None) is not None:
+                self.dropped["events"] += 1
+        for b in self._iter_backwards.pop(iteration, ()):
+            if b["id"] not in self.pinned_backwards and trace.backwards.pop(b["id"], None) is not None:
+                self.dropped["backwards"] += 1
+        self.dropped["iterations"] += 1
+
+    def _drop_graph(self, graph):
+        trace = self.trace
+        dropped = 0
+        for nid in graph.nodes:
+            rec = trace._nodes.get(nid)
+            if rec is None or rec.graph is not graph:
+                continue
+            del trace._nodes[nid]
+            dropped += 1
+            for vid in rec.outputs:
+                if trace._vars.pop(vid, None) is not None:
+                    self.dropped["variables"] += 1
+        self.dropped["nodes"] += dropped
+        self.dropped["graphs"] += 1
+        graph.full = False
+        graph.nodes = []
+        graph.accumulators = set()
+        graph.owner_keys = None
+        self.graphs.pop(graph.id, None)
+
+    # ----- pinning ----------------------------------------------------------------------------------------------
+    def _pin_allowed(self, kind, location):
+        key = (kind, location)
+        count = self._pin_counts.get(key, 0)
+        if count >= PIN_LIMIT:
+            return False
+        self._pin_counts[key] = count + 1
+        return True
+
+    def pin_event(self, event):
+        if self._pin_allowed(event["kind"], event["location"]):
+            self.pinned_events.add(event["id"])
+            var = self.trace._vars.get(event.get("variable"))
+            if var is not None:
+                var.pinned = True
+                if var.graph is not None:
+                    var.graph.find().pinned = True
+
+    def pin_backward(self, backward):
+        if self._pin_allowed("backward", backward["location"]):
+            self.pinned_backwards.add(backward["id"])
+            for nid in backward["root_nodes"]:
+                self.pin_node(self.trace._nodes.get(nid))
+
+    def pin_node(self, rec):
+        if rec is not None and rec.graph is not None:
+            rec.graph.find().pinned = True
+
+    # ----- bookkeeping ---------------------------------------------------------------------------------------------
+    def note_variable(self, rec):
+        self._iter_vars[self.iteration].append(rec)
+
+    def note_event(self, event):
+        self._iter_events[self.iteration].append(event)
+        key = (event["kind"], event["location"])
+        entry = self.event_counts.get(key)
+        if entry is None:
+            self.event_counts[key] = [1, self.iteration, self.iteration]
+        else:
+            entry[0] += 1
+            entry[2] = self.iteration
+
+    def note_backward(self, backward):
+        self._iter_backwards[self.iteration].append(backward)
+
+    def freeze(self):
+        """At stop: what is alive and held now is what the document reports as final."""
+        for g in self.graphs.values():
+            g.alive_at_stop = g.alive > 0
+        self.at_stop = self.point(self.iteration)

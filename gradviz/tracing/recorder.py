@@ -1,0 +1,705 @@
+"""``Trace``: an observer that records the engine's activity as plain data, cheaply enough to leave on.
+
+Per op it does one cached frame walk, one record per output and per node (each record is itself a weak
+reference to its object), and one reduction for the NaN/Inf check. Graphs are grouped by structure at each
+iteration boundary, and full records are kept only for a bounded window of iterations (see ``grouping.py``).
+"""
+
+import itertools
+import sys
+from collections import OrderedDict
+
+from ..autograd import grad_mode
+from ..autograd.function import AccumulateGrad as _AccumulateGrad
+from ..autograd.observer import Observer, attach, detach
+from ..autograd.variable import Variable
+from .frames import _internal, _is_internal, location_at, location_of, name_in_frame, names_in_frame, user_frame
+from .grouping import Grouping
+from .records import NodeRecord, VarRecord, dtype_name, nonfinite, nonfinite_norm, norm_of, storage_owners
+
+_is_grad_enabled = grad_mode.is_grad_enabled
+_ERROR_CODES = {"NonScalarBackwardError": "nonscalar-backward", "StaleVersionError": "stale-version",
+                "GraphFreedError": "graph-freed", "NoGradFnError": "no-requires-grad"}
+_INF = float("inf")
+_class_info = {}  # Function class -> (node name, class name, user-defined?)
+_CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
+
+
+def _caller_is_internal(depth):
+    """Whether the code that called into the engine (``depth`` frames up) is gradviz itself (an optimizer…)."""
+    code = sys._getframe(depth + 1).f_code
+    flag = _internal.get(code)
+    return _is_internal(code) if flag is None else flag
+
+
+def _raise_location(tb):
+    """The innermost user frame of a traceback (where the user's code raised or called into gradviz)."""
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        flag = _internal.get(code)
+        if not (_is_internal(code) if flag is None else flag):
+            found = (code, tb.tb_lineno)
+        tb = tb.tb_next
+    return None if found is None else location_at(*found)
+
+
+class Trace(Observer):
+    """Record every Variable, graph node, backward call and notable event while active.
+
+    ``with gradviz.trace() as tr: ...`` or ``tr = gradviz.trace(); tr.start(); ...; tr.stop()``. Read the result
+    with ``tr.to_dict()`` / ``tr.to_json(path)``, ``tr.memory``, ``tr.diagnostics``, ``tr.why_none(variable)``.
+    ``window`` is how many iterations are kept in full at the start and at the end of a long loop.
+    """
+
+    def __init__(self, window=3):
+        self.window = window
+        self.active = False
+        self.stopped = False
+        self.script = None
+        self.exception = None  # what ended the traced block, if it raised
+        self._vars = {}  # record id -> VarRecord (the document's; dropped records leave this table)
+        self._nodes = {}  # record id -> NodeRecord
+        self._live_vars = {}  # id(Variable) -> VarRecord, while the Variable lives
+        self._live_nodes = {}  # id(node) -> NodeRecord, while the node lives
+        self._var_ids = itertools.count()
+        self._node_ids = itertools.count()
+        self._event_ids = itertools.count()
+        self.events = {}  # event id -> dict
+        self.backwards = {}  # backward id -> dict
+        self._backward = None  # the backward call in progress
+        self._stack = ()  # module call stack: paths, outermost first
+        self._stack_ids = []
+        self._module_names = {}  # id(module) -> (weakref, path)
+        self._param_names = {}  # id(parameter) -> (weakref, path)
+        self._savers = {}  # id(version counter) -> [NodeRecord] of nodes that saved that storage
+        self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
+        self._last_grad_read = None
+        self._last_fn = None
+        self.first_nonfinite = None
+        self.internal_errors = []
+        self.groups = Grouping(self)
+
+    # ----- lifecycle ------------------------------------------------------------------------------------
+    def start(self):
+        if not self.active:
+            attach(self)
+            self.active = True
+            self.stopped = False
+        return self
+
+    def stop(self):
+        if self.active:
+            detach(self)
+            self.active = False
+            self.stopped = True
+            self._name_from_frame(user_frame(2))
+            self.groups.freeze()
+        return self
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is not None:  # a summary only: the exception's traceback would keep the user's frames alive
+            self.exception = {"type": type(exc).__name__, "message": str(exc).split("\n")[0],
+                              "location": _raise_location(tb)}
+        self.stop()
+        return False
+
+    # ----- records ----------------------------------------------------------------------------------------
+    def _var_died(self, rec):
+        if self._live_vars.get(rec.key) is rec:
+            del self._live_vars[rec.key]
+
+    def _node_died(self, rec):
+        if self._live_nodes.get(rec.key) is rec:
+            del self._live_nodes[rec.key]
+        rec.alive = False
+        self._release(rec)
+        self._forget_savers(rec)
+        self.groups.node_died(rec)
+
+    def _new_var(self, var, origin, location, node=None):
+        rec = VarRecord(var, self._var_died)
+        rec.id = vid = next(self._var_ids)
+        rec.key = key = id(var)
+        data = var._data
+        rec.shape = data.shape
+        rec.dtype = dtype_name(data.dtype)
+        rec.nbytes = data.nbytes
+        rec.requires_grad = var._requires_grad
+        rec.is_leaf = node is None
+        rec.is_parameter = origin == "parameter"
+        rec.origin = origin
+        rec.node = node
+        rec.accumulator = rec.source = rec.graph = rec.op = rec.inputs = None
+        rec.volatile = var._volatile
+        rec.grad_mode = _is_grad_enabled()
+        rec.module = self._stack
+        rec.location = location
+        rec.iteration = self.groups.iteration
+        rec.pinned = False
+        name = var._name
+        if name is None and self._param_names:
+            entry = self._param_names.get(key)
+            if entry is not None and entry[0]() is var:
+                name = entry[1]
+                rec.is_parameter = True
+        rec.name = name
+        self._live_vars[key] = rec
+        self._vars[vid] = rec
+        self.groups.note_variable(rec)
+        return rec
+
+    def _var_record(self, var):
+        """The record of ``var``, made on first sight for Variables created before the trace started."""
+        rec = self._live_vars.get(id(var))
+        if rec is None:
+            fn = var._grad_fn
+            origin = "parameter" if type(var).__name__ == "Parameter" else "external"
+            rec = self._new_var(var, origin, None, None if fn is None else self._node_record(fn).id)
+            rec.module = ()  # made before the trace: no module call stack is known
+        return rec
+
+    def _node_record(self, node):
+        rec = self._live_nodes.get(id(node))
+        return rec if rec is not None else self._adopt(node)
+
+    def _new_node(self, node, location, module):
+        rec = NodeRecord(node, self._node_died)
+        rec.id = nid = next(self._node_ids)
+        rec.key = id(node)
+        cls = type(node)
+        info = _class_info.get(cls)
+        if info is None:
+            info = _class_info[cls] = (node.name(), cls.__name__, not cls.__module__.startswith("gradviz."))
+        rec.op, rec.class_name, rec.custom = info
+        rec.location = location
+        rec.module = module
+        rec.iteration = self.groups.iteration
+        rec.inputs = rec.input_variables = rec.outputs = ()
+        rec.variable = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = None
+        rec.shape = ()
+        rec.dtype = None
+        rec.saved = ()
+        rec.meta = getattr(node, "_meta", None)
+        rec.external = False
+        rec.alive = True
+        self._live_nodes[rec.key] = rec
+        self._nodes[nid] = rec
+        return rec
+
+    def _link_inputs(self, rec, node):
+        """Fill ``inputs`` from next_functions; returns the input node records (to place the graph)."""
+        children = []
+        inputs = []
+        for child, nr in node.next_functions:
+            if child is None:
+                inputs.append((None, 0))
+                continue
+            crec = self._live_nodes.get(id(child))
+            if crec is None:
+                crec = self._adopt(child)
+            inputs.append((crec.id, nr))
+            children.append(crec)
+        rec.inputs = tuple(inputs)
+        return children
+
+    def _adopt(self, node):
+        """A node first seen as someone's input: a leaf's AccumulateGrad, a CopySlices, or a node built before
+        the trace started (``external``, no location; its own inputs are adopted too, without recursion)."""
+        if type(node) is _AccumulateGrad:  # the common case, every iteration for every parameter: no walk
+            rec = self._new_node(node, None, ())
+            leaf = self._var_record(node.variable)
+            rec.variable = leaf.id
+            rec.shape = leaf.shape
+            rec.dtype = leaf.dtype
+            leaf.accumulator = rec.id
+            return rec
+        pending = [node]
+        order = []
+        seen = {id(node)}
+        while pending:
+            n = pending.pop()
+            order.append(n)
+            for child, _ in n.next_functions:
+                if child is not None and id(child) not in self._live_nodes and id(child) not in seen:
+                    seen.add(id(child))
+                    pending.append(child)
+        order.sort(key=lambda n: getattr(n, "_seq", 0))
+        made = []
+        for n in order:
+            accumulate = n.name() == "AccumulateGrad"
+            rec = self._new_node(n, None, ())
+            rec.external = not accumulate and n.name() != "CopySlices"
+            if accumulate:
+                leaf = self._var_record(n.variable)
+                rec.variable = leaf.id
+                rec.shape = leaf.shape
+                rec.dtype = leaf.dtype
+                leaf.accumulator = rec.id
+            made.append((rec, n))
+        for rec, n in made:
+            self._link_inputs(rec, n)
+            self._fill_input_shapes(rec, n)
+            self._record_saved(rec, n)
+        return self._live_nodes[id(node)]
+
+    def _fill_input_shapes(self, rec, node):
+        """A node's output shape is what its consumers expected as input: fill adopted nodes' shapes."""
+        metas = [m for m in getattr(node, "_in_meta", ()) if m is not None]
+        for (child_id, _), meta in zip(rec.inputs, metas):
+            child = self._nodes.get(child_id) if child_id is not None else None
+            if child is not None and child.dtype is None:
+                child.shape, child.dtype = meta[0], dtype_name(meta[1])
+
+    def _record_saved(self, rec, node):
+        """Saved-tensor descriptions, and what they hold in memory (charged to the graph while alive)."""
+        saved = node.saved
+        if not saved:
+            rec.saved = ()
+            return
+        items = []
+        counters = []
+        for s in saved:
+            data = s.data
+            if not hasattr(data, "nbytes"):
+                continue  # a Python constant (an exponent, a divisor): not a tensor, nothing to version
+            v = s.variable
+            items.append((None if v is None else self._var_record(v).id, s.kind, s.index, data.shape, data.nbytes,
+                          s.version))
+            if s.counter is not None:
+                counters.append(id(s.counter))
+        rec.saved = tuple(items)
+        self._release(rec)
+        owners = storage_owners(saved)
+        if owners and not node.freed:
+            rec.owners = owners
+            self.groups.memory.hold(owners)
+            if rec.graph is not None:
+                self.groups.charge(rec.graph, owners)
+        self._forget_savers(rec)
+        if counters:
+            rec.counters = tuple(counters)
+            for c in rec.counters:
+                self._savers.setdefault(c, []).append(rec)
+
+    def _release(self, rec):
+        owners = rec.owners
+        if owners:
+            rec.owners = None
+            self.groups.memory.release(owners)
+
+    def _forget_savers(self, rec):
+        counters = rec.counters
+        if counters:
+            rec.counters = None
+            for c in counters:
+                lst = self._savers.get(c)
+                if lst is not None:
+                    try:
+                        lst.remove(rec)
+                    except ValueError:
+                        pass
+                    if not lst:
+                        del self._savers[c]
+
+    # ----- forward ------------------------------------------------------------------------------------------
+    def on_function(self, node, inputs, outputs):
+        location = location_of(user_frame(2))
+        self._last_fn = type(node)
+        if not node.recorded:
+            self._unrecorded(node, inputs, outputs, location)
+            return
+        in_vars = tuple([self._var_record(a).id if isinstance(a, Variable) else None for a in inputs])
+        rec = self._new_node(node, location, self._stack)
+        children = self._link_inputs(rec, node)
+        rec.input_variables = tuple([v for v in in_vars if v is not None])
+        graph = self.groups.place(rec, children)
+        out_ids = []
+        output_bytes = 0
+        for out in outputs:
+            orec = self._new_var(out, "op", location, rec.id if out._grad_fn is node else None)
+            orec.op = rec.op
+            orec.inputs = rec.input_variables
+            orec.graph = graph
+            out_ids.append(orec.id)
+            output_bytes += orec.nbytes
+        rec.outputs = tuple(out_ids)
+        first = outputs[0]._data
+        rec.shape = first.shape
+        rec.dtype = dtype_name(first.dtype)
+        graph.output_bytes += output_bytes
+        self._record_saved(rec, node)
+        if first.dtype.kind in "fc" and any(nonfinite(o._data) for o in outputs):
+            self._nonfinite(rec, "forward")
+
+    def _unrecorded(self, node, inputs, outputs, location):
+        """An op that built no graph node. Its outputs matter to 'why is there no gradient' only when some
+        input required grad (no_grad, volatile, a non-differentiable op); anything else is plain data."""
+        if not any(isinstance(a, Variable) and a._requires_grad for a in inputs):
+            return
+        in_ids = tuple([self._var_record(a).id for a in inputs if isinstance(a, Variable)])
+        op = node.name()
+        for out in outputs:
+            orec = self._new_var(out, "op", location)
+            orec.op = op
+            orec.inputs = in_ids
+
+    def _nonfinite(self, rec, phase):
+        if rec.nonfinite is None:
+            rec.nonfinite = phase
+        if self.first_nonfinite is None:
+            self.first_nonfinite = {"node": rec.id, "phase": phase, "iteration": self.groups.iteration,
+                                    "backward": None if self._backward is None else self._backward["id"]}
+            self.groups.pin_node(rec)
+
+    def on_variable(self, variable, origin):
+        rec = self._live_vars.get(id(variable))
+        if rec is not None:
+            if origin == "parameter":
+                rec.is_parameter = True
+            return
+        if origin == "grad":
+            location = self._backward["location"] if self._backward is not None else None
+        else:
+            location = location_of(user_frame(2))
+        rec = self._new_var(variable, origin, location)
+        if origin == "new" and self._cut:
+            cut = self._cut.get(id(variable._data))
+            if cut is not None and cut[0]() is variable._data:
+                rec.source = cut[1]
+
+    def on_module_call(self, module, phase, inputs=None, output=None):
+        if phase == "enter":
+            self._stack = self._stack + (self._module_path(module),)
+            self._stack_ids.append(id(module))
+        else:
+            ids = self._stack_ids
+            if id(module) in ids:
+                while ids:
+                    top = ids.pop()
+                    self._stack = self._stack[:-1]
+                    if top == id(module):
+                        break
+
+    def _module_path(self, module):
+        entry = self._module_names.get(id(module))
+        if entry is not None and entry[0]() is module:
+            return entry[1]
+        if self._stack:
+            return self._stack[-1] + "." + type(module).__name__
+        name = name_in_frame(user_frame(3), module) or type(module).__name__
+        self._name_module_tree(module, name)
+        return name
+
+    def _name_module_tree(self, module, name):
+        """A root module's dotted paths for its submodules and parameters (``model1.conv.weight``)."""
+        import weakref
+
+        try:
+            pairs = list(module.named_modules())
+        except Exception:  # not an nn.Module after all: name the object alone
+            pairs = [("", module)]
+        for sub, m in pairs:
+            try:
+                ref = weakref.ref(m)
+            except TypeError:
+                continue
+            if id(m) not in self._module_names or self._module_names[id(m)][0]() is not m:
+                self._module_names[id(m)] = (ref, f"{name}.{sub}" if sub else name)
+        named = getattr(module, "named_parameters", None)
+        for pname, p in (named() if named is not None else ()):
+            path = f"{name}.{pname}"
+            if id(p) in self._param_names and self._param_names[id(p)][0]() is p:
+                continue
+            self._param_names[id(p)] = (weakref.ref(p), path)
+            rec = self._live_vars.get(id(p))
+            if rec is not None and rec() is p:
+                if p._name is None:
+                    rec.name = path
+                rec.is_parameter = True
+
+    # ----- in-place, detach, hooks, .grad ------------------------------------------------------------------
+    def on_inplace(self, variable, node, old_version, new_version):
+        location = location_of(user_frame(2))
+        vrec = self._var_record(variable)
+        last = self._last_fn
+        op = node.name() if node is not None else (last.name() if last is not None else None)
+        saved_by = self._stale_savers(variable, new_version)
+        nid = None
+        if node is not None:
+            rec = self._node_record(node)
+            nid = rec.id
+            self._record_saved(rec, node)  # the in-place path re-points the node's saved tensors
+            vrec.node = nid
+            vrec.is_leaf = False
+            vrec.requires_grad = True
+            base = variable._base
+            if base is not None and base._grad_fn is not None and base._grad_fn.name() == "CopySlices":
+                crec = self._node_record(base._grad_fn)
+                if crec.graph is None:
+                    self.groups.place(crec, [rec])
+                brec = self._var_record(base)
+                brec.node = crec.id
+                brec.is_leaf = False
+        event = self._event("inplace", location, variable=vrec.id, op=op, old_version=old_version,
+                            new_version=new_version, node=nid, saved_by=saved_by)
+        if saved_by:
+            self.groups.pin_event(event)
+            for n in saved_by:
+                self.groups.pin_node(self._nodes.get(n))
+
+    def _stale_savers(self, variable, new_version):
+        """Live, unfreed nodes that saved this storage at an older version: backward through them will fail."""
+        lst = self._savers.get(id(variable._vc))
+        if not lst:
+            return []
+        found = []
+        vc = variable._vc
+        for rec in list(lst):
+            node = rec()
+            if node is None or node.freed:
+                continue
+            if any(s.counter is vc and s.version < new_version for s in node.saved):
+                found.append(rec.id)
+        return found
+
+    def on_detach(self, source, result, how):
+        if _caller_is_internal(2):
+            return
+        location = location_of(user_frame(2))
+        srec = self._var_record(source)
+        rid = None
+        if isinstance(result, Variable):
+            if result is source:  # detach_(): the Variable itself left the graph
+                rid = srec.id
+                srec.node = None
+                srec.is_leaf = True
+            else:
+                rrec = self._live_vars.get(id(result)) or self._new_var(result, how, location)
+                rrec.source = srec.id
+                rid = rrec.id
+            array = result._data
+        else:
+            array = result
+        if hasattr(array, "__array_interface__"):
+            self._remember_cut(array, rid if rid is not None else srec.id)
+        self._event("detach", location, source=srec.id, result=rid, how=how)
+
+    def _remember_cut(self, array, vid):
+        import weakref
+
+        try:
+            ref = weakref.ref(array)
+        except TypeError:
+            return
+        self._cut[id(array)] = (ref, vid)
+        if len(self._cut) > _CUT_MEMORY:
+            self._cut.popitem(last=False)
+
+    def on_hook(self, variable, hook, event, grad=None, result=None):
+        if event != "call" and _caller_is_internal(2):
+            return
+        location = location_of(user_frame(2))
+        vid = self._var_record(variable).id if variable is not None else None
+        fields = {"variable": vid, "event": event, "retain_grad": hook is None,
+                  "hook_name": None if hook is None else getattr(hook, "__qualname__", type(hook).__name__)}
+        code = getattr(hook, "__code__", None)
+        fields["hook_location"] = None if code is None else {"file": code.co_filename, "line": code.co_firstlineno}
+        if event == "call" and self._backward is not None:
+            fields["backward"] = self._backward["id"]
+        self._event("hook", location, **fields)
+
+    def on_grad_read(self, variable, grad):
+        if _caller_is_internal(2):
+            return
+        frame = user_frame(2)
+        location = location_of(frame)
+        rec = self._var_record(variable)
+        if rec.name is None:
+            rec.name = name_in_frame(frame, variable)
+        is_leaf = variable._grad_fn is None
+        event = self._event("grad_read", location, variable=rec.id, was_none=grad is None, is_leaf=is_leaf,
+                            retains_grad=variable.retains_grad, requires_grad=variable._requires_grad)
+        self._last_grad_read = event
+        if grad is None and not is_leaf:
+            self.groups.pin_event(event)
+
+    def on_grad_write(self, variable, grad):
+        if _caller_is_internal(2):
+            return
+        location = location_of(user_frame(2))
+        self._event("grad_write", location, variable=self._var_record(variable).id, is_none=grad is None)
+
+    def on_optimizer(self, optimizer, event):
+        location = location_of(user_frame(2))
+        if event == "zero_grad":
+            self.groups.zero_grad()
+        params = []
+        for group in getattr(optimizer, "param_groups", ()):
+            for p in group.get("params", ()):
+                if isinstance(p, Variable):
+                    params.append(self._var_record(p).id)
+        self._event("optimizer", location, event=event, optimizer=type(optimizer).__name__, parameters=params)
+        if event == "step":
+            self.groups.boundary()
+
+    def _event(self, kind, location, **fields):
+        eid = next(self._event_ids)
+        event = {"id": eid, "kind": kind, "location": location, "iteration": self.groups.iteration}
+        event.update(fields)
+        self.events[eid] = event
+        self.groups.note_event(event)
+        return event
+
+    # ----- backward -------------------------------------------------------------------------------------------
+    def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
+        frame = user_frame(2)
+        location = location_of(frame)
+        self._name_from_frame(frame)
+        root_ids = [self._var_record(r).id for r in roots]
+        root_nodes = []
+        for r in roots:
+            fn = r._grad_fn
+            root_nodes.append(None if fn is None else self._node_record(fn).id)
+        bid = len(self.backwards) + self.groups.dropped["backwards"]
+        gradient_from = None
+        read = self._last_grad_read
+        if read is not None and read["location"] == location and read["was_none"]:
+            if any(g is None for g in grad_roots):
+                gradient_from = read["id"]
+        self._backward = {"id": bid, "iteration": self.groups.iteration, "roots": root_ids,
+                          "root_nodes": root_nodes, "retain_graph": bool(retain_graph),
+                          "started": retain_graph is not None, "kind": "backward" if inputs is None else "grad",
+                          "location": location, "visited": [], "grad_norms": {}, "leaf_grad_norms": {},
+                          "gradient_from": gradient_from, "error": None, "freed_nodes": 0}
+        self.backwards[bid] = self._backward
+        self.groups.note_backward(self._backward)
+
+    def on_backward_step(self, node, grad_outputs, grad_inputs):
+        b = self._backward
+        rec = self._live_nodes.get(id(node)) or self._adopt(node)
+        b["visited"].append(rec.id)
+        norm = norm_of(grad_outputs)
+        b["grad_norms"][rec.id] = norm
+        if norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs):
+            self._nonfinite(rec, "backward")
+
+    def on_accumulate(self, variable, grad):
+        b = self._backward
+        rec = self._var_record(variable)
+        norm = norm_of((grad,))
+        b["leaf_grad_norms"][rec.id] = norm
+        if norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)):
+            acc = self._nodes.get(rec.accumulator) if rec.accumulator is not None else None
+            if acc is not None:
+                self._nonfinite(acc, "backward")
+        if rec.accumulator is not None:
+            b["visited"].append(rec.accumulator)
+            b["grad_norms"][rec.accumulator] = norm
+
+    def on_buffers_freed(self, node):
+        rec = self._live_nodes.get(id(node))
+        if rec is None:
+            return
+        self._release(rec)
+        self._forget_savers(rec)
+        b = self._backward
+        if b is not None and rec.freed_by is None:
+            rec.freed_by = b["id"]
+            b["freed_nodes"] += 1
+            graph = rec.graph
+            if graph is not None and graph.freed_by is None:
+                graph.freed_by = b["id"]
+                graph.freed_at_iteration = self.groups.iteration
+
+    def on_backward_end(self, roots, error):
+        b = self._backward
+        if b is None:
+            return
+        if error is not None:
+            kind = type(error).__name__
+            info = {"type": kind, "message": str(error).split("\n")[0], "code": _ERROR_CODES.get(kind)}
+            node = getattr(error, "node", None)
+            if node is not None:
+                info["node"] = self._node_record(node).id
+            for attr in ("index", "expected", "current"):
+                if hasattr(error, attr):
+                    info[attr] = getattr(error, attr)
+            variable = getattr(error, "variable", None)
+            if isinstance(variable, Variable):
+                info["variable"] = self._var_record(variable).id
+            b["error"] = info
+            self.groups.pin_backward(b)
+        self.groups.backward_done(b)
+        self._backward = None
+
+    # ----- names ------------------------------------------------------------------------------------------------
+    def _name_from_frame(self, frame):
+        """Give unnamed live Variables the name the user's frame binds them to (cheap: one pass over a dict)."""
+        if frame is None:
+            return
+        for key, name in names_in_frame(frame, Variable).items():
+            rec = self._live_vars.get(key)
+            if rec is not None and rec.name is None:
+                rec.name = name
+
+    # ----- results ------------------------------------------------------------------------------------------------
+    @property
+    def stats(self):
+        """Cheap live counters for a progress line (safe to poll from another thread)."""
+        g = self.groups
+        return {"backward_calls": len(self.backwards) + g.dropped["backwards"], "iterations": g.iteration + 1,
+                "retained_bytes": g.memory.now, "peak_retained_bytes": g.memory.peak, "graphs": g.graph_count,
+                "nodes": len(self._nodes) + g.dropped["nodes"]}
+
+    def to_dict(self):
+        """The trace document (``gradviz-trace`` version 1, see docs/trace-format.md), with diagnostics."""
+        from .document import build_document
+
+        if self.active:
+            self._name_from_frame(user_frame(2))
+        return build_document(self, with_diagnostics=True)
+
+    def to_json(self, path):
+        from .document import write_json
+
+        write_json(self.to_dict(), path)
+        return path
+
+    @property
+    def memory(self):
+        """``{"peak_retained_bytes", "final_retained_bytes", "series", "graphs"}`` (see docs/trace-format.md)."""
+        from .document import memory_section
+
+        return memory_section(self)
+
+    @property
+    def diagnostics(self):
+        return self.to_dict()["diagnostics"]
+
+    def why_none(self, variable):
+        """Why ``variable.grad`` is None: the classified cause, with the edge or line where the path breaks."""
+        from ..diagnose import why_none
+
+        vid = self._var_record(variable).id if isinstance(variable, Variable) else int(variable)
+        from .document import build_document
+
+        if self.active:
+            self._name_from_frame(user_frame(2))
+        return why_none(build_document(self, with_diagnostics=False), vid)
+
+    def variable_id(self, variable):
+        """The id this trace gives ``variable`` (recording it now if it was never seen)."""
+        return self._var_record(variable).id
+
+    def node_id(self, node):
+        return self._node_record(node).id
+
+    def __repr__(self):
+        s = self.stats
+        state = "active" if self.active else ("stopped" if self.stopped else "not started")
+        return (f"<gradviz.trace {state}: {s['nodes']} nodes, {s['graphs']} graphs, {s['backward_calls']} backward "
+                f"calls, {s['iterations']} iterations>")

@@ -1,0 +1,182 @@
+"""``load_trace``: read a trace document back, checking it field by field (never pickle, never eval).
+
+The schema is data: each record kind maps field names to a type. The first field that does not fit raises
+``TraceFormatError`` with a one-line message naming it, e.g. ``nodes[3].op: expected a string``.
+"""
+
+import json
+
+from .document import FORMAT, VERSION, TraceDocument
+
+
+class TraceFormatError(ValueError):
+    """A file that is not a valid gradviz trace document; the message names the first bad field."""
+
+
+# Types: "int", "str", "bool", "num" (a number, or "nan"/"inf"/"-inf"), "obj" (any object), "any";
+# a leading "?" allows null; [T] is a list of T; a dict is a nested record. Keys ending in "?" are optional.
+LOCATION = {"file": "str", "line": "int", "text": "str", "function?": "?str"}
+SAVED = {"variable": "?int", "kind": "str", "index": "int", "shape": ["int"], "bytes": "int", "version": "int"}
+VARIABLE = {
+    "id": "int", "name": "?str", "shape": ["int"], "dtype": "str", "bytes": "int", "requires_grad": "bool",
+    "is_leaf": "bool", "is_parameter": "bool", "origin": "str", "node": "?int", "accumulator": "?int",
+    "source": "?int", "volatile": "bool", "grad_mode": "bool", "module": ["str"], "location": "?loc",
+    "graph": "?int", "op?": "?str", "inputs?": "?[int]", "iteration?": "int",
+}
+NODE = {
+    "id": "int", "op": "str", "custom": "bool", "class_name": "str", "inputs": [["?int"]],
+    "input_variables": ["?int"], "outputs": ["int"], "variable": "?int", "shape": ["int"], "dtype": "str",
+    "saved": [SAVED], "meta": "obj", "module": ["str"], "location": "?loc", "graph": "?int", "freed_by": "?int",
+    "nonfinite": "?str", "external?": "bool", "iteration?": "int",
+}
+GRAPH = {
+    "id": "int", "structure": "?int", "iteration": "int", "nodes": ["int"], "roots": ["int"], "saved_bytes": "int",
+    "output_bytes": "int", "freed_by": "?int", "alive_at_end": "bool", "full": "bool",
+    "freed_at_iteration?": "?int", "backwarded?": "bool", "external_inputs?": [["int"]],
+}
+STRUCTURE = {"id": "int", "signature": "str", "count": "int", "first_graph": "int", "last_graph": "int",
+             "iterations": ["int"], "node_count": "int"}
+ERROR = {"type": "str", "message": "str", "code": "?str"}
+BACKWARD = {
+    "id": "int", "iteration": "int", "roots": ["int"], "root_nodes": ["?int"], "retain_graph": "bool",
+    "kind": "str", "location": "?loc", "visited": ["int"], "grad_norms": "{num}", "leaf_grad_norms": "{num}",
+    "gradient_from": "?int", "error": "?error", "started?": "bool", "graphs?": ["int"], "freed_nodes?": "int",
+}
+EVENT = {"id": "int", "kind": "str", "location": "?loc", "iteration": "int"}
+EVENT_FIELDS = {
+    "inplace": {"variable": "int", "op": "?str", "old_version": "int", "new_version": "int", "node": "?int",
+                "saved_by": ["int"]},
+    "grad_read": {"variable": "int", "was_none": "bool", "is_leaf": "bool", "retains_grad": "bool"},
+    "grad_write": {"variable": "int"},
+    "hook": {"variable": "?int", "event": "str", "hook_name": "?str", "retain_grad": "bool"},
+    "detach": {"source": "int", "result": "?int", "how": "str"},
+    "optimizer": {"event": "str", "optimizer": "str", "parameters": ["int"]},
+}
+DIAGNOSTIC = {
+    "code": "str", "severity": "str", "message": "str", "id?": "int", "hint?": "?str", "location?": "?loc",
+    "nodes?": ["int"], "variables?": ["int"], "links?": ["int"], "count?": "int", "related?": ["obj"],
+    "details?": "?obj",
+}
+POINT = {"iteration": "int", "retained_bytes": "int", "graphs_alive": "int"}
+MEMORY = {"peak_retained_bytes": "int", "final_retained_bytes": "int", "series": [POINT], "graphs": ["obj"]}
+STATUS = {"completed": "bool", "exception": "?obj"}
+DOCUMENT = {
+    "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
+    "variables": [VARIABLE], "nodes": [NODE], "graphs": [GRAPH], "structures": [STRUCTURE],
+    "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
+    "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
+    "internal_errors?": ["obj"],
+}
+SEVERITIES = ("error", "warning", "info")
+_NAMES = {"int": "an integer", "str": "a string", "bool": "true or false", "num": "a number", "obj": "an object",
+          "loc": "a location object", "error": "an error object"}
+
+
+def _describe(spec):
+    if isinstance(spec, list):
+        return "a list"
+    if isinstance(spec, dict):
+        return "an object"
+    if spec.startswith("?"):
+        return _describe(spec[1:]) + " or null"
+    if spec.startswith("{"):
+        return "an object"
+    if spec.startswith("["):
+        return "a list"
+    return _NAMES[spec]
+
+
+def _fail(path, message):
+    raise TraceFormatError(f"{path}: {message}")
+
+
+def _check(value, spec, path):
+    if isinstance(spec, list):
+        if not isinstance(value, list):
+            _fail(path, "expected a list")
+        for i, item in enumerate(value):
+            _check(item, spec[0], f"{path}[{i}]")
+        return
+    if isinstance(spec, dict):
+        _check_record(value, spec, path)
+        return
+    if spec.startswith("?"):
+        if value is None:
+            return
+        spec = spec[1:]
+    if spec.startswith("["):
+        _check(value, [spec[1:-1]], path)
+    elif spec.startswith("{"):
+        if not isinstance(value, dict):
+            _fail(path, "expected an object")
+        for key, item in value.items():
+            _check(item, spec[1:-1], f"{path}.{key}")
+    elif spec == "loc":
+        _check_record(value, LOCATION, path, "a location object")
+    elif spec == "error":
+        _check_record(value, ERROR, path, "an error object")
+    elif not _fits(value, spec):
+        _fail(path, f"expected {_describe(spec)}")
+
+
+def _fits(value, spec):
+    if spec == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if spec == "str":
+        return isinstance(value, str)
+    if spec == "bool":
+        return isinstance(value, bool)
+    if spec == "num":
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)) or value in ("nan", "inf", "-inf")
+    if spec == "obj":
+        return isinstance(value, dict)
+    return True
+
+
+def _check_record(value, spec, path, what="an object"):
+    if not isinstance(value, dict):
+        _fail(path, f"expected {what}")
+    prefix = f"{path}." if path else ""
+    for key, field_spec in spec.items():
+        optional = key.endswith("?")
+        name = key[:-1] if optional else key
+        if name not in value:
+            if optional:
+                continue
+            _fail(prefix + name, "missing")
+        _check(value[name], field_spec, prefix + name)
+
+
+def validate(doc):
+    """Raise TraceFormatError at the first field of ``doc`` that does not fit the version-1 schema."""
+    if not isinstance(doc, dict):
+        raise TraceFormatError("document: expected a JSON object at the top level")
+    if doc.get("format") != FORMAT:
+        _fail("format", f'expected "{FORMAT}", got {json.dumps(doc.get("format"))}')
+    if doc.get("version") != VERSION:
+        _fail("version", f"unsupported version {json.dumps(doc.get('version'))} (this gradviz reads version "
+                         f"{VERSION})")
+    _check_record(doc, DOCUMENT, "")
+    for i, event in enumerate(doc["events"]):
+        fields = EVENT_FIELDS.get(event["kind"])
+        if fields is not None:
+            _check_record(event, fields, f"events[{i}]")
+    for i, diag in enumerate(doc["diagnostics"]):
+        if diag["severity"] not in SEVERITIES:
+            _fail(f"diagnostics[{i}].severity", f"expected one of {', '.join(SEVERITIES)}")
+
+
+def load_trace(path):
+    """Read and validate a trace document written by ``tr.to_json`` or ``gradviz run``; returns a
+    ``TraceDocument`` (a dict) that renderers accept like a live trace's ``to_dict()``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError:
+        raise TraceFormatError(f"{path}: not a text file (expected a gradviz trace in JSON)") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    validate(doc)
+    return TraceDocument(doc)
