@@ -8,8 +8,8 @@ import argparse
 import statistics
 import time
 
-from gradviz.render import build_graph, dot_available, lay_out, to_dot
-from gradviz.render.synthetic import DocBuilder, chained_models_doc, loop_doc
+from gradviz.rendering import build_graph, dot_available, lay_out, to_dot
+from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, loop_doc
 
 
 def random_dag(n, seed=0):

@@ -40,8 +40,8 @@ def trace_sample(path):
 
 
 def main():
-    from gradviz.render import render
-    from gradviz.render.synthetic import loop_doc
+    from gradviz.rendering import render
+    from gradviz.rendering.synthetic import loop_doc
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=str(ROOT / "docs" / "images"))

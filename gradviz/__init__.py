@@ -22,7 +22,7 @@ _LAZY = {
     "trace": ("gradviz.tracing", "trace"),
     "load_trace": ("gradviz.tracing", "load_trace"),
     "explain": ("gradviz.diagnose", "explain"),
-    "render": ("gradviz.render", "render"),
+    "render": ("gradviz.rendering", "render"),
 }
 
 

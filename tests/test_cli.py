@@ -191,7 +191,7 @@ def test_help_lists_the_commands(cli):
 def test_help_does_not_import_the_heavy_parts():
     code = ("import sys; from gradviz.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('rich', 'graphviz', 'gradviz.tracing', 'gradviz.render', 'gradviz.diagnose')"
+            "heavy = [m for m in ('rich', 'graphviz', 'gradviz.tracing', 'gradviz.rendering', 'gradviz.diagnose')"
             " if m in sys.modules]\nprint('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == "HEAVY []"
@@ -442,7 +442,7 @@ def test_run_format(cli, tmp_path, fmt, magic):
 def test_run_without_dot_writes_sources_and_says_how_to_get_pictures(cli, tmp_path, monkeypatch):
     import importlib
 
-    monkeypatch.setattr(importlib.import_module("gradviz.render"), "dot_available", lambda: False)
+    monkeypatch.setattr(importlib.import_module("gradviz.rendering"), "dot_available", lambda: False)
     name = script(tmp_path, NONE_GRAD_READ)
     result = cli("run", "--out", "out", name)
     assert result.exit_code == 0

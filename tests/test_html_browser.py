@@ -7,9 +7,9 @@ import tempfile
 
 import pytest
 
-from gradviz.render.html import html_report
-from gradviz.render.layout import dot_available
-from gradviz.render.synthetic import chained_models_doc, hostile_doc
+from gradviz.rendering.html import html_report
+from gradviz.rendering.layout import dot_available
+from gradviz.rendering.synthetic import chained_models_doc, hostile_doc
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [

@@ -20,10 +20,10 @@ def test_engine_import_pulls_in_no_debugger_dependencies():
 def test_import_gradviz_is_light():
     loaded = _modules_after("import gradviz\nx = gradviz.randn(3, requires_grad=True)\n(x * 2).sum().backward()")
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
-    assert "gradviz.render" not in loaded and "gradviz.cli" not in loaded
+    assert "gradviz.rendering" not in loaded and "gradviz.cli" not in loaded
 
 
 def test_engine_modules_do_not_import_tracing_rendering_or_cli():
     loaded = _modules_after("import gradviz.autograd, gradviz.nn, gradviz.optim")
-    assert not {m for m in loaded if m.startswith(("gradviz.tracing", "gradviz.diagnose", "gradviz.render",
+    assert not {m for m in loaded if m.startswith(("gradviz.tracing", "gradviz.diagnose", "gradviz.rendering",
                                                    "gradviz.cli"))}

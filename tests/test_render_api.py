@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 import gradviz
-from gradviz.render import (
+from gradviz.rendering import (
     DOT_MISSING,
     DotNotFoundError,
     LayoutTimeout,
@@ -17,7 +17,7 @@ from gradviz.render import (
     render,
     to_dot,
 )
-from gradviz.render.synthetic import chained_models_doc, loop_doc
+from gradviz.rendering.synthetic import chained_models_doc, loop_doc
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
 

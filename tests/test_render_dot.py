@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gradviz.render.dot import html_escape, quote, to_dot
-from gradviz.render.graph import build_graph
-from gradviz.render.layout import dot_available
-from gradviz.render.synthetic import chained_models_doc, hostile_doc, loop_doc
+from gradviz.rendering.dot import html_escape, quote, to_dot
+from gradviz.rendering.graph import build_graph
+from gradviz.rendering.layout import dot_available
+from gradviz.rendering.synthetic import chained_models_doc, hostile_doc, loop_doc
 
 GOLDEN = Path(__file__).parent / "render_golden"
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")

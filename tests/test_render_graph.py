@@ -2,8 +2,8 @@
 
 import pytest
 
-from gradviz.render.graph import build_graph
-from gradviz.render.synthetic import DocBuilder, chained_models_doc, loop_doc
+from gradviz.rendering.graph import build_graph
+from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, loop_doc
 
 
 def by_name(spec):

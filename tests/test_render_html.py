@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from gradviz.render import notebook_html
-from gradviz.render.html import html_report, inline_svg, json_for_script, memory_chart, report_data
-from gradviz.render.layout import dot_available
-from gradviz.render.synthetic import DocBuilder, chained_models_doc, hostile_doc
+from gradviz.rendering import notebook_html
+from gradviz.rendering.html import html_report, inline_svg, json_for_script, memory_chart, report_data
+from gradviz.rendering.layout import dot_available
+from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, hostile_doc
 
 FAKE_SVG = '<?xml version="1.0"?>\n<!DOCTYPE svg>\n<!-- c -->\n<svg><g id="gv-n3" class="node"></g></svg>'
 

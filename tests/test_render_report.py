@@ -2,8 +2,8 @@
 
 from rich.console import Console
 
-from gradviz.render.report import diagnostics_table, memory_table, sparkline, summary
-from gradviz.render.synthetic import DocBuilder, chained_models_doc
+from gradviz.rendering.report import diagnostics_table, memory_table, sparkline, summary
+from gradviz.rendering.synthetic import DocBuilder, chained_models_doc
 
 
 def text_of(renderable):

@@ -71,7 +71,7 @@ def prepare_folder(out_dir):
 
 def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None):
     """Write the pictures (unless ``draw`` is false), report.json and report.html into ``out_dir``."""
-    from ..render.html import html_report
+    from ..rendering.html import html_report
     from ..tracing import TraceDocument
 
     prepare_folder(out_dir)
@@ -92,7 +92,7 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None):
 def _write_pictures(doc, out_dir, fmt, options, written):
     """Draw each picture into ``out_dir``; returns the report page's pictures, {title: svg text}, where a title
     ending in "(DOT source)" holds DOT text and None stands for a picture that could not be drawn."""
-    from ..render import DotNotFoundError, render
+    from ..rendering import DotNotFoundError, render
 
     pictures = {}
     for picture in pictures_to_draw(doc):
@@ -117,7 +117,7 @@ def _svg_of(doc, path, fmt, picture, options):
     """The SVG the report page embeds: the file just written, or a second layout when it was not an SVG."""
     if fmt == "svg":
         return _read(path)
-    from ..render import render
+    from ..rendering import render
 
     graph = render(doc, format="svg", graphs=[picture.graph], **options)
     return graph._repr_image_svg_xml()

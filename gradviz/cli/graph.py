@@ -90,7 +90,7 @@ def _load(output, path):
 
 
 def _draw(output, doc, source, out_file, fmt, options):
-    from ..render import DOT_MISSING, DotNotFoundError, render
+    from ..rendering import DOT_MISSING, DotNotFoundError, render
     from .artifacts import OutputFolderError, prepare_folder
 
     stem = os.path.splitext(os.path.basename(os.path.normpath(source)))[0]

@@ -84,7 +84,7 @@ def _report_script_failure(output, result):
 
 
 def _print_report(output, doc):
-    from ..render import report
+    from ..rendering import report
 
     for renderable in (report.summary(doc), report.diagnostics_table(doc), report.memory_table(doc)):
         output.print(renderable)
@@ -92,7 +92,7 @@ def _print_report(output, doc):
 
 
 def _write_files(output, doc, script, out_dir, fmt, no_render, max_nodes):
-    from ..render import DOT_MISSING
+    from ..rendering import DOT_MISSING
     from .artifacts import OutputFolderError, write_all
 
     out_dir = out_dir or default_out_dir(script)
