@@ -70,13 +70,31 @@ def user_location(depth=3):
     return location_of(user_frame(depth))
 
 
+_CO_OPTIMIZED = 0x1
+_SNAPSHOT_LOCALS = sys.version_info < (3, 13)  # before PEP 667, a function's f_locals is a cached dict copy
+
+
+def _locals(frame):
+    """A function frame's locals as a list of (name, value), without leaving a copy that keeps them alive.
+
+    Before Python 3.13, reading ``f_locals`` of a function frame fills a dict cached on the frame with strong
+    references to every local; it stays until the frame ends, so a Variable the user deletes (or rebinds in a
+    loop) would stay alive because the tracer looked. CPython refills that cache before every use (``locals()``,
+    debuggers' trace functions), so emptying it after reading is invisible to everyone else."""
+    scope = frame.f_locals
+    items = list(scope.items())
+    if _SNAPSHOT_LOCALS and frame.f_code.co_flags & _CO_OPTIMIZED and type(scope) is dict:
+        scope.clear()
+    return items
+
+
 def name_in_frame(frame, obj):
     """The name a user frame binds to ``obj`` (locals first, then globals), or None. Identity, never ==."""
     if frame is None:
         return None
-    for scope in (frame.f_locals, frame.f_globals):
+    for items in (_locals(frame), frame.f_globals.items()):
         fallback = None
-        for key, value in scope.items():
+        for key, value in items:
             if value is obj:
                 if not key.startswith("_"):
                     return key
@@ -86,13 +104,25 @@ def name_in_frame(frame, obj):
     return None
 
 
+def name_in_frames(frame, obj, depth=4):
+    """Like ``name_in_frame`` but looking outwards a few frames, ignoring ``self``: a module is named by the
+    code that calls it, not by its own methods."""
+    while frame is not None and depth > 0:
+        name = name_in_frame(frame, obj)
+        if name is not None and name != "self":
+            return name
+        frame = frame.f_back
+        depth -= 1
+    return None
+
+
 def names_in_frame(frame, kind):
     """``{id(obj): name}`` for every object of type ``kind`` bound in the frame (locals win over globals)."""
     found = {}
     if frame is None:
         return found
-    for scope in (frame.f_globals, frame.f_locals):
-        for key, value in scope.items():
+    for items in (frame.f_globals.items(), _locals(frame)):
+        for key, value in items:
             if isinstance(value, kind) and not key.startswith("__"):
                 found[id(value)] = key
     return found

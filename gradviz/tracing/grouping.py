@@ -230,7 +230,7 @@ class Grouping:
         self._iter_vars[it] = []
         self._iter_events[it] = []
         self._iter_backwards[it] = []
-        self._drop(it - self.window - 1)
+        self._drop(it - self.window)
 
     def _close(self, iteration):
         for g in self._iter_graphs.get(iteration, ()):
@@ -250,21 +250,34 @@ class Grouping:
 
     # ----- structures ------------------------------------------------------------------------------------------
     def structure_key(self, graph):
+        """What makes two graphs the same: their op nodes in creation order, each with its output shape,
+        innermost module path and inputs (a position in the graph, or the leaf it accumulates into, by shape
+        and parameter name: a leaf's AccumulateGrad may be shared by consecutive graphs, so it has no position)."""
         nodes = self.trace._nodes
         variables = self.trace._vars
-        ids = sorted(graph.nodes)
-        local = {nid: i for i, nid in enumerate(ids)}
+        ops = sorted(nid for nid in graph.nodes if nid not in graph.accumulators)
+        local = {nid: i for i, nid in enumerate(ops)}
         parts = []
-        for nid in ids:
+        for nid in ops:
             rec = nodes.get(nid)
             if rec is None:
                 parts.append(None)
-            elif rec.variable is not None:
-                leaf = variables.get(rec.variable)
-                parts.append(("A", rec.shape, leaf.name if leaf is not None and leaf.is_parameter else None))
-            else:
-                ins = tuple([(-2 if n is None else local.get(n, -1), nr) for n, nr in rec.inputs])
-                parts.append((rec.op, rec.shape, rec.module[-1] if rec.module else None, ins))
+                continue
+            ins = []
+            for n, nr in rec.inputs:
+                if n is None:
+                    ins.append(None)
+                elif n in local:
+                    ins.append((local[n], nr))
+                else:
+                    child = nodes.get(n)
+                    if child is not None and child.variable is not None:
+                        leaf = variables.get(child.variable)
+                        ins.append(("leaf", child.shape, leaf.name if leaf is not None and leaf.is_parameter
+                                    else None))
+                    else:
+                        ins.append(("outside", nr))
+            parts.append((rec.op, rec.shape, rec.module[-1] if rec.module else None, tuple(ins)))
         return tuple(parts)
 
     def _classify(self, graph, structures=None):
@@ -293,7 +306,7 @@ class Grouping:
         g = self.graphs.get(gid)
         if g is None or g.pinned or gid == structure.first_graph:
             return
-        if self.window <= g.iteration < self.iteration - self.window:
+        if self.window <= g.iteration <= self.iteration - self.window:
             self._drop_graph(g)
 
     # ----- dropping ---------------------------------------------------------------------------------------------

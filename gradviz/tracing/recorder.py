@@ -13,7 +13,16 @@ from ..autograd import grad_mode
 from ..autograd.function import AccumulateGrad as _AccumulateGrad
 from ..autograd.observer import Observer, attach, detach
 from ..autograd.variable import Variable
-from .frames import _internal, _is_internal, location_at, location_of, name_in_frame, names_in_frame, user_frame
+from .frames import (
+    _internal,
+    _is_internal,
+    location_at,
+    location_of,
+    name_in_frame,
+    name_in_frames,
+    names_in_frame,
+    user_frame,
+)
 from .grouping import Grouping
 from .records import NodeRecord, VarRecord, dtype_name, nonfinite, nonfinite_norm, norm_of, storage_owners
 
@@ -390,7 +399,7 @@ class Trace(Observer):
             return entry[1]
         if self._stack:
             return self._stack[-1] + "." + type(module).__name__
-        name = name_in_frame(user_frame(3), module) or type(module).__name__
+        name = name_in_frames(user_frame(3), module) or type(module).__name__
         self._name_module_tree(module, name)
         return name
 

@@ -8,7 +8,7 @@ names. Locations and module stacks are unknown for a graph built without a trace
 
 from ..autograd.variable import Variable
 from .document import build_document
-from .frames import user_frame
+from .frames import _locals, user_frame
 from .recorder import Trace
 
 
@@ -25,8 +25,8 @@ def snapshot(*variables):
     tr = Trace()
     frame = user_frame(2)
     if frame is not None:
-        for scope in (frame.f_locals, frame.f_globals):
-            for name, obj in list(scope.items()):
+        for items in (_locals(frame), list(frame.f_globals.items())):
+            for name, obj in items:
                 if not name.startswith("_") and callable(getattr(obj, "named_parameters", None)) and \
                         callable(getattr(obj, "named_modules", None)) and not isinstance(obj, type):
                     tr._name_module_tree(obj, name)
