@@ -1,7 +1,6 @@
 """Turn a trace's records into the ``gradviz-trace`` JSON document (docs/trace-format.md), and write it."""
 
 import json
-import math
 
 import numpy as np
 
@@ -213,7 +212,3 @@ def _add_diagnostics(doc):
         doc["diagnostics"] = []
         doc["internal_errors"].append({"where": "diagnose", "type": type(exc).__name__,
                                        "message": str(exc).split("\n")[0]})
-
-
-def finite_or_none(value):
-    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
