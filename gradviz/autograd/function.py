@@ -14,6 +14,7 @@ A user's ``Function`` subclass sees Variables, as in PyTorch, and its forward ru
 """
 
 import itertools
+from operator import itemgetter
 
 import numpy as np
 
@@ -25,25 +26,32 @@ _observers = observer._observers
 _sequence = itertools.count()
 
 
-class SavedTensor:
-    """One tensor saved for backward, with the version it had when saved (None: a private buffer)."""
+class SavedTensor(tuple):
+    """One tensor saved for backward, with the version it had when saved (counter None: a private buffer).
 
-    __slots__ = ("data", "counter", "version", "variable", "kind", "index")
+    A tuple underneath: ops save one or two of these per call, and a tuple is the cheapest record to make."""
 
-    def __init__(self, data, counter, version, variable, kind, index):
-        self.data = data  # the numpy array backward will read
-        self.counter = counter  # the storage's version counter, or None for private buffers
-        self.version = version
-        self.variable = variable  # the input Variable it came from (None for outputs and buffers)
-        self.kind = kind  # "input", "output" or "buffer"
-        self.index = index  # position among the inputs or outputs
+    __slots__ = ()
+
+    def __new__(cls, data, counter, version, variable, kind, index):
+        return tuple.__new__(cls, (data, counter, version, variable, kind, index))
+
+    data = property(itemgetter(0), doc="the numpy array backward will read")
+    counter = property(itemgetter(1), doc="the storage's version counter, or None for private buffers")
+    version = property(itemgetter(2), doc="the version the storage had when saved")
+    variable = property(itemgetter(3), doc="the input Variable it came from (None for outputs and buffers)")
+    kind = property(itemgetter(4), doc='"input", "output" or "buffer"')
+    index = property(itemgetter(5), doc="position among the inputs or outputs")
 
     @property
     def nbytes(self):
-        return self.data.nbytes if isinstance(self.data, np.ndarray) else 0
+        return self[0].nbytes if isinstance(self[0], np.ndarray) else 0
 
     def current_version(self):
-        return None if self.counter is None else self.counter.value
+        return None if self[1] is None else self[1].value
+
+    def __repr__(self):
+        return f"SavedTensor(kind={self[4]!r}, index={self[5]}, version={self[2]})"
 
 
 class Function:
@@ -82,12 +90,12 @@ class Function:
             if self._freed and self._n_saved:
                 raise GraphFreedError(self)
             return ()
-        for s in saved:
-            if s.counter is not None and s.counter.value != s.version:
-                raise StaleVersionError(self, s.index, s.data.shape, s.data.dtype, s.version,
-                                        s.counter.value, s.kind == "output")
+        for data, counter, version, _, kind, index in saved:
+            if counter is not None and counter.value != version:
+                raise StaleVersionError(self, index, data.shape, data.dtype, version, counter.value,
+                                        kind == "output")
         if self._raw:
-            return tuple(s.data for s in saved)
+            return tuple([s[0] for s in saved])
         return tuple(s.variable if s.variable is not None else _wrap_saved(s) for s in saved)
 
     # ----- graph-node introspection (what the debugger reads) ----------------------------------------
@@ -153,21 +161,45 @@ class Function:
         ctx = _new(cls)
         requires = volatile = False
         raw = []
-        for a in args:
-            if isinstance(a, Variable):
-                if a._base is not None and a._view_version != a._vc.value:
-                    _refresh_view_history(a)  # its base was written in place: it may require grad only now
-                raw.append(a._data)
-                if a._requires_grad:
-                    requires = True
-                if a._volatile:
-                    volatile = True
-            else:
-                raw.append(a)
-        record = requires and not volatile and cls._differentiable and _grad_enabled.get()
+        grad_on = cls._differentiable and _grad_enabled.get()
+        if grad_on:
+            # One pass: the raw arrays, and what a graph node needs should this op be recorded.
+            needs = []
+            edges = []
+            meta = []
+            for a in args:
+                if isinstance(a, Variable):
+                    if a._base is not None and a._view_version != a._vc.value:
+                        _refresh_view_history(a)  # its base was written in place: it may require grad only now
+                    d = a._data
+                    raw.append(d)
+                    meta.append((d.shape, d.dtype))
+                    if a._volatile:
+                        volatile = True
+                    if a._requires_grad:
+                        requires = True
+                        needs.append(True)
+                        fn = a._grad_fn
+                        edges.append((fn, a._output_nr) if fn is not None else (a._accumulator(), 0))
+                    else:
+                        needs.append(False)
+                        edges.append(_NO_EDGE)
+                else:
+                    raw.append(a)
+                    needs.append(False)
+                    edges.append(None)
+                    meta.append(None)
+        else:
+            for a in args:
+                if isinstance(a, Variable):
+                    raw.append(a._data)
+                    if a._volatile:
+                        volatile = True
+                else:
+                    raw.append(a)
+        record = requires and not volatile
         if record:
-            ctx.needs_input_grad = tuple([isinstance(a, Variable) and a._requires_grad for a in args])
-            edges = [_edge(a) if isinstance(a, Variable) else None for a in args]
+            ctx.needs_input_grad = tuple(needs)
         else:
             ctx.needs_input_grad = _NO_NEEDS[len(args)] if len(args) < 8 else (False,) * len(args)
 
@@ -198,12 +230,12 @@ class Function:
             ctx.recorded = True
             ctx._seq = next(_sequence)
             ctx._next = tuple(edges)
-            ctx._in_meta = tuple([(d.shape, d.dtype) if e is not None else None for d, e in zip(raw, edges)])
+            ctx._in_meta = tuple(meta)
             if multi:
                 ctx._n_outputs = len(outputs)
                 ctx._outs_meta = tuple([(o._data.shape, o._data.dtype) for o in outputs])
             if ctx._to_save:
-                ctx._saved = _versioned(ctx._to_save, args, outputs)
+                ctx._saved = _versioned(ctx._to_save, args, raw, outputs)
                 ctx._n_saved = len(ctx._saved)
             if cls._view:
                 _mark_view(outputs[0], args[0], cls, kwargs)
@@ -221,6 +253,9 @@ class Function:
 
 
 _NO_EDGE = (None, 0)
+
+
+_tuple_new = tuple.__new__
 _NO_NEEDS = tuple((False,) * n for n in range(8))
 _new = object.__new__
 
@@ -259,31 +294,33 @@ def _edge(var):
     return (var._accumulator(), 0)
 
 
-def _versioned(to_save, args, outputs):
+def _versioned(to_save, args, raw, outputs):
     """Turn what forward saved into SavedTensor records, recording each storage's version."""
     records = []
     for item in to_save:
-        rec = None
-        if item is None or not isinstance(item, (np.ndarray, Variable)):
+        if item.__class__ is np.ndarray:
+            data = item
+        elif isinstance(item, Variable):
+            data = item._data
+        else:
             # None or a Python constant: nothing to version, nothing in memory worth counting.
-            records.append(SavedTensor(item, None, 0, None, "buffer", len(records)))
+            records.append(_tuple_new(SavedTensor, (item, None, 0, None, "buffer", len(records))))
             continue
-        data = item._data if isinstance(item, Variable) else item
-        for i, a in enumerate(args):
-            if isinstance(a, Variable) and (a is item or a._data is data):
-                rec = SavedTensor(data, a._vc, a._vc.value, a, "input", i)
+        for i, d in enumerate(raw):
+            if d is data and isinstance(args[i], Variable):
+                a = args[i]
+                records.append(_tuple_new(SavedTensor, (data, a._vc, a._vc.value, a, "input", i)))
                 break
         else:
             for i, o in enumerate(outputs):
-                if o is item or o._data is data:
-                    rec = SavedTensor(data, o._vc, o._vc.value, None, "output", i)
+                if o._data is data:
+                    records.append(_tuple_new(SavedTensor, (data, o._vc, o._vc.value, None, "output", i)))
                     break
             else:
                 if isinstance(item, Variable):
-                    rec = SavedTensor(data, item._vc, item._vc.value, item, "input", -1)
+                    records.append(_tuple_new(SavedTensor, (data, item._vc, item._vc.value, item, "input", -1)))
                 else:
-                    rec = SavedTensor(data, None, 0, None, "buffer", len(records))
-        records.append(rec)
+                    records.append(_tuple_new(SavedTensor, (data, None, 0, None, "buffer", len(records))))
     return tuple(records)
 
 
