@@ -1,5 +1,6 @@
 """Reverse-mode execution: walk the graph from the roots in dependency order, without recursion."""
 
+import sys
 from heapq import heapify, heappop, heappush
 
 import numpy as np
@@ -132,7 +133,11 @@ def _execute(roots, root_grads, retain_graph, targets, obs):
         run = grads is not None and (needed is None or node in needed)
         if node.__class__ is AccumulateGrad:
             if run and targets is None:
-                _accumulate(node.variable, grads[0], obs)
+                grad = grads[0]
+                grads = results = g = prev = slot = None  # drop this loop's references before counting them
+                owned = _sole_owner(grad)
+                _accumulate(node.variable, grad, obs, owned)
+                grad = None
             continue
         if run:
             if len(grads) > 1 and any(g is None for g in grads):
@@ -258,8 +263,19 @@ def _retain_grads(node, grads):
             var._grad = _wrap(np.array(grads[nr], copy=True))
 
 
-def _accumulate(leaf, grad, obs):
+def _sole_owner(grad):
+    """True when nothing but ``_execute``'s own local holds ``grad``: a fresh array backward made, which the leaf
+    may keep as its ``.grad`` without a copy (PyTorch steals such buffers too). Shared arrays — the same gradient
+    routed to two inputs by an add, a gradient the user passed in, one a hook kept — are seen by their extra
+    references, and views by their base, and are copied."""
+    # References: the caller's local, this function's argument, and getrefcount's own argument.
+    return (grad.__class__ is np.ndarray and grad.base is None and grad.flags.writeable
+            and sys.getrefcount(grad) <= 3)
+
+
+def _accumulate(leaf, grad, obs, owned=False):
     if leaf._hooks:
+        owned = False  # a hook may have kept the array it was handed
         for handle, fn in list(leaf._hooks.values()):
             grad = _call_hook(handle, fn, grad)
     if grad.dtype != leaf._data.dtype:
@@ -267,7 +283,7 @@ def _accumulate(leaf, grad, obs):
     current = leaf._grad
     if current is None:
         g = Variable.__new__(Variable)
-        g._init(np.array(grad, copy=True, order="K"))
+        g._init(grad if owned and grad.dtype == leaf._data.dtype else _copy_like(grad, leaf._data))
         leaf._grad = g
         if obs:
             for o in obs:
@@ -279,6 +295,13 @@ def _accumulate(leaf, grad, obs):
     if obs:
         for o in obs:
             o.on_accumulate(leaf, grad)
+
+
+def _copy_like(grad, like):
+    """A private copy of ``grad`` laid out like the parameter (as PyTorch does), so in-place updates stay fast."""
+    out = np.empty_like(like)
+    np.copyto(out, grad)
+    return out
 
 
 def _wrap(array):
