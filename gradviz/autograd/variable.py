@@ -844,7 +844,10 @@ def format_variable(var):
     data = var._data
     prefix = "tensor("
     if data.dtype.kind == "f":
-        body = np.array2string(data, precision=4, floatmode="fixed", separator=", ", prefix=prefix,
+        finite = data[np.isfinite(data)]
+        # PyTorch prints whole numbers as `1.` and everything else with four decimals.
+        mode = "maxprec" if finite.size and np.all(finite == np.round(finite)) else "fixed"
+        body = np.array2string(data, precision=4, floatmode=mode, separator=", ", prefix=prefix,
                                max_line_width=80, threshold=1000)
     else:
         body = np.array2string(data, separator=", ", prefix=prefix, threshold=1000)
