@@ -97,7 +97,9 @@ def _run(roots, root_grads, retain_graph, targets):
             o.on_backward_begin(tuple(roots), tuple(root_grads), retain_graph,
                                 None if targets is None else tuple(targets))
     try:
-        captured = _execute(roots, root_grads, retain_graph, targets, obs)
+        # Like PyTorch, backward produces inf/nan silently (the debugger's nan-inf check reports them).
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            captured = _execute(roots, root_grads, retain_graph, targets, obs)
     except BaseException as exc:
         if obs:
             for o in obs:
