@@ -239,7 +239,7 @@ def test_run_clean_script(cli, tmp_path):
     assert result.stdout.startswith("training\ndone\n")
     out_dir = os.path.join("gradviz-out", "script")
     assert result.stdout.endswith(
-        f"\nWrote 2 files to {out_dir}:\n  {out_dir}/report.json\n  {out_dir}/report.html\n")
+        f"\nWrote 2 files to {out_dir}{os.sep}\n  report.json\n  report.html\n")
     doc = json.loads((tmp_path / out_dir / "report.json").read_text())
     assert doc["format"] == "gradviz-trace" and doc["script"] == name
     assert [b["iteration"] for b in doc["backwards"]] == [0, 1, 2]
@@ -379,7 +379,7 @@ def test_progress_line_reads_the_trace_counters():
     class FakeTrace:
         stats = {"backward_calls": 12, "iterations": 12, "retained_bytes": 3 * 1024 * 1024}
 
-    assert progress_text(FakeTrace()).plain == "running… 12 backward calls · 12 iterations · 3.0 MB retained"
+    assert progress_text(FakeTrace()).plain == "running… 12 backward calls · 12 iterations · 3.0 MiB retained"
     output = Output()
     output.out = Console(file=io.StringIO(), force_terminal=True, width=100)
     with _live_progress(output, FakeTrace()):
@@ -397,20 +397,26 @@ def test_run_writes_one_picture_per_structure_with_first_and_last_iteration(cli,
     iteration = {g["id"]: g["iteration"] for g in doc["graphs"]}
     expected = []
     for s in doc["structures"]:
-        for gid in dict.fromkeys([s["first_graph"], s["last_graph"]]):
-            expected.append(f"  out/graph-{s['id'] + 1}-iter{iteration[gid]}.svg")
+        # file names number structures as the summary does ("structure 0: …") and say which graph they show
+        for which, gid in zip(("first", "last"), dict.fromkeys([s["first_graph"], s["last_graph"]])):
+            seen = f" ({which} of {s['count']})" if s["count"] > 1 else ""
+            expected.append((f"structure-{s['id']}-iter{iteration[gid]}.svg",
+                             f"structure {s['id']}, iteration {iteration[gid]}{seen}"))
+            assert f"structure {s['id']}: " in result.stdout
     assert len(expected) >= 2  # three iterations: at least a first and a last picture
     lines = result.stdout.splitlines()
-    start = lines.index(f"Wrote {len(expected) + 2} files to out:")
-    assert lines[start + 1:] == expected + ["  out/report.json", "  out/report.html"]
-    for line in expected:
-        assert (tmp_path / line.strip()).read_text().lstrip().startswith(("<?xml", "<svg"))
+    start = lines.index(f"Wrote {len(expected) + 2} files to out{os.sep}")
+    width = max(len(name) for name, _ in expected)
+    assert lines[start + 1:] == [f"  {name.ljust(width)}  {about}" for name, about in expected] + \
+        ["  report.json", "  report.html"]
+    for name, _ in expected:
+        assert (tmp_path / "out" / name).read_text().lstrip().startswith(("<?xml", "<svg"))
     html = (tmp_path / "out" / "report.html").read_text()
     assert html.count("<svg") >= len(expected)
 
 
 def test_pictures_to_draw_first_and_last_graph_of_each_structure():
-    from gradviz.cli.artifacts import pictures_to_draw
+    from gradviz.rendering.pictures import pictures_to_draw
 
     doc = {"graphs": [{"id": i, "iteration": it, "nodes": [i], "full": full}
                       for i, it, full in [(0, 0, True), (1, 0, True), (2, 1, True), (3, 5, True), (4, 6, False)]],
@@ -418,15 +424,18 @@ def test_pictures_to_draw_first_and_last_graph_of_each_structure():
                           {"id": 1, "first_graph": 1, "last_graph": 1, "count": 1},
                           {"id": 2, "first_graph": 2, "last_graph": 4, "count": 2}]}
     assert [(p.graph, p.stem) for p in pictures_to_draw(doc)] == [
-        (0, "graph-1-iter0"), (3, "graph-1-iter5"), (1, "graph-2-iter0"), (2, "graph-3-iter1")]
+        (0, "structure-0-iter0"), (3, "structure-0-iter5"), (1, "structure-1-iter0"), (2, "structure-2-iter1")]
+    assert [p.about for p in pictures_to_draw(doc)] == [
+        "structure 0, iteration 0 (first of 3)", "structure 0, iteration 5 (last of 3)", "structure 1, iteration 0",
+        "structure 2, iteration 1 (first of 2)"]
 
 
 def test_pictures_to_draw_keeps_file_names_apart_within_one_iteration():
-    from gradviz.cli.artifacts import pictures_to_draw
+    from gradviz.rendering.pictures import pictures_to_draw
 
     doc = {"graphs": [{"id": 0, "iteration": 0, "nodes": [0]}, {"id": 1, "iteration": 0, "nodes": [1]}],
            "structures": [{"id": 0, "first_graph": 0, "last_graph": 1, "count": 2}]}
-    assert [p.stem for p in pictures_to_draw(doc)] == ["graph-1-iter0", "graph-1-iter0-graph1"]
+    assert [p.stem for p in pictures_to_draw(doc)] == ["structure-0-iter0", "structure-0-iter0-graph1"]
 
 
 @NEEDS_DOT
@@ -435,8 +444,8 @@ def test_run_format(cli, tmp_path, fmt, magic):
     name = script(tmp_path, NONE_GRAD_READ)
     result = cli("run", "--format", fmt, "--out", "out", name)
     assert result.exit_code == 0, stderr_of(result)
-    assert f"  out/graph-1-iter0.{fmt}" in result.stdout.splitlines()
-    assert (tmp_path / "out" / f"graph-1-iter0.{fmt}").read_bytes().lstrip().startswith(magic)
+    assert f"  structure-0-iter0.{fmt}  structure 0, iteration 0" in result.stdout.splitlines()
+    assert (tmp_path / "out" / f"structure-0-iter0.{fmt}").read_bytes().lstrip().startswith(magic)
 
 
 def test_run_without_dot_writes_sources_and_says_how_to_get_pictures(cli, tmp_path, monkeypatch):
@@ -446,8 +455,8 @@ def test_run_without_dot_writes_sources_and_says_how_to_get_pictures(cli, tmp_pa
     name = script(tmp_path, NONE_GRAD_READ)
     result = cli("run", "--out", "out", name)
     assert result.exit_code == 0
-    assert "  out/graph-1-iter0.dot" in result.stdout.splitlines()
-    assert (tmp_path / "out" / "graph-1-iter0.dot").read_text().startswith("digraph")
+    assert "  structure-0-iter0.dot  structure 0, iteration 0" in result.stdout.splitlines()
+    assert (tmp_path / "out" / "structure-0-iter0.dot").read_text().startswith("digraph")
     assert stderr_of(result).count("\n") == 1
     assert stderr_of(result).startswith("gradviz: the Graphviz `dot` program is not installed")
     assert "apt-get install graphviz" in stderr_of(result)
@@ -458,8 +467,8 @@ def test_run_max_nodes_collapses_large_graphs(cli, tmp_path):
     small = cli("run", "--format", "dot", "--out", "small", "--max-nodes", "20", name)
     large = cli("run", "--format", "dot", "--out", "large", name)
     assert small.exit_code == large.exit_code == 0
-    small_dot = (tmp_path / "small" / "graph-1-iter0.dot").read_text()
-    large_dot = (tmp_path / "large" / "graph-1-iter0.dot").read_text()
+    small_dot = (tmp_path / "small" / "structure-0-iter0.dot").read_text()
+    large_dot = (tmp_path / "large" / "structure-0-iter0.dot").read_text()
     assert small_dot.count("->") < large_dot.count("->")
 
 
@@ -690,7 +699,7 @@ def test_installed_executable_runs_a_raising_script(tmp_path):
         "gradviz.errors.NonScalarBackwardError: grad can be implicitly created only for scalar outputs\n")
     assert "nonscalar-backward" in proc.stdout
     assert proc.stdout.endswith(
-        "Wrote 2 files to gradviz-out/boom:\n  gradviz-out/boom/report.json\n  gradviz-out/boom/report.html\n")
+        "Wrote 2 files to gradviz-out/boom/\n  report.json\n  report.html\n")
 
 
 @pytest.mark.skipif(installed_gradviz() is None, reason="the gradviz executable is not installed")

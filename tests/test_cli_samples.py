@@ -35,7 +35,7 @@ def test_sample_through_the_cli(name, tmp_path):
         assert code in result.stdout
     if not expected["codes"]:
         assert "No diagnostics" in result.stdout
-    assert result.stdout.endswith(f"  {tmp_path}/report.json\n  {tmp_path}/report.html\n")
+    assert result.stdout.endswith(f"files to {tmp_path}/\n  report.json\n  report.html\n")
     if expected["exit"]:
         assert result.stderr.startswith("Traceback (most recent call last):\n")
         assert "gradviz/" not in result.stderr  # only the sample's own frames
@@ -47,8 +47,9 @@ def test_sample_through_the_cli(name, tmp_path):
 def test_torch_sample_writes_pictures_json_and_html(tmp_path):
     result = run_sample("torch_script_unmodified.py", tmp_path)
     assert result.exit_code == 1
-    written = [line.strip() for line in result.stdout.split(f"files to {tmp_path}:\n")[1].splitlines()]
+    written = [line.split()[0] for line in result.stdout.split(f"files to {tmp_path}/\n")[1].splitlines()]
     pictures = [p for p in written if p.endswith(".svg")]
-    assert pictures and all(Path(p).read_text().lstrip().startswith(("<?xml", "<svg")) for p in pictures)
-    assert written[-2:] == [f"{tmp_path}/report.json", f"{tmp_path}/report.html"]
+    assert pictures == ["structure-0-iter0.svg", "structure-1-iter0.svg", "structure-2-iter1.svg"]
+    assert all((tmp_path / p).read_text().lstrip().startswith(("<?xml", "<svg")) for p in pictures)
+    assert written[-2:] == ["report.json", "report.html"]
     assert "<svg" in (tmp_path / "report.html").read_text()

@@ -43,7 +43,9 @@ def test_diagnostics_colour_nodes_by_severity_with_a_legend_and_none_read_note()
     # y1's node is in a warning and an error: the worse wins.
     assert (nodes["n3"].fill, nodes["n3"].border) == ("#f9d6d5", "#c0392b")
     assert nodes["n7"].fill == "#f4f4f4"
-    assert spec.legend[0].label == "error: none-grad, nonscalar-backward"
+    # each code listed under its own severity, even when both sit on one node
+    assert [e.label for e in spec.legend[:2]] == ["error: nonscalar-backward", "warning: none-grad"]
+    assert spec.legend[0].border == "#c0392b" and spec.legend[1].border == "#d68910"
     note = nodes["e0"]
     assert note.shape == "note" and texts(note)[0] == "y1.grad → None"
     assert ("e0", "n3") in edge_pairs(spec, "note")
@@ -105,13 +107,58 @@ def test_retained_graph_is_a_shaded_cluster_with_its_bytes():
     b = DocBuilder()
     w = b.leaf("w", [1000], parameter=True)
     y = b.op("ExpBackward", [w], [1000], saved=[w])
-    b.backward(b.op("SumBackward", [y], []), retain_graph=True)
+    # y's saved input is a parameter: it belongs to the model and is not counted
+    z = b.op("TanhBackward", [y], [1000], saved=[y])
+    b.backward(b.op("SumBackward", [z], []), retain_graph=True)
     spec = build_graph(b.finish())
     (cluster,) = spec.clusters
     assert [r.text for r in cluster.rows] == ["graph 0 (iteration 0)",
-                                              "retained after backward: 4.0 kB of saved tensors"]
+                                              "retained after backward: 3.9 KiB of saved tensors (2 nodes not freed)"]
     assert cluster.style == "rounded,filled" and cluster.fill == "#ececec"
     assert all(n.cluster == cluster.name for n in spec.nodes)
+    assert "retained graph" in [e.label for e in spec.legend]
+
+
+def test_graph_partly_freed_by_a_second_backward_is_still_retained():
+    # The seed's hook answer: loss.backward(retain_graph=True) then y1.backward(...) frees model1's part only;
+    # the graph's freed_by names that backward, but model2's nodes keep their saved tensors.
+    b = DocBuilder()
+    x = b.leaf("x", [100], requires_grad=False)
+    w = b.leaf("w", [100], parameter=True)
+    y1 = b.op("MulBackward", [w, x], [100], saved=[x], name="y1")
+    y2 = b.op("ExpBackward", [y1], [100], saved=[y1], name="y2")
+    loss = b.op("SumBackward", [y2], [], name="loss")
+    b.backward(loss, retain_graph=True)
+    doc = b.finish()
+    doc["nodes"][b.variables[y1]["node"]]["freed_by"] = 1     # the second backward freed y1's node only
+    doc["graphs"][0]["freed_by"] = 1
+    (cluster,) = build_graph(doc).clusters
+    assert cluster.rows[1].text == "retained after backward: 400 B of saved tensors (1 node not freed)"
+    for node in doc["nodes"]:
+        if node["saved"]:
+            node["freed_by"] = 1
+    assert build_graph(doc).clusters == []                  # everything freed: nothing retained
+
+
+def test_earlier_graph_feeding_this_one_is_drawn_as_a_stub():
+    # `total += loss`: each iteration's sum takes the previous sum as input; that link keeps the graphs alive
+    b = DocBuilder()
+    w = b.leaf("w", [3], parameter=True)
+    total = b.op("SumBackward", [w], [], name="loss")
+    b.next_iteration()
+    total2 = b.op("AddBackward", [total, b.op("SumBackward", [w], [])], [], name="total")
+    doc = b.finish()
+    later = doc["variables"][total2]["node"]
+    graph = doc["nodes"][later]["graph"]
+    earlier = doc["variables"][total]["node"]
+    doc["graphs"][graph]["nodes"] = [n for n in doc["graphs"][graph]["nodes"] if n not in (earlier, 0)]
+    doc["nodes"][earlier]["graph"] = 99
+    doc["graphs"].append({**doc["graphs"][graph], "id": 99, "iteration": 0, "nodes": [earlier]})
+    spec = build_graph(doc, graphs=[graph])
+    stub = by_name(spec)["x99"]
+    assert texts(stub) == ["graph 99", "SumBackward scalar", "iteration 0, not drawn"]
+    assert (f"n{later}", "x99") in edge_pairs(spec)
+    assert "input from an earlier graph (not drawn)" in [e.label for e in spec.legend]
 
 
 def test_custom_function_labelled_with_class_name():
@@ -230,3 +277,19 @@ def test_empty_trace_draws_a_note():
     spec = build_graph(DocBuilder().finish())
     assert spec.title == "model.py: no graph was recorded"
     assert [n.name for n in spec.nodes] == ["empty"]
+
+
+def test_hook_sample_traced_for_real_draws_its_retained_graph_shaded():
+    # Against the tracer's actual document, not a hand-built one: retain_graph=True, then y1.backward(...) frees
+    # model1's nodes only, so each iteration's graph stays shaded with what model2's nodes still hold.
+    from pathlib import Path
+
+    from gradviz.cli.session import trace_script
+
+    sample = Path(__file__).resolve().parent.parent / "samples" / "seed_hook_retain_graph.py"
+    doc = trace_script(str(sample)).doc
+    first = doc["structures"][0]["first_graph"]
+    spec = build_graph(doc, graphs=[first])
+    (cluster,) = [c for c in spec.clusters if c.fill == "#ececec"]
+    assert cluster.rows[1].text.startswith("retained after backward: 4.8 KiB of saved tensors")
+    assert doc["memory"]["series"][0]["retained_bytes"] == 4864       # the same figure the memory table shows

@@ -64,7 +64,7 @@ def test_memory_chart_is_inline_svg_scaled_to_the_peak():
     memory = b.finish()["memory"]
     assert [s["retained_bytes"] for s in memory["series"]][:3] == [1000, 2000, 3000]
     chart = memory_chart(memory)
-    assert chart.startswith("<svg") and ">3.0 kB</text>" in chart
+    assert chart.startswith("<svg") and ">2.9 KiB</text>" in chart
     points = re.search(r'points="([^"]+)"', chart).group(1).split()
     ys = [float(p.split(",")[1]) for p in points]
     assert ys == sorted(ys, reverse=True) and len(ys) == 4
@@ -80,7 +80,7 @@ def test_inline_svg_refuses_scripts():
 def test_default_pictures_and_notebook_fragment():
     page = html_report(chained_models_doc())
     assert 'id="gv-n3" class="node"' in page.replace("&#45;", "-")
-    assert "graph 0 · iteration 0 · structure 0" in page
+    assert "<h3>structure 0, iteration 0 · graph 0</h3>" in page   # as the summary and the file names say
     fragment = notebook_html(chained_models_doc())
     assert fragment.startswith('<div class="gradviz-trace">') and "<svg" in fragment
     assert "<code>nonscalar-backward</code>" in fragment

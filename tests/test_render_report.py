@@ -16,19 +16,47 @@ def test_summary_lists_graphs_structures_and_parameter_gradients():
     doc = chained_models_doc()
     doc["backwards"][0]["leaf_grad_norms"].pop("3")        # pretend model2.weight (v3) got no gradient
     out = text_of(summary(doc))
-    assert "graphs          1 (1 distinct structure)" in out
+    assert "graphs          1 built, 1 distinct structure" in out
+    assert "parameters      4, 1 got no gradient" in out
     assert "structure 0: 9 nodes, seen 1× (iteration 0)" in out
     assert "backward calls  1" in out
-    lines = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.startswith("model")}
+    lines = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.startswith("  model")}
     assert lines == {"model1.weight": "yes", "model1.bias": "yes", "model2.weight": "none", "model2.bias": "yes"}
 
 
 def test_diagnostics_table_shows_location_source_line_and_hint():
     out = text_of(diagnostics_table(chained_models_doc()))
-    assert "warning" in out and "none-grad" in out and "model.py:12" in out
-    assert "y1.backward(y1.grad)" in out and "hint: call y1.retain_grad() before backward" in out
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[:3] == ["Diagnostics (2)", " severity  code                where",
+                         " warning   none-grad           model.py:12"]
+    assert lines[3:6] == ["    y1.grad is None: y1 is not a leaf", "      12 │ y1.backward(y1.grad)",
+                          "    hint: call y1.retain_grad() before backward (gradviz explain none-grad)"]
+    assert " error     nonscalar-backward  model.py:12" in lines
     assert text_of(diagnostics_table(DocBuilder().finish())).strip() == \
         "No diagnostics: nothing suspicious was found."
+
+
+def test_report_reads_well_at_80_columns():
+    # every line fits: the message and hint wrap under their diagnostic instead of a narrow column
+    doc = chained_models_doc()
+    doc["diagnostics"][0]["message"] = "a long message " * 20
+    console = Console(width=80, record=True, color_system=None)
+    for part in (summary(doc), diagnostics_table(doc), memory_table(doc)):
+        console.print(part)
+    out = console.export_text()
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    message_lines = [line for line in out.splitlines() if "long message" in line]
+    assert len(message_lines) == 4 and all(line.startswith("    ") and "│" not in line for line in message_lines)
+    assert "Memory  saved tensors that graphs still hold for backward" in out
+
+
+def test_paths_under_the_current_folder_are_shown_relative(tmp_path, monkeypatch):
+    from gradviz.rendering.report import display_path
+
+    monkeypatch.chdir(tmp_path)
+    assert display_path(str(tmp_path / "sub" / "train.py")) == "sub/train.py"
+    assert display_path("/elsewhere/train.py") == "/elsewhere/train.py"
+    assert display_path("train.py") == "train.py"
 
 
 def test_memory_table_with_growing_sparkline():
@@ -38,6 +66,6 @@ def test_memory_table_with_growing_sparkline():
         b.backward(b.op("SumBackward", [b.op("ExpBackward", [w], [250], saved=[w])], []), retain_graph=True)
         b.next_iteration()
     out = text_of(memory_table(b.finish()))
-    assert "peak retained   4.0 kB" in out and "final retained  4.0 kB" in out
-    assert "▃▅▆██" in out and "iterations 0–4: 1.0 kB → 4.0 kB (growing)" in out
+    assert "peak retained   3.9 KiB" in out and "final retained  3.9 KiB" in out
+    assert "▃▅▆██" in out and "iterations 0–4: 1000 B → 3.9 KiB (growing)" in out
     assert sparkline([0, 0]) == "▁▁" and sparkline([1, 2, 4]) == "▃▅█"

@@ -18,45 +18,7 @@ class OutputFolderError(Exception):
 class Written:
     paths: list = field(default_factory=list)
     dot_missing: bool = False
-
-
-@dataclass
-class Picture:
-    graph: int
-    structure: int
-    iteration: int
-    count: int  # how many graphs share the structure
-    stem: str = ""  # file name without suffix: graph-<structure>-iter<iteration>
-
-    @property
-    def title(self):
-        seen = f" (seen {self.count}×)" if self.count > 1 else ""
-        return f"graph {self.graph} · iteration {self.iteration} · structure {self.structure}{seen}"
-
-
-def pictures_to_draw(doc):
-    """One picture per distinct graph structure: its first graph, and its last one when that is another graph
-    whose nodes were kept."""
-    graphs = {g["id"]: g for g in doc.get("graphs", [])}
-    pictures = []
-    for structure in doc.get("structures", []):
-        sid = structure["id"]
-        chosen = [structure["first_graph"]]
-        last = structure.get("last_graph")
-        if last is not None and last != structure["first_graph"] and graphs.get(last, {}).get("full", True):
-            chosen.append(last)
-        for gid in chosen:
-            graph = graphs.get(gid)
-            if graph is None or not graph.get("full", True) or not graph.get("nodes"):
-                continue
-            iteration = graph.get("iteration", 0)
-            pictures.append(Picture(gid, sid, iteration, structure.get("count", 1)))
-    stems = set()
-    for picture in pictures:
-        stem = f"graph-{picture.structure + 1}-iter{picture.iteration}"
-        picture.stem = stem if stem not in stems else f"{stem}-graph{picture.graph}"
-        stems.add(picture.stem)
-    return pictures
+    about: dict = field(default_factory=dict)  # path -> what it shows ("structure 0, iteration 0 (first of 30)")
 
 
 def prepare_folder(out_dir):
@@ -93,6 +55,7 @@ def _write_pictures(doc, out_dir, fmt, options, written):
     """Draw each picture into ``out_dir``; returns the report page's pictures, {title: svg text}, where a title
     ending in "(DOT source)" holds DOT text and None stands for a picture that could not be drawn."""
     from ..rendering import DotNotFoundError, render
+    from ..rendering.pictures import pictures_to_draw
 
     pictures = {}
     for picture in pictures_to_draw(doc):
@@ -105,6 +68,7 @@ def _write_pictures(doc, out_dir, fmt, options, written):
         except OSError as exc:
             raise OutputFolderError(f"cannot write `{path}`: {exc.strerror or exc}") from None
         written.paths.append(path)
+        written.about[path] = picture.about
         if written.dot_missing:
             pictures[picture.title] = None
             pictures[picture.title + " (DOT source)"] = _read(path)

@@ -101,10 +101,15 @@ def _write_files(output, doc, script, out_dir, fmt, no_render, max_nodes):
     except OutputFolderError as exc:
         output.error(str(exc))
         return False
-    output.line("")
-    output.line(f"Wrote {len(written.paths)} files to {out_dir}:")
-    for path in written.paths:
-        output.line(f"  {path}")
+    from ..rendering.report import display_path
+
+    # file names under the folder named once on the first line, each picture with what it shows
+    output.line(f"Wrote {len(written.paths)} files to {display_path(out_dir).rstrip(os.sep)}{os.sep}")
+    names = [os.path.relpath(path, out_dir) for path in written.paths]
+    width = max(len(name) for name in names)
+    for path, name in zip(written.paths, names):
+        about = written.about.get(path)
+        output.line(f"  {name.ljust(width)}  {about}" if about else f"  {name}")
     if written.dot_missing:
         output.note(DOT_MISSING)
     return True

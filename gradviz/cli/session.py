@@ -123,9 +123,6 @@ def _stat(stats, *names):
 
 
 def format_bytes(n):
-    n = float(n or 0)
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1024 or unit == "GB":
-            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
+    from ..rendering.style import human_bytes
+
+    return human_bytes(n)

@@ -56,13 +56,13 @@ def _graph_label(spec):
     rows = [f'<TR><TD ALIGN="LEFT"><B>{html_escape(spec.title)}</B></TD></TR>']
     rows += [f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{html_escape(note)}</FONT></TD></TR>'
              for note in spec.subtitle]
+    # One cell of text per legend line: a nested table would be stretched to the title's width by Graphviz,
+    # opening wide gaps between each swatch and its label.
     for start in range(0, len(spec.legend), 4):
-        cells = "".join(
-            f'<TD BGCOLOR={quote(e.fill)} COLOR={quote(e.border)} BORDER="1" WIDTH="14" HEIGHT="10" FIXEDSIZE="TRUE">'
-            f'</TD><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{html_escape(e.label)}</FONT></TD>'
-            for e in spec.legend[start:start + 4])
-        rows.append(f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3"><TR>{cells}</TR>'
-                    "</TABLE></TD></TR>")
+        entries = "<FONT POINT-SIZE=\"9\">    </FONT>".join(
+            f'<FONT POINT-SIZE="11" COLOR={quote(e.border)}>{html_escape(e.glyph)}</FONT>'
+            f'<FONT POINT-SIZE="9"> {html_escape(e.label)}</FONT>' for e in spec.legend[start:start + 4])
+        rows.append(f'<TR><TD ALIGN="LEFT">{entries}</TD></TR>')
     return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2">{"".join(rows)}</TABLE>>'
 
 

@@ -8,7 +8,7 @@ what the diagnostics found and styles everything (``style``).
 from . import collapse
 from .ir import IR, Item
 from .spec import SEVERITY_RANK
-from .style import shape_text, style_spec
+from .style import human_bytes, shape_text, style_spec
 
 CUT_ORIGINS = ("data", "detach", "numpy")
 
@@ -33,7 +33,7 @@ class DocIndex:
             for node_id in self._diag_nodes(diag):
                 if SEVERITY_RANK.get(diag["severity"], 0) > SEVERITY_RANK.get(self.severity.get(node_id), 0):
                     self.severity[node_id] = diag["severity"]
-                self.codes.setdefault(node_id, []).append(diag["code"])
+                self.codes.setdefault(node_id, []).append((diag["severity"], diag["code"]))
         self.stale = {}            # node id -> [(variable id, new version, event)]
         self.none_reads = {}       # variable id -> first grad_read event that got None
         for event in doc.get("events", []):
@@ -156,6 +156,12 @@ def _variable_item(index, var_id, key, kind, order):
 def _cut_source(ir, index, item, var_id, drawn):
     # Link a cut Variable back to where it was cut from, as a dashed break, when that is drawn too.
     source = index.variables.get(index.variables[var_id].get("source"))
+    # follow `.data` of `.data`… (Variable(y1.data) wraps the `.data` result, itself cut from y1)
+    for _ in range(20):
+        upstream = index.variables.get(source.get("source")) if source is not None else None
+        if source is None or source.get("node") is not None or upstream is None:
+            break
+        source = upstream
     if source is None:
         return
     producer = source.get("node")
@@ -182,6 +188,8 @@ def _backward_items(ir, index, node_ids):
         for slot, (source, _) in enumerate(node.get("inputs") or []):
             if source is not None and source in drawn:
                 ir.edge(f"n{source}", f"n{node_id}")
+            elif source is not None:
+                ir.edge(_external_item(ir, index, source, (node_id, -2)), f"n{node_id}")
             elif source is None and slot < len(in_vars) and in_vars[slot] in index.variables:
                 var = index.variables[in_vars[slot]]
                 if var.get("origin") in CUT_ORIGINS or var.get("source") is not None:
@@ -209,6 +217,9 @@ def _forward_items(ir, index, node_ids):
             if var.get("node") in drawn:
                 ir.edge(f"n{var['node']}", f"n{node_id}")
                 continue
+            if var.get("node") is not None:
+                ir.edge(_external_item(ir, index, var["node"], (node_id, -2)), f"n{node_id}")
+                continue
             key = f"v{var_id}"
             if key not in ir.items:
                 cut = var.get("origin") in CUT_ORIGINS or var.get("source") is not None
@@ -219,6 +230,25 @@ def _forward_items(ir, index, node_ids):
                     _cut_source(ir, index, item, var_id, drawn)
             ir.edge(key, f"n{node_id}")
     _mark_roots(ir, index, node_ids)
+
+
+def _external_item(ir, index, node_id, order):
+    """One box per earlier graph that a drawn node takes an input from (``total_loss += loss`` links each
+    iteration's graph to the one before it): that link is what keeps the earlier graph alive."""
+    node = index.nodes.get(node_id)
+    graph = node.get("graph") if node else None
+    key = f"x{graph}" if graph is not None else f"x_n{node_id}"
+    if key not in ir.items:
+        info = index.graphs.get(graph) or {}
+        if graph is None:
+            title, lines = "an earlier graph", ["its records were dropped"]
+        else:
+            iteration = info.get("iteration", node.get("iteration"))
+            title, lines = f"graph {graph}", [f"iteration {iteration}, not drawn"]
+        if node is not None:
+            lines.insert(0, f"{node['op']} {shape_text(tuple(node.get('shape') or ()))}")
+        ir.add(Item(key, "external", order, title, lines, nodes=[node_id] if node else []))
+    return key
 
 
 def _mark_roots(ir, index, node_ids):
@@ -275,7 +305,8 @@ def _path_of(call_key):
 
 def _graph_clusters(ir, index, chosen):
     """Wrap each graph in its own cluster when several are drawn or when one is retained (shaded)."""
-    retained = {g for g in chosen if is_retained(index, g)}
+    retained = {g: retained_info(index, g) for g in chosen}
+    retained = {g: info for g, info in retained.items() if info is not None}
     if len(chosen) < 2 and not retained:
         return
     graph_of = {n: g for g in chosen for n in index.graphs[g].get("nodes", [])}
@@ -290,24 +321,53 @@ def _graph_clusters(ir, index, chosen):
         info = index.graphs[g]
         label = [f"graph {g} (iteration {info.get('iteration')})"]
         if g in retained:
-            label.append(f"retained after backward: {_bytes(info.get('saved_bytes', 0))} of saved tensors")
+            label.append(retained[g])
         ir.clusters[f"g:{g}"] = ("retained" if g in retained else "graph", label)
 
 
-def is_retained(index, graph_id):
-    """Backward has finished with the graph (or freed nothing) but its saved tensors are still alive."""
+def held_bytes(index, graph_id):
+    """Bytes the graph's nodes still hold for backward: saved tensors of nodes no backward freed, each saved
+    Variable once, parameters left out (they belong to the model) — the figure the memory table adds up."""
+    seen, total = set(), 0
+    for node_id in index.graphs[graph_id].get("nodes", []):
+        node = index.nodes.get(node_id)
+        if node is None or node.get("freed_by") is not None:
+            continue
+        for number, saved in enumerate(node.get("saved") or []):
+            var = index.variables.get(saved.get("variable"))
+            if var is not None and var.get("is_leaf") and var.get("requires_grad"):
+                continue
+            key = ("v", saved["variable"]) if var is not None else ("n", node_id, number)
+            if key not in seen:
+                seen.add(key)
+                total += saved.get("bytes") or 0
+    return total
+
+
+def retained_info(index, graph_id):
+    """The shaded cluster's label when backward has run through the graph but the graph stays alive holding
+    saved tensors (``retain_graph=True``, a hook or a running total keeping it), else None.
+
+    A graph's ``freed_by`` names a backward that freed some of its nodes — with ``retain_graph=True`` and a second
+    backward through part of the graph, others stay unfreed — so what is held is read node by node.
+    """
     graph = index.graphs[graph_id]
-    if graph.get("freed_by") is not None or not graph.get("alive_at_end") or not graph.get("saved_bytes"):
-        return False
+    if not graph.get("alive_at_end"):
+        return None
     nodes = set(graph.get("nodes", []))
     flagged = any(d["code"] == "retained-graph" and nodes & set(d.get("nodes") or [])
                   for d in index.doc.get("diagnostics", []))
-    return flagged or bool(nodes & index.visited)
-
-
-def _bytes(n):
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n} B"
+    if not (flagged or graph.get("backwarded") or nodes & index.visited):
+        return None
+    held = held_bytes(index, graph_id)
+    outputs = human_bytes(graph.get("output_bytes", 0))
+    if held:
+        unfreed = sum(1 for n in nodes if index.nodes.get(n, {}).get("saved") and
+                      index.nodes[n].get("freed_by") is None)
+        nodes_text = f"{unfreed} node{'s' * (unfreed != 1)} not freed"
+        return f"retained after backward: {human_bytes(held)} of saved tensors ({nodes_text})"
+    if flagged and (graph.get("backwarded") or nodes & index.visited):
+        return f"kept alive after backward: {outputs} of outputs (saved tensors freed)"
+    if flagged:
+        return f"kept alive to the end: {outputs} of outputs, and the graphs it links to"
+    return None

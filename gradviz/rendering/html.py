@@ -137,23 +137,16 @@ def default_svgs(doc, budget=4.0, **options):
     from . import to_dot
     from .graph import build_graph
     from .layout import dot_available, lay_out
+    from .pictures import pictures_to_draw
 
     pictures = {}
-    wanted = []
-    for structure in doc.get("structures", []):
-        for graph_id in dict.fromkeys((structure.get("first_graph"), structure.get("last_graph"))):
-            graph = next((g for g in doc.get("graphs", []) if g["id"] == graph_id), None)
-            if graph is not None and graph.get("full", True) and graph.get("nodes"):
-                wanted.append((structure, graph))
-    for structure, graph in wanted[:12]:
-        title = f"graph {graph['id']} · iteration {graph.get('iteration')} · structure {structure['id']}" + \
-            (f" (seen {structure.get('count')}×)" if structure.get("count", 1) > 1 else "")
+    for picture in pictures_to_draw(doc)[:12]:
         if dot_available():
-            _, _, data = lay_out(doc, "svg", budget, graphs=[graph["id"]], **options)
-            pictures[title] = data.decode("utf-8")
+            _, _, data = lay_out(doc, "svg", budget, graphs=[picture.graph], **options)
+            pictures[picture.title] = data.decode("utf-8")
         else:
-            pictures[title] = None
-            pictures[title + " (DOT source)"] = to_dot(build_graph(doc, graphs=[graph["id"]], **options))
+            pictures[picture.title] = None
+            pictures[picture.title + " (DOT source)"] = to_dot(build_graph(doc, graphs=[picture.graph], **options))
     return pictures
 
 

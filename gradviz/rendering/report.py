@@ -1,6 +1,15 @@
-"""Rich renderables for the terminal report. Built and returned here; only the CLI prints them."""
+"""Rich renderables for the terminal report. Built and returned here; only the CLI prints them.
+
+The report must read well from 80 columns up: section titles are plain lines (a table title would wrap to the
+table's width), and a diagnostic is a block — one aligned line with severity, code and ``file:line``, then its
+message, source line and hint indented below at full width — rather than a four-column table whose message
+column shrinks to a word per line.
+"""
+
+import os
 
 from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -9,6 +18,7 @@ from .style import human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 _BARS = "▁▂▃▄▅▆▇█"
+_MAX_PARAMETERS = 16
 
 
 def sparkline(values):
@@ -17,6 +27,32 @@ def sparkline(values):
     if top <= 0:
         return _BARS[0] * len(values)
     return "".join(_BARS[min(len(_BARS) - 1, int(v / top * (len(_BARS) - 1) + 0.5))] for v in values)
+
+
+def display_path(path, cwd=None):
+    """``path`` relative to the current folder when it lies under it; otherwise as given."""
+    if not path:
+        return path
+    cwd = cwd or os.getcwd()
+    absolute = os.path.abspath(path)
+    if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
+        return os.path.relpath(absolute, cwd)
+    return path
+
+
+def where(location):
+    """``file:line`` of a location record, the file shown relative to the current folder."""
+    if not location:
+        return "—"
+    return f"{display_path(location.get('file'))}:{location.get('line')}"
+
+
+def _plural(n, word):
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _heading(text):
+    return Text(text, style="bold")
 
 
 def parameters(doc):
@@ -30,82 +66,114 @@ def parameters(doc):
             for v in doc.get("variables", []) if v.get("is_parameter")]
 
 
+def structure_line(structure):
+    """``structure 0: 9 nodes, seen 100× (iterations 0–99)`` — the name the picture files use too."""
+    first, last = structure.get("iterations") or [None, None]
+    span = f"iteration {first}" if first == last else f"iterations {first}–{last}"
+    return f"structure {structure['id']}: {_plural(structure.get('node_count') or 0, 'node')}, seen " \
+           f"{structure.get('count')}× ({span})"
+
+
 def summary(doc):
     """Graphs and distinct structures, nodes, backward calls, and each parameter with whether it got a gradient."""
     graphs, structures = doc.get("graphs", []), doc.get("structures", [])
-    backwards = doc.get("backwards", [])
-    table = Table(title="Summary", show_header=False, title_justify="left", box=None, pad_edge=False)
-    table.add_column(style="dim")
-    table.add_column()
-    table.add_row("script", doc.get("script") or "(traced from Python)")
-    table.add_row("graphs", f"{len(graphs)} ({len(structures)} distinct structure{'s' * (len(structures) != 1)})")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column()
+    grid.add_row("script", display_path(doc.get("script")) or "(traced from Python)")
+    built = sum(s.get("count", 1) for s in structures) or len(graphs)
+    grid.add_row("graphs", f"{built:,} built, {_plural(len(structures), 'distinct structure')}")
     for structure in structures:
-        first, last = structure.get("iterations") or [None, None]
-        span = f"iteration {first}" if first == last else f"iterations {first}–{last}"
-        table.add_row("", f"structure {structure['id']}: {structure.get('node_count')} nodes, seen "
-                          f"{structure.get('count')}× ({span})")
-    table.add_row("nodes", str(len(doc.get("nodes", []))))
-    table.add_row("backward calls", str(len(backwards)))
-    dropped = doc.get("dropped") or {}
-    if dropped.get("iterations"):
-        table.add_row("dropped", dropped.get("note") or f"{dropped['iterations']} iterations summarised")
+        grid.add_row("", structure_line(structure))
+    grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded")
+    grid.add_row("backward calls", f"{len(doc.get('backwards', [])):,}")
+    dropped = (doc.get("dropped") or {}).get("iterations")
+    if dropped:
+        window = doc.get("window", 3)
+        grid.add_row("records", f"full records for the first and last {window} iterations; "
+                                f"{_plural(dropped, 'iteration')} in between only counted")
+    parts = [_heading("Summary"), grid]
     params = parameters(doc)
     if not params:
-        table.add_row("parameters", "none")
-        return table
-    grid = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    grid.add_column("parameter")
-    grid.add_column("shape")
-    grid.add_column("gradient")
-    for name, shape, got in params:
-        shape_text = "(" + ", ".join(str(d) for d in shape or []) + ")"
-        grid.add_row(Text(name), shape_text, Text("yes", style="green") if got else Text("none", style="bold red"))
-    return Group(table, grid)
+        grid.add_row("parameters", "none")
+        return Group(*parts)
+    missing = [p for p in params if not p[2]]
+    verdict = "all got a gradient" if not missing else "none got a gradient" if len(missing) == len(params) \
+        else f"{len(missing)} got no gradient"
+    grid.add_row("parameters", f"{len(params)}, {verdict}")
+    shown = params if len(params) <= _MAX_PARAMETERS else missing[:_MAX_PARAMETERS]
+    if shown:
+        table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 2))
+        table.add_column("parameter", overflow="fold")
+        table.add_column("shape", no_wrap=True)
+        table.add_column("gradient", no_wrap=True)
+        for name, shape, got in shown:
+            shape_text = "(" + ", ".join(str(d) for d in shape or []) + ")"
+            table.add_row(Text(name), shape_text, Text("yes", style="green") if got else Text("none", style="bold red"))
+        parts.append(Padding(table, (0, 0, 0, 2), expand=False))
+        if len(shown) < len(missing):
+            parts.append(Text(f"  … and {len(missing) - len(shown)} more without a gradient", style="dim"))
+    return Group(*parts)
+
+
+def explain_hint(diag):
+    """The hint, ending with the command that explains the code."""
+    command = f"gradviz explain {diag['code']}"
+    hint = (diag.get("hint") or "").strip()
+    if command in hint[-len(command) - 2:]:
+        return hint
+    return f"{hint} ({command})" if hint else command
 
 
 def diagnostics_table(doc):
-    """Severity, code, file:line, message (with the offending source line) and hint, one row per diagnostic."""
+    """One block per diagnostic: severity, code and ``file:line`` aligned on one line, then the message, the
+    offending source line and the hint (ending with ``gradviz explain CODE``)."""
     diagnostics = doc.get("diagnostics", [])
     if not diagnostics:
         return Text("No diagnostics: nothing suspicious was found.", style="green")
-    table = Table(title="Diagnostics", title_justify="left", show_lines=True, header_style="bold")
-    table.add_column("severity", no_wrap=True)
-    table.add_column("code", no_wrap=True)
-    table.add_column("where", no_wrap=True)
-    table.add_column("what")
-    for diag in diagnostics:
+    widths = [max(len(d["severity"]) for d in diagnostics), max(len(d["code"]) for d in diagnostics)]
+    widths = [max(widths[0], len("severity")), max(widths[1], len("code"))]
+    header = Text(f"{'severity'.ljust(widths[0])}  {'code'.ljust(widths[1])}  where", style="dim")
+    parts = [_heading(f"Diagnostics ({len(diagnostics)})"), Padding(header, (0, 0, 0, 1), expand=False)]
+    for number, diag in enumerate(diagnostics):
         loc = diag.get("location") or {}
-        where = f"{loc.get('file')}:{loc.get('line')}" if loc else "—"
-        what = Text(diag["message"])
+        line = Text()
+        line.append(diag["severity"].ljust(widths[0]), style=SEVERITY_STYLE.get(diag["severity"], ""))
+        line.append("  " + diag["code"].ljust(widths[1]) + "  ", style="bold")
+        line.append(where(loc))
+        body = Text(diag["message"])
         if diag.get("count", 1) > 1:
-            what.append(f" (×{diag['count']})", style="dim")
+            body.append(f" (×{diag['count']})", style="dim")
+        block = [line, Padding(body, (0, 0, 0, 3), expand=False)]
         if loc.get("text"):
-            what.append("\n  " + loc["text"], style="cyan")
-        if diag.get("hint"):
-            what.append("\nhint: " + diag["hint"], style="green")
-        table.add_row(Text(diag["severity"], style=SEVERITY_STYLE.get(diag["severity"], "")), Text(diag["code"]),
-                      Text(where), what)
-    return table
+            block.append(Padding(Text(f"{loc.get('line')} │ {loc['text']}", style="cyan", no_wrap=True,
+                                      overflow="ellipsis"), (0, 0, 0, 5), expand=False))
+        block.append(Padding(Text("hint: " + explain_hint(diag), style="green"), (0, 0, 0, 3), expand=False))
+        parts.append(Padding(Group(*block), (1 if number else 0, 0, 0, 1), expand=False))
+    return Group(*parts)
 
 
 def memory_table(doc, width=40):
     """Retained bytes per iteration, peak and final, with a sparkline when they grow."""
     memory = doc.get("memory") or {}
     series = memory.get("series") or []
-    table = Table(title="Memory held by finished graphs", title_justify="left", show_header=False, box=None)
-    table.add_column(style="dim")
-    table.add_column()
-    table.add_row("peak retained", human_bytes(memory.get("peak_retained_bytes", 0)))
-    table.add_row("final retained", human_bytes(memory.get("final_retained_bytes", 0)))
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column()
+    grid.add_row("peak retained", human_bytes(memory.get("peak_retained_bytes", 0)))
+    grid.add_row("final retained", human_bytes(memory.get("final_retained_bytes", 0)))
     values = [s.get("retained_bytes", 0) for s in series]
-    if len(values) > 1:
+    if len(values) > 1 and not any(values):
+        grid.add_row("per iteration", f"0 B at the end of each of the {len(values)} iterations")
+    elif len(values) > 1:
         shown = values[-width:]
         growing = values[-1] > values[0]
-        table.add_row("per iteration", Text(sparkline(shown), style="red" if growing else "green"))
         first = series[-len(shown)]
-        table.add_row("", f"iterations {first.get('iteration')}–{series[-1].get('iteration')}: "
-                          f"{human_bytes(shown[0])} → {human_bytes(shown[-1])}"
-                          + (" (growing)" if growing else ""))
+        grid.add_row("per iteration", Text(sparkline(shown), style="red" if growing else "green"))
+        grid.add_row("", f"iterations {first.get('iteration')}–{series[-1].get('iteration')}: "
+                         f"{human_bytes(shown[0])} → {human_bytes(shown[-1])}" + (" (growing)" if growing else ""))
     elif values:
-        table.add_row("iteration " + str(series[0].get("iteration")), human_bytes(values[0]))
-    return table
+        grid.add_row(f"iteration {series[0].get('iteration')}", human_bytes(values[0]))
+    title = Text("Memory", style="bold")
+    title.append("  saved tensors that graphs still hold for backward", style="dim")
+    return Group(title, Padding(grid, (0, 0, 0, 1), expand=False))

@@ -85,6 +85,7 @@ class LegendEntry:
     label: str
     fill: str
     border: str
+    glyph: str = "■"               # drawn in the border colour before the label
 
 
 @dataclass

@@ -13,12 +13,13 @@ def shape_text(shape):
 
 
 def human_bytes(n):
+    """Binary units, as the diagnostics' messages write them (``4.8 KiB``), so the figures match."""
     n = float(n or 0)
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
+        n /= 1024
+    return f"{n:.1f} GiB"
 
 
 def _node_style(item):
@@ -34,13 +35,15 @@ def _node_style(item):
         return ("box3d", *COLORS["module"], "filled")
     if item.kind == "more":
         return ("folder", *COLORS["more"], "filled")
+    if item.kind == "external":
+        return ("box", *COLORS["more"], "filled,dashed,rounded")
     colors = COLORS["custom" if "custom" in item.flags else "op"]
     return "box", colors[0], colors[1], "filled,rounded"
 
 
 def _rows(item):
     rows = [Row(item.title, bold=True)]
-    if item.kind != "more" and item.kind != "module":
+    if item.kind not in ("more", "module", "external"):
         rows.append(Row(shape_text(item.shape), size=9))
     if "custom" in item.flags:
         rows.append(Row("custom Function", size=9, color="#7d3c98"))
@@ -74,8 +77,8 @@ class _Styler:
         if severity:
             fill, border = COLORS[severity]
             penwidth = 2.0
-            self.severities.setdefault(severity, set()).update(
-                c for n in item.nodes for c in self.index.codes.get(n, []))
+            for sev, code in (pair for n in item.nodes for pair in self.index.codes.get(n, [])):
+                self.severities.setdefault(sev, set()).add(code)
         if "ghost" in item.flags:
             style, fontsize, rows = style + ",dashed", 9, rows[:1]
         if "nonfinite" in item.flags:
@@ -213,10 +216,13 @@ class _Styler:
                                                                            "parameter"),
                   "module": ("collapsed module", "module"), "note": (".grad read as None", "note"),
                   "stale": ("saved tensor changed in place", "error"), "retained": ("retained graph", "retained"),
-                  "saved": ("saved tensor", "saved"), "const": ("constant (no grad)", "const")}
+                  "saved": ("saved tensor", "saved"), "const": ("constant (no grad)", "const"),
+                  "external": ("input from an earlier graph (not drawn)", "more")}
+        glyphs = {"parameter": "●", "input": "●", "const": "○", "ghost": "◌", "cut": "⯃", "cut-edge": "┄",
+                  "note": "▰", "saved": "▮", "stale": "▮", "external": "□"}
         for kind, (label, color) in labels.items():
             if kind in self.kinds:
-                entries.append(LegendEntry(label, *COLORS[color]))
+                entries.append(LegendEntry(label, *COLORS[color], glyph=glyphs.get(kind, "■")))
         return entries
 
 
