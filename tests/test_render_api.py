@@ -3,6 +3,7 @@
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -116,3 +117,27 @@ def test_render_reads_a_json_path(tmp_path, monkeypatch):
                         raising=False)
     graph = render(str(path), format="dot")
     assert seen == [str(path)] and "AddmmBackward" in graph.source
+
+
+@needs_dot
+def test_inline_display_in_a_plain_python_process(tmp_path):
+    # What Jupyter calls to show a result, checked without Jupyter: the Digraph render() returns and a trace.
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import gradviz\n"
+        "with gradviz.trace() as tr:\n"
+        "    w = gradviz.randn(3, requires_grad=True)\n"
+        "    loss = (w * 2).sum()\n"
+        "    loss.backward()\n"
+        "g = gradviz.render(tr)\n"
+        "bundle = g._repr_mimebundle_()\n"
+        "print(sorted(bundle))\n"
+        "print(bundle['image/svg+xml'] == g._repr_svg_())\n"
+        "print(g._repr_svg_().count('<svg'), 'MulBackward' in g._repr_svg_())\n"
+        "print(gradviz.render(loss)._repr_svg_().count('<svg'))\n"
+        "html = gradviz.rendering.notebook_html(tr)\n"
+        "print(html.startswith('<div class=\"gradviz-trace\">'), html.count('<svg'))\n"
+        "print(getattr(tr, '_repr_html_', None) is None or '<svg' in tr._repr_html_())\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['image/svg+xml']", "True", "1 True", "1", "True 1", "True"]

@@ -68,6 +68,10 @@ def _digraph(source, svg=None):
         def _repr_image_svg_xml(self):
             return self._gradviz_svg if self._gradviz_svg is not None else super()._repr_image_svg_xml()
 
+        def _repr_svg_(self):
+            # IPython's older display hook and other front ends still ask for ``_repr_svg_``
+            return self._repr_image_svg_xml()
+
     graph = RenderedDigraph()
     graph.body = source.split("\n", 1)[1].rsplit("}", 1)[0].splitlines(keepends=True)
     graph._gradviz_svg = svg

@@ -178,8 +178,9 @@ def _summary(doc):
     graphs, structures = doc.get("graphs", []), doc.get("structures", [])
     status = doc.get("status") or {}
     exc = status.get("exception")
-    parts = [f"{len(graphs)} graphs, {len(structures)} distinct structures", f"{len(doc.get('nodes', []))} nodes",
-             f"{len(doc.get('backwards', []))} backward calls"]
+    built = sum(s.get("count", 1) for s in structures) or len(graphs)   # as the terminal summary counts them
+    parts = [f"{built:,} graphs built, {len(structures)} distinct structure{'s' * (len(structures) != 1)}",
+             f"{len(doc.get('nodes', [])):,} nodes recorded", f"{len(doc.get('backwards', []))} backward calls"]
     if exc:
         parts.append(f"stopped by {exc.get('type')}: {exc.get('message')}")
     return " · ".join(html.escape(p) for p in parts)

@@ -219,7 +219,7 @@ class _Styler:
                   "saved": ("saved tensor", "saved"), "const": ("constant (no grad)", "const"),
                   "external": ("input from an earlier graph (not drawn)", "more")}
         glyphs = {"parameter": "●", "input": "●", "const": "○", "ghost": "◌", "cut": "⯃", "cut-edge": "┄",
-                  "note": "▰", "saved": "▮", "stale": "▮", "external": "□"}
+                  "external": "□"}
         for kind, (label, color) in labels.items():
             if kind in self.kinds:
                 entries.append(LegendEntry(label, *COLORS[color], glyph=glyphs.get(kind, "■")))
