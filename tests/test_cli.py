@@ -592,21 +592,32 @@ for step in range(2):
 """
 
 
-@pytest.mark.parametrize("option", [["--show-saved"], ["--show-grads"], ["--forward"], ["--depth", "0"]])
-def test_graph_drawing_options_change_the_picture(cli, tmp_path, option):
+@pytest.mark.parametrize("option, present, absent", [
+    (["--show-saved"], ["shape=cylinder", "saved input x", "(5, 3) · 60 B · version 0"], []),
+    (["--show-grads"], ['label="0.'], []),
+    (["--forward"], ["rankdir=TB", "<B>Addmm</B>", "forward data flow"], ["MeanBackward", "rankdir=BT"]),
+    # the module becomes one box: path and class, op and parameter counts, input shape
+    (["--depth", "0"], ["box3d", "3 ops · 4 parameters (21 values)", "out (5, 1)"],
+     ["AddmmBackward"]),
+])
+def test_graph_drawing_options_change_the_picture(cli, tmp_path, option, present, absent):
     name = script(tmp_path, TWO_ITERATIONS)
     assert cli("graph", name, "-o", "plain.dot").exit_code == 0
     result = cli("graph", name, "-o", "option.dot", *option)
-    assert result.exit_code == 0, stderr_of(result)
-    assert (tmp_path / "option.dot").read_text() != (tmp_path / "plain.dot").read_text()
+    assert (result.exit_code, result.stdout) == (0, "Wrote option.dot\n"), stderr_of(result)
+    dot, plain = (tmp_path / "option.dot").read_text(), (tmp_path / "plain.dot").read_text()
+    for text in present:
+        assert text in dot and text not in plain, text
+    for text in absent:
+        assert text not in dot and text in plain, text
 
 
 def test_graph_iteration(cli, tmp_path):
     name = script(tmp_path, TWO_ITERATIONS)
-    assert cli("graph", name, "-o", "it0.dot", "--iteration", "0").exit_code == 0
+    assert cli("graph", name, "-o", "it0.dot", "--iteration", "0").stdout == "Wrote it0.dot\n"
     assert cli("graph", name, "-o", "it1.dot", "--iteration", "1").exit_code == 0
-    assert (tmp_path / "it0.dot").read_text().startswith("digraph")
-    assert (tmp_path / "it1.dot").read_text().startswith("digraph")
+    assert "backward graph · iteration 0 ·" in (tmp_path / "it0.dot").read_text()
+    assert "backward graph · iteration 1 ·" in (tmp_path / "it1.dot").read_text()
 
 
 def test_graph_iteration_beyond_the_trace_is_one_line(cli, tmp_path):
@@ -723,3 +734,11 @@ def test_getting_started_walkthrough_says_what_happens(cli, tmp_path):
     assert found == [(14, "retained-graph", "info"), (15, "none-grad", "warning"),
                      (15, "nonscalar-backward", "error")]
     assert "at line 15 raised" in page and "`retained-graph` (info) at line 14" in page
+
+
+def test_graph_unwritable_output_is_one_line(cli, tmp_path):
+    name = script(tmp_path, TWO_ITERATIONS)
+    (tmp_path / "a_file").write_text("")
+    result = cli("graph", name, "-o", "a_file/sub/g.svg")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert stderr_of(result) == "gradviz: error: cannot create output folder `a_file/sub`: Not a directory\n"
