@@ -25,8 +25,8 @@ class Observer:
         ``inputs`` are the positional arguments as passed (Variables and constants), ``outputs`` a tuple."""
 
     def on_inplace(self, variable, node, old_version, new_version):
-        """An in-place op changed ``variable``'s storage; ``node`` is its graph node, or None if unrecorded.
-        Called after the data changed and the version counter moved."""
+        """An in-place op changed ``variable``'s storage; ``node`` is its graph node, or None if unrecorded (or
+        an optimizer's update of a parameter). Called after the data changed and the version counter moved."""
 
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
         """``backward``/``autograd.grad`` starts from ``roots``; ``inputs`` is None for ``backward``."""
@@ -62,7 +62,8 @@ class Observer:
         """An ``nn.Module`` call began (``phase="enter"``) or ended (``"exit"``)."""
 
     def on_optimizer(self, optimizer, event):
-        """An optimizer ran ``"step"`` or ``"zero_grad"``."""
+        """An optimizer ran ``"step"`` or ``"zero_grad"``; ``optimizer`` can also be an ``nn.Module`` whose
+        ``zero_grad()`` ran (``event="zero_grad"``)."""
 
 
 def active():

@@ -309,6 +309,8 @@ class Module:
     def zero_grad(self, set_to_none=True):
         for p in self.parameters():
             _clear_grad(p, set_to_none)
+        for o in _observers.get():
+            o.on_optimizer(self, "zero_grad")
 
     def apply(self, fn):
         """Call ``fn`` on every child (recursively), then on this module; returns self."""

@@ -167,5 +167,11 @@ def state_tensor(array):
 
 
 def bump_version(param):
-    """Record an in-place update of ``param`` (what PyTorch's ``add_`` on a parameter does)."""
-    param._vc.value += 1
+    """Record an in-place update of ``param`` (what PyTorch's ``add_`` on a parameter does), and tell observers:
+    a graph that saved the old value can no longer backward."""
+    old = param._vc.value
+    param._vc.value = old + 1
+    obs = _observers.get()
+    if obs:
+        for o in obs:
+            o.on_inplace(param, None, old, old + 1)
