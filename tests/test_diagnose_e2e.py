@@ -23,9 +23,10 @@ def run(tmp_path, body, name="script.py"):
     path.write_text(source)
     code = compile(source, str(path), "exec")
     tr = gradviz.trace()
+    scope = {"__name__": "__main__", "__file__": str(path)}  # alive until the trace stops, as in `gradviz run`
     try:
         with tr:
-            exec(code, {"__name__": "__main__", "__file__": str(path)})
+            exec(code, scope)
     except RuntimeError:
         pass  # the trace records what ended the block, as `gradviz run` does
     return tr.to_dict(), source.splitlines()
@@ -268,9 +269,72 @@ def test_grad_accumulation_and_fixes(tmp_path):
     assert sorted(doc["variables"][v]["name"] for v in d["variables"]) == ["model.bias", "model.weight"]
     assert {r["role"]: r["location"]["line"] for r in d["related"]}["previous optimizer step"] == \
         line(lines, "opt.step()")
-    for reset in ("opt.zero_grad()", "model.zero_grad()"):
+    for reset in ("opt.zero_grad()", "model.zero_grad()", "model.zero_grad(set_to_none=False)",
+                  "opt.zero_grad(set_to_none=False)",
+                  "[p.grad.zero_() for p in model.parameters() if p.grad is not None]",
+                  "[p.grad.data.zero_() for p in model.parameters() if p.grad is not None]"):
         fixed, _ = run(tmp_path, body.format(reset=reset))
         assert fixed["diagnostics"] == [], reset
+
+
+def test_frozen_after_creation_but_still_given_to_the_optimizer_is_not_unused(tmp_path):
+    doc, _ = run(tmp_path, """
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)   # every parameter, frozen ones included
+        for p in model[0].parameters():
+            p.requires_grad = False
+        x, y = torch.randn(5, 4), torch.tensor([0, 1, 0, 1, 1])
+        for _ in range(3):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+    """)
+    assert doc["diagnostics"] == []
+    first = [v for v in doc["variables"] if v["name"] in ("model.0.weight", "model.0.bias")]
+    assert [(v["requires_grad"], v["requires_grad_final"]) for v in first] == [(True, False)] * 2
+
+
+def test_step_between_retained_backward_and_another_backward_is_stale_at_the_step(tmp_path):
+    doc, lines = run(tmp_path, """
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.randn(5, 3)).pow(2).mean()
+        loss.backward(retain_graph=True)
+        opt.step()
+        loss.backward()
+    """)
+    d = only(doc, "stale-version")
+    assert (d["severity"], d["location"]["line"]) == ("error", line(lines, "opt.step()"))
+    roles = {r["role"]: r["location"]["line"] for r in d["related"]}
+    assert roles == {"saved here": line(lines, "loss = model("), "backward failed here": line(lines, "loss.backward()")}
+    assert "`model.2.weight`" in d["message"] and "`opt.step()`" in d["message"]
+    failed = doc["backwards"][-1]
+    assert failed["error"]["code"] == "stale-version" and failed["location"]["line"] == line(lines, "loss.backward()")
+    assert failed["error"]["node"] in d["nodes"]
+    # without the second backward the retained graph is never used again: nothing is stale
+    clean, _ = run(tmp_path, """
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.randn(5, 3)).pow(2).mean()
+        loss.backward(retain_graph=True)
+        opt.step()
+        del loss
+    """)
+    assert clean["diagnostics"] == []
+
+
+def test_step_before_backward_is_predicted_before_the_backward_runs(tmp_path):
+    doc, lines = run(tmp_path, """
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x = torch.randn(5, 3)
+        model(x).sum().backward()
+        loss = model(x).pow(2).mean()
+        opt.step()
+    """)
+    d = only(doc, "stale-version")
+    assert (d["severity"], d["location"]["line"]) == ("warning", line(lines, "opt.step()"))
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {"saved here": line(lines, "loss = model(")}
 
 
 def test_vanishing_grad_is_an_info(tmp_path):

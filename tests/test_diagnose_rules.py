@@ -74,28 +74,32 @@ def _param_doc(events, backwards):
                     backwards, events)
 
 
-def _step(eid, it, kind="step", line=9):
-    return {"id": eid, "kind": "optimizer", "location": loc(line, f"opt.{kind}()"), "iteration": it, "event": kind,
-            "optimizer": "SGD", "parameters": [0, 1]}
+def _step(eid, it, kind="step", line=9, seq=None):
+    return {"id": eid, "seq": seq, "kind": "optimizer", "location": loc(line, f"opt.{kind}()"), "iteration": it,
+            "event": kind, "optimizer": "SGD", "parameters": [0, 1]}
 
 
-def test_grad_accumulation_across_steps_without_seq():
+def test_grad_accumulation_across_steps():
     grads = {"0": 1.0, "1": 0.5}
-    doc = _param_doc([_step(0, 0), _step(1, 1)],
-                     [backward(0, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1]),
-                      backward(1, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], iteration=1)])
+    doc = _param_doc([_step(0, 0, seq=1), _step(1, 1, seq=4)],
+                     [backward(0, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], seq=0),
+                      backward(1, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], iteration=1, seq=3)])
     (d,) = diagnose(doc)
     assert (d["code"], d["location"]["line"], sorted(d["variables"])) == ("grad-accumulation", 7, [0, 1])
     assert d["related"][0]["location"]["line"] == 9
-    # the same with a zero_grad at the start of the second iteration: clean
-    doc["events"].insert(1, _step(2, 1, "zero_grad", line=5))
+    # the same with a zero_grad between the first step and the second backward: clean
+    doc["events"].insert(1, _step(2, 1, "zero_grad", line=5, seq=2))
     assert diagnose(doc) == []
+    # ...but not when that zero_grad comes after the second backward (seq orders them, not the list)
+    doc["events"][1]["seq"] = 3.5
+    assert [d["code"] for d in diagnose(doc)] == ["grad-accumulation"]
 
 
-def test_timeline_uses_seq_when_present():
-    events = [{"id": 0, "kind": "optimizer", "event": "step", "iteration": 0, "seq": 5, "location": None}]
+def test_timeline_follows_seq_not_document_order():
+    events = [{"id": 0, "kind": "optimizer", "event": "step", "iteration": 0, "seq": 5, "location": None},
+              {"id": 1, "kind": "grad_read", "iteration": 0, "seq": 1, "location": None}]
     index = DocIndex(document(events=events, backwards=[backward(0, 3, seq=2)]))
-    assert [kind for kind, _ in index.timeline()] == ["backward", "optimizer"]
+    assert [kind for kind, _ in index.timeline()] == ["grad_read", "backward", "optimizer"]
 
 
 def test_nan_inf_found_from_gradient_norms():

@@ -232,14 +232,14 @@ def stale_versions(index, out):
         if kind != "inplace" or not e.get("saved_by"):
             continue
         saved_by = set(e["saved_by"])
-        if _backwarded_before(timeline[:pos], saved_by):
-            continue  # a finished (retained) graph: only a later backward through it would fail, reported there
         failed = None
         for later_kind, b in timeline[pos + 1:]:
             if later_kind == "backward" and error_code(b.get("error")) == "stale-version" \
                     and saved_by & index.reachable_from(b.get("root_nodes") or ()):
                 failed = b
                 break
+        if failed is None and _backwarded_before(timeline[:pos], saved_by):
+            continue  # a finished (retained) graph that no backward went through again: harmless
         _report_stale(index, out, e, sorted(saved_by), failed)
 
 

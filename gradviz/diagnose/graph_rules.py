@@ -31,11 +31,12 @@ def _optimized(index):
 
 
 def _trainable(index):
-    """Leaves meant to be trained: parameters, and any Variable handed to an optimizer."""
+    """Leaves meant to be trained: parameters, and any Variable handed to an optimizer, that require grad when
+    first seen and still did at the end (a layer frozen later is not meant to train, optimizer or not)."""
     opt = _optimized(index)
     return sorted(vid for vid, v in index.variables.items()
                   if v.get("is_leaf", True) and v.get("node") is None and v.get("requires_grad")
-                  and (v.get("is_parameter") or vid in opt))
+                  and v.get("requires_grad_final") is not False and (v.get("is_parameter") or vid in opt))
 
 
 def graph_cuts(index, out):

@@ -118,12 +118,10 @@ class DocIndex:
 
     def timeline(self):
         """Events and backward calls in the order they happened, as ``(kind, record)`` pairs (``kind`` is the
-        event's kind or ``"backward"``). Uses the records' ``seq`` when the tracer provides it; otherwise a
-        backward goes after its iteration's events except the optimizer step and the hook calls it made."""
+        event's kind or ``"backward"``), by the ``seq`` number the tracer gives both. A record without one (a
+        hand-made document) goes last, in document order."""
         items = [(e.get("kind"), e) for e in self.events] + [("backward", b) for b in self.backwards]
-        if all("seq" in rec for _, rec in items):
-            return sorted(items, key=lambda item: item[1]["seq"])
-        return _merge_by_iteration(self.events, self.backwards)
+        return sorted(items, key=lambda item: item[1].get("seq", _NO_SEQ))
 
     # ----- graph relations --------------------------------------------------------------------------------
     def consumers(self, node_id):
@@ -242,6 +240,7 @@ class DocIndex:
         return v.get("iteration")
 
 
+_NO_SEQ = float("inf")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=[^=]")
 
 
@@ -256,29 +255,3 @@ def _home_file(index):
     if script and script in files:
         return script
     return files.most_common(1)[0][0] if files else None
-
-
-def _merge_by_iteration(events, backwards):
-    """Interleave backwards into events (both already in their own order) when no ``seq`` is recorded."""
-    merged = []
-    pending = list(backwards)
-    for e in events:
-        while pending and _backward_before(pending[0], e):
-            merged.append(("backward", pending.pop(0)))
-        merged.append((e.get("kind"), e))
-    merged.extend(("backward", b) for b in pending)
-    return merged
-
-
-def _backward_before(backward, event):
-    """Whether ``backward`` ran before ``event``. Iterations end at optimizer steps, and a new iteration begins
-    at the first graph or ``zero_grad`` after a backward or a step, so within one iteration a backward comes
-    after the events that prepare it and before the step that uses it. Hook calls name their backward."""
-    if event.get("backward") == backward.get("id") and event.get("kind") == "hook":
-        return True
-    b_it, e_it = backward.get("iteration"), event.get("iteration")
-    if b_it is None or e_it is None:
-        return False
-    if b_it != e_it:
-        return b_it < e_it
-    return event.get("kind") == "optimizer" and event.get("event") == "step"

@@ -29,8 +29,10 @@ def grad_accumulation(index, out):
                         last_step[p] = rec
         elif kind == "grad_write":
             state[rec.get("variable")] = "fresh"
-        elif kind == "inplace" and _resets_grad(index, rec):
-            state[index.variables[rec["variable"]].get("source")] = "fresh"
+        elif kind == "inplace":
+            leaf = _reset_leaf(index, rec)
+            if leaf is not None:
+                state[leaf] = "fresh"
         elif kind == "backward" and not rec.get("error"):
             fresh = _fresh_grads(index, rec, grads)
             for key in rec.get("leaf_grad_norms") or {}:
@@ -57,33 +59,35 @@ def grad_accumulation(index, out):
 
 
 def _grad_variables(index):
-    """``{(iteration, file, line): [grad Variable records]}``: the `.grad` Variables backward created, by the
-    backward call that made them (a new one means the leaf's `.grad` was None: something reset it, even a
-    ``model.zero_grad()`` the trace cannot see)."""
+    """``{(iteration, file, line): {leaf ids}}``: the leaves whose `.grad` Variable a backward call made anew
+    (their `.grad` was None, so something reset it), by that backward's iteration and line."""
     table = {}
     for v in index.variables.values():
-        if v.get("origin") == "grad":
+        if v.get("origin") == "grad" and v.get("source") is not None:
             loc = v.get("location") or {}
-            table.setdefault((v.get("iteration"), loc.get("file"), loc.get("line")), []).append(v)
+            table.setdefault((v.get("iteration"), loc.get("file"), loc.get("line")), set()).add(v["source"])
     return table
 
 
 def _fresh_grads(index, b, grads):
     """Leaves whose `.grad` this backward created anew (rather than added to)."""
     loc = b.get("location") or {}
-    made = grads.get((b.get("iteration"), loc.get("file"), loc.get("line")), ())
-    leaves = {int(k) for k in b.get("leaf_grad_norms") or {}}
-    owners = {v.get("source") for v in made if v.get("source") is not None}
-    if owners:
-        return owners & leaves
-    return leaves if len(made) >= len(leaves) else set()
+    return grads.get((b.get("iteration"), loc.get("file"), loc.get("line")), set())
 
 
-def _resets_grad(index, e):
-    """``p.grad.zero_()`` (or ``mul_(0)``/``fill_(0)``) on a gradient whose owner the trace knows."""
+def _reset_leaf(index, e):
+    """The leaf whose gradient an in-place event resets to zero (``p.grad.zero_()``, ``p.grad.fill_(0)``, also
+    through ``p.grad.data``/``detach()``), or None."""
+    if not (e.get("op") or "").startswith(("Fill", "Zero")):
+        return None
     v = index.variables.get(e.get("variable")) or {}
-    return v.get("origin") == "grad" and v.get("source") is not None and (e.get("op") or "").startswith(
-        ("zero", "fill", "mul"))
+    for _ in range(4):  # .data / detach() of the gradient share its memory
+        if v.get("origin") == "grad":
+            return v.get("source")
+        if v.get("origin") not in ("data", "detach") or v.get("source") is None:
+            return None
+        v = index.variables.get(v["source"]) or {}
+    return None
 
 
 def nan_inf(index, out):

@@ -33,6 +33,9 @@ def write_json(doc, path):
         f.write("\n")
 
 
+_UNSET = object()
+
+
 def _loc(location):
     return None if location is None else location.as_dict()
 
@@ -63,8 +66,12 @@ def variable_dict(rec):
     name = rec.name
     if obj is not None and obj._name is not None:
         name = obj._name
+    final = getattr(rec, "requires_grad_final", _UNSET)  # set at stop for the Variables alive then
+    if final is _UNSET:
+        final = None if obj is None else obj._requires_grad
     return {"id": rec.id, "name": name, "shape": list(rec.shape), "dtype": rec.dtype, "bytes": rec.nbytes,
-            "requires_grad": rec.requires_grad, "is_leaf": rec.is_leaf, "is_parameter": rec.is_parameter,
+            "requires_grad": rec.requires_grad, "requires_grad_final": final, "is_leaf": rec.is_leaf,
+            "is_parameter": rec.is_parameter,
             "origin": rec.origin, "node": rec.node, "accumulator": rec.accumulator, "source": rec.source,
             "volatile": rec.volatile, "grad_mode": rec.grad_mode, "module": list(rec.module),
             "location": _loc(rec.location), "graph": _graph_id(rec.graph), "op": rec.op,
@@ -173,6 +180,7 @@ def build_document(trace, with_diagnostics=True):
             "type": exception["type"], "message": exception["message"], "location": _loc(exception["location"])}},
         "iterations": g.iteration + 1,
         "window": trace.window,
+        "modules": dict(trace.modules),
         "variables": [variable_dict(r) for r in trace._vars.values()],
         "nodes": [node_dict(r) for r in trace._nodes.values()],
         "graphs": graphs,

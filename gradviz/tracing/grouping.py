@@ -104,7 +104,7 @@ class Grouping:
             for other in opened[1:]:
                 self._merge(graph, other)
         else:
-            start = (rec.location, rec.module)
+            start = (rec.location, rec.module, self.trace._lasti)
             if self.pending or start in self._starts:
                 self.begin_iteration()
             self._starts.add(start)
@@ -250,15 +250,49 @@ class Grouping:
 
     # ----- structures ------------------------------------------------------------------------------------------
     def structure_key(self, graph):
-        """What makes two graphs the same: their op nodes in creation order, each with its output shape,
-        innermost module path and inputs (a position in the graph, or the leaf it accumulates into, by shape
-        and parameter name: a leaf's AccumulateGrad may be shared by consecutive graphs, so it has no position)."""
+        """What makes two graphs the same, whatever order their nodes happened to be created in.
+
+        The op nodes are numbered by a depth-first walk from the roots (the graph's outputs, taken in the order
+        of their own shapes and ops), following each node's inputs in edge order; each node then contributes its
+        op, output shape, innermost module path and inputs: the walk number of an input node, or for a leaf's
+        AccumulateGrad (which consecutive graphs may share, so it has no walk number of its own) the order in
+        which the walk first met that leaf, its shape and its parameter name."""
         nodes = self.trace._nodes
-        variables = self.trace._vars
-        ops = sorted(nid for nid in graph.nodes if nid not in graph.accumulators)
-        local = {nid: i for i, nid in enumerate(ops)}
-        parts = []
+        accumulators = graph.accumulators
+        ops = [nid for nid in graph.nodes if nid not in accumulators]
+        members = set(ops)
+        consumed = set()
         for nid in ops:
+            rec = nodes.get(nid)
+            if rec is not None:
+                consumed.update(n for n, _ in rec.inputs)
+        roots = [nid for nid in ops if nid not in consumed]
+        roots.sort(key=lambda nid: self._root_order(nodes.get(nid), nid))
+        order = {}
+        stack = roots[::-1]
+        while stack:
+            nid = stack.pop()
+            if nid in order:
+                continue
+            order[nid] = len(order)
+            rec = nodes.get(nid)
+            if rec is not None:
+                stack.extend(n for n, _ in reversed(rec.inputs) if n in members and n not in order)
+        for nid in sorted(members.difference(order)):  # unreachable from a root only when records are missing
+            order[nid] = len(order)
+        return self._describe(order, nodes)
+
+    @staticmethod
+    def _root_order(rec, nid):
+        if rec is None:
+            return ((), "", nid)
+        return (rec.shape, rec.op, nid)
+
+    def _describe(self, order, nodes):
+        variables = self.trace._vars
+        leaves = {}
+        parts = []
+        for nid in order:  # dicts keep insertion order: the walk's order
             rec = nodes.get(nid)
             if rec is None:
                 parts.append(None)
@@ -267,14 +301,17 @@ class Grouping:
             for n, nr in rec.inputs:
                 if n is None:
                     ins.append(None)
-                elif n in local:
-                    ins.append((local[n], nr))
+                elif n in order:
+                    ins.append((order[n], nr))
                 else:
                     child = nodes.get(n)
                     if child is not None and child.variable is not None:
-                        leaf = variables.get(child.variable)
-                        ins.append(("leaf", child.shape, leaf.name if leaf is not None and leaf.is_parameter
-                                    else None))
+                        leaf = leaves.get(n)
+                        if leaf is None:
+                            var = variables.get(child.variable)
+                            name = var.name if var is not None and var.is_parameter else None
+                            leaf = leaves[n] = ("leaf", len(leaves), child.shape, name)
+                        ins.append(leaf)
                     else:
                         ins.append(("outside", nr))
             parts.append((rec.op, rec.shape, rec.module[-1] if rec.module else None, tuple(ins)))

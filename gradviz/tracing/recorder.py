@@ -7,12 +7,14 @@ iteration boundary, and full records are kept only for a bounded window of itera
 
 import itertools
 import sys
+import weakref
 from collections import OrderedDict
 
 from ..autograd import grad_mode
 from ..autograd.function import AccumulateGrad as _AccumulateGrad
 from ..autograd.observer import Observer, attach, detach
 from ..autograd.variable import Variable
+from ..optim.optimizer import bump_version as _bump_version
 from .frames import (
     _internal,
     _is_internal,
@@ -30,6 +32,7 @@ _is_grad_enabled = grad_mode.is_grad_enabled
 _ERROR_CODES = {"NonScalarBackwardError": "nonscalar-backward", "StaleVersionError": "stale-version",
                 "GraphFreedError": "graph-freed", "NoGradFnError": "no-requires-grad"}
 _INF = float("inf")
+_BUMP_CODE = _bump_version.__code__  # optimizers report parameter updates through it
 _class_info = {}  # Function class -> (node name, class name, user-defined?)
 _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
 
@@ -53,6 +56,50 @@ def _raise_location(tb):
     return None if found is None else location_at(*found)
 
 
+class _ModuleTree:
+    """A root module (one the user's code called directly), the name the calling code gave it, and the paths of
+    the modules in its tree (from ``named_modules()``, walked once and again only when the tree changed)."""
+
+    __slots__ = ("ref", "name", "paths", "outside")
+
+    def __init__(self, root, name):
+        self.ref = weakref.ref(root)
+        self.name = name
+        self.paths = {}  # id(module) -> _ModuleName
+        self.outside = set()  # ids of modules called under this root that are not in its tree
+
+    def path_of(self, module):
+        entry = self.paths.get(id(module))
+        return entry.path if entry is not None and entry.valid(module) else None
+
+
+class _ModuleName(weakref.ref):
+    """A module's path in its root's tree, and the attribute names leading to it (to check it still does)."""
+
+    __slots__ = ("path", "tree", "parts")
+
+    def __new__(cls, module, path, tree, parts):
+        return super().__new__(cls, module)
+
+    def __init__(self, module, path, tree, parts):
+        super().__init__(module)
+        self.path = path
+        self.tree = tree
+        self.parts = parts
+
+    def valid(self, module):
+        """Still this module, still reached from the root by the same attribute names (a few dict lookups)."""
+        if self() is not module:
+            return False
+        m = self.tree.ref()
+        for part in self.parts:
+            children = getattr(m, "_modules", None)
+            if children is None:  # a module-like object that does not say: trust its named_modules()
+                return True
+            m = children.get(part)
+        return m is module
+
+
 class Trace(Observer):
     """Record every Variable, graph node, backward call and notable event while active.
 
@@ -74,17 +121,23 @@ class Trace(Observer):
         self._var_ids = itertools.count()
         self._node_ids = itertools.count()
         self._event_ids = itertools.count()
+        self._seq = itertools.count()  # one order shared by events and backward calls
         self.events = {}  # event id -> dict
         self.backwards = {}  # backward id -> dict
         self._backward = None  # the backward call in progress
         self._stack = ()  # module call stack: paths, outermost first
         self._stack_ids = []
-        self._module_names = {}  # id(module) -> (weakref, path)
+        self._module_names = {}  # id(module) -> _ModuleName: the first path each module was given
+        self._trees = {}  # id(root module) -> _ModuleTree
+        self._tree = None  # the _ModuleTree of the root module being called
+        self.modules = {}  # path -> class name, for every module call seen
         self._param_names = {}  # id(parameter) -> (weakref, path)
         self._savers = {}  # id(version counter) -> [NodeRecord] of nodes that saved that storage
         self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
         self._last_grad_read = None
+        self._new_grad = None
         self._last_fn = None
+        self._lasti = -1
         self.first_nonfinite = None
         self.internal_errors = []
         self.groups = Grouping(self)
@@ -104,6 +157,10 @@ class Trace(Observer):
             self.stopped = True
             self._name_from_frame(user_frame(2))
             self.groups.freeze()
+            for rec in self._live_vars.values():  # what the script left them at (a parameter frozen later)
+                obj = rec()
+                if obj is not None:
+                    rec.requires_grad_final = obj._requires_grad
         return self
 
     def __enter__(self):
@@ -316,7 +373,9 @@ class Trace(Observer):
 
     # ----- forward ------------------------------------------------------------------------------------------
     def on_function(self, node, inputs, outputs):
-        location = location_of(user_frame(2))
+        frame = user_frame(2)
+        location = location_of(frame)
+        self._lasti = -1 if frame is None else frame.f_lasti  # tells apart two calls on one line
         self._last_fn = type(node)
         if not node.recorded:
             self._unrecorded(node, inputs, outputs, location)
@@ -375,15 +434,19 @@ class Trace(Observer):
         else:
             location = location_of(user_frame(2))
         rec = self._new_var(variable, origin, location)
-        if origin == "new" and self._cut:
+        if origin == "grad":
+            self._new_grad = rec  # on_accumulate, next, says whose
+        elif origin == "new" and self._cut:
             cut = self._cut.get(id(variable._data))
             if cut is not None and cut[0]() is variable._data:
                 rec.source = cut[1]
 
     def on_module_call(self, module, phase, inputs=None, output=None):
         if phase == "enter":
-            self._stack = self._stack + (self._module_path(module),)
+            path = self._module_path(module)
+            self._stack = self._stack + (path,)
             self._stack_ids.append(id(module))
+            self.modules[path] = type(module).__name__
         else:
             ids = self._stack_ids
             if id(module) in ids:
@@ -392,32 +455,71 @@ class Trace(Observer):
                     self._stack = self._stack[:-1]
                     if top == id(module):
                         break
+            if not ids:
+                self._tree = None
 
     def _module_path(self, module):
+        """The module's dotted path from the root module the user's code called (``model1.layer2``).
+
+        Paths come from the root's ``named_modules()``, walked once and cached per root; a cached path is checked
+        on each call by following it from the root through ``_modules`` (a few dict lookups), so replacing a
+        submodule (``model.fc = nn.Linear(...)``) re-walks the tree once and the new module is named ``model.fc``."""
+        tree = self._tree
+        if tree is None:
+            return self._root_path(module)
+        path = tree.path_of(module)
+        if path is not None:
+            return path
+        if id(module) not in tree.outside:
+            root = tree.ref()
+            if root is not None:
+                self._name_module_tree(root, tree.name, tree)
+            path = tree.path_of(module)
+            if path is not None:
+                return path
+            tree.outside.add(id(module))  # not in the tree (a module passed in as an argument): no re-walk next time
+        return self._stack[-1] + "." + type(module).__name__
+
+    def _root_path(self, module):
+        """A call from user code: a root we know, a submodule of one called directly (``model.features(x)``),
+        or a new root, named as the calling code names it."""
+        tree = self._trees.get(id(module))
+        if tree is not None and tree.ref() is module:
+            self._tree = tree
+            return tree.name
         entry = self._module_names.get(id(module))
-        if entry is not None and entry[0]() is module:
-            return entry[1]
-        if self._stack:
-            return self._stack[-1] + "." + type(module).__name__
+        if entry is not None and entry.valid(module):
+            self._tree = entry.tree
+            return entry.path
         name = name_in_frames(user_frame(3), module) or type(module).__name__
-        self._name_module_tree(module, name)
+        self._tree = tree = _ModuleTree(module, name)
+        self._name_module_tree(module, name, tree)
         return name
 
-    def _name_module_tree(self, module, name):
-        """A root module's dotted paths for its submodules and parameters (``model1.conv.weight``)."""
-        import weakref
-
+    def _name_module_tree(self, module, name, tree=None):
+        """Dotted paths for a root module's submodules and parameters (``model1.conv.weight``). A module or a
+        parameter keeps the first path it was given outside this tree; inside the tree its path is the tree's."""
+        if tree is None:
+            tree = _ModuleTree(module, name)
+        try:
+            self._trees[id(module)] = tree
+        except TypeError:
+            pass
+        tree.outside = set()
+        tree.paths = {}
         try:
             pairs = list(module.named_modules())
         except Exception:  # not an nn.Module after all: name the object alone
             pairs = [("", module)]
         for sub, m in pairs:
             try:
-                ref = weakref.ref(m)
+                entry = _ModuleName(m, f"{name}.{sub}" if sub else name, tree, tuple(sub.split(".")) if sub else ())
             except TypeError:
                 continue
-            if id(m) not in self._module_names or self._module_names[id(m)][0]() is not m:
-                self._module_names[id(m)] = (ref, f"{name}.{sub}" if sub else name)
+            tree.paths[id(m)] = entry
+            known = self._module_names.get(id(m))
+            if known is None or known() is not m:
+                self._module_names[id(m)] = entry
         named = getattr(module, "named_parameters", None)
         for pname, p in (named() if named is not None else ()):
             path = f"{name}.{pname}"
@@ -432,6 +534,9 @@ class Trace(Observer):
 
     # ----- in-place, detach, hooks, .grad ------------------------------------------------------------------
     def on_inplace(self, variable, node, old_version, new_version):
+        if node is None and sys._getframe(1).f_code is _BUMP_CODE:
+            self._optimizer_update(variable, old_version, new_version)
+            return
         location = location_of(user_frame(2))
         vrec = self._var_record(variable)
         last = self._last_fn
@@ -459,6 +564,22 @@ class Trace(Observer):
             self.groups.pin_event(event)
             for n in saved_by:
                 self.groups.pin_node(self._nodes.get(n))
+
+    def _optimizer_update(self, param, old_version, new_version):
+        """An optimizer's ``step()`` wrote into ``param``. Recorded as an in-place event only when a live graph
+        saved the old value (the ``optimizer`` event already says which parameters a step updates): then a
+        backward through that graph will fail, and the step's line is where it went wrong."""
+        saved_by = self._stale_savers(param, new_version)
+        if not saved_by:
+            return
+        code = sys._getframe(3).f_code  # the optimizer's update loop (SGD._update_group…), which called bump_version
+        owner = getattr(code, "co_qualname", "").partition(".")[0] or "optimizer"
+        event = self._event("inplace", location_of(user_frame(3)), variable=self._var_record(param).id,
+                            op=f"{owner}.step", old_version=old_version, new_version=new_version, node=None,
+                            saved_by=saved_by)
+        self.groups.pin_event(event)
+        for n in saved_by:
+            self.groups.pin_node(self._nodes.get(n))
 
     def _stale_savers(self, variable, new_version):
         """Live, unfreed nodes that saved this storage at an older version: backward through them will fail."""
@@ -498,8 +619,6 @@ class Trace(Observer):
         self._event("detach", location, source=srec.id, result=rid, how=how)
 
     def _remember_cut(self, array, vid):
-        import weakref
-
         try:
             ref = weakref.ref(array)
         except TypeError:
@@ -546,8 +665,12 @@ class Trace(Observer):
         location = location_of(user_frame(2))
         if event == "zero_grad":
             self.groups.zero_grad()
+        groups = getattr(optimizer, "param_groups", None)
+        if groups is None:  # a module's zero_grad()
+            found = getattr(optimizer, "parameters", None)
+            groups = [{"params": found() if found is not None else ()}]
         params = []
-        for group in getattr(optimizer, "param_groups", ()):
+        for group in groups:
             for p in group.get("params", ()):
                 if isinstance(p, Variable):
                     params.append(self._var_record(p).id)
@@ -557,7 +680,8 @@ class Trace(Observer):
 
     def _event(self, kind, location, **fields):
         eid = next(self._event_ids)
-        event = {"id": eid, "kind": kind, "location": location, "iteration": self.groups.iteration}
+        event = {"id": eid, "seq": next(self._seq), "kind": kind, "location": location,
+                 "iteration": self.groups.iteration}
         event.update(fields)
         self.events[eid] = event
         self.groups.note_event(event)
@@ -579,7 +703,7 @@ class Trace(Observer):
         if read is not None and read["location"] == location and read["was_none"]:
             if any(g is None for g in grad_roots):
                 gradient_from = read["id"]
-        self._backward = {"id": bid, "iteration": self.groups.iteration, "roots": root_ids,
+        self._backward = {"id": bid, "seq": next(self._seq), "iteration": self.groups.iteration, "roots": root_ids,
                           "root_nodes": root_nodes, "retain_graph": bool(retain_graph),
                           "started": retain_graph is not None, "kind": "backward" if inputs is None else "grad",
                           "location": location, "visited": [], "grad_norms": {}, "leaf_grad_norms": {},
@@ -599,6 +723,11 @@ class Trace(Observer):
     def on_accumulate(self, variable, grad):
         b = self._backward
         rec = self._var_record(variable)
+        made = self._new_grad
+        if made is not None:  # backward just made this leaf's .grad
+            self._new_grad = None
+            if made() is variable._grad:
+                made.source = rec.id
         norm = norm_of((grad,))
         b["leaf_grad_norms"][rec.id] = norm
         if norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)):
@@ -706,6 +835,12 @@ class Trace(Observer):
 
     def node_id(self, node):
         return self._node_record(node).id
+
+    def _repr_html_(self):
+        """Jupyter shows a trace as its summary, graph and diagnostics."""
+        from ..rendering import notebook_html
+
+        return notebook_html(self.to_dict())
 
     def __repr__(self):
         s = self.stats

@@ -14,7 +14,7 @@ import numpy as np
 class VarRecord(weakref.ref):
     __slots__ = ("id", "key", "name", "shape", "dtype", "nbytes", "requires_grad", "is_leaf", "is_parameter",
                  "origin", "node", "accumulator", "source", "volatile", "grad_mode", "module", "location",
-                 "graph", "iteration", "op", "inputs", "pinned")
+                 "graph", "iteration", "op", "inputs", "pinned", "requires_grad_final")
 
     def __init__(self, obj, callback):
         super().__init__(obj, callback)

@@ -19,7 +19,8 @@ LOCATION = {"file": "str", "line": "int", "text": "str", "function?": "?str"}
 SAVED = {"variable": "?int", "kind": "str", "index": "int", "shape": ["int"], "bytes": "int", "version": "int"}
 VARIABLE = {
     "id": "int", "name": "?str", "shape": ["int"], "dtype": "str", "bytes": "int", "requires_grad": "bool",
-    "is_leaf": "bool", "is_parameter": "bool", "origin": "str", "node": "?int", "accumulator": "?int",
+    "requires_grad_final": "?bool", "is_leaf": "bool", "is_parameter": "bool", "origin": "str", "node": "?int",
+    "accumulator": "?int",
     "source": "?int", "volatile": "bool", "grad_mode": "bool", "module": ["str"], "location": "?loc",
     "graph": "?int", "op?": "?str", "inputs?": "?[int]", "iteration?": "int",
 }
@@ -39,10 +40,11 @@ STRUCTURE = {"id": "int", "signature": "str", "count": "int", "first_graph": "in
 ERROR = {"type": "str", "message": "str", "code": "?str"}
 BACKWARD = {
     "id": "int", "iteration": "int", "roots": ["int"], "root_nodes": ["?int"], "retain_graph": "bool",
-    "kind": "str", "location": "?loc", "visited": ["int"], "grad_norms": "{num}", "leaf_grad_norms": "{num}",
+    "seq": "int", "kind": "str", "location": "?loc", "visited": ["int"], "grad_norms": "{num}",
+    "leaf_grad_norms": "{num}",
     "gradient_from": "?int", "error": "?error", "started?": "bool", "graphs?": ["int"], "freed_nodes?": "int",
 }
-EVENT = {"id": "int", "kind": "str", "location": "?loc", "iteration": "int"}
+EVENT = {"id": "int", "seq": "int", "kind": "str", "location": "?loc", "iteration": "int"}
 EVENT_FIELDS = {
     "inplace": {"variable": "int", "op": "?str", "old_version": "int", "new_version": "int", "node": "?int",
                 "saved_by": ["int"]},
@@ -62,6 +64,7 @@ MEMORY = {"peak_retained_bytes": "int", "final_retained_bytes": "int", "series":
 STATUS = {"completed": "bool", "exception": "?obj"}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
+    "modules": "{str}",
     "variables": [VARIABLE], "nodes": [NODE], "graphs": [GRAPH], "structures": [STRUCTURE],
     "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
