@@ -26,6 +26,21 @@ def random_dag(n, seed=0):
     return b.finish()
 
 
+def traced_rnn(steps=2500):
+    """A real trace (gradviz.trace, not hand-built): ``h = tanh(h * w + x)`` for ``steps`` steps reusing one input
+    ``x`` and one weight ``w`` at every step, then one backward — 4 ops a step, 10,000 nodes in one graph."""
+    import gradviz
+
+    with gradviz.trace() as tr:
+        w = gradviz.randn(8, requires_grad=True)
+        x = gradviz.randn(8)
+        h = gradviz.zeros(8)
+        for _ in range(steps):
+            h = (h * w + x).tanh() * 1.0
+        h.sum().backward()
+    return tr.to_dict()
+
+
 CASES = {
     "chained models (9 nodes)": lambda: chained_models_doc(),
     "loop 10,000 nodes, input reused each step": lambda: loop_doc(3333),
@@ -33,6 +48,7 @@ CASES = {
     "loop 700 nodes, not folded (ghosts only)": lambda: (loop_doc(233), {"fold_loops": False}),
     "random DAG 2,000 nodes": lambda: random_dag(2000),
     "random DAG 10,000 nodes": lambda: random_dag(10000),
+    "traced RNN loop, 10,000 nodes, x and w reused": traced_rnn,
 }
 
 

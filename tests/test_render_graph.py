@@ -210,7 +210,7 @@ def test_depth_collapses_deeper_modules_into_boxes():
 
 def test_above_max_nodes_collapses_by_depth_and_says_so():
     spec = build_graph(_nested_doc(calls=10), max_nodes=20, fold_loops=False)
-    assert spec.subtitle[0] == "collapsed: 41 nodes > max_nodes 20"
+    assert spec.subtitle[0] == "too large to draw whole: 41 nodes > max_nodes 20, so"
     assert len(spec.nodes) <= 20
 
 

@@ -113,7 +113,7 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     if ir.size() > max_nodes:
         collapse.truncate(ir, max_nodes)
     if ir.size() < before and ir.size() > 0 and before > max_nodes:
-        ir.notes.insert(0, f"collapsed: {before:,} nodes > max_nodes {max_nodes}")
+        ir.notes.insert(0, f"too large to draw whole: {before:,} nodes > max_nodes {max_nodes}, so")
     collapse.ghost_leaves(ir, ghost_uses)
     return style_spec(ir, index, chosen, node_ids, forward=forward, show_saved=show_saved,
                       show_grads=show_grads)
