@@ -1,27 +1,42 @@
 """Where in the *user's* code something happened, and what the user called an object there.
 
-A location is the first frame outside the gradviz package. Walking a few frames per op is cheap; what is not
-cheap is formatting, so each (code object, line) becomes one shared ``Location`` tuple, made once.
+A location is the first frame outside the gradviz package. Walking a few frames per op is cheap (whether a code
+object is gradviz's own is decided once per code object); what is not cheap is formatting, so each (code object,
+line) becomes one shared ``Location``, made once, whose source text is read only when a document is built.
 """
 
 import linecache
 import os
 import sys
-from typing import NamedTuple
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _internal = {}  # code object -> True when it belongs to gradviz itself
-_locations = {}  # (code object, line) -> Location
+_locations = {}  # code object -> {line: Location}
 
 
-class Location(NamedTuple):
-    file: str
-    line: int
-    text: str
-    function: str
+class Location:
+    """File, line and function of a user frame; ``text`` (the stripped source line) is looked up on first use,
+    so the hot path never touches ``linecache``. One instance per (code object, line): compared by identity."""
+
+    __slots__ = ("file", "line", "function", "_text")
+
+    def __init__(self, file, line, function, text=None):
+        self.file = file
+        self.line = line
+        self.function = function
+        self._text = text
+
+    @property
+    def text(self):
+        if self._text is None:
+            self._text = linecache.getline(self.file, self.line).strip() if self.line else ""
+        return self._text
 
     def as_dict(self):
         return {"file": self.file, "line": self.line, "text": self.text, "function": self.function}
+
+    def __repr__(self):
+        return f"Location({self.file!r}, {self.line}, {self.function!r})"
 
 
 def _is_internal(code):
@@ -56,12 +71,12 @@ def location_of(frame):
 
 
 def location_at(code, line):
-    key = (code, line)
-    loc = _locations.get(key)
+    lines = _locations.get(code)
+    if lines is None:
+        lines = _locations[code] = {}
+    loc = lines.get(line)
     if loc is None:
-        line = line or 0
-        loc = Location(code.co_filename, line, linecache.getline(code.co_filename, line).strip(), code.co_name)
-        _locations[key] = loc
+        loc = lines[line] = Location(code.co_filename, line or 0, code.co_name)
     return loc
 
 
@@ -121,8 +136,16 @@ def names_in_frame(frame, kind):
     found = {}
     if frame is None:
         return found
-    for items in (frame.f_globals.items(), _locals(frame)):
-        for key, value in items:
-            if isinstance(value, kind) and not key.startswith("__"):
-                found[id(value)] = key
+    scope = frame.f_globals
+    for key, value in scope.items():
+        if isinstance(value, kind) and not key.startswith("__"):
+            found[id(value)] = key
+    if frame.f_code.co_flags & _CO_OPTIMIZED:
+        items = _locals(frame)
+    else:  # module level: its locals are usually its globals, already read
+        local = frame.f_locals
+        items = () if local is scope else local.items()
+    for key, value in items:
+        if isinstance(value, kind) and not key.startswith("__"):
+            found[id(value)] = key
     return found

@@ -21,6 +21,12 @@ PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, b
 SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
 
 
+def _root_order(rec, nid):
+    if rec is None:
+        return ((), "", nid)
+    return (rec.shape, rec.op, nid)
+
+
 class MemoryBook:
     """Bytes held by saved tensors of live, unfreed nodes, each memory block counted once however many nodes
     hold it (a reference count per block)."""
@@ -71,7 +77,8 @@ class Grouping:
         self.series = []
         self.series_step = 1
         self._iter_graphs = {0: []}
-        self._iter_vars = {0: []}
+        self.iter_vars = []  # the current iteration's variable records (the tracer appends to it)
+        self._iter_vars = {0: self.iter_vars}
         self._iter_events = {0: []}
         self._iter_backwards = {0: []}
         self._starts = set()
@@ -114,11 +121,17 @@ class Grouping:
         for cid in closed:
             graph.external_inputs.append((rec.id, cid))
         for c in children:
-            if c.graph is None:
+            if c.variable is not None:  # a leaf's AccumulateGrad: listed in every graph that uses the leaf
+                if c.id not in graph.accumulators:
+                    graph.accumulators.add(c.id)
+                    graph.nodes.append(c.id)
+                    if c.graph is None:
+                        c.graph = graph
+                        if graph.alive == 0:
+                            self.graphs_alive += 1
+                        graph.alive += 1
+            elif c.graph is None:
                 self.adopt_into(graph, c)
-            elif c.variable is not None and c.id not in graph.accumulators:
-                graph.accumulators.add(c.id)
-                graph.nodes.append(c.id)
         return graph
 
     def new_graph(self):
@@ -191,14 +204,6 @@ class Grouping:
             graph.owner_keys[key] = nbytes
             graph.saved_bytes += nbytes
 
-    def node_died(self, rec):
-        graph = rec.graph
-        if graph is not None:
-            graph = graph.find()
-            graph.alive -= 1
-            if graph.alive == 0:
-                self.graphs_alive -= 1
-
     # ----- iterations ---------------------------------------------------------------------------------------
     def boundary(self):
         self.pending = True
@@ -227,7 +232,7 @@ class Grouping:
         self._starts = set()
         it = self.iteration
         self._iter_graphs[it] = []
-        self._iter_vars[it] = []
+        self._iter_vars[it] = self.iter_vars = []
         self._iter_events[it] = []
         self._iter_backwards[it] = []
         self._drop(it - self.window)
@@ -259,15 +264,19 @@ class Grouping:
         which the walk first met that leaf, its shape and its parameter name."""
         nodes = self.trace._nodes
         accumulators = graph.accumulators
-        ops = [nid for nid in graph.nodes if nid not in accumulators]
-        members = set(ops)
+        records = {}
         consumed = set()
-        for nid in ops:
+        for nid in graph.nodes:
+            if nid in accumulators:
+                continue
             rec = nodes.get(nid)
+            records[nid] = rec
             if rec is not None:
-                consumed.update(n for n, _ in rec.inputs)
-        roots = [nid for nid in ops if nid not in consumed]
-        roots.sort(key=lambda nid: self._root_order(nodes.get(nid), nid))
+                for n, _ in rec.inputs:
+                    consumed.add(n)
+        roots = [nid for nid in records if nid not in consumed]
+        if len(roots) > 1:
+            roots.sort(key=lambda nid: _root_order(records[nid], nid))
         order = {}
         stack = roots[::-1]
         while stack:
@@ -275,18 +284,18 @@ class Grouping:
             if nid in order:
                 continue
             order[nid] = len(order)
-            rec = nodes.get(nid)
+            rec = records[nid]
             if rec is not None:
-                stack.extend(n for n, _ in reversed(rec.inputs) if n in members and n not in order)
-        for nid in sorted(members.difference(order)):  # unreachable from a root only when records are missing
-            order[nid] = len(order)
+                inputs = rec.inputs
+                for i in range(len(inputs) - 1, -1, -1):
+                    n = inputs[i][0]
+                    if n in records and n not in order:
+                        stack.append(n)
+        if len(order) < len(records):  # unreachable from a root only when records are missing
+            for nid in sorted(records):
+                if nid not in order:
+                    order[nid] = len(order)
         return self._describe(order, nodes)
-
-    @staticmethod
-    def _root_order(rec, nid):
-        if rec is None:
-            return ((), "", nid)
-        return (rec.shape, rec.op, nid)
 
     def _describe(self, order, nodes):
         variables = self.trace._vars
@@ -420,9 +429,6 @@ class Grouping:
             rec.graph.find().pinned = True
 
     # ----- bookkeeping ---------------------------------------------------------------------------------------------
-    def note_variable(self, rec):
-        self._iter_vars[self.iteration].append(rec)
-
     def note_event(self, event):
         self._iter_events[self.iteration].append(event)
         key = (event["kind"], event["location"])

@@ -10,6 +10,8 @@ import sys
 import weakref
 from collections import OrderedDict
 
+import numpy as np
+
 from ..autograd import grad_mode
 from ..autograd.function import AccumulateGrad as _AccumulateGrad
 from ..autograd.observer import Observer, attach, detach
@@ -26,13 +28,23 @@ from .frames import (
     user_frame,
 )
 from .grouping import Grouping
-from .records import NodeRecord, VarRecord, dtype_name, nonfinite, nonfinite_norm, norm_of, storage_owners
+from .records import (
+    NodeRecord,
+    VarRecord,
+    _dtype_names,
+    dtype_name,
+    nonfinite,
+    nonfinite_norm,
+    norm_of,
+    norm_one,
+)
 
 _is_grad_enabled = grad_mode.is_grad_enabled
 _ERROR_CODES = {"NonScalarBackwardError": "nonscalar-backward", "StaleVersionError": "stale-version",
                 "GraphFreedError": "graph-freed", "NoGradFnError": "no-requires-grad"}
 _INF = float("inf")
 _BUMP_CODE = _bump_version.__code__  # optimizers report parameter updates through it
+_NO_EDGE = (None, 0)
 _class_info = {}  # Function class -> (node name, class name, user-defined?)
 _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
 
@@ -76,7 +88,7 @@ class _ModuleTree:
 class _ModuleName(weakref.ref):
     """A module's path in its root's tree, and the attribute names leading to it (to check it still does)."""
 
-    __slots__ = ("path", "tree", "parts")
+    __slots__ = ("path", "tree", "parts", "parent_path")
 
     def __new__(cls, module, path, tree, parts):
         return super().__new__(cls, module)
@@ -86,6 +98,7 @@ class _ModuleName(weakref.ref):
         self.path = path
         self.tree = tree
         self.parts = parts
+        self.parent_path = path.rpartition(".")[0] if parts else None
 
     def valid(self, module):
         """Still this module, still reached from the root by the same attribute names (a few dict lookups)."""
@@ -126,7 +139,7 @@ class Trace(Observer):
         self.backwards = {}  # backward id -> dict
         self._backward = None  # the backward call in progress
         self._stack = ()  # module call stack: paths, outermost first
-        self._stack_ids = []
+        self._calls = []  # (module, the stack before it was entered), innermost last
         self._module_names = {}  # id(module) -> _ModuleName: the first path each module was given
         self._trees = {}  # id(root module) -> _ModuleTree
         self._tree = None  # the _ModuleTree of the root module being called
@@ -175,16 +188,26 @@ class Trace(Observer):
 
     # ----- records ----------------------------------------------------------------------------------------
     def _var_died(self, rec):
-        if self._live_vars.get(rec.key) is rec:
-            del self._live_vars[rec.key]
+        live = self._live_vars
+        if live.get(rec.key) is rec:
+            del live[rec.key]
 
     def _node_died(self, rec):
-        if self._live_nodes.get(rec.key) is rec:
-            del self._live_nodes[rec.key]
+        live = self._live_nodes
+        if live.get(rec.key) is rec:
+            del live[rec.key]
         rec.alive = False
-        self._release(rec)
-        self._forget_savers(rec)
-        self.groups.node_died(rec)
+        if rec.owners:
+            self._release(rec)
+        if rec.counters:
+            self._forget_savers(rec)
+        graph = rec.graph
+        if graph is not None:
+            while graph.parent is not None:
+                graph = graph.parent
+            graph.alive -= 1
+            if graph.alive == 0:
+                self.groups.graphs_alive -= 1
 
     def _new_var(self, var, origin, location, node=None):
         rec = VarRecord(var, self._var_died)
@@ -192,7 +215,9 @@ class Trace(Observer):
         rec.key = key = id(var)
         data = var._data
         rec.shape = data.shape
-        rec.dtype = dtype_name(data.dtype)
+        dtype = data.dtype
+        name = _dtype_names.get(dtype)
+        rec.dtype = name if name is not None else dtype_name(dtype)
         rec.nbytes = data.nbytes
         rec.requires_grad = var._requires_grad
         rec.is_leaf = node is None
@@ -204,7 +229,8 @@ class Trace(Observer):
         rec.grad_mode = _is_grad_enabled()
         rec.module = self._stack
         rec.location = location
-        rec.iteration = self.groups.iteration
+        groups = self.groups
+        rec.iteration = groups.iteration
         rec.pinned = False
         name = var._name
         if name is None and self._param_names:
@@ -215,7 +241,7 @@ class Trace(Observer):
         rec.name = name
         self._live_vars[key] = rec
         self._vars[vid] = rec
-        self.groups.note_variable(rec)
+        groups.iter_vars.append(rec)
         return rec
 
     def _var_record(self, var):
@@ -235,7 +261,7 @@ class Trace(Observer):
     def _new_node(self, node, location, module):
         rec = NodeRecord(node, self._node_died)
         rec.id = nid = next(self._node_ids)
-        rec.key = id(node)
+        rec.key = key = id(node)
         cls = type(node)
         info = _class_info.get(cls)
         if info is None:
@@ -244,27 +270,28 @@ class Trace(Observer):
         rec.location = location
         rec.module = module
         rec.iteration = self.groups.iteration
-        rec.inputs = rec.input_variables = rec.outputs = ()
-        rec.variable = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = None
-        rec.shape = ()
-        rec.dtype = None
-        rec.saved = ()
+        rec.inputs = rec.input_variables = rec.outputs = rec.saved = rec.shape = ()
+        rec.variable = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.dtype = None
         rec.meta = getattr(node, "_meta", None)
         rec.external = False
         rec.alive = True
-        self._live_nodes[rec.key] = rec
+        self._live_nodes[key] = rec
         self._nodes[nid] = rec
         return rec
 
     def _link_inputs(self, rec, node):
-        """Fill ``inputs`` from next_functions; returns the input node records (to place the graph)."""
+        """Fill ``inputs`` from the node's edges; returns the input node records (to place the graph)."""
         children = []
         inputs = []
-        for child, nr in node.next_functions:
-            if child is None:
-                inputs.append((None, 0))
+        live = self._live_nodes
+        for edge in node._next:  # next_functions, without building the tuple
+            if edge is None:
                 continue
-            crec = self._live_nodes.get(id(child))
+            child, nr = edge
+            if child is None:
+                inputs.append(_NO_EDGE)
+                continue
+            crec = live.get(id(child))
             if crec is None:
                 crec = self._adopt(child)
             inputs.append((crec.id, nr))
@@ -321,35 +348,61 @@ class Trace(Observer):
                 child.shape, child.dtype = meta[0], dtype_name(meta[1])
 
     def _record_saved(self, rec, node):
-        """Saved-tensor descriptions, and what they hold in memory (charged to the graph while alive)."""
-        saved = node.saved
+        """Saved-tensor descriptions, and what they hold in memory (charged to the graph while alive): each
+        distinct block once, a view charged to the array owning its memory, parameters' storage not at all."""
+        if rec.owners:
+            self._release(rec)
+        if rec.counters:
+            self._forget_savers(rec)
+        saved = node._saved
         if not saved:
             rec.saved = ()
             return
         items = []
-        counters = []
-        for s in saved:
-            data = s.data
-            if not hasattr(data, "nbytes"):
-                continue  # a Python constant (an exponent, a divisor): not a tensor, nothing to version
-            v = s.variable
-            items.append((None if v is None else self._var_record(v).id, s.kind, s.index, data.shape, data.nbytes,
-                          s.version))
-            if s.counter is not None:
-                counters.append(id(s.counter))
+        owners = {}
+        live = self._live_vars
+        savers = self._savers
+        counters = None
+        for data, counter, version, v, kind, index in saved:
+            if data.__class__ is not np.ndarray:
+                if not hasattr(data, "nbytes"):
+                    continue  # a Python constant (an exponent, a divisor): not a tensor, nothing to version
+                charge = False
+            else:
+                charge = True
+            if v is None:
+                vid = None
+            else:
+                vrec = live.get(id(v))
+                vid = (vrec if vrec is not None else self._var_record(v)).id
+                base = v._base if v._base is not None else v
+                if base._grad_fn is None and base._requires_grad:
+                    charge = False  # a parameter's storage belongs to the model
+            items.append((vid, kind, index, data.shape, data.nbytes, version))
+            if charge:
+                root = data
+                while root.base.__class__ is np.ndarray:
+                    root = root.base
+                owners[id(root)] = root.nbytes
+            if counter is not None:
+                c = id(counter)
+                if counters is None:
+                    counters = [c]
+                else:
+                    counters.append(c)
+                entry = savers.get(c)
+                if entry is None:
+                    savers[c] = {rec.id: rec}
+                else:
+                    entry[rec.id] = rec
         rec.saved = tuple(items)
-        self._release(rec)
-        owners = storage_owners(saved)
-        if owners and not node.freed:
-            rec.owners = owners
+        if owners and not node._freed:
+            owners = rec.owners = tuple(owners.items())
             self.groups.memory.hold(owners)
             if rec.graph is not None:
                 self.groups.charge(rec.graph, owners)
-        self._forget_savers(rec)
-        if counters:
-            rec.counters = tuple(counters)
-            for c in rec.counters:
-                self._savers.setdefault(c, []).append(rec)
+        if counters is not None:
+            rec.counters = counters
 
     def _release(self, rec):
         owners = rec.owners
@@ -361,47 +414,91 @@ class Trace(Observer):
         counters = rec.counters
         if counters:
             rec.counters = None
+            savers = self._savers
             for c in counters:
-                lst = self._savers.get(c)
-                if lst is not None:
-                    try:
-                        lst.remove(rec)
-                    except ValueError:
-                        pass
-                    if not lst:
-                        del self._savers[c]
+                entry = savers.get(c)
+                if entry is not None:
+                    entry.pop(rec.id, None)
+                    if not entry:
+                        del savers[c]
 
     # ----- forward ------------------------------------------------------------------------------------------
     def on_function(self, node, inputs, outputs):
         frame = user_frame(2)
-        location = location_of(frame)
-        self._lasti = -1 if frame is None else frame.f_lasti  # tells apart two calls on one line
+        if frame is None:
+            location = None
+            self._lasti = -1
+        else:
+            location = location_at(frame.f_code, frame.f_lineno)
+            self._lasti = frame.f_lasti  # tells apart two calls on one line
         self._last_fn = type(node)
         if not node.recorded:
             self._unrecorded(node, inputs, outputs, location)
             return
-        in_vars = tuple([self._var_record(a).id if isinstance(a, Variable) else None for a in inputs])
+        live = self._live_vars
+        in_ids = []
+        for a in inputs:
+            if isinstance(a, Variable):
+                vrec = live.get(id(a))
+                in_ids.append((vrec if vrec is not None else self._var_record(a)).id)
         rec = self._new_node(node, location, self._stack)
         children = self._link_inputs(rec, node)
-        rec.input_variables = tuple([v for v in in_vars if v is not None])
-        graph = self.groups.place(rec, children)
+        rec.input_variables = in_ids = tuple(in_ids)
+        groups = self.groups
+        graph = groups.place(rec, children)
+        nid = rec.id
+        op = rec.op
         out_ids = []
         output_bytes = 0
-        for out in outputs:
-            orec = self._new_var(out, "op", location, rec.id if out._grad_fn is node else None)
-            orec.op = rec.op
-            orec.inputs = rec.input_variables
+        stack = self._stack
+        it = groups.iteration
+        new_id = self._var_ids
+        died = self._var_died
+        live_vars = self._live_vars
+        all_vars = self._vars
+        noted = groups.iter_vars
+        for out in outputs:  # _new_var, unrolled: an op's outputs are the most common records by far
+            orec = VarRecord(out, died)
+            orec.id = vid = next(new_id)
+            orec.key = key = id(out)
+            data = out._data
+            orec.shape = data.shape
+            dtype = data.dtype
+            name = _dtype_names.get(dtype)
+            orec.dtype = name if name is not None else dtype_name(dtype)
+            orec.nbytes = nbytes = data.nbytes
+            orec.requires_grad = out._requires_grad
+            orec.is_leaf = out._grad_fn is not node
+            orec.node = None if orec.is_leaf else nid
+            orec.is_parameter = orec.pinned = orec.volatile = False
+            orec.grad_mode = True  # a recorded op ran with grad mode on
+            orec.origin = "op"
+            orec.accumulator = orec.source = None
+            orec.name = out._name
+            orec.op = op
+            orec.inputs = in_ids
             orec.graph = graph
-            out_ids.append(orec.id)
-            output_bytes += orec.nbytes
+            orec.module = stack
+            orec.location = location
+            orec.iteration = it
+            live_vars[key] = orec
+            all_vars[vid] = orec
+            noted.append(orec)
+            out_ids.append(vid)
+            output_bytes += nbytes
         rec.outputs = tuple(out_ids)
         first = outputs[0]._data
         rec.shape = first.shape
-        rec.dtype = dtype_name(first.dtype)
+        dtype = first.dtype
+        name = _dtype_names.get(dtype)
+        rec.dtype = name if name is not None else dtype_name(dtype)
         graph.output_bytes += output_bytes
         self._record_saved(rec, node)
-        if first.dtype.kind in "fc" and any(nonfinite(o._data) for o in outputs):
-            self._nonfinite(rec, "forward")
+        if dtype.kind in "fc":
+            for out in outputs:
+                if nonfinite(out._data):
+                    self._nonfinite(rec, "forward")
+                    break
 
     def _unrecorded(self, node, inputs, outputs, location):
         """An op that built no graph node. Its outputs matter to 'why is there no gradient' only when some
@@ -442,34 +539,42 @@ class Trace(Observer):
                 rec.source = cut[1]
 
     def on_module_call(self, module, phase, inputs=None, output=None):
+        calls = self._calls
         if phase == "enter":
             path = self._module_path(module)
+            calls.append((module, self._stack))
             self._stack = self._stack + (path,)
-            self._stack_ids.append(id(module))
             self.modules[path] = type(module).__name__
-        else:
-            ids = self._stack_ids
-            if id(module) in ids:
-                while ids:
-                    top = ids.pop()
-                    self._stack = self._stack[:-1]
-                    if top == id(module):
-                        break
-            if not ids:
-                self._tree = None
+            return
+        if calls and calls[-1][0] is module:
+            self._stack = calls.pop()[1]
+        else:  # an exit we did not see enter (the trace started inside the call): unwind to it if it is there
+            for i in range(len(calls) - 1, -1, -1):
+                if calls[i][0] is module:
+                    self._stack = calls[i][1]
+                    del calls[i:]
+                    break
+        if not calls:
+            self._tree = None
 
     def _module_path(self, module):
         """The module's dotted path from the root module the user's code called (``model1.layer2``).
 
-        Paths come from the root's ``named_modules()``, walked once and cached per root; a cached path is checked
-        on each call by following it from the root through ``_modules`` (a few dict lookups), so replacing a
-        submodule (``model.fc = nn.Linear(...)``) re-walks the tree once and the new module is named ``model.fc``."""
+        Paths come from the root's ``named_modules()``, walked once and cached per root. A cached path is checked
+        on each call (is the module still its parent's child of that name?), so replacing a submodule
+        (``model.fc = nn.Linear(...)``) re-walks the tree once and the new module is named ``model.fc``."""
         tree = self._tree
         if tree is None:
             return self._root_path(module)
-        path = tree.path_of(module)
-        if path is not None:
-            return path
+        entry = tree.paths.get(id(module))
+        if entry is not None:
+            parent, parent_path = self._calls[-1][0], self._stack[-1]
+            if entry.parent_path == parent_path and entry() is module:
+                children = getattr(parent, "_modules", None)
+                if children is None or children.get(entry.parts[-1]) is module:
+                    return entry.path
+            elif entry.valid(module):
+                return entry.path
         if id(module) not in tree.outside:
             root = tree.ref()
             if root is not None:
@@ -583,14 +688,14 @@ class Trace(Observer):
 
     def _stale_savers(self, variable, new_version):
         """Live, unfreed nodes that saved this storage at an older version: backward through them will fail."""
-        lst = self._savers.get(id(variable._vc))
-        if not lst:
+        savers = self._savers.get(id(variable._vc))
+        if not savers:
             return []
         found = []
         vc = variable._vc
-        for rec in list(lst):
+        for rec in list(savers.values()):
             node = rec()
-            if node is None or node.freed:
+            if node is None or node._freed:
                 continue
             if any(s.counter is vc and s.version < new_version for s in node.saved):
                 found.append(rec.id)
@@ -713,44 +818,56 @@ class Trace(Observer):
 
     def on_backward_step(self, node, grad_outputs, grad_inputs):
         b = self._backward
-        rec = self._live_nodes.get(id(node)) or self._adopt(node)
-        b["visited"].append(rec.id)
-        norm = norm_of(grad_outputs)
-        b["grad_norms"][rec.id] = norm
+        rec = self._live_nodes.get(id(node))
+        if rec is None:
+            rec = self._adopt(node)
+        nid = rec.id
+        b["visited"].append(nid)
+        if len(grad_outputs) == 1:
+            g = grad_outputs[0]
+            norm = 0.0 if g is None else norm_one(g)
+        else:
+            norm = norm_of(grad_outputs)
+        b["grad_norms"][nid] = norm
         if norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs):
             self._nonfinite(rec, "backward")
 
     def on_accumulate(self, variable, grad):
         b = self._backward
-        rec = self._var_record(variable)
+        rec = self._live_vars.get(id(variable))
+        if rec is None:
+            rec = self._var_record(variable)
         made = self._new_grad
         if made is not None:  # backward just made this leaf's .grad
             self._new_grad = None
             if made() is variable._grad:
                 made.source = rec.id
-        norm = norm_of((grad,))
+        norm = norm_one(grad)
         b["leaf_grad_norms"][rec.id] = norm
+        acc = rec.accumulator
         if norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)):
-            acc = self._nodes.get(rec.accumulator) if rec.accumulator is not None else None
-            if acc is not None:
-                self._nonfinite(acc, "backward")
-        if rec.accumulator is not None:
-            b["visited"].append(rec.accumulator)
-            b["grad_norms"][rec.accumulator] = norm
+            acc_rec = self._nodes.get(acc) if acc is not None else None
+            if acc_rec is not None:
+                self._nonfinite(acc_rec, "backward")
+        if acc is not None:
+            b["visited"].append(acc)
+            b["grad_norms"][acc] = norm
 
     def on_buffers_freed(self, node):
         rec = self._live_nodes.get(id(node))
         if rec is None:
             return
-        self._release(rec)
-        self._forget_savers(rec)
+        if rec.owners:
+            self._release(rec)
+        if rec.counters:
+            self._forget_savers(rec)
         b = self._backward
         if b is not None and rec.freed_by is None:
-            rec.freed_by = b["id"]
+            rec.freed_by = bid = b["id"]
             b["freed_nodes"] += 1
             graph = rec.graph
             if graph is not None and graph.freed_by is None:
-                graph.freed_by = b["id"]
+                graph.freed_by = bid
                 graph.freed_at_iteration = self.groups.iteration
 
     def on_backward_end(self, roots, error):

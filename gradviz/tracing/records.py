@@ -7,6 +7,7 @@ reference): calling it returns the object while it lives, None after. Everything
 
 import math
 import weakref
+from math import isfinite, sqrt
 
 import numpy as np
 
@@ -83,28 +84,6 @@ class StructureRecord:
         return other
 
 
-def storage_owners(saved):
-    """``((key, nbytes), ...)``: the distinct memory blocks a node's saved tensors hold, for memory accounting.
-
-    A view is charged to the array that owns its memory (that is what stays allocated). Storage of leaves that
-    require grad (parameters) is not charged: it belongs to the model and outlives every graph."""
-    owners = {}
-    for s in saved:
-        data = s.data
-        if data.__class__ is not np.ndarray:
-            continue
-        v = s.variable
-        if v is not None:
-            base = v._base if v._base is not None else v
-            if base._grad_fn is None and base._requires_grad:
-                continue
-        root = data
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        owners[id(root)] = root.nbytes
-    return tuple(owners.items())
-
-
 _dtype_names = {}
 
 
@@ -120,27 +99,46 @@ def _square_sum(a):
     """Sum of squares with one BLAS dot over the array's memory order (no copy for transposed views)."""
     if a.__class__ is not np.ndarray:
         a = np.asarray(a)
-    if a.dtype.kind not in "f":
-        a = np.abs(a) if a.dtype.kind == "c" else a.astype(np.float64)
-    flat = a.ravel(order="K")
-    return float(np.dot(flat, flat))
+    kind = a.dtype.kind
+    if kind != "f":
+        a = np.abs(a) if kind == "c" else a.astype(np.float64)
+    flat = a.ravel("K")
+    return float(flat.dot(flat))  # the method: no __array_function__ dispatch, unlike np.dot
+
+
+def norm_one(g):
+    """The L2 norm of one gradient array, as a float; NaN/Inf pass through."""
+    if g.__class__ is np.ndarray and g.dtype.kind == "f":
+        flat = g.ravel("K")
+        total = float(flat.dot(flat))
+    else:
+        total = _square_sum(g)
+    return sqrt(total) if total >= 0 else total
 
 
 def norm_of(arrays):
     """The L2 norm of a gradient (or several: one per output), as a float; NaN/Inf pass through."""
+    if len(arrays) == 1:
+        g = arrays[0]
+        return 0.0 if g is None else norm_one(g)
     total = 0.0
     for g in arrays:
         if g is not None:
             total += _square_sum(g)
-    return math.sqrt(total) if total >= 0 else total
+    return sqrt(total) if total >= 0 else total
 
 
 def nonfinite(array):
     """True when a float array holds NaN or Inf: one dot product; the exact check runs only when that dot is not
     finite (which huge but finite values can also cause)."""
-    if array.__class__ is not np.ndarray or array.dtype.kind not in "fc" or array.size == 0:
+    if array.__class__ is not np.ndarray:
         return False
-    if math.isfinite(_square_sum(array)):  # a BLAS dot raises no floating-point warnings
+    kind = array.dtype.kind
+    if kind == "f":
+        flat = array.ravel("K")
+        if isfinite(flat.dot(flat)):  # a BLAS dot raises no floating-point warnings
+            return False
+    elif kind != "c" or array.size == 0 or isfinite(_square_sum(array)):
         return False
     return not bool(np.isfinite(array).all())
 
