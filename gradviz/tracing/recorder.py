@@ -45,6 +45,7 @@ _ERROR_CODES = {"NonScalarBackwardError": "nonscalar-backward", "StaleVersionErr
 _INF = float("inf")
 _BUMP_CODE = _bump_version.__code__  # optimizers report parameter updates through it
 _NO_EDGE = (None, 0)
+_ACCUMULATE_INFO = ("AccumulateGrad", "AccumulateGrad", False)
 _class_info = {}  # Function class -> (node name, class name, user-defined?)
 _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
 
@@ -303,12 +304,25 @@ class Trace(Observer):
         """A node first seen as someone's input: a leaf's AccumulateGrad, a CopySlices, or a node built before
         the trace started (``external``, no location; its own inputs are adopted too, without recursion)."""
         if type(node) is _AccumulateGrad:  # the common case, every iteration for every parameter: no walk
-            rec = self._new_node(node, None, ())
-            leaf = self._var_record(node.variable)
-            rec.variable = leaf.id
-            rec.shape = leaf.shape
-            rec.dtype = leaf.dtype
-            leaf.accumulator = rec.id
+            leaf = node.variable
+            lrec = self._live_vars.get(id(leaf))
+            if lrec is None:
+                lrec = self._var_record(leaf)
+            rec = NodeRecord(node, self._node_died)
+            rec.id = nid = next(self._node_ids)
+            rec.key = key = id(node)
+            rec.op, rec.class_name, rec.custom = _ACCUMULATE_INFO
+            rec.location = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.meta = None
+            rec.module = rec.inputs = rec.input_variables = rec.outputs = rec.saved = ()
+            rec.iteration = self.groups.iteration
+            rec.external = False
+            rec.alive = True
+            rec.variable = lrec.id
+            rec.shape = lrec.shape
+            rec.dtype = lrec.dtype
+            lrec.accumulator = nid
+            self._live_nodes[key] = rec
+            self._nodes[nid] = rec
             return rec
         pending = [node]
         order = []
