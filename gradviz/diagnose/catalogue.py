@@ -114,6 +114,9 @@ The same happens through a view, which shares its base's storage and counter:
 The fix: use the out-of-place form (`y = y * 2`, `h = h.clone(); h[:, 0] = 0`), or apply the in-place op to a
 `clone()`, or move it after backward.
 
+An optimizer's `step()` is an in-place update of the parameters too: stepping between a forward pass (or a
+`backward(retain_graph=True)`) and a backward through that graph is reported at the `step()` line.
+
 In the picture: the node that saved the value and the in-place op, with the saved tensor's versions.
 """,
     "graph-freed": """\
@@ -216,6 +219,9 @@ The mistake:
 
 The fix: use the layer in forward, or delete it (or freeze it with `requires_grad_(False)` and leave it out
 of the optimizer if it is kept on purpose).
+
+A parameter frozen after it was created (`requires_grad = False` before training) is not reported, even if
+it is still given to the optimizer: gradviz reads the parameters' `requires_grad` at the end of the trace.
 
 In the picture: unused parameters are listed beside the graph, since they have no node in it.
 """,
@@ -320,6 +326,9 @@ The fix: clear the gradients once per step, before backward:
 
 (Accumulating over several backward calls and then stepping once, to simulate a bigger batch, is fine: the
 mistake is only accumulation across steps.)
+
+Any reset counts: `optimizer.zero_grad()`, `model.zero_grad()` (with or without `set_to_none`),
+`p.grad = None`, `p.grad.zero_()` or `p.grad.data.zero_()`.
 
 In the picture: the parameters whose gradients were summed.
 """,
