@@ -417,6 +417,23 @@ def test_a_different_graph_is_a_new_structure():
     assert len({s["signature"] for s in doc["structures"]}) == 3
 
 
+def test_graphs_recognised_by_their_creation_order_get_the_structure_the_canonical_walk_gives():
+    w1, w2 = gradviz.randn(3, requires_grad=True), gradviz.randn(3, requires_grad=True)
+    model = nn.Sequential(nn.Linear(3, 2), nn.Tanh(), nn.Linear(2, 1))
+    with gradviz.trace(window=8) as tr:
+        for v in (w1, w1, w2, w1, w2):  # same ops, another leaf of the same shape: the same structure
+            (v.exp() * 2).sum().backward()
+        for _ in range(3):
+            model(w1).sum().backward()
+    doc = tr.to_dict()
+    assert [(s["count"], s["iterations"]) for s in doc["structures"]] == [(5, [0, 4]), (3, [5, 7])]
+    groups = tr.groups
+    kept = [g for g in groups.graphs.values() if g.nodes and g.structure is not None]
+    assert len(kept) == 7  # the last iteration is classified only in the document
+    for g in kept:  # the shortcut's answer is the canonical walk's
+        assert groups.structures[groups.structure_key(g)] is g.structure
+
+
 # ----- modules --------------------------------------------------------------------------------------------------
 class Backbone(nn.Module):
     def __init__(self):

@@ -19,6 +19,7 @@ from .records import GraphRecord, StructureRecord
 
 PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, bounded in long loops
 SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
+TRAIL_LIMIT = 64  # remembered creation-order descriptions of graphs, each mapped to its structure key
 
 
 def _root_order(rec, nid):
@@ -89,6 +90,7 @@ class Grouping:
         self.pinned_backwards = set()
         self.event_counts = {}  # (kind, location) -> [count, first iteration, last iteration]
         self.at_stop = None
+        self._trail_keys = {}  # graph trail (see ``trail``) -> structure key
 
     # ----- placing nodes ----------------------------------------------------------------------------------
     def place(self, rec, children):
@@ -254,6 +256,43 @@ class Grouping:
             self.series = self.series[::2]
 
     # ----- structures ------------------------------------------------------------------------------------------
+    def trail(self, graph):
+        """A cheap description of ``graph`` in creation order: each node's op, shape, innermost module path and
+        inputs (by position in the graph; a leaf's accumulator by its leaf's id, shape and name). Graphs with
+        equal trails are the same graph up to renumbering, so they have equal structure keys: a training loop
+        repeating one graph pays for this single pass instead of the canonical walk."""
+        nodes = self.trace._nodes
+        variables = self.trace._vars
+        accumulators = graph.accumulators
+        position = {}
+        parts = []
+        for nid in graph.nodes:
+            if nid in accumulators:
+                continue
+            rec = nodes.get(nid)
+            if rec is None:
+                return None
+            position[nid] = len(position)
+            ins = []
+            for n, nr in rec.inputs:
+                if n is None:
+                    ins.append(None)
+                    continue
+                p = position.get(n)
+                if p is None:
+                    if n not in accumulators:
+                        return None  # an input made after its consumer (an in-place rewrite): the canonical walk
+                    acc = nodes.get(n)
+                    if acc is None:
+                        return None
+                    var = variables.get(acc.variable)
+                    p = position[n] = ("leaf", acc.variable, acc.shape,
+                                       var.name if var is not None and var.is_parameter else None)
+                ins.append((p, nr))
+            module = rec.module
+            parts.append((rec.op, rec.shape, module[-1] if module else None, tuple(ins)))
+        return tuple(parts)
+
     def structure_key(self, graph):
         """What makes two graphs the same, whatever order their nodes happened to be created in.
 
@@ -331,7 +370,14 @@ class Grouping:
         the iteration ended) nothing in the trace itself changes."""
         live = structures is None
         structures = self.structures if live else structures
-        key = self.structure_key(graph)
+        trail = self.trail(graph)
+        key = self._trail_keys.get(trail) if trail is not None else None
+        if key is None:
+            key = self.structure_key(graph)
+            if trail is not None:
+                if len(self._trail_keys) >= TRAIL_LIMIT:
+                    self._trail_keys.clear()
+                self._trail_keys[trail] = key
         s = structures.get(key)
         if s is None:
             signature = hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
