@@ -406,40 +406,54 @@ class Grouping:
         if iteration < self.window:
             return
         trace = self.trace
+        dropped = self.dropped
         for g in self._iter_graphs.pop(iteration, ()):
             if g.parent is not None or g.pinned:
                 continue
             s = g.structure
-            if s is not None and g.id in (s.first_graph, s.last_graph):
+            if s is not None and (g.id == s.first_graph or g.id == s.last_graph):
                 continue
             self._drop_graph(g)
+        variables = trace._vars
+        gone = 0
         for rec in self._iter_vars.pop(iteration, ()):
             if rec.pinned or rec.is_parameter or rec.graph is not None:
                 continue
-            if trace._vars.pop(rec.id, None) is not None:
-                self.dropped["variables"] += 1
+            if variables.pop(rec.id, None) is not None:
+                gone += 1
+        dropped["variables"] += gone
+        events = trace.events
+        pinned = self.pinned_events
+        gone = 0
         for e in self._iter_events.pop(iteration, ()):
-            if e["id"] not in self.pinned_events and trace.events.pop(e["id"], None) is not None:
-                self.dropped["events"] += 1
+            eid = e["id"]
+            if eid not in pinned and events.pop(eid, None) is not None:
+                gone += 1
+        dropped["events"] += gone
+        backwards = trace.backwards
+        pinned = self.pinned_backwards
         for b in self._iter_backwards.pop(iteration, ()):
-            if b["id"] not in self.pinned_backwards and trace.backwards.pop(b["id"], None) is not None:
-                self.dropped["backwards"] += 1
-        self.dropped["iterations"] += 1
+            if b["id"] not in pinned and backwards.pop(b["id"], None) is not None:
+                dropped["backwards"] += 1
+        dropped["iterations"] += 1
 
     def _drop_graph(self, graph):
-        trace = self.trace
-        dropped = 0
+        nodes = self.trace._nodes
+        variables = self.trace._vars
+        dropped_nodes = dropped_vars = 0
         for nid in graph.nodes:
-            rec = trace._nodes.get(nid)
+            rec = nodes.get(nid)
             if rec is None or rec.graph is not graph:
                 continue
-            del trace._nodes[nid]
-            dropped += 1
+            del nodes[nid]
+            dropped_nodes += 1
             for vid in rec.outputs:
-                if trace._vars.pop(vid, None) is not None:
-                    self.dropped["variables"] += 1
-        self.dropped["nodes"] += dropped
-        self.dropped["graphs"] += 1
+                if variables.pop(vid, None) is not None:
+                    dropped_vars += 1
+        dropped = self.dropped
+        dropped["variables"] += dropped_vars
+        dropped["nodes"] += dropped_nodes
+        dropped["graphs"] += 1
         graph.full = False
         graph.nodes = []
         graph.accumulators = set()

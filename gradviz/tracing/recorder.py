@@ -245,6 +245,35 @@ class Trace(Observer):
         groups.iter_vars.append(rec)
         return rec
 
+    def _grad_record(self, var):
+        """``_new_var`` for a ``.grad`` that backward made (on_accumulate, next, says whose)."""
+        rec = VarRecord(var, self._var_died)
+        rec.id = vid = next(self._var_ids)
+        rec.key = key = id(var)
+        data = var._data
+        rec.shape = data.shape
+        dtype = data.dtype
+        name = _dtype_names.get(dtype)
+        rec.dtype = name if name is not None else dtype_name(dtype)
+        rec.nbytes = data.nbytes
+        rec.requires_grad = var._requires_grad
+        rec.is_leaf = True
+        rec.is_parameter = rec.pinned = False
+        rec.origin = "grad"
+        rec.node = rec.accumulator = rec.source = rec.graph = rec.op = rec.inputs = None
+        rec.volatile = var._volatile
+        rec.grad_mode = _is_grad_enabled()
+        rec.module = self._stack
+        b = self._backward
+        rec.location = b["location"] if b is not None else None
+        groups = self.groups
+        rec.iteration = groups.iteration
+        rec.name = var._name
+        self._live_vars[key] = rec
+        self._vars[vid] = rec
+        groups.iter_vars.append(rec)
+        return rec
+
     def _var_record(self, var):
         """The record of ``var``, made on first sight for Variables created before the trace started."""
         rec = self._live_vars.get(id(var))
@@ -535,19 +564,16 @@ class Trace(Observer):
             self.groups.pin_node(rec)
 
     def on_variable(self, variable, origin):
+        if origin == "grad":  # backward made a leaf's .grad: a new Variable, no frame to walk, no name to find
+            self._new_grad = self._grad_record(variable)
+            return
         rec = self._live_vars.get(id(variable))
         if rec is not None:
             if origin == "parameter":
                 rec.is_parameter = True
             return
-        if origin == "grad":
-            location = self._backward["location"] if self._backward is not None else None
-        else:
-            location = location_of(user_frame(2))
-        rec = self._new_var(variable, origin, location)
-        if origin == "grad":
-            self._new_grad = rec  # on_accumulate, next, says whose
-        elif origin == "new" and self._cut:
+        rec = self._new_var(variable, origin, location_of(user_frame(2)))
+        if origin == "new" and self._cut:
             cut = self._cut.get(id(variable._data))
             if cut is not None and cut[0]() is variable._data:
                 rec.source = cut[1]
