@@ -13,21 +13,16 @@ import numpy as np
 
 
 class VarRecord(weakref.ref):
+    # ``VarRecord(variable, callback)``: weakref.ref's own constructor (a Python __init__ would cost a frame each)
     __slots__ = ("id", "key", "name", "shape", "dtype", "nbytes", "requires_grad", "is_leaf", "is_parameter",
                  "origin", "node", "accumulator", "source", "volatile", "grad_mode", "module", "location",
                  "graph", "iteration", "op", "inputs", "pinned", "requires_grad_final")
-
-    def __init__(self, obj, callback):
-        super().__init__(obj, callback)
 
 
 class NodeRecord(weakref.ref):
     __slots__ = ("id", "key", "op", "class_name", "custom", "inputs", "input_variables", "outputs", "variable",
                  "shape", "dtype", "saved", "meta", "module", "location", "graph", "freed_by", "nonfinite",
                  "owners", "counters", "iteration", "external", "alive")
-
-    def __init__(self, obj, callback):
-        super().__init__(obj, callback)
 
 
 class GraphRecord:
