@@ -434,6 +434,28 @@ def test_graphs_recognised_by_their_creation_order_get_the_structure_the_canonic
         assert groups.structures[groups.structure_key(g)] is g.structure
 
 
+def test_a_parameter_has_one_accumulator_record_shared_by_every_graph_that_uses_it():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    opt = gradviz.optim.SGD(model.parameters(), lr=0.1)
+    x = gradviz.randn(5, 3)
+    with gradviz.trace(window=2) as tr:
+        for _ in range(10):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+    doc = tr.to_dict()
+    params = {v["id"]: v for v in doc["variables"] if v["is_parameter"]}
+    accs = [n for n in doc["nodes"] if n["op"] == "AccumulateGrad"]
+    assert sorted(n["variable"] for n in accs) == sorted(params)  # one per parameter, not one per iteration
+    assert all(params[n["variable"]]["accumulator"] == n["id"] for n in accs)
+    acc_ids = {n["id"] for n in accs}
+    kept = [g for g in doc["graphs"] if g["full"]]
+    assert [g["iteration"] for g in kept] == [0, 1, 8, 9]
+    for g in kept:  # each kept graph lists the accumulators it fed
+        assert acc_ids <= set(g["nodes"])
+    assert {p["graphs_alive"] for p in doc["memory"]["series"]} == {0}  # parameters keep no graph alive
+
+
 # ----- modules --------------------------------------------------------------------------------------------------
 class Backbone(nn.Module):
     def __init__(self):

@@ -127,11 +127,8 @@ class Grouping:
                 if c.id not in graph.accumulators:
                     graph.accumulators.add(c.id)
                     graph.nodes.append(c.id)
-                    if c.graph is None:
+                    if c.graph is None:  # the first graph to use the leaf; not counted alive (see _add)
                         c.graph = graph
-                        if graph.alive == 0:
-                            self.graphs_alive += 1
-                        graph.alive += 1
             elif c.graph is None:
                 self.adopt_into(graph, c)
         return graph
@@ -146,11 +143,12 @@ class Grouping:
     def _add(self, graph, rec):
         rec.graph = graph
         graph.nodes.append(rec.id)
+        if rec.variable is not None:  # a leaf's accumulator lives as long as its leaf: it keeps no graph alive
+            graph.accumulators.add(rec.id)
+            return
         if graph.alive == 0:
             self.graphs_alive += 1
         graph.alive += 1
-        if rec.variable is not None:
-            graph.accumulators.add(rec.id)
 
     def adopt_into(self, graph, rec, merge=False):
         """Nodes first seen as inputs (a leaf's AccumulateGrad, nodes built before the trace) join ``graph``;

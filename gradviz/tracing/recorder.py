@@ -323,7 +323,7 @@ class Trace(Observer):
                 continue
             crec = live.get(id(child))
             if crec is None:
-                crec = self._adopt(child)
+                crec = self._accumulator_record(child) if type(child) is _AccumulateGrad else self._adopt(child)
             inputs.append((crec.id, nr))
             children.append(crec)
         rec.inputs = tuple(inputs)
@@ -332,27 +332,8 @@ class Trace(Observer):
     def _adopt(self, node):
         """A node first seen as someone's input: a leaf's AccumulateGrad, a CopySlices, or a node built before
         the trace started (``external``, no location; its own inputs are adopted too, without recursion)."""
-        if type(node) is _AccumulateGrad:  # the common case, every iteration for every parameter: no walk
-            leaf = node.variable
-            lrec = self._live_vars.get(id(leaf))
-            if lrec is None:
-                lrec = self._var_record(leaf)
-            rec = NodeRecord(node, self._node_died)
-            rec.id = nid = next(self._node_ids)
-            rec.key = key = id(node)
-            rec.op, rec.class_name, rec.custom = _ACCUMULATE_INFO
-            rec.location = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.meta = None
-            rec.module = rec.inputs = rec.input_variables = rec.outputs = rec.saved = ()
-            rec.iteration = self.groups.iteration
-            rec.external = False
-            rec.alive = True
-            rec.variable = lrec.id
-            rec.shape = lrec.shape
-            rec.dtype = lrec.dtype
-            lrec.accumulator = nid
-            self._live_nodes[key] = rec
-            self._nodes[nid] = rec
-            return rec
+        if type(node) is _AccumulateGrad:
+            return self._accumulator_record(node)
         pending = [node]
         order = []
         seen = {id(node)}
@@ -366,21 +347,51 @@ class Trace(Observer):
         order.sort(key=lambda n: getattr(n, "_seq", 0))
         made = []
         for n in order:
-            accumulate = n.name() == "AccumulateGrad"
+            if type(n) is _AccumulateGrad:
+                self._accumulator_record(n)
+                continue
             rec = self._new_node(n, None, ())
-            rec.external = not accumulate and n.name() != "CopySlices"
-            if accumulate:
-                leaf = self._var_record(n.variable)
-                rec.variable = leaf.id
-                rec.shape = leaf.shape
-                rec.dtype = leaf.dtype
-                leaf.accumulator = rec.id
+            rec.external = n.name() != "CopySlices"
             made.append((rec, n))
         for rec, n in made:
             self._link_inputs(rec, n)
             self._fill_input_shapes(rec, n)
             self._record_saved(rec, n)
-        return self._live_nodes[id(node)]
+        return self._node_record(node)
+
+    def _accumulator_record(self, node):
+        """A leaf's AccumulateGrad: one record per leaf, shared by every graph that uses the leaf. The engine
+        makes a new AccumulateGrad node for a parameter each iteration (once the old graph is gone); they all
+        stand for the same thing, so the record refers to the leaf (it lives as long as the leaf) and is found
+        through it: no record to make, and none to drop, per parameter per iteration."""
+        leaf = node.variable
+        lrec = self._live_vars.get(id(leaf))
+        if lrec is None:
+            lrec = self._var_record(leaf)
+        acc = lrec.accumulator
+        if acc is not None:
+            rec = self._nodes.get(acc)
+            if rec is not None and rec.alive:
+                return rec
+        rec = NodeRecord(leaf, self._accumulator_died)
+        rec.id = nid = next(self._node_ids)
+        rec.key = None
+        rec.op, rec.class_name, rec.custom = _ACCUMULATE_INFO
+        rec.location = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.meta = None
+        rec.module = rec.inputs = rec.input_variables = rec.outputs = rec.saved = ()
+        rec.iteration = self.groups.iteration
+        rec.external = False
+        rec.alive = True
+        rec.variable = lrec.id
+        rec.shape = lrec.shape
+        rec.dtype = lrec.dtype
+        lrec.accumulator = nid
+        self._nodes[nid] = rec
+        return rec
+
+    @staticmethod
+    def _accumulator_died(rec):
+        rec.alive = False
 
     def _fill_input_shapes(self, rec, node):
         """A node's output shape is what its consumers expected as input: fill adopted nodes' shapes."""
