@@ -192,9 +192,15 @@ class Grouping:
         self.graph_count -= 1
 
     def charge(self, graph, owners):
-        graph = graph.find()
+        while graph.parent is not None:
+            graph = graph.parent
+        keys = graph.owner_keys
+        if keys is None:
+            keys = graph.owner_keys = {}
         for key, nbytes in owners:
-            self._charge_key(graph, key, nbytes)
+            if key not in keys:
+                keys[key] = nbytes
+                graph.saved_bytes += nbytes
 
     @staticmethod
     def _charge_key(graph, key, nbytes):

@@ -139,6 +139,7 @@ class Trace(Observer):
         self.events = {}  # event id -> dict
         self.backwards = {}  # backward id -> dict
         self._backward = None  # the backward call in progress
+        self._visited = self._grad_norms = None  # its "visited" list and "grad_norms" dict
         self._stack = ()  # module call stack: paths, outermost first
         self._calls = []  # (module, the stack before it was entered), innermost last
         self._module_names = {}  # id(module) -> _ModuleName: the first path each module was given
@@ -452,9 +453,20 @@ class Trace(Observer):
         rec.saved = tuple(items)
         if owners and not node._freed:
             owners = rec.owners = tuple(owners.items())
-            self.groups.memory.hold(owners)
+            groups = self.groups
+            book = groups.memory  # MemoryBook.hold, inline: once per recorded op
+            counts = book.counts
+            for key, nbytes in owners:
+                entry = counts.get(key)
+                if entry is None:
+                    counts[key] = [1, nbytes]
+                    book.now += nbytes
+                else:
+                    entry[0] += 1
+            if book.now > book.peak:
+                book.peak = book.now
             if rec.graph is not None:
-                self.groups.charge(rec.graph, owners)
+                groups.charge(rec.graph, owners)
         if counters is not None:
             rec.counters = counters
 
@@ -864,22 +876,23 @@ class Trace(Observer):
                           "started": retain_graph is not None, "kind": "backward" if inputs is None else "grad",
                           "location": location, "visited": [], "grad_norms": {}, "leaf_grad_norms": {},
                           "gradient_from": gradient_from, "error": None, "freed_nodes": 0}
+        self._visited = self._backward["visited"]  # appended to by every backward step
+        self._grad_norms = self._backward["grad_norms"]
         self.backwards[bid] = self._backward
         self.groups.note_backward(self._backward)
 
     def on_backward_step(self, node, grad_outputs, grad_inputs):
-        b = self._backward
         rec = self._live_nodes.get(id(node))
         if rec is None:
             rec = self._adopt(node)
         nid = rec.id
-        b["visited"].append(nid)
+        self._visited.append(nid)
         if len(grad_outputs) == 1:
             g = grad_outputs[0]
             norm = 0.0 if g is None else norm_one(g)
         else:
             norm = norm_of(grad_outputs)
-        b["grad_norms"][nid] = norm
+        self._grad_norms[nid] = norm
         if norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs):
             self._nonfinite(rec, "backward")
 
@@ -901,17 +914,36 @@ class Trace(Observer):
             if acc_rec is not None:
                 self._nonfinite(acc_rec, "backward")
         if acc is not None:
-            b["visited"].append(acc)
-            b["grad_norms"][acc] = norm
+            self._visited.append(acc)
+            self._grad_norms[acc] = norm
 
     def on_buffers_freed(self, node):
         rec = self._live_nodes.get(id(node))
         if rec is None:
             return
-        if rec.owners:
-            self._release(rec)
-        if rec.counters:
-            self._forget_savers(rec)
+        owners = rec.owners
+        if owners:  # _release and MemoryBook.release, inline: once per node per backward
+            rec.owners = None
+            book = self.groups.memory
+            counts = book.counts
+            for key, _ in owners:
+                entry = counts.get(key)
+                if entry is not None:
+                    entry[0] -= 1
+                    if entry[0] == 0:
+                        del counts[key]
+                        book.now -= entry[1]
+        counters = rec.counters
+        if counters:  # _forget_savers, inline
+            rec.counters = None
+            savers = self._savers
+            rid = rec.id
+            for c in counters:
+                entry = savers.get(c)
+                if entry is not None:
+                    entry.pop(rid, None)
+                    if not entry:
+                        del savers[c]
         b = self._backward
         if b is not None and rec.freed_by is None:
             rec.freed_by = bid = b["id"]
