@@ -78,7 +78,9 @@ class Grouping:
         self.series = []
         self.series_step = 1
         self._iter_graphs = {0: []}
-        self.iter_vars = []  # the current iteration's variable records (the tracer appends to it)
+        # the current iteration's variable records made outside ops (the tracer appends to it); an op's outputs
+        # are dropped with its graph
+        self.iter_vars = []
         self._iter_vars = {0: self.iter_vars}
         self._iter_events = {0: []}
         self._iter_backwards = {0: []}
@@ -108,10 +110,12 @@ class Grouping:
             else:
                 closed.append(c.id)
         if opened:
-            opened.sort(key=lambda g: g.id)
             graph = opened[0]
-            for other in opened[1:]:
-                self._merge(graph, other)
+            if len(opened) > 1:
+                opened.sort(key=lambda g: g.id)
+                graph = opened[0]
+                for other in opened[1:]:
+                    self._merge(graph, other)
         else:
             start = (rec.location, rec.module, self.trace._lasti)
             if self.pending or start in self._starts:
@@ -119,7 +123,11 @@ class Grouping:
             self._starts.add(start)
             graph = self.new_graph()
         rec.iteration = graph.iteration
-        self._add(graph, rec)
+        rec.graph = graph  # _add, inline (an op node is never a leaf's accumulator)
+        graph.nodes.append(rec.id)
+        if graph.alive == 0:
+            self.graphs_alive += 1
+        graph.alive += 1
         for cid in closed:
             graph.external_inputs.append((rec.id, cid))
         for c in children:

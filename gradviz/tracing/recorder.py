@@ -522,7 +522,6 @@ class Trace(Observer):
         died = self._var_died
         live_vars = self._live_vars
         all_vars = self._vars
-        noted = groups.iter_vars
         for out in outputs:  # _new_var, unrolled: an op's outputs are the most common records by far
             orec = VarRecord(out, died)
             orec.id = vid = next(new_id)
@@ -549,7 +548,6 @@ class Trace(Observer):
             orec.iteration = it
             live_vars[key] = orec
             all_vars[vid] = orec
-            noted.append(orec)
             out_ids.append(vid)
             output_bytes += nbytes
         rec.outputs = tuple(out_ids)
@@ -838,10 +836,12 @@ class Trace(Observer):
             found = getattr(optimizer, "parameters", None)
             groups = [{"params": found() if found is not None else ()}]
         params = []
+        live = self._live_vars
         for group in groups:
             for p in group.get("params", ()):
                 if isinstance(p, Variable):
-                    params.append(self._var_record(p).id)
+                    rec = live.get(id(p))
+                    params.append((rec if rec is not None else self._var_record(p)).id)
         self._event("optimizer", location, event=event, optimizer=type(optimizer).__name__, parameters=params)
         if event == "step":
             self.groups.boundary()
