@@ -456,6 +456,41 @@ def test_a_parameter_has_one_accumulator_record_shared_by_every_graph_that_uses_
     assert {p["graphs_alive"] for p in doc["memory"]["series"]} == {0}  # parameters keep no graph alive
 
 
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+
+    def forward(self, x):
+        h = self.inner(x); line = here()  # noqa: E702
+        self.lines.append(line)
+        return h * 2
+
+
+def test_ops_inside_gradviz_modules_are_located_at_the_innermost_user_line():
+    model = nn.Sequential(_Scaled(), nn.Linear(3, 1))
+    model[0].lines = []
+    hook_lines = []
+
+    def hook(module, args, out):
+        hook_lines.append(here() + 1)
+        return out.exp()
+
+    x = gradviz.randn(2, 3)
+    with gradviz.trace() as tr:
+        out = model(x); line = here()  # noqa: E702
+        model[1].register_forward_hook(hook)
+        model(x)
+    doc = tr.to_dict()
+    ops = [(n["op"], n["location"]["line"]) for n in doc["nodes"] if n["location"] is not None]
+    inner = model[0].lines
+    assert ops == [("AddmmBackward", inner[0]), ("TanhBackward", inner[0]), ("MulBackward", inner[0] + 2),
+                   ("AddmmBackward", line),
+                   ("AddmmBackward", inner[1]), ("TanhBackward", inner[1]), ("MulBackward", inner[1] + 2),
+                   ("AddmmBackward", line + 2), ("ExpBackward", hook_lines[0])]
+    assert out.shape == (2, 1)
+
+
 # ----- modules --------------------------------------------------------------------------------------------------
 class Backbone(nn.Module):
     def __init__(self):

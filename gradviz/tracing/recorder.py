@@ -9,6 +9,7 @@ import itertools
 import sys
 import weakref
 from collections import OrderedDict
+from threading import get_ident
 
 import numpy as np
 
@@ -47,6 +48,7 @@ _BUMP_CODE = _bump_version.__code__  # optimizers report parameter updates throu
 _NO_EDGE = (None, 0)
 _ACCUMULATE_INFO = ("AccumulateGrad", "AccumulateGrad", False)
 _class_info = {}  # Function class -> (node name, class name, user-defined?)
+_own_modules = {}  # Module class -> whether gradviz defines it (its forward calls no user code)
 _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
 
 
@@ -141,7 +143,10 @@ class Trace(Observer):
         self._backward = None  # the backward call in progress
         self._visited = self._grad_norms = None  # its "visited" list and "grad_norms" dict
         self._stack = ()  # module call stack: paths, outermost first
-        self._calls = []  # (module, the stack before it was entered), innermost last
+        # (module, the stack before it was entered, the user frame that called the outermost module when every
+        # module in the call stack is gradviz's own (else None), the thread), innermost last. Frames are held
+        # only while their call runs, and dropped at stop.
+        self._calls = []
         self._module_names = {}  # id(module) -> _ModuleName: the first path each module was given
         self._trees = {}  # id(root module) -> _ModuleTree
         self._tree = None  # the _ModuleTree of the root module being called
@@ -168,6 +173,7 @@ class Trace(Observer):
     def stop(self):
         if self.active:
             detach(self)
+            self._calls = [(m, stack, None, None) for m, stack, _, _ in self._calls]
             self.active = False
             self.stopped = True
             self._name_from_frame(user_frame(2))
@@ -490,7 +496,14 @@ class Trace(Observer):
 
     # ----- forward ------------------------------------------------------------------------------------------
     def on_function(self, node, inputs, outputs):
-        frame = user_frame(2)
+        calls = self._calls
+        if calls:
+            entry = calls[-1]
+            frame = entry[2]
+            if frame is None or entry[3] != get_ident():
+                frame = user_frame(2)
+        else:
+            frame = user_frame(2)
         if frame is None:
             location = None
             self._lasti = -1
@@ -603,7 +616,18 @@ class Trace(Observer):
         calls = self._calls
         if phase == "enter":
             path = self._module_path(module)
-            calls.append((module, self._stack))
+            frame = None
+            cls = type(module)
+            own = _own_modules.get(cls)
+            if own is None:
+                own = _own_modules[cls] = cls.__module__.startswith("gradviz.")
+            if own and not module._forward_hooks and not module._forward_pre_hooks and \
+                    "forward" not in module.__dict__:
+                if not calls:
+                    frame = user_frame(2)
+                else:
+                    frame = calls[-1][2]
+            calls.append((module, self._stack, frame, get_ident()))
             self._stack = self._stack + (path,)
             self.modules[path] = type(module).__name__
             return
