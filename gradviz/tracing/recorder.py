@@ -19,8 +19,10 @@ from ..autograd.observer import Observer, attach, detach
 from ..autograd.variable import Variable
 from ..optim.optimizer import bump_version as _bump_version
 from .frames import (
+    _CO_OPTIMIZED,
     _internal,
     _is_internal,
+    _locals,
     location_at,
     location_of,
     name_in_frame,
@@ -153,6 +155,7 @@ class Trace(Observer):
         self.modules = {}  # path -> class name, for every module call seen
         self._param_names = {}  # id(parameter) -> (weakref, path)
         self._savers = {}  # id(version counter) -> [NodeRecord] of nodes that saved that storage
+        self._global_names = {}  # id(globals dict) -> (its size, names bound to Variables) at the last full pass
         self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
         self._last_grad_read = None
         self._new_grad = None
@@ -883,7 +886,7 @@ class Trace(Observer):
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
         frame = user_frame(2)
         location = location_of(frame)
-        self._name_from_frame(frame)
+        self._name_from_frame(frame, quick=True)
         root_ids = [self._var_record(r).id for r in roots]
         root_nodes = []
         for r in roots:
@@ -999,12 +1002,38 @@ class Trace(Observer):
         self._backward = None
 
     # ----- names ------------------------------------------------------------------------------------------------
-    def _name_from_frame(self, frame):
-        """Give unnamed live Variables the name the user's frame binds them to (cheap: one pass over a dict)."""
+    def _name_from_frame(self, frame, quick=False):
+        """Give unnamed live Variables the name the user's frame binds them to (cheap: one pass over a dict).
+
+        ``quick`` (at every backward call): when the frame's globals have as many entries as at the last full
+        pass, only the names that held Variables then are looked at again — a loop rebinding ``loss`` is still
+        seen, without scanning the whole module every iteration; stopping the trace does a full pass."""
         if frame is None:
             return
-        for key, name in names_in_frame(frame, Variable).items():
-            rec = self._live_vars.get(key)
+        live = self._live_vars
+        if quick:
+            scope = frame.f_globals
+            known = self._global_names.get(id(scope))
+            if known is not None and known[0] == len(scope):
+                for key in known[1]:
+                    value = scope.get(key)
+                    if isinstance(value, Variable):
+                        rec = live.get(id(value))
+                        if rec is not None and rec.name is None:
+                            rec.name = key
+                if frame.f_code.co_flags & _CO_OPTIMIZED:  # a function: its locals too
+                    for key, value in _locals(frame):
+                        if isinstance(value, Variable) and not key.startswith("__"):
+                            rec = live.get(id(value))
+                            if rec is not None and rec.name is None:
+                                rec.name = key
+                return
+        found = names_in_frame(frame, Variable)
+        scope = frame.f_globals
+        self._global_names[id(scope)] = (len(scope), tuple(
+            key for key, value in scope.items() if isinstance(value, Variable) and not key.startswith("__")))
+        for key, name in found.items():
+            rec = live.get(key)
             if rec is not None and rec.name is None:
                 rec.name = name
 
