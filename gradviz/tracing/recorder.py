@@ -523,12 +523,26 @@ class Trace(Observer):
             if isinstance(a, Variable):
                 vrec = live.get(id(a))
                 in_ids.append((vrec if vrec is not None else self._var_record(a)).id)
-        rec = self._new_node(node, location, self._stack)
+        rec = NodeRecord(node, self._node_died)  # _new_node, inline: each field written once
+        rec.id = nid = next(self._node_ids)
+        rec.key = key = id(node)
+        cls = type(node)
+        info = _class_info.get(cls)
+        if info is None:
+            info = _class_info[cls] = (node.name(), cls.__name__, not cls.__module__.startswith("gradviz."))
+        rec.op, rec.class_name, rec.custom = info
+        rec.location = location
+        rec.module = self._stack
+        rec.variable = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.graph = None
+        rec.meta = getattr(node, "_meta", None)
+        rec.external = False
+        rec.alive = True
+        self._live_nodes[key] = rec
+        self._nodes[nid] = rec
         children = self._link_inputs(rec, node)
         rec.input_variables = in_ids = tuple(in_ids)
         groups = self.groups
         graph = groups.place(rec, children)
-        nid = rec.id
         op = rec.op
         out_ids = []
         output_bytes = 0
@@ -869,7 +883,12 @@ class Trace(Observer):
                 if isinstance(p, Variable):
                     rec = live.get(id(p))
                     params.append((rec if rec is not None else self._var_record(p)).id)
-        self._event("optimizer", location, event=event, optimizer=type(optimizer).__name__, parameters=params)
+        eid = next(self._event_ids)  # _event, inline: twice per training step
+        record = {"id": eid, "seq": next(self._seq), "kind": "optimizer", "location": location,
+                  "iteration": self.groups.iteration, "event": event, "optimizer": type(optimizer).__name__,
+                  "parameters": params}
+        self.events[eid] = record
+        self.groups.note_event(record)
         if event == "step":
             self.groups.boundary()
 
