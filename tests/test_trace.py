@@ -628,3 +628,14 @@ def test_repr_html_shows_the_graph():
         (w * 2).sum().backward()
     html = tr._repr_html_()
     assert isinstance(html, str) and "<svg" in html and "MulBackward" in html
+
+
+def test_copyslices_node_has_the_base_shape():
+    base = gradviz.randn(3, 4, requires_grad=True) * 1
+    with gradviz.trace() as tr:
+        view = base[:, :2]
+        view.mul_(2)
+        base.sum()
+    doc = tr.to_dict()
+    copies = [n for n in doc["nodes"] if n["op"] == "CopySlices"]
+    assert [(n["shape"], n["dtype"]) for n in copies] == [([3, 4], "float32")]

@@ -362,6 +362,9 @@ class Trace(Observer):
                 continue
             rec = self._new_node(n, None, ())
             rec.external = n.name() != "CopySlices"
+            if not rec.external:  # the base's new value: the base's shape, known from the node itself
+                shape, dtype = n._in_meta[0]
+                rec.shape, rec.dtype = shape, dtype_name(dtype)
             made.append((rec, n))
         for rec, n in made:
             self._link_inputs(rec, n)
