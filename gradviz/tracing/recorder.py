@@ -256,33 +256,10 @@ class Trace(Observer):
         return rec
 
     def _grad_record(self, var):
-        """``_new_var`` for a ``.grad`` that backward made (on_accumulate, next, says whose)."""
-        rec = VarRecord(var, self._var_died)
-        rec.id = vid = next(self._var_ids)
-        rec.key = key = id(var)
-        data = var._data
-        rec.shape = data.shape
-        dtype = data.dtype
-        name = _dtype_names.get(dtype)
-        rec.dtype = name if name is not None else dtype_name(dtype)
-        rec.nbytes = data.nbytes
-        rec.requires_grad = var._requires_grad
-        rec.is_leaf = True
-        rec.is_parameter = rec.pinned = False
-        rec.origin = "grad"
-        rec.node = rec.accumulator = rec.source = rec.graph = rec.op = rec.inputs = None
-        rec.volatile = var._volatile
-        rec.grad_mode = _is_grad_enabled()
-        rec.module = self._stack
+        """``_new_var`` for a ``.grad`` that backward made (on_accumulate, next, says whose): located at the
+        backward call, with no frame walk."""
         b = self._backward
-        rec.location = b["location"] if b is not None else None
-        groups = self.groups
-        rec.iteration = groups.iteration
-        rec.name = var._name
-        self._live_vars[key] = rec
-        self._vars[vid] = rec
-        groups.iter_vars.append(rec)
-        return rec
+        return self._new_var(var, "grad", b["location"] if b is not None else None)
 
     def _var_record(self, var):
         """The record of ``var``, made on first sight for Variables created before the trace started."""
