@@ -443,17 +443,7 @@ class Trace(Observer):
         if owners and not node._freed:
             owners = rec.owners = tuple(owners.items())
             groups = self.groups
-            book = groups.memory  # MemoryBook.hold, inline: once per recorded op
-            counts = book.counts
-            for key, nbytes in owners:
-                entry = counts.get(key)
-                if entry is None:
-                    counts[key] = [1, nbytes]
-                    book.now += nbytes
-                else:
-                    entry[0] += 1
-            if book.now > book.peak:
-                book.peak = book.now
+            groups.memory.hold(owners)
             if rec.graph is not None:
                 groups.charge(rec.graph, owners)
         if counters is not None:
