@@ -60,6 +60,23 @@ def bench_mlp(rounds, inner, settle):
 
 
 # ----- per-op overhead -------------------------------------------------------------------------------------
+def _chain_pair(x, c, n):
+    """The same chain for any framework with PyTorch's API: (forward+backward, forward only)."""
+
+    def forward():
+        y = x
+        for i in range(n):
+            k = i % 3
+            y = y * c if k == 0 else (y + c if k == 1 else y.tanh())
+        return y
+
+    def forward_backward():
+        forward().sum().backward()
+        x.grad = None
+
+    return forward_backward, forward
+
+
 def chain_contenders(n):
     """Each contender runs n ops alternating mul, add, tanh on a (4,) float32 tensor, then backward."""
     rng = np.random.default_rng(2)
@@ -69,50 +86,13 @@ def chain_contenders(n):
 
     import gradviz
 
-    gx = gradviz.tensor(x0, requires_grad=True)
-    gc_ = gradviz.tensor(c0)
-
-    def gradviz_chain():
-        y = gx
-        for i in range(n):
-            k = i % 3
-            y = y * gc_ if k == 0 else (y + gc_ if k == 1 else y.tanh())
-        y.sum().backward()
-        gx.grad = None
-
-    def gradviz_forward():
-        y = gx
-        for i in range(n):
-            k = i % 3
-            y = y * gc_ if k == 0 else (y + gc_ if k == 1 else y.tanh())
-        return y
-
-    contenders["gradviz fwd+bwd"] = gradviz_chain
-    contenders["gradviz fwd only"] = gradviz_forward
-
+    contenders["gradviz fwd+bwd"], contenders["gradviz fwd only"] = _chain_pair(
+        gradviz.tensor(x0, requires_grad=True), gradviz.tensor(c0), n)
     if have_torch():
         import torch
 
-        tx = torch.from_numpy(x0.copy()).requires_grad_(True)
-        tc = torch.from_numpy(c0)
-
-        def torch_chain():
-            y = tx
-            for i in range(n):
-                k = i % 3
-                y = y * tc if k == 0 else (y + tc if k == 1 else y.tanh())
-            y.sum().backward()
-            tx.grad = None
-
-        def torch_forward():
-            y = tx
-            for i in range(n):
-                k = i % 3
-                y = y * tc if k == 0 else (y + tc if k == 1 else y.tanh())
-            return y
-
-        contenders["pytorch fwd+bwd"] = torch_chain
-        contenders["pytorch fwd only"] = torch_forward
+        contenders["pytorch fwd+bwd"], contenders["pytorch fwd only"] = _chain_pair(
+            torch.from_numpy(x0.copy()).requires_grad_(True), torch.from_numpy(c0), n)
 
     def numpy_chain():
         # The floor: the same ufuncs, a Python loop, backward written by hand.
