@@ -20,9 +20,9 @@ _LAZY = {
     "nn": ("gradviz.nn", None),
     "optim": ("gradviz.optim", None),
     "trace": ("gradviz.tracing", "trace"),
-    "load_trace": ("gradviz.tracing", "load_trace"),
+    "load_trace": ("gradviz.document", "load_trace"),
     "explain": ("gradviz.diagnose", "explain"),
-    "render": ("gradviz.rendering", "render"),
+    "render": ("gradviz.viz", "render"),
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 import gradviz
 from gradviz.diagnose import diagnose, why_none
 from gradviz.diagnose.graph_rules import growing
-from gradviz.diagnose.index import DocIndex
+from gradviz.document import DocIndex
 
 
 def loc(line, text=""):

@@ -1,6 +1,5 @@
 """gradviz.render(): formats, files, the layout budget, and life without Graphviz's dot."""
 
-import json
 import shutil
 import subprocess
 import sys
@@ -55,10 +54,15 @@ def test_unknown_format_is_a_clear_error():
 
 
 def test_rejects_things_that_are_not_traces():
-    with pytest.raises(ValueError, match="not a gradviz trace document"):
-        render({"format": "other"})
-    with pytest.raises(TypeError, match="render\\(\\) takes a Variable, a trace, a trace document or a JSON path"):
-        render(42)
+    for draw in (render, gradviz.render):
+        with pytest.raises(ValueError, match="not a gradviz trace document"):
+            draw({"format": "other"})
+    with pytest.raises(TypeError, match="^render\\(\\) takes a trace document, a JSON path, a trace \\(anything with "
+                                        "to_dict\\(\\)\\), a Variable \\(or a list of them\\), not int$"):
+        gradviz.render(42)
+    # rendering itself reads documents only, and says where the rest is taken
+    with pytest.raises(TypeError, match="gradviz.render\\(\\) also takes Variables, traces and paths"):
+        render(gradviz.ones(2))
 
 
 def test_missing_dot_writes_source_and_says_how_to_install(tmp_path, monkeypatch):
@@ -109,14 +113,14 @@ def test_run_dot_times_out_instead_of_hanging():
     assert subprocess.run(["pgrep", "-f", "a59 -> b59"], capture_output=True).stdout == b""
 
 
-def test_render_reads_a_json_path(tmp_path, monkeypatch):
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps(chained_models_doc()), encoding="utf-8")
-    seen = []
-    monkeypatch.setattr(gradviz, "load_trace", lambda p: seen.append(p) or json.loads(path.read_text()),
-                        raising=False)
-    graph = render(str(path), format="dot")
-    assert seen == [str(path)] and "AddmmBackward" in graph.source
+def test_render_reads_a_json_path(tmp_path):
+    with gradviz.trace() as tr:
+        w = gradviz.randn(3, requires_grad=True)
+        (w * 2).sum().backward()
+    path = tr.to_json(tmp_path / "t.json")
+    graph = gradviz.render(str(path), format="dot")
+    assert graph.source == render(tr.to_dict(), format="dot").source and "MulBackward" in graph.source
+    assert gradviz.render(path, format="dot").source == graph.source  # a PathLike too
 
 
 @needs_dot

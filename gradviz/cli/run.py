@@ -4,9 +4,8 @@ import os
 
 import click
 
+from ..document.vocabulary import severity_rank
 from .artifacts import FORMATS
-
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -126,8 +125,8 @@ def _exit_code(output, doc, result, fail_on, announce):
         return result.exit_code
     if fail_on == "never":
         return 0
-    threshold = SEVERITY_RANK[fail_on]
-    failing = [d for d in doc.get("diagnostics", []) if SEVERITY_RANK.get(d.get("severity"), 0) >= threshold]
+    threshold = severity_rank(fail_on)
+    failing = [d for d in doc.get("diagnostics", []) if severity_rank(d.get("severity")) >= threshold]
     if not failing:
         return 0
     if announce:

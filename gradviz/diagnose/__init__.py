@@ -5,9 +5,9 @@
 Nothing here touches live engine objects or prints; the catalogue is documented in docs/diagnostics.md.
 """
 
+from ..document import SEVERITIES, DocIndex
 from . import backward_rules, graph_rules, training_rules
-from .catalogue import CODES, SEVERITIES, explain
-from .index import DocIndex
+from .catalogue import CODES, explain
 from .records import Collector
 from .why import CAUSES, why_none
 

@@ -3,42 +3,10 @@ stale-version and leaf-inplace (the last three also explain the exception a scri
 
 import re
 
-from .index import code_text, same_line
+from ..document import error_code
+from ..document.index import code_text, same_line
 from .records import related
 from .why import classify
-
-# The exception a backward (or the script) raised -> the code that explains it. Types are gradviz's
-# classes; messages are PyTorch's wording, so a trace of a real-torch run is recognised too.
-_BY_TYPE = {
-    "NonScalarBackwardError": "nonscalar-backward",
-    "NoGradFnError": "no-requires-grad",
-    "GraphFreedError": "graph-freed",
-    "StaleVersionError": "stale-version",
-    "LeafInplaceError": "leaf-inplace",
-}
-_BY_MESSAGE = (
-    ("grad can be implicitly created only for scalar outputs", "nonscalar-backward"),
-    ("does not require grad and does not have a grad_fn", "no-requires-grad"),
-    ("backward through the graph a second time", "graph-freed"),
-    ("modified by an inplace operation", "stale-version"),
-    ("leaf variable that requires grad is being used in an in-place operation", "leaf-inplace"),
-    ("view of a leaf variable that requires grad is being used in an in-place operation", "leaf-inplace"),
-)
-
-
-def error_code(error):
-    """The diagnostic code for an error record (``{"type", "message", "code"?}``), or None."""
-    if not error:
-        return None
-    if error.get("code") in _BY_TYPE.values():
-        return error["code"]
-    if error.get("type") in _BY_TYPE:
-        return _BY_TYPE[error["type"]]
-    message = (error.get("message") or "").lower()
-    for text, code in _BY_MESSAGE:
-        if text in message:
-            return code
-    return None
 
 
 def none_grad(index, out):

@@ -4,6 +4,8 @@ long explanation ``gradviz explain CODE`` prints (what it means, a minimal examp
 Codes are stable kebab-case names: scripts, CI settings and docs refer to them, so never rename one.
 """
 
+from ..document import vocabulary
+
 # code -> (default severity, one-line title). A rule may lower the severity of one record (``graph-cut`` is
 # an info when the cut was bridged by hand), never raise it.
 CODES = {
@@ -23,7 +25,7 @@ CODES = {
     "vanishing-grad": ("info", "one layer's gradient norm is far below the others"),
 }
 
-SEVERITIES = ("error", "warning", "info")
+SEVERITIES = vocabulary.SEVERITIES  # the document's severities, most severe first
 
 
 def hint_suffix(code):

@@ -1,7 +1,8 @@
 """Rules about which parameters the graph connects to the loss (graph-cut, unused-parameter) and about graphs
 kept alive after backward (retained-graph)."""
 
-from .index import code_text, same_line
+from ..document import is_accumulate_grad
+from ..document.index import code_text, same_line
 from .records import related
 from .why import classify, cut_downstream
 
@@ -196,13 +197,13 @@ def _keepers(index):
     found = {}
     for n in sorted(index.nodes.values(), key=lambda n: n["id"]):
         it = _iteration(index, n)
-        if it is None or n.get("op") == "AccumulateGrad":
+        if it is None or is_accumulate_grad(n):
             continue
         for edge in n.get("inputs") or ():
             if not edge or edge[0] is None:
                 continue
             src = index.nodes.get(edge[0]) or {}
-            if src.get("op") == "AccumulateGrad":
+            if is_accumulate_grad(src):
                 continue
             src_it = _iteration(index, src)
             if src_it is not None and src_it < it:
@@ -290,7 +291,7 @@ def _backward_twice(index, retainers):
     """A later backward in the same iteration that re-runs nodes a retain_graph=True backward ran, and the
     leaves both accumulated into (their gradient counted twice)."""
     for first in retainers:
-        ran = {n for n in first.get("visited") or () if (index.nodes.get(n) or {}).get("op") != "AccumulateGrad"}
+        ran = {n for n in first.get("visited") or () if not is_accumulate_grad(index.nodes.get(n))}
         for b in index.backwards:
             if b is first or b.get("error") or b.get("iteration") != first.get("iteration") \
                     or b.get("id", 0) <= first.get("id", 0):

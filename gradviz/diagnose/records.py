@@ -1,7 +1,8 @@
 """Building diagnostic records: deduplication by code and location, severities, hints, links, final order."""
 
-from .catalogue import CODES, SEVERITIES, hint_suffix
-from .index import loc_key
+from ..document.index import loc_key
+from ..document.vocabulary import SEVERITIES
+from .catalogue import CODES, hint_suffix
 
 
 class Collector:

@@ -4,7 +4,8 @@ volatile-deprecated."""
 import math
 import statistics
 
-from .index import is_finite_number
+from ..document import is_accumulate_grad, is_reset_op
+from ..document.index import is_finite_number
 from .records import related
 
 
@@ -78,7 +79,7 @@ def _fresh_grads(index, b, grads):
 def _reset_leaf(index, e):
     """The leaf whose gradient an in-place event resets to zero (``p.grad.zero_()``, ``p.grad.fill_(0)``, also
     through ``p.grad.data``/``detach()``), or None."""
-    if not (e.get("op") or "").startswith(("Fill", "Zero")):
+    if not is_reset_op(e):
         return None
     v = index.variables.get(e.get("variable")) or {}
     for _ in range(4):  # .data / detach() of the gradient share its memory
@@ -138,7 +139,7 @@ def _backward_culprit(index, b):
             if c != nid and any(edge and edge[0] == nid for edge in node.get("inputs") or ()) \
                     and is_finite_number(_norm(norms, c)):
                 return c
-        if (index.nodes.get(nid) or {}).get("op") != "AccumulateGrad":
+        if not is_accumulate_grad(index.nodes.get(nid)):
             return nid
     return None
 

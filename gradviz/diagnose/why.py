@@ -1,6 +1,6 @@
 """``why_none``: why a Variable has no gradient, classified, with the edge or line where the path breaks."""
 
-from .index import DocIndex
+from ..document import DocIndex, is_accumulate_grad
 
 CAUSES = ("has-grad", "non-leaf", "unreachable", "cut", "no-grad-mode", "volatile", "requires-grad-false",
           "non-differentiable", "other-iteration")
@@ -211,7 +211,7 @@ def _iterations_of(index, node_ids):
     found = set()
     for nid in node_ids:
         node = index.nodes.get(nid) or {}
-        if node.get("op") == "AccumulateGrad":
+        if is_accumulate_grad(node):
             continue
         if node.get("iteration") is not None:
             found.add(node["iteration"])

@@ -1,12 +1,15 @@
 """Pictures and reports from trace documents (docs/trace-format.md) — never from live engine objects.
 
-``render`` draws a graph with Graphviz; ``build_graph``/``to_dot`` give the picture as data and as DOT text;
+``render`` draws a document's graph with Graphviz (``gradviz.render``, in ``gradviz/viz.py``, also takes
+Variables, traces and paths); ``build_graph``/``to_dot`` give the picture as data and as DOT text;
 ``report`` builds rich renderables; ``html`` writes the self-contained report page. Graphviz and rich load
 only when used.
 """
 
 import os
+from collections.abc import Mapping
 
+from ..document import check_format
 from .dot import to_dot
 from .graph import build_graph
 from .layout import DOT_MISSING, DotNotFoundError, LayoutTimeout, dot_available, lay_out
@@ -17,30 +20,16 @@ __all__ = ["render", "build_graph", "to_dot", "dot_available", "notebook_html", 
            "DotNotFoundError", "LayoutTimeout", "DOT_MISSING"]
 
 
-def as_document(obj):
-    """A trace document from a document dict, a Trace (``to_dict``), a JSON path, or a Variable (snapshot)."""
-    if isinstance(obj, dict):
-        if obj.get("format") != "gradviz-trace":
-            raise ValueError("not a gradviz trace document: its \"format\" field is "
-                             f"{obj.get('format')!r}, expected 'gradviz-trace'")
-        return obj
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        return obj.to_dict()
-    if isinstance(obj, (str, os.PathLike)):
-        import gradviz
-
-        return gradviz.load_trace(obj)
-    from ..autograd import Variable
-
-    if isinstance(obj, Variable):
-        try:
-            from ..tracing import snapshot
-        except ImportError as exc:
-            raise RuntimeError("render(variable) needs the tracer's snapshot (gradviz.tracing.snapshot), "
-                               "which is not available; trace the code with gradviz.trace() instead") from exc
-        return snapshot(obj)
-    raise TypeError(f"render() takes a Variable, a trace, a trace document or a JSON path, not "
-                    f"{type(obj).__name__}")
+def as_document(doc):
+    """``doc`` itself when it is a trace document, or the document of an object that has ``to_dict()`` (a
+    Trace). Rendering reads documents only: ``gradviz.render`` (``gradviz/viz.py``) turns Variables, saved
+    files and other engines' tensors into one first."""
+    if not isinstance(doc, Mapping) and callable(getattr(doc, "to_dict", None)):
+        doc = doc.to_dict()
+    if not isinstance(doc, Mapping):
+        raise TypeError(f"rendering takes a trace document (a dict, see docs/trace-format.md), not "
+                        f"{type(doc).__name__}; gradviz.render() also takes Variables, traces and paths")
+    return check_format(doc)
 
 
 def _format_for(path, format):
@@ -78,8 +67,8 @@ def _digraph(source, svg=None):
     return graph
 
 
-def render(variable_or_trace, path=None, format=None, budget=4.0, **options):
-    """Draw a graph of a trace: returns a ``graphviz.Digraph`` (shown inline in Jupyter).
+def render(doc, path=None, format=None, budget=4.0, **options):
+    """Draw the graph of trace document ``doc``: returns a ``graphviz.Digraph`` (shown inline in Jupyter).
 
     ``path``: also write the picture there (suffix added when missing). ``format``: svg, png, pdf or dot
     (default: from the path's suffix, else svg). ``budget``: seconds for layout before falling back to cheaper
@@ -87,7 +76,7 @@ def render(variable_or_trace, path=None, format=None, budget=4.0, **options):
     show_grads, forward, max_nodes, graphs). Without Graphviz's ``dot`` program, the ``.dot`` source is still
     written and ``DotNotFoundError`` says in one line how to install it.
     """
-    doc = as_document(variable_or_trace)
+    doc = as_document(doc)
     fmt = _format_for(path, format)
     if fmt == "dot" or not dot_available():
         source = to_dot(build_graph(doc, **options))

@@ -5,64 +5,10 @@ a working graph of items (ops, leaves, cut points), reshapes it so it stays draw
 what the diagnostics found and styles everything (``style``).
 """
 
+from ..document import CUT_ORIGINS, DocIndex
 from . import collapse
 from .ir import IR, Item
-from .spec import SEVERITY_RANK
 from .style import human_bytes, shape_text, style_spec
-
-CUT_ORIGINS = ("data", "detach", "numpy")
-
-
-class DocIndex:
-    """Lookups over a document, computed once."""
-
-    def __init__(self, doc):
-        self.doc = doc
-        self.nodes = {n["id"]: n for n in doc.get("nodes", [])}
-        self.variables = {v["id"]: v for v in doc.get("variables", [])}
-        self.graphs = {g["id"]: g for g in doc.get("graphs", [])}
-        self.structures = {s["id"]: s for s in doc.get("structures", [])}
-        self.modules = _module_classes(doc.get("modules"))
-        self.node_norm, self.leaf_norm, self.visited = {}, {}, set()
-        for backward in doc.get("backwards", []):
-            self.node_norm.update({int(k): v for k, v in (backward.get("grad_norms") or {}).items()})
-            self.leaf_norm.update({int(k): v for k, v in (backward.get("leaf_grad_norms") or {}).items()})
-            self.visited.update(backward.get("visited") or [])
-        self.severity, self.codes = {}, {}
-        for diag in doc.get("diagnostics", []):
-            for node_id in self._diag_nodes(diag):
-                if SEVERITY_RANK.get(diag["severity"], 0) > SEVERITY_RANK.get(self.severity.get(node_id), 0):
-                    self.severity[node_id] = diag["severity"]
-                self.codes.setdefault(node_id, []).append((diag["severity"], diag["code"]))
-        self.stale = {}            # node id -> [(variable id, new version, event)]
-        self.none_reads = {}       # variable id -> first grad_read event that got None
-        for event in doc.get("events", []):
-            if event.get("kind") == "inplace":
-                for node_id in event.get("saved_by") or []:
-                    self.stale.setdefault(node_id, []).append(event)
-            elif event.get("kind") == "grad_read" and event.get("was_none"):
-                self.none_reads.setdefault(event["variable"], event)
-
-    def _diag_nodes(self, diag):
-        ids = list(diag.get("nodes") or [])
-        for var_id in diag.get("variables") or []:
-            var = self.variables.get(var_id)
-            if var is not None:
-                ids += [n for n in (var.get("node"), var.get("accumulator")) if n is not None]
-        return dict.fromkeys(ids)
-
-    def variable_label(self, var_id):
-        var = self.variables.get(var_id)
-        return (var or {}).get("name") or f"v{var_id}"
-
-
-def _module_classes(modules):
-    # Module classes are optional in a document: {path: class}, {path: {"class": …}} or [{"path", "class"}].
-    if isinstance(modules, dict):
-        return {p: (c.get("class") if isinstance(c, dict) else c) for p, c in modules.items()}
-    if isinstance(modules, list):
-        return {m["path"]: m.get("class") for m in modules if isinstance(m, dict) and "path" in m}
-    return {}
 
 
 def select_graphs(index, iteration=None, graphs=None):

@@ -9,7 +9,7 @@ import json
 import re
 from importlib import resources
 
-from .graph import DocIndex
+from ..document import DocIndex
 from .style import human_bytes
 
 _PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)

@@ -5,8 +5,6 @@ Every text in a spec is plain text as the user wrote it; escaping happens only w
 
 from dataclasses import dataclass, field
 
-SEVERITY_RANK = {"info": 1, "warning": 2, "error": 3}
-
 # Colours by meaning: (fill, border). Severity colours are also the legend's.
 COLORS = {
     "op": ("#f4f4f4", "#555555"),

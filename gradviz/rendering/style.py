@@ -1,6 +1,7 @@
 """Working graph → ``GraphSpec``: shapes, colours, labels, and the marks diagnostics leave on a picture."""
 
-from .spec import COLORS, SEVERITY_RANK, GraphSpec, LegendEntry, Row, SpecCluster, SpecEdge, SpecNode
+from ..document import severity_rank
+from .spec import COLORS, GraphSpec, LegendEntry, Row, SpecCluster, SpecEdge, SpecNode
 
 CHEAP_LAYOUT = {"splines": "line", "nslimit": "2", "nslimit1": "2", "mclimit": "0.3", "remincross": "false",
                 "searchsize": "10"}
@@ -72,7 +73,7 @@ class _Styler:
     def node(self, item):
         shape, fill, border, style = _node_style(item)
         severity = max((self.index.severity.get(n) for n in item.nodes if n in self.index.severity),
-                       key=lambda s: SEVERITY_RANK.get(s, 0), default=None)
+                       key=severity_rank, default=None)
         penwidth, fontsize, rows = 1.0, 11, _rows(item)
         if severity:
             fill, border = COLORS[severity]

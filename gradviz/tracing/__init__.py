@@ -5,9 +5,8 @@
 docs/trace-format.md.
 """
 
-from .document import TraceDocument
+from ..document import TraceDocument, TraceFormatError, load_trace, validate  # the contract, re-exported
 from .recorder import Trace
-from .schema import TraceFormatError, load_trace, validate
 from .snapshot import snapshot
 
 trace = Trace

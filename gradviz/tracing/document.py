@@ -1,37 +1,10 @@
 """Turn a trace's records into the ``gradviz-trace`` JSON document (docs/trace-format.md), and write it."""
 
-import json
-
 import numpy as np
 
 from .._version import __version__
+from ..document.model import FORMAT, VERSION, TraceDocument, write_json  # noqa: F401 - the contract owns them
 from .records import json_float
-
-FORMAT = "gradviz-trace"
-VERSION = 1
-
-
-class TraceDocument(dict):
-    """A trace document: a plain dict (JSON types only) that also answers ``to_dict()`` and ``to_json()``, so
-    a loaded file and a live trace can be handed to the same renderers."""
-
-    def to_dict(self):
-        return self
-
-    def to_json(self, path):
-        write_json(self, path)
-        return path
-
-    def __repr__(self):
-        return (f"<TraceDocument: {len(self.get('nodes', ()))} nodes, {len(self.get('graphs', ()))} graphs, "
-                f"{len(self.get('backwards', ()))} backward calls, {len(self.get('diagnostics', ()))} diagnostics>")
-
-
-def write_json(doc, path):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, allow_nan=False, separators=(",", ":"))
-        f.write("\n")
-
 
 _UNSET = object()
 

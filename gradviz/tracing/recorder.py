@@ -17,6 +17,7 @@ from ..autograd import grad_mode
 from ..autograd.function import AccumulateGrad as _AccumulateGrad
 from ..autograd.observer import Observer, attach, detach
 from ..autograd.variable import Variable
+from ..document.vocabulary import error_code
 from ..optim.optimizer import bump_version as _bump_version
 from .frames import (
     _CO_OPTIMIZED,
@@ -43,8 +44,6 @@ from .records import (
 )
 
 _is_grad_enabled = grad_mode.is_grad_enabled
-_ERROR_CODES = {"NonScalarBackwardError": "nonscalar-backward", "StaleVersionError": "stale-version",
-                "GraphFreedError": "graph-freed", "NoGradFnError": "no-requires-grad"}
 _INF = float("inf")
 _BUMP_CODE = _bump_version.__code__  # optimizers report parameter updates through it
 _NO_EDGE = (None, 0)
@@ -975,7 +974,7 @@ class Trace(Observer):
             return
         if error is not None:
             kind = type(error).__name__
-            info = {"type": kind, "message": str(error).split("\n")[0], "code": _ERROR_CODES.get(kind)}
+            info = {"type": kind, "message": str(error).split("\n")[0], "code": error_code(error)}
             node = getattr(error, "node", None)
             if node is not None:
                 info["node"] = self._node_record(node).id
@@ -1080,9 +1079,9 @@ class Trace(Observer):
 
     def _repr_html_(self):
         """Jupyter shows a trace as its summary, graph and diagnostics."""
-        from ..rendering import notebook_html
+        from ..viz import notebook_html  # the facade, not rendering: tracing never imports rendering
 
-        return notebook_html(self.to_dict())
+        return notebook_html(self)
 
     def __repr__(self):
         s = self.stats

@@ -1,13 +1,18 @@
-"""Lookups over one trace document (docs/trace-format.md), built once and shared by every rule.
+"""``DocIndex``: the read model of one trace document (docs/trace-format.md), built once and shared by every
+diagnostic rule and every renderer.
 
-Rules read only the document, never live engine objects, so they work the same on a trace just recorded and
-on a ``report.json`` loaded from disk.
+Readers see only the document, never live engine objects, so they work the same on a trace just recorded and
+on a ``report.json`` loaded from disk. An id may name a record the tracer dropped (or a hand-edited file lost):
+every lookup here tolerates it, as the format asks of consumers.
 """
 
 import math
 import os
 import re
 from collections import Counter
+from functools import cached_property
+
+from .vocabulary import severity_rank
 
 
 def loc_key(location):
@@ -45,13 +50,15 @@ def is_finite_number(value):
 
 
 class DocIndex:
-    """The document's lists as dictionaries plus the few derived relations the rules need."""
+    """The document's lists as dictionaries plus the derived relations the rules and the pictures need; the
+    derived tables are computed on first use, so each reader pays only for what it reads."""
 
     def __init__(self, doc):
         self.doc = doc
         self.variables = {v["id"]: v for v in doc.get("variables") or ()}
         self.nodes = {n["id"]: n for n in doc.get("nodes") or ()}
         self.graphs = {g["id"]: g for g in doc.get("graphs") or ()}
+        self.structures = {s["id"]: s for s in doc.get("structures") or ()}
         self.backwards = list(doc.get("backwards") or ())
         self.events = list(doc.get("events") or ())
         self.events_by_id = {e["id"]: e for e in self.events}
@@ -108,9 +115,94 @@ class DocIndex:
         return match.group(1) if self._line_results.get((loc.get("file"), loc.get("line"),
                                                           v.get("iteration"))) == v["id"] else None
 
+    def variable_label(self, var_id):
+        """How a picture names a Variable: the name the trace recorded, else ``v<id>``."""
+        var = self.variables.get(var_id)
+        return (var or {}).get("name") or f"v{var_id}"
+
     def node_label(self, node_id):
         n = self.nodes.get(node_id)
         return f"{n['op']} (n{node_id})" if n else f"n{node_id}"
+
+    # ----- what the pictures mark -----------------------------------------------------------------------------
+    @cached_property
+    def modules(self):
+        """``{module path: class name}``; documents give ``{path: class}``, ``{path: {"class": …}}`` or
+        ``[{"path", "class"}]``."""
+        modules = self.doc.get("modules")
+        if isinstance(modules, dict):
+            return {p: (c.get("class") if isinstance(c, dict) else c) for p, c in modules.items()}
+        if isinstance(modules, list):
+            return {m["path"]: m.get("class") for m in modules if isinstance(m, dict) and "path" in m}
+        return {}
+
+    @cached_property
+    def node_norm(self):
+        """``{node id: norm of the gradient it received}`` over every backward call (the last one wins)."""
+        return self._norms("grad_norms")
+
+    @cached_property
+    def leaf_norm(self):
+        """``{variable id: norm of the gradient accumulated into the leaf}`` over every backward call."""
+        return self._norms("leaf_grad_norms")
+
+    def _norms(self, field):
+        table = {}
+        for backward in self.backwards:
+            for key, norm in (backward.get(field) or {}).items():
+                if _is_id(key):
+                    table[int(key)] = norm
+        return table
+
+    @cached_property
+    def visited(self):
+        """Ids of every node some backward call went through."""
+        return {n for b in self.backwards for n in b.get("visited") or ()}
+
+    @cached_property
+    def severity(self):
+        """``{node id: the most severe diagnostic that points at it}``."""
+        table = {}
+        for diag in self.doc.get("diagnostics") or ():
+            for node_id in self._diag_nodes(diag):
+                if severity_rank(diag.get("severity")) > severity_rank(table.get(node_id)):
+                    table[node_id] = diag["severity"]
+        return table
+
+    @cached_property
+    def codes(self):
+        """``{node id: [(severity, code)]}`` of the diagnostics that point at the node."""
+        table = {}
+        for diag in self.doc.get("diagnostics") or ():
+            for node_id in self._diag_nodes(diag):
+                table.setdefault(node_id, []).append((diag.get("severity"), diag.get("code")))
+        return table
+
+    def _diag_nodes(self, diag):
+        ids = list(diag.get("nodes") or [])
+        for var_id in diag.get("variables") or []:
+            var = self.variables.get(var_id)
+            if var is not None:
+                ids += [n for n in (var.get("node"), var.get("accumulator")) if n is not None]
+        return dict.fromkeys(ids)
+
+    @cached_property
+    def stale(self):
+        """``{node id: [in-place events that changed a value the node saved]}``."""
+        table = {}
+        for event in self.events_of("inplace"):
+            for node_id in event.get("saved_by") or []:
+                table.setdefault(node_id, []).append(event)
+        return table
+
+    @cached_property
+    def none_reads(self):
+        """``{variable id: the first `.grad` read that got None}``."""
+        table = {}
+        for event in self.events_of("grad_read"):
+            if event.get("was_none"):
+                table.setdefault(event.get("variable"), event)
+        return table
 
     # ----- ordering -------------------------------------------------------------------------------------
     def events_of(self, kind):
@@ -238,6 +330,11 @@ class DocIndex:
         if graph is not None:
             return graph.get("iteration")
         return v.get("iteration")
+
+
+def _is_id(key):
+    """Whether a JSON object key names an id (``"12"``): norms are keyed by id, as strings."""
+    return isinstance(key, str) and key.isascii() and key.lstrip("-").isdigit()
 
 
 _NO_SEQ = float("inf")

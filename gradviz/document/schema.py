@@ -1,12 +1,16 @@
 """``load_trace``: read a trace document back, checking it field by field (never pickle, never eval).
 
 The schema is data: each record kind maps field names to a type. The first field that does not fit raises
-``TraceFormatError`` with a one-line message naming it, e.g. ``nodes[3].op: expected a string``.
+``TraceFormatError`` with a one-line message naming it, e.g. ``nodes[3].op: expected a string``. Whatever the
+file holds (binary, NaN/Infinity tokens, nesting thousands of levels deep, numbers of a million digits), the
+answer is that one-line error, never another exception.
 """
 
 import json
+import re
 
-from .document import FORMAT, VERSION, TraceDocument
+from .model import FORMAT, VERSION, TraceDocument
+from .vocabulary import SEVERITIES
 
 
 class TraceFormatError(ValueError):
@@ -14,7 +18,8 @@ class TraceFormatError(ValueError):
 
 
 # Types: "int", "str", "bool", "num" (a number, or "nan"/"inf"/"-inf"), "obj" (any object), "any";
-# a leading "?" allows null; [T] is a list of T; a dict is a nested record. Keys ending in "?" are optional.
+# a leading "?" allows null; [T] is a list of T; (T, U) a list of exactly a T and a U; a dict is a nested record.
+# Keys ending in "?" are optional.
 LOCATION = {"file": "str", "line": "int", "text": "str", "function?": "?str"}
 SAVED = {"variable": "?int", "kind": "str", "index": "int", "shape": ["int"], "bytes": "int", "version": "int"}
 VARIABLE = {
@@ -25,7 +30,7 @@ VARIABLE = {
     "graph": "?int", "op?": "?str", "inputs?": "?[int]", "iteration?": "int",
 }
 NODE = {
-    "id": "int", "op": "str", "custom": "bool", "class_name": "str", "inputs": [["?int"]],
+    "id": "int", "op": "str", "custom": "bool", "class_name": "str", "inputs": [("?int", "int")],
     "input_variables": ["?int"], "outputs": ["int"], "variable": "?int", "shape": ["int"], "dtype": "str",
     "saved": [SAVED], "meta": "obj", "module": ["str"], "location": "?loc", "graph": "?int", "freed_by": "?int",
     "nonfinite": "?str", "external?": "bool", "iteration?": "int",
@@ -70,7 +75,9 @@ DOCUMENT = {
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
     "internal_errors?": ["obj"],
 }
-SEVERITIES = ("error", "warning", "info")
+# Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
+# nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.
+MAX_DEPTH = 64
 _NAMES = {"int": "an integer", "str": "a string", "bool": "true or false", "num": "a number", "obj": "an object",
           "loc": "a location object", "error": "an error object"}
 
@@ -94,6 +101,12 @@ def _fail(path, message):
 
 
 def _check(value, spec, path):
+    if isinstance(spec, tuple):
+        if not isinstance(value, list) or len(value) != len(spec):
+            _fail(path, f"expected a list of {len(spec)} items")
+        for i, (item, item_spec) in enumerate(zip(value, spec)):
+            _check(item, item_spec, f"{path}[{i}]")
+        return
     if isinstance(spec, list):
         if not isinstance(value, list):
             _fail(path, "expected a list")
@@ -119,6 +132,8 @@ def _check(value, spec, path):
     elif spec == "error":
         _check_record(value, ERROR, path, "an error object")
     elif not _fits(value, spec):
+        if spec in ("obj", "any") and isinstance(value, (dict, list)) or spec == "obj" and isinstance(value, dict):
+            _fail(path, f"nested more than {MAX_DEPTH} levels deep")
         _fail(path, f"expected {_describe(spec)}")
 
 
@@ -132,7 +147,22 @@ def _fits(value, spec):
     if spec == "num":
         return (isinstance(value, (int, float)) and not isinstance(value, bool)) or value in ("nan", "inf", "-inf")
     if spec == "obj":
-        return isinstance(value, dict)
+        return isinstance(value, dict) and _depth_within(value, MAX_DEPTH)
+    return _depth_within(value, MAX_DEPTH)
+
+
+def _depth_within(value, limit):
+    """Whether ``value`` nests no deeper than ``limit`` lists/objects (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in item if isinstance(child, (dict, list)))
     return True
 
 
@@ -171,15 +201,52 @@ def validate(doc):
 
 def load_trace(path):
     """Read and validate a trace document written by ``tr.to_json`` or ``gradviz run``; returns a
-    ``TraceDocument`` (a dict) that renderers accept like a live trace's ``to_dict()``."""
+    ``TraceDocument`` (a dict) that renderers accept like a live trace's ``to_dict()``.
+
+    A file that is not a valid document raises ``TraceFormatError`` with one line naming the problem; a file
+    that cannot be opened raises the ``OSError`` (``FileNotFoundError``…) that ``open`` gives."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except UnicodeDecodeError:
         raise TraceFormatError(f"{path}: not a text file (expected a gradviz trace in JSON)") from None
+    return TraceDocument(parse(text, path))
+
+
+def parse(text, path="document"):
+    """The validated document in JSON ``text``; ``path`` names it in errors."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except _NonStandardConstant:
+        raise TraceFormatError(f"{path}: not strict JSON ({_constant_position(text)}; the format writes "
+                               'non-finite numbers as the strings "nan", "inf", "-inf")') from None
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise TraceFormatError(f"{path}: nested too deeply to be a trace document (more than "
+                               f"{MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise TraceFormatError(f"{path}: not a valid trace in JSON ({str(exc).splitlines()[0]})") from None
     validate(doc)
-    return TraceDocument(doc)
+    return doc
+
+
+class _NonStandardConstant(Exception):
+    pass
+
+
+def _reject_constant(name):
+    raise _NonStandardConstant(name)
+
+
+# A JSON string, or a bare NaN/Infinity token outside strings: the first match of the second kind is the culprit.
+_STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
+def _constant_position(text):
+    for match in _STRING_OR_CONSTANT.finditer(text):
+        if match.group(1):
+            line = text.count("\n", 0, match.start()) + 1
+            column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+            return f"{match.group(1)} at line {line} column {column}"
+    return "a NaN or Infinity token"

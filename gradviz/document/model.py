@@ -1,0 +1,39 @@
+"""The document as a Python value: its format name and version, and ``TraceDocument``, the dict that a live
+trace's ``to_dict()`` and ``load_trace`` both give, so renderers and diagnostics take either."""
+
+import json
+
+FORMAT = "gradviz-trace"
+VERSION = 1
+
+
+class TraceDocument(dict):
+    """A trace document: a plain dict (JSON types only) that also answers ``to_dict()`` and ``to_json()``, so
+    a loaded file and a live trace can be handed to the same renderers."""
+
+    def to_dict(self):
+        return self
+
+    def to_json(self, path):
+        write_json(self, path)
+        return path
+
+    def __repr__(self):
+        return (f"<TraceDocument: {len(self.get('nodes', ()))} nodes, {len(self.get('graphs', ()))} graphs, "
+                f"{len(self.get('backwards', ()))} backward calls, {len(self.get('diagnostics', ()))} diagnostics>")
+
+
+def write_json(doc, path):
+    """Write ``doc`` as strict JSON (no NaN/Infinity: the format forbids them), compactly, to ``path``."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, allow_nan=False, separators=(",", ":"))
+        f.write("\n")
+
+
+def check_format(doc):
+    """``doc`` when it says it is a trace document (``"format": "gradviz-trace"``); a one-line ValueError if not.
+    Cheap, unlike ``validate``: for documents handed over in memory, which their producer already made right."""
+    if doc.get("format") != FORMAT:
+        raise ValueError(f'not a gradviz trace document: its "format" field is {doc.get("format")!r}, '
+                         f"expected {FORMAT!r}")
+    return doc
