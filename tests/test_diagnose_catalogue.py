@@ -54,3 +54,27 @@ def test_explanations_say_what_the_seed_says():
     assert "two graphs bridged by hand" in explain("graph-cut")
     assert "total_loss += loss" in explain("retained-graph")
     assert "y1.backward(y1.grad)" in explain("none-grad")
+
+
+def test_docs_page_is_generated_from_the_catalogue():
+    from gradviz.diagnose.page import markdown
+
+    assert DOC.read_text(encoding="utf-8") == markdown(), (
+        "docs/diagnostics.md is out of date: run `python -m gradviz.diagnose.page docs/diagnostics.md`")
+
+
+def test_generated_page_carries_every_explanation_and_fences_its_examples(tmp_path):
+    from gradviz.diagnose.page import markdown, update_docs
+
+    page = markdown()
+    for code, (severity, title) in CODES.items():
+        assert f"| [`{code}`](#{code}) | {severity} | {title} |" in page
+        assert f"\n## {code}\n\n**{severity}** — {title}.\n" in page
+    # an indented example becomes a fenced block; an indented list continuation stays text
+    assert "```python\ny1 = model1(X)\ny2 = model2(y1)\n" in page
+    assert "chains every iteration's graph to the\n    next one;" in page
+    assert "**In the picture:** the Variable whose `.grad` was read" in page
+    assert "a `severity` (`error`, `warning`, `info`)" in page
+    target = tmp_path / "diagnostics.md"
+    assert update_docs(target) is True and update_docs(target) is False
+    assert target.read_text(encoding="utf-8") == page

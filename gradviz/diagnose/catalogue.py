@@ -1,5 +1,6 @@
 """The diagnostics catalogue: every code gradviz can report, its default severity, a one-line title, and the
 long explanation ``gradviz explain CODE`` prints (what it means, a minimal example of the mistake, the fix).
+docs/diagnostics.md is generated from it (``gradviz/diagnose/page.py``).
 
 Codes are stable kebab-case names: scripts, CI settings and docs refer to them, so never rename one.
 """
@@ -378,3 +379,4 @@ def explain(code):
         raise ValueError(f"unknown diagnostic code `{code}`; known codes: {known}")
     severity, title = CODES[code]
     return f"{code} ({severity}): {title}\n\n{EXPLANATIONS[code]}"
+

@@ -2,8 +2,19 @@
 
 from ..document import DocIndex, is_accumulate_grad
 
-CAUSES = ("has-grad", "non-leaf", "unreachable", "cut", "no-grad-mode", "volatile", "requires-grad-false",
-          "non-differentiable", "other-iteration")
+# cause -> what it means (docs/diagnostics.md's table is generated from this)
+CAUSES = {
+    "has-grad": "it has a gradient",
+    "non-leaf": "an intermediate result without `retain_grad()`: backward passes its gradient on and drops it",
+    "unreachable": "nothing the backward went through was computed from it (or it was never used)",
+    "cut": "`.data`, `detach()` or a numpy round trip separates it from the root; `break.how` says which, "
+           "`break.location` where",
+    "no-grad-mode": "computed under `no_grad()`",
+    "volatile": "computed from a `volatile=True` input",
+    "requires-grad-false": "a leaf that does not require grad (or was frozen when used)",
+    "non-differentiable": "produced by argmax, a comparison or an integer cast",
+    "other-iteration": "it belongs to another iteration's graph than the backward calls that ran",
+}
 
 _CUT_WORDS = {"data": "`.data`", "detach": "`detach()`", "numpy": "a numpy round trip"}
 
