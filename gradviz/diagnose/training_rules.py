@@ -55,7 +55,7 @@ def grad_accumulation(index, out):
         hint = "Call `optimizer.zero_grad()` once per step, before backward."
         out.add("grad-accumulation", message, hint, b.get("location"),
                 related=[related("previous optimizer step", step.get("location"))],
-                nodes=[index.variables[p].get("accumulator") for p in params], variables=params,
+                nodes=[(index.variables.get(p) or {}).get("accumulator") for p in params], variables=params,
                 details={"backward": b["id"], "step_event": step["id"]}, order=(1, b["id"]))
 
 

@@ -202,7 +202,7 @@ def cut_downstream(index, vid, node):
     produced = {vid}
     if node is not None:
         for nid in index.downstream(node):
-            produced.update(index.nodes[nid].get("outputs") or ())
+            produced.update((index.nodes.get(nid) or {}).get("outputs") or ())
     best = None
     for result, (source, how, loc) in sorted(index.cuts().items()):
         if source in produced and how in _CUT_WORDS:

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from functools import cached_property
 
+from .schema import is_id_key
 from .vocabulary import severity_rank
 
 
@@ -150,7 +151,7 @@ class DocIndex:
         table = {}
         for backward in self.backwards:
             for key, norm in (backward.get(field) or {}).items():
-                if _is_id(key):
+                if is_id_key(key):  # a validated document has only these; a hand-built one may not
                     table[int(key)] = norm
         return table
 
@@ -330,11 +331,6 @@ class DocIndex:
         if graph is not None:
             return graph.get("iteration")
         return v.get("iteration")
-
-
-def _is_id(key):
-    """Whether a JSON object key names an id (``"12"``): norms are keyed by id, as strings."""
-    return isinstance(key, str) and key.isascii() and key.lstrip("-").isdigit()
 
 
 _NO_SEQ = float("inf")

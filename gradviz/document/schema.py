@@ -18,8 +18,8 @@ class TraceFormatError(ValueError):
 
 
 # Types: "int", "str", "bool", "num" (a number, or "nan"/"inf"/"-inf"), "obj" (any object), "any";
-# a leading "?" allows null; [T] is a list of T; (T, U) a list of exactly a T and a U; a dict is a nested record.
-# Keys ending in "?" are optional.
+# a leading "?" allows null; [T] is a list of T; (T, U) a list of exactly a T and a U; {T} an object of T, {#T}
+# one keyed by ids ("12"); a dict is a nested record. Keys ending in "?" are optional.
 LOCATION = {"file": "str", "line": "int", "text": "str", "function?": "?str"}
 SAVED = {"variable": "?int", "kind": "str", "index": "int", "shape": ["int"], "bytes": "int", "version": "int"}
 VARIABLE = {
@@ -45,8 +45,8 @@ STRUCTURE = {"id": "int", "signature": "str", "count": "int", "first_graph": "in
 ERROR = {"type": "str", "message": "str", "code": "?str"}
 BACKWARD = {
     "id": "int", "iteration": "int", "roots": ["int"], "root_nodes": ["?int"], "retain_graph": "bool",
-    "seq": "int", "kind": "str", "location": "?loc", "visited": ["int"], "grad_norms": "{num}",
-    "leaf_grad_norms": "{num}",
+    "seq": "int", "kind": "str", "location": "?loc", "visited": ["int"], "grad_norms": "{#num}",
+    "leaf_grad_norms": "{#num}",
     "gradient_from": "?int", "error": "?error", "started?": "bool", "graphs?": ["int"], "freed_nodes?": "int",
 }
 EVENT = {"id": "int", "seq": "int", "kind": "str", "location": "?loc", "iteration": "int"}
@@ -125,8 +125,11 @@ def _check(value, spec, path):
     elif spec.startswith("{"):
         if not isinstance(value, dict):
             _fail(path, "expected an object")
+        keyed_by_id = spec.startswith("{#")
         for key, item in value.items():
-            _check(item, spec[1:-1], f"{path}.{key}")
+            if keyed_by_id and not is_id_key(key):
+                _fail(f"{path}.{key}", "expected an id (an integer) as the key")
+            _check(item, spec[2 if keyed_by_id else 1:-1], f"{path}.{key}")
     elif spec == "loc":
         _check_record(value, LOCATION, path, "a location object")
     elif spec == "error":
@@ -180,6 +183,11 @@ def _check_record(value, spec, path, what="an object"):
         _check(value[name], field_spec, prefix + name)
 
 
+def is_id_key(key):
+    """Whether an object key names an id, as JSON writes integer keys: ``"12"``."""
+    return isinstance(key, str) and key.isascii() and key.lstrip("-").isdigit() and len(key) < 20
+
+
 def validate(doc):
     """Raise TraceFormatError at the first field of ``doc`` that does not fit the version-1 schema."""
     if not isinstance(doc, dict):
@@ -223,8 +231,8 @@ def parse(text, path="document"):
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
-        raise TraceFormatError(f"{path}: nested too deeply to be a trace document (more than "
-                               f"{MAX_DEPTH} levels)") from None
+        raise TraceFormatError(f"{path}: nested too deeply to be a trace document (its records nest a few "
+                               f"levels, free-form fields at most {MAX_DEPTH})") from None
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise TraceFormatError(f"{path}: not a valid trace in JSON ({str(exc).splitlines()[0]})") from None
     validate(doc)

@@ -5,7 +5,7 @@ a working graph of items (ops, leaves, cut points), reshapes it so it stays draw
 what the diagnostics found and styles everything (``style``).
 """
 
-from ..document import CUT_ORIGINS, DocIndex
+from ..document import CUT_ORIGINS, DocIndex, is_accumulate_grad
 from . import collapse
 from .ir import IR, Item
 from .style import human_bytes, shape_text, style_spec
@@ -88,7 +88,7 @@ def _leaf_flags(var):
 
 
 def _variable_item(index, var_id, key, kind, order):
-    var = index.variables[var_id]
+    var = index.variables.get(var_id) or {}  # an id may name a dropped record: drawn by its id
     item = Item(key, kind, order, index.variable_label(var_id), shape=tuple(var.get("shape") or ()),
                 variables=[var_id], flags=_leaf_flags(var) if kind == "leaf" else set())
     if kind == "cut":
@@ -101,7 +101,7 @@ def _variable_item(index, var_id, key, kind, order):
 
 def _cut_source(ir, index, item, var_id, drawn):
     # Link a cut Variable back to where it was cut from, as a dashed break, when that is drawn too.
-    source = index.variables.get(index.variables[var_id].get("source"))
+    source = index.variables.get((index.variables.get(var_id) or {}).get("source"))
     # follow `.data` of `.data`… (Variable(y1.data) wraps the `.data` result, itself cut from y1)
     for _ in range(20):
         upstream = index.variables.get(source.get("source")) if source is not None else None
@@ -122,7 +122,7 @@ def _backward_items(ir, index, node_ids):
     drawn = set(node_ids)
     for node_id in node_ids:
         node = index.nodes[node_id]
-        if node["op"] == "AccumulateGrad" and node.get("variable") is not None:
+        if is_accumulate_grad(node) and node.get("variable") is not None:
             item = _variable_item(index, node["variable"], f"n{node_id}", "leaf", (node_id,))
             item.nodes = [node_id]
             ir.add(item)
@@ -146,13 +146,13 @@ def _backward_items(ir, index, node_ids):
                     ir.edge(key, f"n{node_id}")
     for node_id in node_ids:
         var_id = index.nodes[node_id].get("variable")
-        if index.nodes[node_id]["op"] == "AccumulateGrad" and var_id in index.variables:
+        if is_accumulate_grad(index.nodes[node_id]) and var_id in index.variables:
             _cut_source(ir, index, ir.items[f"n{node_id}"], var_id, drawn)
     _mark_roots(ir, index, node_ids)
 
 
 def _forward_items(ir, index, node_ids):
-    drawn = {n for n in node_ids if index.nodes[n]["op"] != "AccumulateGrad"}
+    drawn = {n for n in node_ids if not is_accumulate_grad(index.nodes[n])}
     for node_id in sorted(drawn):
         ir.add(_op_item(index, index.nodes[node_id], forward=True))
     for node_id in sorted(drawn):

@@ -1,6 +1,6 @@
 """Working graph → ``GraphSpec``: shapes, colours, labels, and the marks diagnostics leave on a picture."""
 
-from ..document import severity_rank
+from ..document import is_accumulate_grad, severity_rank
 from .spec import COLORS, GraphSpec, LegendEntry, Row, SpecCluster, SpecEdge, SpecNode
 
 CHEAP_LAYOUT = {"splines": "line", "nslimit": "2", "nslimit1": "2", "mclimit": "0.3", "remincross": "false",
@@ -119,7 +119,7 @@ class _Styler:
         if len(item.nodes) != 1:
             return None
         node = self.index.nodes.get(item.nodes[0], {})
-        if node.get("op") == "AccumulateGrad" and node.get("variable") is not None:
+        if is_accumulate_grad(node) and node.get("variable") is not None:
             return self.index.leaf_norm.get(node["variable"], self.index.node_norm.get(item.nodes[0]))
         return self.index.node_norm.get(item.nodes[0])
 
