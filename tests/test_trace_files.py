@@ -250,3 +250,11 @@ def test_dangling_and_rewired_ids_never_break_a_reader(drops, rewires):
         assert "\n" not in str(exc)
         return
     read_everything(doc)
+
+
+def test_a_hostile_file_name_is_shown_inert(tmp_path):
+    path = tmp_path / "t\x1b[2J\r.json"
+    path.write_text("[1]", encoding="utf-8")
+    line = one_line_error(graph_cli(path))
+    assert line == (f"gradviz: error: invalid trace `{tmp_path}/t\\x1b[2J\\r.json`: document: expected a JSON "
+                    "object at the top level")

@@ -75,18 +75,17 @@ def _document(output, source, args, use_torch):
 
 
 def _load(output, path):
-    import gradviz
+    from ..document import load_trace, terminal_safe
 
+    name = terminal_safe(path)  # the file's name is shown inert, whatever it holds
     if not os.path.exists(path):
-        output.abort(f"no such trace file `{path}`")
+        output.abort(f"no such trace file `{name}`")
     try:
-        loaded = gradviz.load_trace(path)
-    except Exception as exc:  # TraceFormatError, unreadable file: the message names the first bad field
-        if type(exc).__name__ != "TraceFormatError" and not isinstance(exc, (OSError, ValueError)):
-            raise
-        message = one_line(exc).removeprefix(f"{path}: ")
-        output.abort(f"invalid trace `{path}`: {message}")
-    return loaded.to_dict() if hasattr(loaded, "to_dict") else loaded
+        loaded = load_trace(path)
+    except (OSError, ValueError) as exc:  # TraceFormatError (a ValueError) names the first bad field in one line
+        message = terminal_safe(one_line(exc)).removeprefix(f"{name}: ")
+        output.abort(f"invalid trace `{name}`: {message}")
+    return loaded
 
 
 def _draw(output, doc, source, out_file, fmt, options):

@@ -10,6 +10,7 @@ import json
 import re
 
 from .model import FORMAT, VERSION, TraceDocument
+from .text import terminal_safe
 from .vocabulary import SEVERITIES
 
 
@@ -127,9 +128,10 @@ def _check(value, spec, path):
             _fail(path, "expected an object")
         keyed_by_id = spec.startswith("{#")
         for key, item in value.items():
+            where = f"{path}.{terminal_safe(key)}"  # the key is the file's: shown inert
             if keyed_by_id and not is_id_key(key):
-                _fail(f"{path}.{key}", "expected an id (an integer) as the key")
-            _check(item, spec[2 if keyed_by_id else 1:-1], f"{path}.{key}")
+                _fail(where, "expected an id (an integer) as the key")
+            _check(item, spec[2 if keyed_by_id else 1:-1], where)
     elif spec == "loc":
         _check_record(value, LOCATION, path, "a location object")
     elif spec == "error":
@@ -213,12 +215,13 @@ def load_trace(path):
 
     A file that is not a valid document raises ``TraceFormatError`` with one line naming the problem; a file
     that cannot be opened raises the ``OSError`` (``FileNotFoundError``…) that ``open`` gives."""
+    name = terminal_safe(path)  # errors quote the file name: shown inert whatever it holds
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except UnicodeDecodeError:
-        raise TraceFormatError(f"{path}: not a text file (expected a gradviz trace in JSON)") from None
-    return TraceDocument(parse(text, path))
+        raise TraceFormatError(f"{name}: not a text file (expected a gradviz trace in JSON)") from None
+    return TraceDocument(parse(text, name))
 
 
 def parse(text, path="document"):

@@ -4,6 +4,10 @@ The report must read well from 80 columns up: section titles are plain lines (a 
 table's width), and a diagnostic is a block — one aligned line with severity, code and ``file:line``, then its
 message, source line and hint indented below at full width — rather than a four-column table whose message
 column shrinks to a word per line.
+
+Every string that comes from the document (names, paths, messages, source lines, hints) enters a renderable
+through ``_data``: as a ``Text`` (never parsed as rich markup) with its control characters escaped
+(``terminal_safe``), so a hostile name or path prints as inert text.
 """
 
 import os
@@ -13,7 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..document import DocIndex
+from ..document import DocIndex, terminal_safe
 from .style import human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
@@ -45,6 +49,11 @@ def where(location):
     if not location:
         return "—"
     return f"{display_path(location.get('file'))}:{location.get('line')}"
+
+
+def _data(value, style=""):
+    """A document string as an inert ``Text``: control characters escaped, no markup."""
+    return Text(terminal_safe("" if value is None else value), style=style)
 
 
 def _plural(n, word):
@@ -80,11 +89,11 @@ def summary(doc):
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column()
-    grid.add_row("script", display_path(doc.get("script")) or "(traced from Python)")
+    grid.add_row("script", _data(display_path(doc.get("script")) or "(traced from Python)"))
     built = sum(s.get("count", 1) for s in structures) or len(graphs)
     grid.add_row("graphs", f"{built:,} built, {_plural(len(structures), 'distinct structure')}")
     for structure in structures:
-        grid.add_row("", structure_line(structure))
+        grid.add_row("", _data(structure_line(structure)))
     grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded")
     grid.add_row("backward calls", f"{len(doc.get('backwards', [])):,}")
     dropped = (doc.get("dropped") or {}).get("iterations")
@@ -109,7 +118,8 @@ def summary(doc):
         table.add_column("gradient", no_wrap=True)
         for name, shape, got in shown:
             shape_text = "(" + ", ".join(str(d) for d in shape or []) + ")"
-            table.add_row(Text(name), shape_text, Text("yes", style="green") if got else Text("none", style="bold red"))
+            table.add_row(_data(name), _data(shape_text),
+                          Text("yes", style="green") if got else Text("none", style="bold red"))
         parts.append(Padding(table, (0, 0, 0, 2), expand=False))
         if len(shown) < len(missing):
             parts.append(Text(f"  … and {len(missing) - len(shown)} more without a gradient", style="dim"))
@@ -131,24 +141,26 @@ def diagnostics_table(doc):
     diagnostics = doc.get("diagnostics", [])
     if not diagnostics:
         return Text("No diagnostics: nothing suspicious was found.", style="green")
-    widths = [max(len(d["severity"]) for d in diagnostics), max(len(d["code"]) for d in diagnostics)]
-    widths = [max(widths[0], len("severity")), max(widths[1], len("code"))]
+    severities = [terminal_safe(d.get("severity")) or "" for d in diagnostics]
+    codes = [terminal_safe(d.get("code")) or "" for d in diagnostics]
+    widths = [max(len("severity"), *map(len, severities)), max(len("code"), *map(len, codes))]
     header = Text(f"{'severity'.ljust(widths[0])}  {'code'.ljust(widths[1])}  where", style="dim")
     parts = [_heading(f"Diagnostics ({len(diagnostics)})"), Padding(header, (0, 0, 0, 1), expand=False)]
     for number, diag in enumerate(diagnostics):
         loc = diag.get("location") or {}
         line = Text()
-        line.append(diag["severity"].ljust(widths[0]), style=SEVERITY_STYLE.get(diag["severity"], ""))
-        line.append("  " + diag["code"].ljust(widths[1]) + "  ", style="bold")
-        line.append(where(loc))
-        body = Text(diag["message"])
+        line.append(severities[number].ljust(widths[0]), style=SEVERITY_STYLE.get(diag.get("severity"), ""))
+        line.append("  " + codes[number].ljust(widths[1]) + "  ", style="bold")
+        line.append(terminal_safe(where(loc)))
+        body = _data(diag.get("message"))
         if diag.get("count", 1) > 1:
             body.append(f" (×{diag['count']})", style="dim")
         block = [line, Padding(body, (0, 0, 0, 3), expand=False)]
         if loc.get("text"):
-            block.append(Padding(Text(f"{loc.get('line')} │ {loc['text']}", style="cyan", no_wrap=True,
-                                      overflow="ellipsis"), (0, 0, 0, 5), expand=False))
-        block.append(Padding(Text("hint: " + explain_hint(diag), style="green"), (0, 0, 0, 3), expand=False))
+            source = _data(f"{loc.get('line')} │ {loc['text']}", style="cyan")
+            source.no_wrap, source.overflow = True, "ellipsis"
+            block.append(Padding(source, (0, 0, 0, 5), expand=False))
+        block.append(Padding(_data("hint: " + explain_hint(diag), style="green"), (0, 0, 0, 3), expand=False))
         parts.append(Padding(Group(*block), (1 if number else 0, 0, 0, 1), expand=False))
     return Group(*parts)
 
