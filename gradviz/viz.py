@@ -84,7 +84,10 @@ def _snapshot(obj):
     return snapshot(*obj) if isinstance(obj, (list, tuple)) else snapshot(obj)
 
 
-# Registered in reverse order of preference (each registration goes first).
+# Registered in reverse order of preference (each registration goes first). The torch backend (issue 7) hooks in
+# here the same way: ``register_source("a torch tensor", is_torch_tensor, torch_snapshot)``, where the test looks
+# the class up in ``sys.modules.get("torch")`` (so nothing imports torch) and the converter imports the torch
+# adapter's ``snapshot`` only when called.
 register_source("a Variable (or a list of them)", _is_gradviz_variable, _snapshot)
 register_source("a trace (anything with to_dict())", _has_to_dict, _to_dict)
 register_source("a JSON path", _is_path, load_trace)

@@ -38,7 +38,8 @@ _NOT_TORCH_IN = {"torch": {"Function", "Variable"}, "torch.autograd": {"Tensor",
 # Tensor attributes gradviz adds (``creator`` is the seed's old PyTorch name for ``grad_fn``).
 TENSOR_EXTRAS = {"creator", "is_view", "version"}
 # Names whose objects come from these gradviz packages belong to the debugger, not to the engine.
-_DEBUGGER_PACKAGES = ("gradviz.trace", "gradviz.tracing", "gradviz.diagnose", "gradviz.rendering", "gradviz.cli")
+_DEBUGGER_PACKAGES = ("gradviz.trace", "gradviz.tracing", "gradviz.diagnose", "gradviz.rendering", "gradviz.cli",
+                      "gradviz.document", "gradviz.viz")
 
 
 _ENGINE_INTERNALS = ("gradviz.errors", "gradviz.autograd")
