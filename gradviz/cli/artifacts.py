@@ -1,13 +1,34 @@
-"""Write what ``gradviz run`` leaves behind: one picture per distinct graph structure, report.json, report.html.
+"""Write what ``gradviz run`` leaves behind: report.json, report.html, one picture per distinct graph structure.
 
-Everything is drawn from the trace document. When Graphviz's ``dot`` program is missing, the ``.dot`` sources
-are written instead of pictures and the caller says in one line how to get them.
+The order is what makes a run safe to interrupt or to fail around:
+
+1. report.json and report.html are staged (written to temporary files in the folder, fsynced) and only then
+   renamed over the old ones, so the folder always holds a complete report, this run's or the previous one;
+2. gradviz's own files of an earlier run that this run does not write are removed (never anything else);
+3. the pictures are drawn, each written atomically; one that fails (a format this Graphviz lacks, the time
+   budget, a crash of ``dot``, a full disk) is skipped with its reason, and the others still land;
+4. report.html (and report.json, when a picture was skipped) are written again with the pictures and the list
+   of skipped ones.
+
+report.json carries a ``manifest``: the files of this run and the pictures skipped, with why. When Graphviz's
+``dot`` program is missing, the ``.dot`` sources are written instead of pictures and the caller says in one line
+how to get them.
 """
 
+import json
 import os
+import re
 from dataclasses import dataclass, field
 
+from .output import one_line
+
 FORMATS = ("svg", "png", "pdf", "dot")
+REPORT_FILES = ("report.json", "report.html")
+# The names gradviz gives its own files. Only files named so (regular files, not links) are ever removed from an
+# output folder: pictures of an earlier run, and temporary files a killed run left behind.
+_OWN_FILE = re.compile(r"structure-\d+-iter\d+(-graph\d+)?\.(svg|png|pdf|dot)"
+                       r"|\.(report\.json|report\.html|structure-\d+-iter\d+(-graph\d+)?\.(svg|png|pdf|dot))"
+                       r"\.[A-Za-z0-9_]+\.gradviz-tmp")
 
 
 class OutputFolderError(Exception):
@@ -19,6 +40,10 @@ class Written:
     paths: list = field(default_factory=list)
     dot_missing: bool = False
     about: dict = field(default_factory=dict)  # path -> what it shows ("structure 0, iteration 0 (first of 30)")
+    skipped: list = field(default_factory=list)  # [{"file", "picture", "reason"}]: pictures not drawn
+    not_shown: list = field(default_factory=list)  # [{"file", "picture", "reason"}]: drawn, not on the page
+    removed: list = field(default_factory=list)  # names of an earlier run's files removed from the folder
+    reports_written: bool = False  # this run's report.json and report.html are in place
 
 
 def prepare_folder(out_dir):
@@ -26,79 +51,157 @@ def prepare_folder(out_dir):
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:
-        raise OutputFolderError(f"cannot create output folder `{out_dir}`: {exc.strerror or exc}") from None
+        raise OutputFolderError(f"cannot create output folder `{shown_path(out_dir)}`: {exc.strerror or exc}") \
+            from None
     if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK | os.X_OK):
-        raise OutputFolderError(f"output folder `{out_dir}` is not writable")
+        raise OutputFolderError(f"output folder `{shown_path(out_dir)}` is not writable")
 
 
-def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None):
-    """Write the pictures (unless ``draw`` is false), report.json and report.html into ``out_dir``."""
-    from ..rendering.html import html_report
-    from ..tracing import TraceDocument
+def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.0, written=None):
+    """Write report.json, report.html and (unless ``draw`` is false) the pictures into ``out_dir``; returns
+    ``Written``. Adds the ``manifest`` to ``doc``. Pass ``written`` to follow the progress from outside (it is
+    filled in as the files land, so an interrupted caller knows which report is on disk).
 
+    Raises ``OutputFolderError`` (one line) when the folder or a report file cannot be written; the previous
+    report is then left as it was.
+    """
+    from ..rendering import dot_available
+    from ..rendering.pictures import pictures_to_draw
+
+    written = written if written is not None else Written()
     prepare_folder(out_dir)
-    written = Written()
-    pictures = _write_pictures(doc, out_dir, fmt, render_options or {}, written) if draw else {}
-    json_path = os.path.join(out_dir, "report.json")
-    try:
-        TraceDocument(doc).to_json(json_path)
-    except OSError as exc:
-        raise OutputFolderError(f"cannot write `{json_path}`: {exc.strerror or exc}") from None
-    written.paths.append(json_path)
-    html_path = os.path.join(out_dir, "report.html")
-    _write_text(html_path, html_report(doc, pictures))
-    written.paths.append(html_path)
+    planned = pictures_to_draw(doc) if draw else []
+    written.dot_missing = bool(planned) and fmt != "dot" and not dot_available()
+    suffix = "dot" if written.dot_missing else fmt
+    names = {picture.stem: f"{picture.stem}.{suffix}" for picture in planned}
+    manifest = {"files": [*REPORT_FILES, *names.values()], "skipped_pictures": written.skipped}
+    doc["manifest"] = manifest
+    _write_reports(doc, out_dir, {}, written, pending=bool(planned))
+    written.reports_written = True
+    written.removed = remove_earlier_files(out_dir, set(manifest["files"]))
+
+    pictures = {}
+    for picture in planned:
+        name = names[picture.stem]
+        path = os.path.join(out_dir, name)
+        try:
+            pictures.update(_draw(doc, path, picture, fmt, written, render_options or {}, budget))
+        except Exception as exc:  # this picture only: the report and the other pictures still land
+            written.skipped.append({"file": name, "picture": picture.about, "reason": reason_of(exc)})
+            manifest["files"].remove(name)
+            continue
+        written.paths.append(path)
+        written.about[path] = picture.about
+    if planned:
+        _write_reports(doc, out_dir, pictures, written, pending=False, with_json=bool(written.skipped))
+    written.paths += [os.path.join(out_dir, name) for name in REPORT_FILES]
     return written
 
 
-def _write_pictures(doc, out_dir, fmt, options, written):
-    """Draw each picture into ``out_dir``; returns the report page's pictures, {title: svg text}, where a title
-    ending in "(DOT source)" holds DOT text and None stands for a picture that could not be drawn."""
-    from ..rendering import DotNotFoundError, render
-    from ..rendering.pictures import pictures_to_draw
+def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
+    """Stage report.json and report.html, then rename both into place: on any failure neither is replaced."""
+    from ..atomic import Staged
+    from ..rendering.html import html_report
 
-    pictures = {}
-    for picture in pictures_to_draw(doc):
-        path = os.path.join(out_dir, f"{picture.stem}.{fmt}")
-        try:
-            render(doc, path, format=fmt, graphs=[picture.graph], **options)
-        except DotNotFoundError as exc:
-            written.dot_missing = True
-            path = exc.dot_path
-        except OSError as exc:
-            raise OutputFolderError(f"cannot write `{path}`: {exc.strerror or exc}") from None
-        written.paths.append(path)
-        written.about[path] = picture.about
-        if written.dot_missing:
-            pictures[picture.title] = None
-            pictures[picture.title + " (DOT source)"] = _read(path)
-        else:
-            pictures[picture.title] = _svg_of(doc, path, fmt, picture, options)
-    return pictures
-
-
-def _svg_of(doc, path, fmt, picture, options):
-    """The SVG the report page embeds: the file just written, or a second layout when it was not an SVG."""
-    if fmt == "svg":
-        return _read(path)
-    from ..rendering import render
-
-    graph = render(doc, format="svg", graphs=[picture.graph], **options)
-    return graph._repr_image_svg_xml()
-
-
-def _write_text(path, text):
-    _write_bytes(path, text.encode("utf-8"))
-
-
-def _write_bytes(path, data):
+    staged = []
+    path = os.path.join(out_dir, "report.json")
     try:
-        with open(path, "wb") as f:
-            f.write(data)
-    except OSError as exc:
-        raise OutputFolderError(f"cannot write `{path}`: {exc.strerror or exc}") from None
+        if with_json:
+            staged.append(Staged(path, "w", encoding="utf-8"))
+            json.dump(doc, staged[-1].file, allow_nan=False, separators=(",", ":"))
+            staged[-1].file.write("\n")
+            staged[-1].sync()
+        path = os.path.join(out_dir, "report.html")
+        page = html_report(doc, pictures, skipped=written.skipped + written.not_shown, pending=pending)
+        staged.append(Staged(path, "wb"))
+        # names from a non-UTF-8 file system arrive as lone surrogates: shown as \udcxx rather than failing
+        staged[-1].file.write(page.encode("utf-8", "backslashreplace"))
+        for item in staged:
+            item.sync()
+        for item in staged:
+            item.commit()
+    except (OSError, ValueError) as exc:
+        for item in staged:
+            item.discard()
+        raise OutputFolderError(f"cannot write `{shown_path(path)}`: {reason_of(exc)}; the previous report there is "
+                                "unchanged") from None
+    except BaseException:
+        for item in staged:
+            item.discard()
+        raise
 
 
-def _read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+def _draw(doc, path, picture, fmt, written, options, budget):
+    """Draw one picture to ``path`` (atomically); returns what the page shows of it, {title: svg or source}."""
+    from ..atomic import write_bytes, write_text
+    from ..rendering import build_graph, to_dot
+    from ..rendering.layout import lay_out
+
+    options = dict(options, graphs=[picture.graph])
+    if fmt == "dot" or written.dot_missing:
+        source = to_dot(build_graph(doc, **options))
+        write_text(path, source)
+        if written.dot_missing:
+            return {picture.title: None, picture.title + " (DOT source)": source}
+        return _page_svg(doc, path, picture, written, options, budget)
+    _, _, data = lay_out(doc, fmt, budget, **options)
+    write_bytes(path, data)
+    if fmt == "svg":
+        return {picture.title: data.decode("utf-8")}
+    return _page_svg(doc, path, picture, written, options, budget)
+
+
+def _page_svg(doc, path, picture, written, options, budget):
+    """The SVG the page embeds for a picture written in another format: a second layout. If that one fails,
+    the file stays and the page says why it does not show it."""
+    from ..rendering.layout import lay_out
+
+    try:
+        _, _, data = lay_out(doc, "svg", budget, **options)
+    except Exception as exc:
+        written.not_shown.append({"file": os.path.basename(path), "picture": picture.about,
+                                  "reason": f"written, but not shown on this page: {reason_of(exc)}"})
+        return {}
+    return {picture.title: data.decode("utf-8")}
+
+
+def remove_earlier_files(out_dir, keep):
+    """Remove gradviz's own files (pictures, leftover temporary files) that this run does not write, so the
+    folder shows one run. A user's file, a link or a folder is never touched, whatever its name."""
+    removed = []
+    try:
+        entries = list(os.scandir(out_dir))
+    except OSError:
+        return removed
+    for entry in entries:
+        if entry.name in keep or not _OWN_FILE.fullmatch(entry.name):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:
+            pass
+    return sorted(removed)
+
+
+def shown_path(path):
+    """``path`` as the terminal shows it: relative to the working folder when under it."""
+    from ..rendering.report import display_path
+
+    try:
+        return display_path(path)
+    except OSError:  # the script removed the working folder
+        return path
+
+
+def reason_of(exc):
+    """Why something failed, in one line: the OS's words for an OS error, the message otherwise."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror
+    else:
+        from .runner import safe_str
+
+        text = safe_str(exc) or type(exc).__name__
+    text = one_line(text)
+    return text if len(text) <= 300 else text[:297] + "..."

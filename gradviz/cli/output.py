@@ -4,6 +4,9 @@ Two rich consoles, one per stream. Plain messages are printed with markup and hi
 wrapping on, so a value such as ``[1, 2]`` or a long path is printed as given and an error stays one line.
 """
 
+import contextlib
+import io
+import os
 import sys
 
 import click
@@ -62,3 +65,75 @@ class Output:
 def one_line(text):
     """Collapse a message to one line, so an error never spills over several."""
     return " ".join(str(text).split())
+
+
+@contextlib.contextmanager
+def broken_pipe_safe():
+    """Stop printing quietly when the reader of stdout went away (``gradviz run x.py | head -1``).
+
+    As the Python docs recommend for SIGPIPE: point stdout at devnull so the interpreter's final flush cannot
+    fail again, and carry on; the exit status stays the script's, the files are already written.
+    """
+    try:
+        yield
+    except BrokenPipeError:
+        for stream in (sys.stdout, sys.stderr):
+            _to_devnull_if_broken(stream)
+
+
+def _to_devnull_if_broken(stream):
+    try:
+        stream.flush()
+        return
+    except (BrokenPipeError, ValueError):
+        pass
+    except OSError:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
+@contextlib.contextmanager
+def script_stdout_to_stderr():
+    """For ``--json-only``: while the script runs, whatever it writes to stdout goes to stderr — its
+    ``print``s, ``sys.__stdout__``, and its child processes (``os.system``, ``subprocess``), which inherit file
+    descriptor 1 — so that afterwards stdout carries the JSON document alone."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__):
+        _flush(stream)
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no file descriptor 1 or 2 (closed by the caller): the Python-level redirect still holds
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__):
+            _flush(stream)  # what the script left buffered belongs to stderr too
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush(stream):
+    try:
+        if stream is not None:
+            stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def tolerate_unencodable():
+    """Print names the terminal's encoding cannot carry (a non-UTF-8 file name arrives as lone surrogates) as
+    ``\\udcff`` escapes instead of failing. Called after the script ran: its own prints behave as under
+    ``python``."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, io.UnsupportedOperation):
+            pass

@@ -5,7 +5,7 @@ import os
 import click
 
 from ..document.vocabulary import severity_rank
-from .artifacts import FORMATS
+from .artifacts import FORMATS, shown_path
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -29,39 +29,72 @@ def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_ren
 
     Everything after SCRIPT is passed to the script as its own arguments.
     """
-    from .output import Output
+    from .output import Output, broken_pipe_safe, script_stdout_to_stderr, tolerate_unencodable
     from .runner import ScriptError
     from .session import trace_script
 
     output = Output(quiet=quiet or json_only)
     show_progress = output.is_terminal and not (quiet or json_only)
+    # resolved before the script runs: it may change or even delete the working folder
+    out_dir = os.path.abspath(out_dir or default_out_dir(script))
+    written = None
     try:
+        try:
+            if json_only:
+                # stdout carries the JSON document alone: the script's prints, and its children's, go to stderr
+                with script_stdout_to_stderr():
+                    traced = trace_script(script, args, torch=use_torch)
+            else:
+                traced = trace_script(script, args, torch=use_torch, output=output, progress=show_progress)
+        except ScriptError as exc:
+            output.abort(str(exc))
+        doc, result = traced.doc, traced.result
+        tolerate_unencodable()
+
         if json_only:
-            import contextlib
-            import sys
+            import json
 
-            # stdout carries the JSON document alone: the script's own prints go to stderr
-            with contextlib.redirect_stdout(sys.stderr):
-                traced = trace_script(script, args, torch=use_torch)
-        else:
-            traced = trace_script(script, args, torch=use_torch, output=output, progress=show_progress)
-    except ScriptError as exc:
-        output.abort(str(exc))
-    doc, result = traced.doc, traced.result
+            with broken_pipe_safe():
+                _report_script_failure(output, result)
+                output.raw(json.dumps(doc, indent=1))
+            raise click.exceptions.Exit(_exit_code(output, doc, result, fail_on, announce=False))
 
-    _report_script_failure(output, result)
-    if json_only:
-        import json
+        # the files first: whatever happens to the terminal afterwards (a closed pipe, Ctrl-C), they are on disk
+        from .artifacts import OutputFolderError, Written, write_all
 
-        output.raw(json.dumps(doc, indent=1))
-        raise click.exceptions.Exit(_exit_code(output, doc, result, fail_on, announce=False))
-
-    _print_report(output, doc)
-    folder_ok = _write_files(output, doc, script, out_dir, fmt, no_render, max_nodes)
-    code = _exit_code(output, doc, result, fail_on, announce=True)
-    if not folder_ok and code == 0:
+        written, folder_error = Written(), None
+        try:
+            write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes},
+                      written=written)
+        except OutputFolderError as exc:
+            folder_error = str(exc)
+        with broken_pipe_safe():
+            _report_script_failure(output, result)
+            if result.cwd_note:
+                output.note(result.cwd_note)
+            _print_report(output, doc)
+            if folder_error:
+                output.error(folder_error)
+            else:
+                _list_files(output, written, out_dir)
+            code = _exit_code(output, doc, result, fail_on, announce=True)
+    except KeyboardInterrupt:
+        output.error(_interrupted(written, out_dir, json_only))
+        raise click.exceptions.Exit(130) from None
+    if folder_error and code == 0:
         code = 1
     raise click.exceptions.Exit(code)
+
+
+def _interrupted(written, out_dir, json_only):
+    """The one line for Ctrl-C after the script: which report the folder holds now."""
+    if json_only or written is None:
+        return "interrupted (Ctrl-C) before the report was written"
+    shown = shown_path(out_dir)
+    if written.reports_written:
+        return f"interrupted (Ctrl-C): this run's report.json and report.html are in `{shown}`; some pictures " \
+               "may be missing"
+    return f"interrupted (Ctrl-C) while writing the report: `{shown}` keeps the previous report, if there was one"
 
 
 def _report_script_failure(output, result):
@@ -90,28 +123,24 @@ def _print_report(output, doc):
         output.line("")
 
 
-def _write_files(output, doc, script, out_dir, fmt, no_render, max_nodes):
+def _list_files(output, written, out_dir):
+    """File names under the folder named once on the first line, each picture with what it shows; then one
+    note per picture that could not be drawn, and how to get pictures when ``dot`` is missing."""
     from ..rendering import DOT_MISSING
-    from .artifacts import OutputFolderError, write_all
 
-    out_dir = out_dir or default_out_dir(script)
-    try:
-        written = write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes})
-    except OutputFolderError as exc:
-        output.error(str(exc))
-        return False
-    from ..rendering.report import display_path
-
-    # file names under the folder named once on the first line, each picture with what it shows
-    output.line(f"Wrote {len(written.paths)} files to {display_path(out_dir).rstrip(os.sep)}{os.sep}")
+    shown = shown_path(out_dir).rstrip(os.sep)
+    output.line(f"Wrote {len(written.paths)} files to {shown}{os.sep}")
     names = [os.path.relpath(path, out_dir) for path in written.paths]
     width = max(len(name) for name in names)
     for path, name in zip(written.paths, names):
         about = written.about.get(path)
         output.line(f"  {name.ljust(width)}  {about}" if about else f"  {name}")
+    for item in written.skipped:
+        output.note(f"skipped picture {item['file']} ({item['picture']}): {item['reason']}")
+    for item in written.not_shown:
+        output.note(f"picture {item['file']} ({item['picture']}) {item['reason']}")
     if written.dot_missing:
         output.note(DOT_MISSING)
-    return True
 
 
 def default_out_dir(script):

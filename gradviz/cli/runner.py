@@ -28,6 +28,8 @@ class RunResult:
     traceback: str = ""  # that exception's traceback, trimmed to the user's frames
     exit_message: str = ""  # ``sys.exit("text")`` prints its text to stderr, as Python does
     module: types.ModuleType = None  # the script's ``__main__``: its globals stay alive until the caller drops it
+    ending: str = "finished"  # "finished", "exit" (sys.exit), "exception" or "interrupted" (KeyboardInterrupt)
+    cwd_note: str = ""  # set when the script deleted the folder it started in (we could not go back to it)
 
 
 def compile_script(path):
@@ -78,14 +80,15 @@ def run_code(code, path, args=()):
         exec(code, main_module.__dict__)
     except SystemExit as exc:
         result.exit_code, result.exit_message = _exit_status(exc.code)
+        result.ending = "exit"
     except KeyboardInterrupt as exc:
-        result.exception, result.exit_code = exc, 130
+        result.exception, result.exit_code, result.ending = exc, 130, "interrupted"
         result.traceback = user_traceback(exc)
-    except Exception as exc:
-        result.exception, result.exit_code = exc, 1
+    except BaseException as exc:  # Exception, and GeneratorExit or the script's own BaseException subclasses
+        result.exception, result.exit_code, result.ending = exc, 1, "exception"
         result.traceback = user_traceback(exc)
     finally:
-        os.chdir(saved_cwd)
+        result.cwd_note = _go_back_to(saved_cwd)
         sys.path[:] = saved_path
         sys.argv = saved_argv
         if saved_main is None:
@@ -95,21 +98,53 @@ def run_code(code, path, args=()):
     return result
 
 
+def _go_back_to(cwd):
+    """Return to the working folder the script started in. If the script deleted it, go to its nearest
+    surviving parent and say so (one line), rather than fail after the script has run."""
+    try:
+        os.chdir(cwd)
+        return ""
+    except OSError:
+        pass
+    parent = cwd
+    while True:
+        parent = os.path.dirname(parent)
+        try:
+            os.chdir(parent)
+            break
+        except OSError:
+            if parent == os.path.dirname(parent):
+                break
+    return f"the script removed the folder it started in, `{cwd}`; gradviz went on from `{parent}`"
+
+
 def _exit_status(code):
     """What Python's own exit does with ``sys.exit(code)``: None is 0, ints pass, anything else is printed."""
     if code is None:
         return 0, ""
     if isinstance(code, int):
         return code, ""
-    return 1, str(code)
+    return 1, safe_str(code)
+
+
+def safe_str(obj):
+    """``str(obj)``, or ``<exception str() failed>`` as Python's own traceback printer says when it raises."""
+    try:
+        text = str(obj)
+    except Exception:
+        return "<exception str() failed>"
+    return text if isinstance(text, str) else "<exception str() failed>"
 
 
 def user_traceback(exc):
     """The traceback of ``exc`` as Python prints it, without gradviz's frames (the runner, the engine, the shim)
     or the import machinery's, so the user sees their own lines only."""
-    te = traceback.TracebackException.from_exception(exc)
-    _trim(te, set())
-    return "".join(te.format())
+    try:
+        te = traceback.TracebackException.from_exception(exc)
+        _trim(te, set())
+        return "".join(te.format())
+    except Exception:  # an exception object too odd to format: its type is what we can say for sure
+        return f"{type(exc).__qualname__}: <exception could not be formatted>\n"
 
 
 def _trim(te, seen):

@@ -8,7 +8,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from .runner import RunResult, compile_script, location_of, run_code
+from .runner import RunResult, compile_script, location_of, run_code, safe_str
 
 
 @dataclass
@@ -42,7 +42,10 @@ def trace_script(path, args=(), torch=False, output=None, progress=False):
         finally:
             # the trace records how the block ended, as if the script's exception had passed through it
             exc = result.exception if result is not None else None
-            tr.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
+            try:
+                tr.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
+            except Exception:  # the exception's own __str__ raised while the trace summarised it
+                tr.stop()
     doc = tr.to_dict()
     # the script's globals were alive until now, as at the end of `python script.py`: what they hold (a
     # `total_loss` keeping every graph) is what the trace reports as retained; now they may go
@@ -52,17 +55,24 @@ def trace_script(path, args=(), torch=False, output=None, progress=False):
 
 
 def _complete_document(doc, path, result):
-    """Fill in what only the runner knows: which script ran and how it ended."""
+    """Fill in what only the runner knows: which script ran and how it ended (``status``: ``completed``,
+    ``ending``, ``exit_code``, ``exception`` with a message that is safe to show even when ``__str__`` fails)."""
     if not doc.get("script"):
         doc["script"] = path
-    status = doc.get("status") or {}
-    if result.exception is not None and not status.get("exception"):
-        exc = result.exception
-        status = {"completed": False,
-                  "exception": {"type": type(exc).__name__, "message": str(exc),
-                                "location": _location_record(location_of(exc))}}
-    elif not status:
-        status = {"completed": True, "exception": None}
+    status = dict(doc.get("status") or {})
+    exc = result.exception
+    if exc is not None:
+        recorded = status.get("exception") or {}
+        message = safe_str(exc).split("\n")[0]
+        status["exception"] = {"type": type(exc).__name__, "message": message,
+                               "location": recorded.get("location") or _location_record(location_of(exc))}
+    else:
+        status["exception"] = None
+    status["completed"] = exc is None and result.exit_code == 0
+    status["ending"] = result.ending
+    status["exit_code"] = result.exit_code
+    if result.exit_message:
+        status["exit_message"] = result.exit_message
     doc["status"] = status
 
 

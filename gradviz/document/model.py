@@ -25,7 +25,10 @@ class TraceDocument(dict):
 
 def write_json(doc, path):
     """Write ``doc`` as strict JSON (no NaN/Infinity: the format forbids them), compactly, to ``path``."""
-    with open(path, "w", encoding="utf-8") as f:
+    from ..atomic import atomic_open
+
+    # atomic: a failure halfway (full disk, Ctrl-C, a NaN found late) leaves the old file, never a truncated one
+    with atomic_open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, allow_nan=False, separators=(",", ":"))
         f.write("\n")
 

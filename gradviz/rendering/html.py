@@ -41,21 +41,60 @@ def _finite(x):
     return None if x is None or x != x or x in (float("inf"), float("-inf")) else x
 
 
-def report_data(doc):
-    """What the page's inspector shows, keyed by document ids."""
+# --- the cap: what the page embeds is proportional to what it draws, not to the run ----------------------------
+_DRAWN_ID = re.compile(r"\bgv(?:-|&#45;)([nve])(\d+)")  # dot writes the hyphen as &#45; in SVG
+DIAGNOSTIC_IDS_KEPT = 200  # per diagnostic, beyond those drawn: enough to inspect, bounded on a huge run
+CHART_POINTS = 1000  # the memory chart's polyline: iterations beyond this are merged (max of each bucket)
+
+
+def drawn_ids(pictures):
+    """{"n": node ids, "v": variable ids, "e": event ids} that appear in the pictures' SVG or DOT text."""
+    drawn = {"n": set(), "v": set(), "e": set()}
+    for picture in (pictures or {}).values():
+        if isinstance(picture, str):
+            for kind, number in _DRAWN_ID.findall(picture):
+                drawn[kind].add(int(number))
+    return drawn
+
+
+def _kept(diag_ids, drawn):
+    """A diagnostic's ids to embed: every one drawn, plus the first ``DIAGNOSTIC_IDS_KEPT`` of the others."""
+    ids = list(diag_ids)
+    if len(ids) <= DIAGNOSTIC_IDS_KEPT:
+        return ids
+    return [i for n, i in enumerate(ids) if n < DIAGNOSTIC_IDS_KEPT or i in drawn]
+
+
+def report_data(doc, drawn=None):
+    """What the page's inspector shows, keyed by document ids.
+
+    ``drawn`` ({"n", "v", "e"} id sets, see ``drawn_ids``) caps it: only the nodes, variables and events in the
+    pictures, the parameters, and what the diagnostics point at (bounded) are embedded; ``"omitted"`` says how
+    many of each were left out. ``None`` embeds everything.
+    """
     index = DocIndex(doc)
     diag_pos = {}
     diagnostics = []
     for pos, diag in enumerate(doc.get("diagnostics", [])):
         diag_pos[diag["id"]] = pos
+        diag_nodes, diag_vars = list(index._diag_nodes(diag)), list(diag.get("variables") or [])
+        if drawn is not None:
+            diag_nodes, diag_vars = _kept(diag_nodes, drawn["n"]), _kept(diag_vars, drawn["v"])
         diagnostics.append({"code": diag["code"], "severity": diag["severity"], "message": diag["message"],
                             "hint": diag.get("hint", ""), "location": diag.get("location"),
-                            "nodes": list(index._diag_nodes(diag)), "variables": list(diag.get("variables") or []),
-                            "count": diag.get("count", 1)})
+                            "nodes": diag_nodes, "variables": diag_vars, "count": diag.get("count", 1)})
+    keep_nodes = keep_vars = None
+    if drawn is not None:
+        keep_nodes = set(drawn["n"]).union(*(d["nodes"] for d in diagnostics))
+        keep_vars = set(drawn["v"]).union(*(d["variables"] for d in diagnostics))
     stale = {(n, e["variable"]): e.get("new_version") for n, events in index.stale.items() for e in events}
     nodes = {}
     for node in doc.get("nodes", []):
         node_id = node["id"]
+        if keep_nodes is not None:
+            if node_id not in keep_nodes:
+                continue
+            keep_vars.update(v for v in [node.get("variable"), *(node.get("outputs") or [])] if v is not None)
         outs = [index.variables.get(v, {}) for v in node.get("outputs") or []]
         saved = [{"name": index.variable_label(s["variable"]) if s.get("variable") is not None else "buffer",
                   "kind": s.get("kind"), "shape": s.get("shape"), "bytes": s.get("bytes"),
@@ -76,6 +115,8 @@ def report_data(doc):
             "diagnostics": [p for p, d in enumerate(diagnostics) if node_id in d["nodes"]]}
     variables = {}
     for var in doc.get("variables", []):
+        if keep_vars is not None and var["id"] not in keep_vars and not var.get("is_parameter"):
+            continue
         read = index.none_reads.get(var["id"])
         variables[var["id"]] = {
             key: var.get(key) for key in ("name", "shape", "dtype", "bytes", "requires_grad", "is_leaf",
@@ -85,8 +126,24 @@ def report_data(doc):
             "grad_none_read": ((read or {}).get("location") or {}).get("line") if read else None,
             "diagnostics": [p for p, d in enumerate(diagnostics) if var["id"] in d["variables"]]})
     events = {e["id"]: {"variable": e["variable"]} for e in doc.get("events", [])
-              if e.get("kind") == "grad_read" and e.get("was_none")}
-    return {"nodes": nodes, "variables": variables, "diagnostics": diagnostics, "events": events}
+              if e.get("kind") == "grad_read" and e.get("was_none") and (drawn is None or e["id"] in drawn["e"])}
+    omitted = {"nodes": len(doc.get("nodes", [])) - len(nodes),
+               "variables": len(doc.get("variables", [])) - len(variables)}
+    return {"nodes": nodes, "variables": variables, "diagnostics": diagnostics, "events": events,
+            "omitted": omitted}
+
+
+def _cap_note(data, doc):
+    """The visible line saying what the page left out (empty when it embeds everything)."""
+    omitted = data.get("omitted") or {}
+    if not any(omitted.values()):
+        return ""
+    total_nodes, total_vars = len(doc.get("nodes", [])), len(doc.get("variables", []))
+    return (f'<p class="muted" id="cap-note">This page embeds the details of {len(data["nodes"]):,} of '
+            f'{total_nodes:,} nodes and {len(data["variables"]):,} of {total_vars:,} variables: those in the '
+            f'pictures, the parameters and what the diagnostics point at. {omitted["nodes"]:,} nodes and '
+            f'{omitted["variables"]:,} variables were left out to keep the page small; report.json has every '
+            f'record.</p>')
 
 
 def memory_chart(memory, width=520, height=140):
@@ -95,6 +152,9 @@ def memory_chart(memory, width=520, height=140):
     if not series:
         return ""
     values = [s.get("retained_bytes", 0) for s in series]
+    if len(values) > CHART_POINTS:  # a point per pixel is plenty: keep each bucket's peak
+        size = -(-len(values) // CHART_POINTS)
+        values = [max(values[i:i + size]) for i in range(0, len(values), size)]
     top = max(values) or 1
     left, bottom, right, top_pad = 60, 22, 10, 12
     w, h = width - left - right, height - bottom - top_pad
@@ -165,6 +225,33 @@ def _picture_blocks(pictures):
     return "".join(blocks) or '<p class="muted">No graph was recorded.</p>'
 
 
+def _skipped_blocks(skipped, pending):
+    """The pictures that could not be drawn, each with its reason; or, while they are still being drawn, a note
+    that stays on the page if gradviz is stopped before it finishes them."""
+    parts = []
+    if pending:
+        parts.append('<p class="nopic" id="pictures-pending">The pictures were still being drawn when this page '
+                     'was written; if this note is still here, gradviz was stopped before it finished them.</p>')
+    if skipped:
+        items = "".join(f'<li><code>{html.escape(item.get("file") or "")}</code> '
+                        f'{html.escape(item.get("picture") or "")}: {html.escape(item.get("reason") or "")}</li>'
+                        for item in skipped)
+        parts.append(f'<div id="skipped"><p><b>{len(skipped)} picture{"s" * (len(skipped) != 1)} skipped</b> '
+                     f'(the report is complete without them):</p><ul>{items}</ul></div>')
+    return "".join(parts)
+
+
+def _ending(doc):
+    """How the script ended, in words, or "" for a plain finish: ``exited with status 3 (sys.exit)``."""
+    status = doc.get("status") or {}
+    code, ending = status.get("exit_code"), status.get("ending")
+    if ending == "exit" and code:
+        return f"exited with status {code} (sys.exit)"
+    if ending == "interrupted":
+        return "interrupted (KeyboardInterrupt, exit status 130)"
+    return ""
+
+
 def _memory_section(doc):
     memory = doc.get("memory") or {}
     if not memory:
@@ -183,12 +270,17 @@ def _summary(doc):
              f"{len(doc.get('nodes', [])):,} nodes recorded", f"{len(doc.get('backwards', []))} backward calls"]
     if exc:
         parts.append(f"stopped by {exc.get('type')}: {exc.get('message')}")
+    if _ending(doc):
+        parts.append(_ending(doc))
     return " · ".join(html.escape(p) for p in parts)
 
 
-def html_report(doc, svgs=None):
-    """The whole report page as a string. ``svgs``: {title: svg text} pictures; default: rendered here."""
+def html_report(doc, svgs=None, skipped=(), pending=False):
+    """The whole report page as a string. ``svgs``: {title: svg text} pictures; default: rendered here.
+    ``skipped``: [{"file", "picture", "reason"}] pictures that could not be drawn; ``pending``: the pictures are
+    still to be drawn (the page says so). Node details are embedded for what the pictures show only."""
     pictures = svgs if svgs is not None else default_svgs(doc)
+    data = report_data(doc, drawn_ids(pictures))
     title = f"gradviz report: {doc.get('script') or 'trace'}"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -196,13 +288,14 @@ def html_report(doc, svgs=None):
         f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
         f'<header><h1>{html.escape(title)}</h1><div class="sub">{_summary(doc)}</div></header>'
         '<main><div id="left">'
-        f'<h2>Graphs</h2><div id="pictures">{_picture_blocks(pictures)}</div>'
+        f'<h2>Graphs</h2>{_skipped_blocks(skipped, pending)}{_cap_note(data, doc)}'
+        f'<div id="pictures">{_picture_blocks(pictures)}</div>'
         f'<h2>Diagnostics</h2><div id="diagnostics">{_diagnostics_table(doc)}</div>'
         f'<h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
         '</div><aside id="inspector"><h2>Inspector</h2><div id="inspector-body">'
         '<p class="muted">Click a node in a graph to see its op, shape, dtype, bytes, source line, saved tensors '
         'and gradient norm; click a diagnostic to highlight its nodes.</p></div></aside></main>'
-        f'<script type="application/json" id="gv-data">{json_for_script(report_data(doc))}</script>'
+        f'<script type="application/json" id="gv-data">{json_for_script(data)}</script>'
         f"<script>{_asset('report.js')}</script></body></html>\n")
 
 
