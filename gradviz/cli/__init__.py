@@ -5,10 +5,11 @@ import click
 from .._version import __version__
 from .explain import explain
 from .graph import graph
+from .output import OneLineUsageErrors
 from .run import run
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineUsageErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gradviz")
 def main():
     """gradviz: see your autograd graph, and why backprop went wrong."""

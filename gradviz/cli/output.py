@@ -16,11 +16,9 @@ class Output:
     """Where a command's words go: the report to stdout, errors and warnings to stderr."""
 
     def __init__(self, quiet=False):
-        from rich.console import Console
-
         self.quiet = quiet
-        self.out = Console(file=sys.stdout, highlight=False, soft_wrap=False)
-        self.err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        self.out = _console(sys.stdout, soft_wrap=False)
+        self.err = _console(sys.stderr, soft_wrap=True)
 
     @property
     def is_terminal(self):
@@ -62,6 +60,19 @@ class Output:
         raise click.exceptions.Exit(code)
 
 
+def _console(file, soft_wrap):
+    """A rich console that, when its reader goes away (``gradviz run x.py | head -1``), stops printing quietly
+    instead of exiting with status 1 as rich does: the exit status stays the script's."""
+    from rich.console import Console
+
+    class QuietOnBrokenPipe(Console):
+        def on_broken_pipe(self):
+            _to_devnull(self.file)
+            self.quiet = True
+
+    return QuietOnBrokenPipe(file=file, highlight=False, soft_wrap=soft_wrap)
+
+
 def one_line(text):
     """Collapse a message to one line, so an error never spills over several."""
     return " ".join(str(text).split())
@@ -89,6 +100,11 @@ def _to_devnull_if_broken(stream):
         pass
     except OSError:
         return
+    _to_devnull(stream)
+
+
+def _to_devnull(stream):
+    """Point ``stream``'s file descriptor at devnull, so that later writes and the final flush cannot fail."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())
@@ -137,3 +153,27 @@ def tolerate_unencodable():
             stream.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError, io.UnsupportedOperation):
             pass
+
+
+class OneLineUsageErrors(click.Group):
+    """The command group, with click's usage errors (an unknown option, a bad option value) as one line,
+    ``gradviz: error: ...``, exit status 2, like every other gradviz error; click's usage block and blank line
+    would otherwise make them four."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "gradviz"
+            message = one_line(exc.format_message()).rstrip(".")
+            click.echo(f"gradviz: error: {message} (see `{command} --help`)", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(status if isinstance(status, int) else 0)

@@ -35,6 +35,8 @@ class RunResult:
 def compile_script(path):
     """Read and compile ``path`` as Python; any reason it can't be run becomes a one-line ``ScriptError``."""
     if not os.path.exists(path):
+        if path.startswith("-"):  # gradviz's options go before SCRIPT: this was meant as one
+            raise ScriptError(f"no such option `{path}` (gradviz's own options go before SCRIPT; see --help)")
         raise ScriptError(f"no such script `{path}`")
     if os.path.isdir(path):
         raise ScriptError(f"`{path}` is a folder, not a Python script")

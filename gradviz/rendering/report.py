@@ -96,6 +96,8 @@ def summary(doc):
         grid.add_row("", _data(structure_line(structure)))
     grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded")
     grid.add_row("backward calls", f"{len(doc.get('backwards', [])):,}")
+    if ending(doc):
+        grid.add_row("script ended", ending(doc))
     dropped = (doc.get("dropped") or {}).get("iterations")
     if dropped:
         window = doc.get("window", 3)
@@ -124,6 +126,19 @@ def summary(doc):
         if len(shown) < len(missing):
             parts.append(Text(f"  … and {len(missing) - len(shown)} more without a gradient", style="dim"))
     return Group(*parts)
+
+
+def ending(doc):
+    """How the script ended when it did not simply finish: ``sys.exit(3)``, ``KeyboardInterrupt (exit status
+    130)``, ``ValueError: bad value``. Empty for a plain finish (or a document without the CLI's status)."""
+    status = doc.get("status") or {}
+    exc, code = status.get("exception"), status.get("exit_code")
+    if status.get("ending") == "exit" and code:
+        return f"sys.exit: exit status {code}"
+    if exc:
+        text = f"{exc.get('type')}: {exc.get('message')}" if exc.get("message") else str(exc.get("type"))
+        return text + (f" (exit status {code})" if code else "")
+    return ""
 
 
 def explain_hint(diag):
