@@ -582,3 +582,12 @@ def test_an_option_after_script_is_named_as_an_option(tmp_path):
     assert result.exit_code == 1
     assert result.stderr == ("gradviz: error: no such option `--bogus` (gradviz's own options go before SCRIPT; "
                              "see --help)\n")
+
+
+def test_graph_with_a_failing_dot_is_one_line(tmp_path):
+    bin_dir = fake_dot(tmp_path, 'echo "Error: something broke inside dot" >&2\nexit 1\n')
+    write_script(tmp_path, ONE_STRUCTURE)
+    done = run_gradviz("graph", "script.py", "-o", "g.svg", cwd=tmp_path, path_first=bin_dir)
+    assert done.returncode == 1
+    assert done.stderr == "gradviz: error: cannot draw `g.svg`: dot failed: Error: something broke inside dot\n"
+    assert not (tmp_path / "g.svg").exists()

@@ -106,6 +106,8 @@ def _draw(output, doc, source, out_file, fmt, options):
         output.abort(f"cannot write `{path}`: {exc.strerror or exc}")
     except ValueError as exc:  # --iteration N with no graph in iteration N
         output.abort(one_line(exc))
+    except RuntimeError as exc:  # dot failed, crashed, lacks the format, or ran past the time budget
+        output.abort(f"cannot draw `{path}`: {one_line(exc)}")
     return path
 
 
