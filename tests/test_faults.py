@@ -591,3 +591,19 @@ def test_graph_with_a_failing_dot_is_one_line(tmp_path):
     assert done.returncode == 1
     assert done.stderr == "gradviz: error: cannot draw `g.svg`: dot failed: Error: something broke inside dot\n"
     assert not (tmp_path / "g.svg").exists()
+
+
+def test_a_failure_building_report_html_still_writes_report_json(tmp_path, monkeypatch):
+    import gradviz.rendering.html
+
+    def broken(*args, **kwargs):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(gradviz.rendering.html, "html_report", broken)
+    write_script(tmp_path, ONE_STRUCTURE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--format", "dot", "--out", "out", "script.py"])
+    assert result.exit_code == 0
+    doc, page = assert_complete_report(tmp_path / "out")
+    assert doc["internal_errors"] == [{"where": "report.html", "type": "KeyError", "message": "'oops'"}]
+    assert "gradviz could not build this page (KeyError: &#x27;oops&#x27;)" in page

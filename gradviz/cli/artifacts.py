@@ -101,8 +101,8 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
 def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
     """Stage report.json and report.html, then rename both into place: on any failure neither is replaced."""
     from ..atomic import Staged
-    from ..rendering.html import html_report
 
+    page = _page(doc, pictures, written, pending)
     staged = []
     path = os.path.join(out_dir, "report.json")
     try:
@@ -112,7 +112,6 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
             staged[-1].file.write("\n")
             staged[-1].sync()
         path = os.path.join(out_dir, "report.html")
-        page = html_report(doc, pictures, skipped=written.skipped + written.not_shown, pending=pending)
         staged.append(Staged(path, "wb"))
         # names from a non-UTF-8 file system arrive as lone surrogates: shown as \udcxx rather than failing
         staged[-1].file.write(page.encode("utf-8", "backslashreplace"))
@@ -129,6 +128,25 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
         for item in staged:
             item.discard()
         raise
+
+
+def _page(doc, pictures, written, pending):
+    """report.html's text. Should building it fail (a bug of gradviz's, never the run's fault), the page says
+    so in one line and the failure is recorded in ``internal_errors``: report.json is still written."""
+    from ..rendering.html import html_report
+
+    try:
+        return html_report(doc, pictures, skipped=written.skipped + written.not_shown, pending=pending)
+    except Exception as exc:
+        import html
+
+        reason = f"{type(exc).__name__}: {reason_of(exc)}"
+        record = {"where": "report.html", "type": type(exc).__name__, "message": reason_of(exc)}
+        if record not in doc.setdefault("internal_errors", []):  # the page is built twice when pictures are drawn
+            doc["internal_errors"].append(record)
+        return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>gradviz report</title></head>'
+                f"<body><p>gradviz could not build this page ({html.escape(reason)}); report.json beside it has "
+                "the whole trace.</p></body></html>\n")
 
 
 def _draw(doc, path, picture, fmt, written, options, budget):
