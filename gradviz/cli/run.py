@@ -71,7 +71,9 @@ def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_ren
         with broken_pipe_safe():
             _report_script_failure(output, result)
             if result.cwd_note:
-                output.note(result.cwd_note)
+                from ..document import terminal_safe
+
+                output.note(terminal_safe(result.cwd_note))
             _print_report(output, doc)
             if folder_error:
                 output.error(folder_error)
@@ -135,10 +137,13 @@ def _list_files(output, written, out_dir):
     for path, name in zip(written.paths, names):
         about = written.about.get(path)
         output.line(f"  {name.ljust(width)}  {about}" if about else f"  {name}")
+    from ..document import terminal_safe
+
+    # a reason may quote dot's stderr, which quotes the user's labels: printed inert
     for item in written.skipped:
-        output.note(f"skipped picture {item['file']} ({item['picture']}): {item['reason']}")
+        output.note(terminal_safe(f"skipped picture {item['file']} ({item['picture']}): {item['reason']}"))
     for item in written.not_shown:
-        output.note(f"picture {item['file']} ({item['picture']}) {item['reason']}")
+        output.note(terminal_safe(f"picture {item['file']} ({item['picture']}) {item['reason']}"))
     if written.dot_missing:
         output.note(DOT_MISSING)
 

@@ -97,7 +97,7 @@ def summary(doc):
     grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded")
     grid.add_row("backward calls", f"{len(doc.get('backwards', [])):,}")
     if ending(doc):
-        grid.add_row("script ended", ending(doc))
+        grid.add_row("script ended", _data(ending(doc)))
     dropped = (doc.get("dropped") or {}).get("iterations")
     if dropped:
         window = doc.get("window", 3)
