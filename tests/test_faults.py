@@ -607,3 +607,21 @@ def test_a_failure_building_report_html_still_writes_report_json(tmp_path, monke
     doc, page = assert_complete_report(tmp_path / "out")
     assert doc["internal_errors"] == [{"where": "report.html", "type": "KeyError", "message": "'oops'"}]
     assert "gradviz could not build this page (KeyError: &#x27;oops&#x27;)" in page
+
+
+def test_graph_refuses_a_planted_link_and_keeps_the_previous_picture_on_failure(tmp_path):
+    write_script(tmp_path, ONE_STRUCTURE)
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    os.symlink(target, tmp_path / "link.dot")
+    done = run_gradviz("graph", "script.py", "-o", "link.dot", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == ("gradviz: error: cannot write `link.dot`: is a symbolic link; gradviz does not write "
+                           "through links (remove it and run again)\n")
+    assert target.read_text() == "keep me\n"
+    assert run_gradviz("graph", "script.py", "-o", "g.svg", cwd=tmp_path).returncode == 0
+    before = (tmp_path / "g.svg").read_bytes()
+    bin_dir = fake_dot(tmp_path, 'echo "Error: broken" >&2\nexit 1\n')
+    assert run_gradviz("graph", "script.py", "-o", "g.svg", cwd=tmp_path, path_first=bin_dir).returncode == 1
+    assert (tmp_path / "g.svg").read_bytes() == before
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".gradviz-tmp")]

@@ -183,6 +183,27 @@ def _page_svg(doc, path, picture, written, options, budget):
     return {picture.title: data.decode("utf-8")}
 
 
+def write_picture(doc, path, fmt, budget=4.0, **options):
+    """Draw ``doc``'s graph into ``path`` as ``render(doc, path)`` would (suffix added when missing), but
+    atomically and never through a link; returns the path written. Without ``dot``, the ``.dot`` source is
+    written beside it and ``DotNotFoundError`` (with ``dot_path``) says so."""
+    from .. import rendering
+    from ..atomic import write_bytes, write_text
+    from ..rendering import DOT_MISSING, DotNotFoundError, build_graph, lay_out, to_dot
+
+    target = path if os.path.splitext(path)[1] else f"{path}.{fmt}"
+    if fmt == "dot" or not rendering.dot_available():
+        source = to_dot(build_graph(doc, **options))
+        dot_path = target if fmt == "dot" else os.path.splitext(path)[0] + ".dot"
+        write_text(dot_path, source)
+        if fmt != "dot":
+            raise DotNotFoundError(DOT_MISSING, dot_path=dot_path)
+        return dot_path
+    _, _, data = lay_out(doc, fmt, budget, **options)
+    write_bytes(target, data)
+    return target
+
+
 def remove_earlier_files(out_dir, keep):
     """Remove gradviz's own files (pictures, leftover temporary files) that this run does not write, so the
     folder shows one run. A user's file, a link or a folder is never touched, whatever its name."""

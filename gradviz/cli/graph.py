@@ -89,21 +89,21 @@ def _load(output, path):
 
 
 def _draw(output, doc, source, out_file, fmt, options):
-    from ..rendering import DOT_MISSING, DotNotFoundError, render
-    from .artifacts import OutputFolderError, prepare_folder
+    from ..rendering import DOT_MISSING, DotNotFoundError
+    from .artifacts import OutputFolderError, prepare_folder, reason_of, write_picture
 
     stem = os.path.splitext(os.path.basename(os.path.normpath(source)))[0]
     path = out_file or os.path.join("gradviz-out", stem, f"graph.{fmt}")
     try:
         prepare_folder(os.path.dirname(path) or ".")
-        render(doc, path, format=fmt, **options)
+        path = write_picture(doc, path, fmt, **options)  # atomic: a failure leaves the previous picture
     except DotNotFoundError as exc:
         output.note(DOT_MISSING)
         path = exc.dot_path
     except OutputFolderError as exc:
         output.abort(str(exc))
     except OSError as exc:
-        output.abort(f"cannot write `{path}`: {exc.strerror or exc}")
+        output.abort(f"cannot write `{path}`: {reason_of(exc)}")
     except ValueError as exc:  # --iteration N with no graph in iteration N
         output.abort(one_line(exc))
     except RuntimeError as exc:  # dot failed, crashed, lacks the format, or ran past the time budget
