@@ -47,15 +47,18 @@ class Staged:
         check_not_symlink(self.path)
         folder, name = os.path.split(os.path.abspath(self.path))
         self.folder = folder
-        # mkstemp opens with O_CREAT | O_EXCL (and O_NOFOLLOW where the platform has it): never an existing file
-        fd, self.temp = tempfile.mkstemp(prefix=f".{name}.", suffix=TEMP_SUFFIX, dir=folder)
+        self.temp = self.file = fd = None
         try:
+            # mkstemp opens with O_CREAT | O_EXCL (and O_NOFOLLOW where the platform has it): never an existing file
+            fd, self.temp = tempfile.mkstemp(prefix=f".{name}.", suffix=TEMP_SUFFIX, dir=folder)
             if mode == "wb":
                 self.file = os.fdopen(fd, "wb")
             else:
                 self.file = os.fdopen(fd, "w", encoding=encoding, errors=errors, newline="")
-        except BaseException:
-            os.close(fd)
+        except BaseException:  # Ctrl-C may land inside mkstemp, after it created the file: discard finds it
+            if self.file is None and fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             self.discard()
             raise
 
@@ -84,8 +87,26 @@ class Staged:
         if f is not None and not f.closed:
             with contextlib.suppress(OSError):
                 f.close()
+        if self.temp is None:  # interrupted before mkstemp told us the name
+            remove_temporaries(self.path)
+            return
         with contextlib.suppress(OSError):
             os.unlink(self.temp)
+
+
+def remove_temporaries(path):
+    """Delete the temporary files staged for ``path`` (``.<name>.*.gradviz-tmp`` beside it), e.g. one whose
+    name was lost to an interrupt."""
+    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(f".{name}.") and entry.name.endswith(TEMP_SUFFIX):
+            with contextlib.suppress(OSError):
+                if entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
 
 
 @contextlib.contextmanager
@@ -95,11 +116,15 @@ def atomic_open(path, mode="w", encoding="utf-8", errors=None):
     ``mode`` is ``"w"`` (text, ``encoding``) or ``"wb"``. On any exception, including ``KeyboardInterrupt``,
     the temporary file is deleted, ``path`` keeps its old content, and the exception propagates.
     """
-    staged = Staged(path, mode, encoding, errors)
+    staged = None
     try:
+        staged = Staged(path, mode, encoding, errors)
         yield staged.file
     except BaseException:
-        staged.discard()
+        if staged is not None:
+            staged.discard()
+        else:  # Staged cleans up after itself, unless the interrupt came just as it returned
+            remove_temporaries(path)
         raise
     staged.commit()
 

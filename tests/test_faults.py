@@ -263,7 +263,8 @@ def test_an_injected_enospc_keeps_the_previous_report(tmp_path, monkeypatch):
 
 
 # ----- Ctrl-C -----------------------------------------------------------------------------------------------------
-def test_ctrl_c_while_the_report_is_written_keeps_the_previous_report_and_exits_130(tmp_path):
+@pytest.mark.parametrize("delay", [0, 0.05])  # at once: the temporary file was just created; later: mid-write
+def test_ctrl_c_while_the_report_is_written_keeps_the_previous_report_and_exits_130(tmp_path, delay):
     out = tmp_path / "out"
     write_script(tmp_path, ONE_STRUCTURE, "small_run.py")
     write_script(tmp_path, BIG.format(n=6000), "big_run.py")
@@ -274,6 +275,7 @@ def test_ctrl_c_while_the_report_is_written_keeps_the_previous_report_and_exits_
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
         if any(name.endswith(".gradviz-tmp") for name in os.listdir(out)):
+            time.sleep(delay)
             process.send_signal(signal.SIGINT)  # the report is being written right now
             break
         time.sleep(0.001)
@@ -625,3 +627,29 @@ def test_graph_refuses_a_planted_link_and_keeps_the_previous_picture_on_failure(
     assert run_gradviz("graph", "script.py", "-o", "g.svg", cwd=tmp_path, path_first=bin_dir).returncode == 1
     assert (tmp_path / "g.svg").read_bytes() == before
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".gradviz-tmp")]
+
+
+def test_a_disk_filling_up_while_pictures_are_drawn_keeps_this_runs_first_report(tmp_path, monkeypatch):
+    import gradviz.atomic
+
+    write_script(tmp_path, TWO_STRUCTURES)
+    monkeypatch.chdir(tmp_path)
+    real_fsync, calls = os.fsync, []
+
+    def fills_up_after_the_reports(fd):
+        calls.append(fd)
+        if len(calls) > 2:  # report.json and report.html went through; the disk is full from then on
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(gradviz.atomic.os, "fsync", fills_up_after_the_reports)
+    result = CliRunner().invoke(main, ["run", "--format", "dot", "--out", "out", "script.py"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "gradviz: skipped picture structure-0-iter0.dot (structure 0, iteration 0): No space left on device",
+        "gradviz: skipped picture structure-1-iter1.dot (structure 1, iteration 1): No space left on device",
+        "gradviz: error: cannot write `out/report.json`: No space left on device; this run's report, written "
+        "before the pictures, stays"]
+    doc, page = assert_complete_report(tmp_path / "out")
+    assert doc["script"] == "script.py" and 'id="pictures-pending"' in page
+    assert sorted(os.listdir(tmp_path / "out")) == ["report.html", "report.json"]

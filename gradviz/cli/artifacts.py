@@ -122,11 +122,16 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
     except (OSError, ValueError) as exc:
         for item in staged:
             item.discard()
-        raise OutputFolderError(f"cannot write `{shown_path(path)}`: {reason_of(exc)}; the previous report there is "
-                                "unchanged") from None
-    except BaseException:
+        kept = ("this run's report, written before the pictures, stays" if written.reports_written
+                else "the previous report there is unchanged")
+        raise OutputFolderError(f"cannot write `{shown_path(path)}`: {reason_of(exc)}; {kept}") from None
+    except BaseException:  # Ctrl-C: no temporary file may stay, even one whose Staged was never returned
+        from ..atomic import remove_temporaries
+
         for item in staged:
             item.discard()
+        for name in REPORT_FILES:
+            remove_temporaries(os.path.join(out_dir, name))
         raise
 
 

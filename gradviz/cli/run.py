@@ -76,6 +76,7 @@ def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_ren
                 output.note(terminal_safe(result.cwd_note))
             _print_report(output, doc)
             if folder_error:
+                _skipped_notes(output, written)
                 output.error(folder_error)
             else:
                 _list_files(output, written, out_dir)
@@ -137,6 +138,13 @@ def _list_files(output, written, out_dir):
     for path, name in zip(written.paths, names):
         about = written.about.get(path)
         output.line(f"  {name.ljust(width)}  {about}" if about else f"  {name}")
+    _skipped_notes(output, written)
+    if written.dot_missing:
+        output.note(DOT_MISSING)
+
+
+def _skipped_notes(output, written):
+    """One line per picture that could not be drawn (or shown), with the reason."""
     from ..document import terminal_safe
 
     # a reason may quote dot's stderr, which quotes the user's labels: printed inert
@@ -144,8 +152,6 @@ def _list_files(output, written, out_dir):
         output.note(terminal_safe(f"skipped picture {item['file']} ({item['picture']}): {item['reason']}"))
     for item in written.not_shown:
         output.note(terminal_safe(f"picture {item['file']} ({item['picture']}) {item['reason']}"))
-    if written.dot_missing:
-        output.note(DOT_MISSING)
 
 
 def default_out_dir(script):
