@@ -653,3 +653,34 @@ def test_a_disk_filling_up_while_pictures_are_drawn_keeps_this_runs_first_report
     doc, page = assert_complete_report(tmp_path / "out")
     assert doc["script"] == "script.py" and 'id="pictures-pending"' in page
     assert sorted(os.listdir(tmp_path / "out")) == ["report.html", "report.json"]
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"),
+                    reason="needs /proc/PID/task/PID/children to see when dot is running")
+def test_ctrl_c_in_gradviz_graph_outside_the_script_exits_130_in_one_line(tmp_path):
+    bin_dir = fake_dot(tmp_path, "exec sleep 60\n")
+    write_script(tmp_path, ONE_STRUCTURE)
+    process = subprocess.Popen(gradviz_command("graph", "script.py", "-o", "g.svg"), cwd=tmp_path,
+                               env=environment(bin_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _has_child_named(process.pid, "sleep"):
+        time.sleep(0.01)  # dot (our sleeping fake) is running: gradviz waits on it
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr.strip() == "gradviz: error: interrupted (Ctrl-C)"
+    assert not (tmp_path / "g.svg").exists()
+
+
+def _has_child_named(pid, name):
+    try:
+        children = open(f"/proc/{pid}/task/{pid}/children").read().split()
+    except OSError:
+        return False
+    for child in children:
+        try:
+            if open(f"/proc/{child}/comm").read().strip() == name:
+                return True
+        except OSError:
+            pass
+    return False

@@ -173,7 +173,10 @@ class OneLineUsageErrors(click.Group):
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)
-        except click.Abort:
+        except click.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):  # Ctrl-C outside a script: 130, as for a script
+                click.echo("gradviz: error: interrupted (Ctrl-C)", err=True)
+                sys.exit(130)
             click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(status if isinstance(status, int) else 0)
