@@ -8,7 +8,6 @@ report.html must grow with what it draws (the collapsed picture, the parameters,
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -27,18 +26,21 @@ y.sum().backward()
 
 
 def measure(checkout, script, out):
-    """(seconds, peak RSS bytes, report.json bytes, report.html bytes) of one ``gradviz run -q``."""
+    """(seconds, peak RSS KiB, report.json bytes, report.html bytes) of one ``gradviz run -q``."""
     env = dict(os.environ, PYTHONPATH=checkout)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "gradviz", "run", "-q", "--fail-on", "never", "--out", out,
-                           script], env=env, capture_output=True, text=True)
+    # cwd: the script's folder, since ``python -m`` puts the working folder before PYTHONPATH on sys.path
+    process = subprocess.Popen([sys.executable, "-m", "gradviz", "run", "-q", "--fail-on", "never", "--out", out,
+                                script], env=env, cwd=os.path.dirname(script), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)  # this child's own peak memory
+    process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"gradviz run failed in {checkout}: {done.stderr.strip()}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, max over the children so far
+    if process.returncode != 0:
+        raise SystemExit(f"gradviz run failed in {checkout}: {stderr.decode(errors='replace').strip()}")
     sizes = [os.path.getsize(os.path.join(out, name)) for name in ("report.json", "report.html")]
-    return seconds, (peak if peak > before else None), *sizes
+    return seconds, usage.ru_maxrss, *sizes
 
 
 def main():
@@ -51,12 +53,11 @@ def main():
         with open(script, "w") as f:
             f.write(CHAIN.format(n=args.nodes))
         runs = ([("baseline", args.baseline)] if args.baseline else []) + [("this checkout", HERE)]
-        print(f"chain of {args.nodes:,} ops; sizes in MiB; peak RSS is the child's, when it set a new maximum")
+        print(f"chain of {args.nodes:,} ops; sizes and peak RSS in MiB")
         print(f"{'':14} {'seconds':>8} {'peak RSS':>9} {'report.json':>12} {'report.html':>12}")
         for name, checkout in runs:
             seconds, peak, json_size, html_size = measure(checkout, script, os.path.join(folder, name))
-            peak_text = f"{peak / 1024:.0f}" if peak else "-"
-            print(f"{name:14} {seconds:8.1f} {peak_text:>9} {json_size / 2**20:12.2f} {html_size / 2**20:12.3f}")
+            print(f"{name:14} {seconds:8.1f} {peak / 1024:9.0f} {json_size / 2**20:12.2f} {html_size / 2**20:12.3f}")
 
 
 if __name__ == "__main__":
