@@ -1,0 +1,784 @@
+"""``TraceBuilder``: the engine-neutral half of the tracer. It is told *facts* and owns the document.
+
+An engine adapter (``tracing/adapters/``) watches one engine and reports what happened in plain terms — an op
+ran, a value changed in place, backward visited a node, a ``.grad`` was read, a module was entered, a parameter
+was updated, an object died — using keys *it* chooses for the engine's objects (any hashable: ``id(obj)`` for
+gradviz's engine). The builder gives every variable and node a small id in creation order, groups nodes into
+graphs, iterations and structures, keeps the bounded window of full records, books retained memory, predicts
+stale versions and builds the ``gradviz-trace`` document. It imports no engine and holds no engine object:
+everything it keeps is plain data (ints, strings, shapes, ``Location``s), and it learns that an object is gone
+only from an explicit ``variable_died`` / ``node_died`` fact.
+
+Conventions shared by the fact methods:
+
+- ``location`` is a ``tracing.frames.Location`` (one shared instance per code object and line: compare by
+  identity) or None; adapters find the user's frame with ``frames.user_frame`` and ``frames.location_at``.
+- shapes are tuples of ints, dtypes names (``"float32"``), sizes in bytes, devices strings (``"cpu"``,
+  ``"cuda:0"``) or None for the engine's only device.
+- An edge (a node's input) is ``None`` (no edge), ``(node_key, output_nr)``, or ``(variable_key, LEAF)`` for a
+  leaf's gradient accumulator (gradviz's and PyTorch's ``AccumulateGrad``): one accumulator record per leaf,
+  shared by every graph that uses it. The node behind a ``node_key`` edge must have been reported first
+  (``op`` or ``external_node``); a leaf's variable likewise (``variable``).
+- Saved tensors are ``SavedFact`` tuples (plain tuples in that order are fine): which variable (key or None),
+  ``kind``/``index`` (how the node refers to it), shape and bytes of the saved value, the version its storage
+  had when saved and the key of that storage's version counter (what an in-place change reports), the memory
+  block it occupies (a key; a view and its base share one) with that block's bytes — or block None when its
+  memory is not charged to the graph (a parameter's storage belongs to the model) — and its device.
+- Mutable state lives on the builder instance only (records, tables, ``groups``): one lock or one builder per
+  thread can be added around the fact methods without touching the records.
+"""
+
+import itertools
+from collections import namedtuple
+
+from .grouping import Grouping
+from .records import NodeRecord, VarRecord
+
+LEAF = "leaf"  # the second half of an edge to a leaf's gradient accumulator: (variable_key, LEAF)
+_NO_EDGE = (None, 0)
+_ACCUMULATE_INFO = ("AccumulateGrad", "AccumulateGrad", False)
+_INF = float("inf")
+
+# Error codes of the backward failures the diagnostics explain, by the error class's name.
+ERROR_CODES = {"NonScalarBackwardError": "nonscalar-backward", "StaleVersionError": "stale-version",
+               "GraphFreedError": "graph-freed", "NoGradFnError": "no-requires-grad"}
+
+SavedFact = namedtuple("SavedFact", "variable kind index shape nbytes version counter block block_bytes device")
+SavedFact.__doc__ = "One tensor a node saved for backward (see the module docstring)."
+
+OutputFact = namedtuple("OutputFact", "key shape dtype nbytes requires_grad is_leaf name device handle")
+OutputFact.__doc__ = ("One output of an op: ``is_leaf`` is False when the op's node is its ``grad_fn`` (an output "
+                      "that does not require grad, or an in-place op's, may not have it); ``handle`` is kept on "
+                      "its record for the adapter.")
+
+
+def _new_var_record():
+    return VarRecord.__new__(VarRecord)
+
+
+def _new_node_record():
+    return NodeRecord.__new__(NodeRecord)
+
+
+class TraceBuilder:
+    """Everything the tracer knows, built from facts. See the module docstring for the conventions.
+
+    Adapters may read (never write) ``live_variables`` and ``live_nodes`` (key -> record, while the object
+    lives; a record's ``id`` is its document id) to avoid a method call on their hot paths.
+    """
+
+    def __init__(self, window=3):
+        self.window = window
+        self.script = None
+        self.exception = None  # what ended the traced block, if it raised
+        self.stopped = False
+        self.engines = {}  # engine name -> {"name", "version", "devices"}
+        self.variables = {}  # record id -> VarRecord (the document's; dropped records leave this table)
+        self.nodes = {}  # record id -> NodeRecord
+        self.live_variables = {}  # adapter key -> VarRecord, while the variable lives
+        self.live_nodes = {}  # adapter key -> NodeRecord, while the node lives
+        self._var_ids = itertools.count()
+        self._node_ids = itertools.count()
+        self._event_ids = itertools.count()
+        self._seq = itertools.count()  # one order shared by events and backward calls
+        self.events = {}  # event id -> dict
+        self.backwards = {}  # backward id -> dict
+        self.backward = None  # the backward call in progress (its dict)
+        self._visited = self._grad_norms = None  # its "visited" list and "grad_norms" dict
+        self.module_stack = ()  # module call stack: paths, outermost first
+        self._module_keys = []  # (module key, the stack before it was entered), innermost last
+        self.modules = {}  # path -> class name, for every module call seen
+        self._savers = {}  # version-counter key -> {node id: NodeRecord} of live nodes that saved that storage
+        self._last_grad_read = None
+        self.lasti = -1  # the instruction of the last op's call (tells two graphs started on one line apart)
+        self.first_nonfinite = None
+        self.internal_errors = []
+        self.groups = Grouping(self)
+
+    # ----- the engine -------------------------------------------------------------------------------------
+    def engine(self, name, version=None, devices=()):
+        """The engine an adapter watches (``"gradviz"``, ``"torch"``), its version and the devices seen so far;
+        the document's ``engine`` section. Call again (or ``device``) as more devices show up."""
+        entry = self.engines.get(name)
+        if entry is None:
+            entry = self.engines[name] = {"name": name, "version": version, "devices": []}
+        if version is not None:
+            entry["version"] = version
+        for d in devices:
+            if d not in entry["devices"]:
+                entry["devices"].append(d)
+
+    def device(self, name, device):
+        """Engine ``name`` put a tensor on ``device`` (adapters call this once per new device)."""
+        self.engine(name, devices=(device,))
+
+    # ----- variables -------------------------------------------------------------------------------------------
+    def variable(self, key, origin, shape, dtype, nbytes, requires_grad, location, *, node=None, name=None,
+                 volatile=False, grad_mode=True, is_parameter=False, module=None, device=None, handle=None):
+        """A variable not made by a recorded op, or seen for the first time: ``origin`` is ``"new"``,
+        ``"factory"``, ``"data"``, ``"detach"``, ``"numpy"``, ``"parameter"``, ``"grad"`` (backward made a leaf's
+        ``.grad``), ``"external"`` (made before the trace) or ``"op"`` (an op that built no node). ``node`` is
+        the key of its ``grad_fn`` if it has one (reported first); ``module`` the module stack it was made
+        under (None: the current one; ``()`` for variables made before the trace); ``name`` a name the user
+        gave it or its parameter path (then pass ``is_parameter``); ``handle`` anything the adapter wants kept
+        on the record (never looked at here). Returns the record."""
+        rec = _new_var_record()
+        rec.id = vid = next(self._var_ids)
+        rec.key = key
+        rec.shape = shape
+        rec.dtype = dtype
+        rec.nbytes = nbytes
+        rec.requires_grad = requires_grad
+        rec.is_leaf = node is None
+        rec.node = None if node is None else self.live_nodes[node].id
+        rec.is_parameter = is_parameter or origin == "parameter"
+        rec.origin = origin
+        rec.accumulator = rec.source = rec.graph = rec.op = rec.inputs = rec.requires_grad_final = None
+        rec.volatile = volatile
+        rec.grad_mode = grad_mode
+        rec.module = self.module_stack if module is None else module
+        rec.location = location
+        groups = self.groups
+        rec.iteration = groups.iteration
+        rec.pinned = False
+        rec.alive = True
+        rec.device = device
+        rec.handle = handle
+        rec.name = name
+        rec.named_by_user = name is not None and not is_parameter
+        self.live_variables[key] = rec
+        self.variables[vid] = rec
+        groups.iter_vars.append(rec)
+        return rec
+
+    def variable_died(self, key):
+        """The variable behind ``key`` was freed (the key may be reused from now on)."""
+        rec = self.live_variables.pop(key, None)
+        if rec is not None:
+            rec.alive = False
+            acc = rec.accumulator
+            if acc is not None:  # a leaf's accumulator lives as long as its leaf
+                acc_rec = self.nodes.get(acc)
+                if acc_rec is not None:
+                    acc_rec.alive = False
+
+    def variable_state(self, key, name=None, requires_grad=None):
+        """What the engine says now about a live variable: the name the user gave it (``x.name = ...``) and
+        whether it requires grad (the document's ``requires_grad_final`` for variables alive at the end)."""
+        rec = self.live_variables.get(key)
+        if rec is None:
+            return
+        if name is not None:
+            rec.name = name
+            rec.named_by_user = True
+        if requires_grad is not None:
+            rec.requires_grad_final = requires_grad
+
+    def name_variables(self, names):
+        """``{key: name}``: names the user's code binds live variables to; only unnamed records take them."""
+        live = self.live_variables
+        for key, name in names.items():
+            rec = live.get(key)
+            if rec is not None and rec.name is None:
+                rec.name = name
+
+    def parameter_names(self, names):
+        """``{variable key: dotted path}`` (``model1.0.weight``) for parameters found in a module tree: live
+        records become parameters, named by their path unless the user named them. (Parameters not reported
+        yet are named by the adapter when it reports them: ``variable(..., name=path, is_parameter=True)``.)"""
+        live = self.live_variables
+        for key, path in names.items():
+            rec = live.get(key)
+            if rec is not None:
+                if not rec.named_by_user:
+                    rec.name = path
+                rec.is_parameter = True
+
+    # ----- nodes --------------------------------------------------------------------------------------------
+    def op(self, key, op, class_name, custom, edges, input_variables, outputs, saved, location, *, meta=None,
+           nonfinite=False, lasti=-1, handle=None):
+        """An op ran forward and built graph node ``key``: ``op`` is the engine's name for the node
+        (``MulBackward0``), ``class_name`` the op's class, ``custom`` whether user code defined it; ``edges`` its
+        inputs (see the module docstring), ``input_variables`` the keys of its tensor arguments (reported
+        first), ``outputs`` ``OutputFact``s, ``saved`` ``SavedFact``s; ``nonfinite`` whether an output holds
+        NaN/Inf (the adapter's cheap check; False when it cannot tell without a host sync); ``lasti`` the
+        calling instruction (two calls on one line); ``handle`` is kept on the record for the adapter. Returns
+        the node's record."""
+        self.lasti = lasti
+        live = self.live_variables
+        in_ids = tuple([live[k].id for k in input_variables])
+        rec = _new_node_record()
+        rec.id = nid = next(self._node_ids)
+        rec.key = key
+        rec.op = op
+        rec.class_name = class_name
+        rec.custom = custom
+        rec.location = location
+        rec.module = stack = self.module_stack
+        rec.variable = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.graph = None
+        rec.meta = meta
+        rec.external = rec.freed = False
+        rec.alive = True
+        rec.handle = handle
+        self.live_nodes[key] = rec
+        self.nodes[nid] = rec
+        children = self._link(rec, edges)
+        rec.input_variables = in_ids
+        groups = self.groups
+        graph = groups.place(rec, children)
+        out_ids = []
+        output_bytes = 0
+        it = groups.iteration
+        new_id = self._var_ids
+        all_vars = self.variables
+        for okey, shape, dtype, nbytes, requires_grad, is_leaf, name, device, ohandle in outputs:
+            orec = _new_var_record()  # variable(), unrolled: an op's outputs are the most common records by far
+            orec.id = vid = next(new_id)
+            orec.key = okey
+            orec.shape = shape
+            orec.dtype = dtype
+            orec.nbytes = nbytes
+            orec.requires_grad = requires_grad
+            orec.is_leaf = is_leaf
+            orec.node = None if is_leaf else nid
+            orec.is_parameter = orec.pinned = orec.volatile = orec.named_by_user = False
+            orec.grad_mode = orec.alive = True  # a recorded op ran with grad mode on
+            orec.origin = "op"
+            orec.accumulator = orec.source = orec.requires_grad_final = None
+            orec.name = name
+            orec.op = op
+            orec.inputs = in_ids
+            orec.graph = graph
+            orec.module = stack
+            orec.location = location
+            orec.iteration = it
+            orec.device = device
+            orec.handle = ohandle
+            live[okey] = orec
+            all_vars[vid] = orec
+            out_ids.append(vid)
+            output_bytes += nbytes
+        rec.outputs = tuple(out_ids)
+        first = outputs[0]
+        rec.shape = first[1]
+        rec.dtype = first[2]
+        graph.output_bytes += output_bytes
+        if saved:
+            self._saved(rec, saved, False)
+        else:
+            rec.saved = rec.versions = ()
+        if nonfinite:
+            self._nonfinite(rec, "forward")
+        return rec
+
+    def unrecorded_op(self, op, input_variables, outputs, location, *, grad_mode=True, volatile=False):
+        """An op that built no graph node although some input required grad (``no_grad``, volatile inputs, a
+        non-differentiable op): its outputs (``OutputFact``s) are what 'why is there no gradient' explains.
+        Ops on plain data need not be reported at all."""
+        live = self.live_variables
+        in_ids = tuple([live[k].id for k in input_variables])
+        for okey, shape, dtype, nbytes, requires_grad, _, name, device, handle in outputs:
+            orec = self.variable(okey, "op", shape, dtype, nbytes, requires_grad, location, name=name,
+                                 grad_mode=grad_mode, volatile=volatile, device=device, handle=handle)
+            orec.op = op
+            orec.inputs = in_ids
+
+    def external_node(self, key, op, class_name, custom, *, shape=(), dtype=None, meta=None, external=True,
+                      handle=None):
+        """A node first seen as someone's input: built before the trace started (``external``, no location) or
+        an engine-made node no op reported (gradviz's ``CopySlices``, ``external=False``, with the shape and
+        dtype it produces). Report its inputs with ``node_inputs`` and its saved tensors with ``node_saved``
+        after every node it points at is known. Returns the record."""
+        rec = _new_node_record()
+        rec.id = nid = next(self._node_ids)
+        rec.key = key
+        rec.op, rec.class_name, rec.custom = op, class_name, custom
+        rec.location = None
+        rec.module = ()
+        rec.iteration = self.groups.iteration
+        rec.inputs = rec.input_variables = rec.outputs = rec.saved = rec.versions = ()
+        rec.shape = shape
+        rec.dtype = dtype
+        rec.variable = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = None
+        rec.meta = meta
+        rec.external = external
+        rec.freed = False
+        rec.alive = True
+        rec.handle = handle
+        self.live_nodes[key] = rec
+        self.nodes[nid] = rec
+        return rec
+
+    def node_inputs(self, key, edges, input_shapes=()):
+        """The edges of a node reported by ``external_node``; ``input_shapes`` ((shape, dtype name) per edge, in
+        edge order) fill in the shapes of input nodes that do not know their own."""
+        rec = self.live_nodes[key]
+        self._link(rec, edges)
+        nodes = self.nodes
+        for (child_id, _), meta in zip(rec.inputs, input_shapes):
+            child = nodes.get(child_id) if child_id is not None else None
+            if child is not None and child.dtype is None:
+                child.shape, child.dtype = meta
+
+    def node_saved(self, key, saved, freed=False):
+        """What node ``key`` saved for backward (``SavedFact``s), replacing what was reported before (an
+        in-place op re-points a node's saved tensors); ``freed`` when backward already released them."""
+        rec = self.live_nodes[key]
+        self._saved(rec, saved, freed)
+
+    def node_died(self, key):
+        """The node behind ``key`` was freed: its saved memory is released, its graph may be gone."""
+        rec = self.live_nodes.pop(key, None)
+        if rec is None:
+            return
+        rec.alive = False
+        if rec.owners:
+            self._release(rec)
+        if rec.counters:
+            self._forget_savers(rec)
+        graph = rec.graph
+        if graph is not None:
+            while graph.parent is not None:
+                graph = graph.parent
+            graph.alive -= 1
+            if graph.alive == 0:
+                self.groups.graphs_alive -= 1
+
+    def has_node(self, key):
+        return key in self.live_nodes
+
+    def _link(self, rec, edges):
+        """Fill ``inputs`` from the edges; returns the input node records (to place the graph)."""
+        children = []
+        inputs = []
+        live = self.live_nodes
+        for edge in edges:
+            if edge is None:
+                inputs.append(_NO_EDGE)
+                continue
+            ckey, nr = edge
+            if nr is LEAF:
+                crec = self._accumulator(ckey)
+                nr = 0
+            else:
+                crec = live[ckey]
+            inputs.append((crec.id, nr))
+            children.append(crec)
+        rec.inputs = tuple(inputs)
+        return children
+
+    def _accumulator(self, leaf_key):
+        """A leaf's gradient accumulator: one record per leaf, shared by every graph that uses the leaf. Engines
+        make a new accumulator node for a parameter each iteration (once the old graph is gone); they all stand
+        for the same thing, so the record belongs to the leaf (it lives as long as the leaf) and is found through
+        it: no record to make, and none to drop, per parameter per iteration."""
+        lrec = self.live_variables[leaf_key]
+        acc = lrec.accumulator
+        if acc is not None:
+            rec = self.nodes.get(acc)
+            if rec is not None and rec.alive:
+                return rec
+        rec = _new_node_record()
+        rec.id = nid = next(self._node_ids)
+        rec.key = None
+        rec.op, rec.class_name, rec.custom = _ACCUMULATE_INFO
+        rec.location = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.meta = None
+        rec.module = rec.inputs = rec.input_variables = rec.outputs = rec.saved = rec.versions = ()
+        rec.iteration = self.groups.iteration
+        rec.external = rec.freed = False
+        rec.alive = True
+        rec.handle = None
+        rec.variable = lrec.id
+        rec.shape = lrec.shape
+        rec.dtype = lrec.dtype
+        lrec.accumulator = nid
+        self.nodes[nid] = rec
+        return rec
+
+    def _saved(self, rec, saved, freed):
+        """Saved-tensor descriptions, and what they hold in memory (charged to the graph while alive): each
+        distinct block once, parameters' storage not at all."""
+        if rec.owners:
+            self._release(rec)
+        if rec.counters:
+            self._forget_savers(rec)
+        if not saved:
+            rec.saved = rec.versions = ()
+            rec.freed = freed
+            return
+        items = []
+        owners = {}
+        live = self.live_variables
+        savers = self._savers
+        counters = None
+        versions = []
+        for vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _ in saved:
+            items.append((None if vkey is None else live[vkey].id, kind, index, shape, nbytes, version))
+            if block is not None:
+                owners[block] = block_bytes
+            if counter is not None:
+                versions.append((counter, version))
+                if counters is None:
+                    counters = [counter]
+                else:
+                    counters.append(counter)
+                entry = savers.get(counter)
+                if entry is None:
+                    savers[counter] = {rec.id: rec}
+                else:
+                    entry[rec.id] = rec
+        rec.saved = tuple(items)
+        rec.versions = versions
+        rec.freed = freed
+        if owners and not freed:
+            owners = rec.owners = tuple(owners.items())
+            groups = self.groups
+            groups.memory.hold(owners)
+            if rec.graph is not None:
+                groups.charge(rec.graph, owners)
+        if counters is not None:
+            rec.counters = counters
+
+    def _release(self, rec):
+        owners = rec.owners
+        if owners:
+            rec.owners = None
+            self.groups.memory.release(owners)
+
+    def _forget_savers(self, rec):
+        counters = rec.counters
+        if counters:
+            rec.counters = None
+            savers = self._savers
+            for c in counters:
+                entry = savers.get(c)
+                if entry is not None:
+                    entry.pop(rec.id, None)
+                    if not entry:
+                        del savers[c]
+
+    def _nonfinite(self, rec, phase):
+        if rec.nonfinite is None:
+            rec.nonfinite = phase
+        if self.first_nonfinite is None:
+            self.first_nonfinite = {"node": rec.id, "phase": phase, "iteration": self.groups.iteration,
+                                    "backward": None if self.backward is None else self.backward["id"]}
+            self.groups.pin_node(rec)
+
+    # ----- modules ------------------------------------------------------------------------------------------
+    def module_enter(self, key, path, class_name):
+        """A module call began: ``key`` identifies the module object, ``path`` is its dotted path from the root
+        module the user's code called (``model1.layer2``). Ops until the matching ``module_exit`` run under it."""
+        self._module_keys.append((key, self.module_stack))
+        self.module_stack = self.module_stack + (path,)
+        self.modules[path] = class_name
+
+    def module_exit(self, key):
+        """A module call ended (normally or by an exception). An exit without its enter (the trace started
+        inside the call) unwinds to that module if it is on the stack, and is ignored otherwise."""
+        calls = self._module_keys
+        if calls and calls[-1][0] == key:
+            self.module_stack = calls.pop()[1]
+            return
+        for i in range(len(calls) - 1, -1, -1):
+            if calls[i][0] == key:
+                self.module_stack = calls[i][1]
+                del calls[i:]
+                return
+
+    # ----- in-place changes, cuts, hooks, .grad -------------------------------------------------------------
+    def inplace(self, variable, old_version, new_version, counter, location, *, node=None, op=None, base=None,
+                base_node=None):
+        """An in-place op changed ``variable``'s storage (version counter ``counter`` moved from ``old_version``
+        to ``new_version``); ``node`` is the key of the variable's new ``grad_fn`` when the op was recorded
+        (report its saved tensors again with ``node_saved`` first), ``op`` the op's name. Writing through a view
+        rewrote the base's history: ``base`` is the base variable's key and ``base_node`` the key of its new
+        node (gradviz's ``CopySlices``). Live nodes that saved the storage at an older version are listed in
+        the event's ``saved_by``: backward through them will fail, and this line is where it went wrong."""
+        vrec = self.live_variables[variable]
+        saved_by = self._stale_savers(counter, new_version)
+        nid = None
+        if node is not None:
+            rec = self.live_nodes[node]
+            nid = rec.id
+            vrec.node = nid
+            vrec.is_leaf = False
+            vrec.requires_grad = True
+            if base_node is not None:
+                crec = self.live_nodes[base_node]
+                if crec.graph is None:
+                    self.groups.place(crec, [rec])
+                brec = self.live_variables[base]
+                brec.node = crec.id
+                brec.is_leaf = False
+        event = self._event("inplace", location, variable=vrec.id, op=op, old_version=old_version,
+                            new_version=new_version, node=nid, saved_by=saved_by)
+        if saved_by:
+            self.groups.pin_event(event)
+            for n in saved_by:
+                self.groups.pin_node(self.nodes.get(n))
+
+    def parameter_update(self, variable, old_version, new_version, counter, location, optimizer):
+        """An optimizer's ``step()`` (class name ``optimizer``) wrote into parameter ``variable``. Recorded as an
+        in-place event only when a live graph saved the old value (the ``optimizer`` event already lists the
+        parameters a step updates): then a backward through that graph will fail at the step's line."""
+        saved_by = self._stale_savers(counter, new_version)
+        if not saved_by:
+            return
+        event = self._event("inplace", location, variable=self.live_variables[variable].id,
+                            op=f"{optimizer}.step", old_version=old_version, new_version=new_version, node=None,
+                            saved_by=saved_by)
+        self.groups.pin_event(event)
+        for n in saved_by:
+            self.groups.pin_node(self.nodes.get(n))
+
+    def _stale_savers(self, counter, new_version):
+        """Live, unfreed nodes that saved this storage at an older version: backward through them will fail."""
+        savers = self._savers.get(counter)
+        if not savers:
+            return []
+        found = []
+        for rec in list(savers.values()):
+            if not rec.alive or rec.freed:
+                continue
+            if any(c == counter and v < new_version for c, v in rec.versions):
+                found.append(rec.id)
+        return found
+
+    def cut(self, source, how, location, result=None):
+        """A value left the graph: ``how`` is ``"detach"``, ``"data"``, ``"numpy"``, ``"item"`` or ``"tolist"``;
+        ``result`` the key of the new variable (reported first with ``variable``), the source's own key for
+        ``detach_()``, or None for a plain value. Returns the id of the variable the value now belongs to (what
+        a later ``variable(..., source=)`` re-wrapping it points back at)."""
+        srec = self.live_variables[source]
+        rid = None
+        if result is not None:
+            if result == source:  # detach_(): the variable itself left the graph
+                rid = srec.id
+                srec.node = None
+                srec.is_leaf = True
+            else:
+                rrec = self.live_variables[result]
+                rrec.source = srec.id
+                rid = rrec.id
+        self._event("detach", location, source=srec.id, result=rid, how=how)
+        return rid if rid is not None else srec.id
+
+    def wrapped(self, key, source_id):
+        """The new variable ``key`` wraps memory cut from variable ``source_id`` (``Variable(y.data)``)."""
+        rec = self.live_variables.get(key)
+        if rec is not None:
+            rec.source = source_id
+
+    def hook(self, variable, event, location, *, hook_name=None, hook_location=None, retain_grad=False):
+        """A tensor hook was registered (``event="register"``), called (``"call"``) or removed (``"remove"``);
+        ``retain_grad()`` counts as one with ``retain_grad=True``. ``hook_location`` is ``{"file", "line"}``."""
+        fields = {"variable": None if variable is None else self.live_variables[variable].id, "event": event,
+                  "retain_grad": retain_grad, "hook_name": hook_name, "hook_location": hook_location}
+        if event == "call" and self.backward is not None:
+            fields["backward"] = self.backward["id"]
+        self._event("hook", location, **fields)
+
+    def grad_read(self, variable, location, *, was_none, is_leaf, retains_grad, requires_grad, name=None):
+        """User code read ``.grad`` of ``variable`` (not the engine's or gradviz's own reads): ``was_none`` is
+        what it got; ``name`` what the user's frame calls the variable, if the record has no name yet."""
+        rec = self.live_variables[variable]
+        if rec.name is None and name is not None:
+            rec.name = name
+        event = self._event("grad_read", location, variable=rec.id, was_none=was_none, is_leaf=is_leaf,
+                            retains_grad=retains_grad, requires_grad=requires_grad)
+        self._last_grad_read = event
+        if was_none and not is_leaf:
+            self.groups.pin_event(event)
+
+    def grad_write(self, variable, location, *, is_none):
+        """User code assigned ``.grad`` of ``variable``."""
+        self._event("grad_write", location, variable=self.live_variables[variable].id, is_none=is_none)
+
+    def optimizer(self, event, location, optimizer, parameters):
+        """An optimizer (class name ``optimizer``) ran ``"step"`` or ``"zero_grad"`` over ``parameters``
+        (variable keys, reported first); a module's ``zero_grad()`` reports with its class name. A step ends
+        the iteration."""
+        groups = self.groups
+        if event == "zero_grad":
+            groups.zero_grad()
+        live = self.live_variables
+        eid = next(self._event_ids)  # _event, inline: twice per training step
+        record = {"id": eid, "seq": next(self._seq), "kind": "optimizer", "location": location,
+                  "iteration": groups.iteration, "event": event, "optimizer": optimizer,
+                  "parameters": [live[k].id for k in parameters]}
+        self.events[eid] = record
+        groups.note_event(record)
+        if event == "step":
+            groups.boundary()
+
+    def _event(self, kind, location, **fields):
+        eid = next(self._event_ids)
+        event = {"id": eid, "seq": next(self._seq), "kind": kind, "location": location,
+                 "iteration": self.groups.iteration}
+        event.update(fields)
+        self.events[eid] = event
+        self.groups.note_event(event)
+        return event
+
+    # ----- backward -------------------------------------------------------------------------------------------
+    def backward_begin(self, roots, root_nodes, location, *, retain_graph, kind="backward", gradient_none=False):
+        """``backward`` (``kind="backward"``) or ``autograd.grad`` (``"grad"``) starts from the variables
+        ``roots`` (keys, reported first) whose nodes are ``root_nodes`` (keys or None); ``retain_graph`` as
+        given (None: not given); ``gradient_none`` when a root's explicit gradient was None (then a ``None``
+        ``.grad`` read on the same line is what it came from)."""
+        live = self.live_variables
+        nodes = self.live_nodes
+        groups = self.groups
+        bid = len(self.backwards) + groups.dropped["backwards"]
+        gradient_from = None
+        read = self._last_grad_read
+        if gradient_none and read is not None and read["location"] == location and read["was_none"]:
+            gradient_from = read["id"]
+        b = {"id": bid, "seq": next(self._seq), "iteration": groups.iteration, "roots": [live[r].id for r in roots],
+             "root_nodes": [None if n is None else nodes[n].id for n in root_nodes],
+             "retain_graph": bool(retain_graph), "started": retain_graph is not None, "kind": kind,
+             "location": location, "visited": [], "grad_norms": {}, "leaf_grad_norms": {},
+             "gradient_from": gradient_from, "error": None, "freed_nodes": 0}
+        self.backward = b
+        self._visited = b["visited"]  # appended to by every backward step
+        self._grad_norms = b["grad_norms"]
+        self.backwards[bid] = b
+        groups.note_backward(b)
+
+    def backward_step(self, node, norm, nonfinite=False):
+        """Backward ran node ``node`` (reported first); ``norm`` is the L2 norm of the gradient it received
+        (a float, NaN/Inf allowed; None when the adapter does not measure it), ``nonfinite`` whether that
+        gradient holds NaN/Inf."""
+        rec = self.live_nodes[node]
+        nid = rec.id
+        self._visited.append(nid)
+        if norm is not None:
+            self._grad_norms[nid] = norm
+        if nonfinite:
+            self._nonfinite(rec, "backward")
+
+    def accumulate(self, variable, norm, nonfinite=False, grad=None):
+        """Backward added a gradient of L2 norm ``norm`` into the leaf ``variable``'s ``.grad``; ``grad`` is the
+        key of the ``.grad`` variable when backward just made it (reported with ``variable(...,
+        origin="grad")``)."""
+        b = self.backward
+        rec = self.live_variables[variable]
+        if grad is not None:
+            made = self.live_variables.get(grad)
+            if made is not None and made.origin == "grad":
+                made.source = rec.id
+        if b is None:
+            return
+        b["leaf_grad_norms"][rec.id] = norm
+        acc = rec.accumulator
+        if acc is not None:
+            if nonfinite:
+                acc_rec = self.nodes.get(acc)
+                if acc_rec is not None:
+                    self._nonfinite(acc_rec, "backward")
+            self._visited.append(acc)
+            self._grad_norms[acc] = norm
+
+    def buffers_freed(self, node):
+        """Backward released node ``node``'s saved tensors (no ``retain_graph``)."""
+        rec = self.live_nodes.get(node)
+        if rec is None:
+            return
+        rec.freed = True
+        owners = rec.owners
+        if owners:  # _release and MemoryBook.release, inline: once per node per backward
+            rec.owners = None
+            book = self.groups.memory
+            counts = book.counts
+            for key, _ in owners:
+                entry = counts.get(key)
+                if entry is not None:
+                    entry[0] -= 1
+                    if entry[0] == 0:
+                        del counts[key]
+                        book.now -= entry[1]
+        counters = rec.counters
+        if counters:  # _forget_savers, inline
+            rec.counters = None
+            savers = self._savers
+            rid = rec.id
+            for c in counters:
+                entry = savers.get(c)
+                if entry is not None:
+                    entry.pop(rid, None)
+                    if not entry:
+                        del savers[c]
+        b = self.backward
+        if b is not None and rec.freed_by is None:
+            rec.freed_by = bid = b["id"]
+            b["freed_nodes"] += 1
+            graph = rec.graph
+            if graph is not None and graph.freed_by is None:
+                graph.freed_by = bid
+                graph.freed_at_iteration = self.groups.iteration
+
+    def backward_end(self, error=None):
+        """Backward finished. ``error`` describes what it raised, or is None: ``{"type", "message"}`` plus, when
+        known, ``"node"`` (a node key), ``"variable"`` (a variable key), ``"index"``, ``"expected"``,
+        ``"current"``; ``"code"`` is filled from ``ERROR_CODES`` by the type's name unless given."""
+        b = self.backward
+        if b is None:
+            return
+        if error is not None:
+            kind = error.get("type")
+            info = {"type": kind, "message": error.get("message"), "code": error.get("code", ERROR_CODES.get(kind))}
+            for name, value in error.items():
+                if name in info:
+                    continue
+                if name == "node":
+                    rec = self.live_nodes.get(value)
+                    value = None if rec is None else rec.id
+                elif name == "variable":
+                    rec = self.live_variables.get(value)
+                    value = None if rec is None else rec.id
+                info[name] = value
+            b["error"] = info
+            self.groups.pin_backward(b)
+        self.groups.backward_done(b)
+        self.backward = None
+
+    def existing_output(self, variable, node):
+        """For a snapshot of a graph that already exists (no trace): ``variable`` (reported) is an output of
+        ``node`` (reported, with its inputs); the graph holding it is made, merging what it reaches."""
+        rec = self.live_variables[variable]
+        nrec = self.live_nodes[node]
+        if rec.id not in nrec.outputs:
+            nrec.outputs = nrec.outputs + (rec.id,)
+        if nrec.dtype is None:
+            nrec.shape, nrec.dtype = rec.shape, rec.dtype
+        groups = self.groups
+        if nrec.graph is None:
+            graph = groups.new_graph()
+            groups.adopt_into(graph, nrec, merge=True)
+        rec.graph = nrec.graph
+
+    # ----- the end, and results ---------------------------------------------------------------------------------
+    def raised(self, type_name, message, location):
+        """The traced block ended with an exception (a summary: no traceback is kept)."""
+        self.exception = {"type": type_name, "message": message, "location": location}
+
+    def stop(self):
+        """The trace stopped: what is alive and held now is what the document reports as final."""
+        self.stopped = True
+        self._module_keys = []
+        self.groups.freeze()
+
+    @property
+    def stats(self):
+        """Cheap live counters for a progress line (safe to poll from another thread)."""
+        g = self.groups
+        return {"backward_calls": len(self.backwards) + g.dropped["backwards"], "iterations": g.iteration + 1,
+                "retained_bytes": g.memory.now, "peak_retained_bytes": g.memory.peak, "graphs": g.graph_count,
+                "nodes": len(self.nodes) + g.dropped["nodes"]}
+
+    def document(self, with_diagnostics=True):
+        """The ``gradviz-trace`` document (docs/trace-format.md), with diagnostics unless told otherwise."""
+        from .document import build_document
+
+        return build_document(self, with_diagnostics=with_diagnostics)
