@@ -531,13 +531,15 @@ def test_modules_field_names_every_called_module_and_follows_a_replaced_submodul
 def test_module_paths_are_walked_once_per_tree_not_per_call(monkeypatch):
     model = Backbone()
     walks = []
-    original = gradviz.tracing.Trace._name_module_tree
+    from gradviz.tracing.adapters.modules import ModuleNames
+
+    original = ModuleNames.name_tree
 
     def counting(self, module, name, tree=None):
         walks.append(name)
         return original(self, module, name, tree)
 
-    monkeypatch.setattr(gradviz.tracing.Trace, "_name_module_tree", counting)
+    monkeypatch.setattr(ModuleNames, "name_tree", counting)
     x = gradviz.randn(2, 4)
     with gradviz.trace():
         for _ in range(5):

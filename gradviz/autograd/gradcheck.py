@@ -4,6 +4,7 @@ import numpy as np
 
 from .engine import grad as _grad
 from .grad_mode import no_grad
+from .observer import quiet
 from .variable import Variable
 
 
@@ -16,6 +17,11 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
 
     Every output element is differentiated separately (one backward per element), so the full Jacobian is
     compared, not just a sum of it."""
+    with quiet():  # its backward calls and .numpy() reads are gradviz's own, not the user's
+        return _gradcheck(fn, inputs, eps, atol, rtol, raise_exception)
+
+
+def _gradcheck(fn, inputs, eps, atol, rtol, raise_exception):
     inputs = (inputs,) if isinstance(inputs, Variable) else tuple(inputs)
     wrt = [i for i, x in enumerate(inputs) if isinstance(x, Variable) and x.requires_grad]
     for i in wrt:

@@ -4,11 +4,16 @@ The engine calls the methods of every attached ``Observer`` at a few fixed point
 them. With no observer attached, each of those points costs one context-variable read and a falsy check.
 Observers must not keep strong references to engine objects they do not own (use weak references or
 copies), or they would keep graphs alive and change the very memory figures they report.
+
+gradviz's own code that reads or writes ``.grad``, cuts values or registers hooks on the user's behalf
+(optimizers, ``zero_grad``, gradcheck) runs inside ``quiet()``: observers ask ``is_quiet()`` to tell those calls
+from the user's, instead of inspecting the Python stack.
 """
 
 import contextvars
 
 _observers = contextvars.ContextVar("gradviz_observers", default=())
+_quiet = contextvars.ContextVar("gradviz_quiet", default=None)
 
 
 class Observer:
@@ -25,8 +30,13 @@ class Observer:
         ``inputs`` are the positional arguments as passed (Variables and constants), ``outputs`` a tuple."""
 
     def on_inplace(self, variable, node, old_version, new_version):
-        """An in-place op changed ``variable``'s storage; ``node`` is its graph node, or None if unrecorded (or
-        an optimizer's update of a parameter). Called after the data changed and the version counter moved."""
+        """An in-place op changed ``variable``'s storage; ``node`` is its graph node, or None if unrecorded.
+        Called after the data changed and the version counter moved."""
+
+    def on_parameter_update(self, optimizer, parameter, old_version, new_version):
+        """An optimizer's ``step()`` wrote into ``parameter`` (once per parameter per step, after the data
+        changed and its version counter moved); ``optimizer`` is None when the update did not come from
+        ``Optimizer.step``."""
 
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
         """``backward``/``autograd.grad`` starts from ``roots``; ``inputs`` is None for ``backward``."""
@@ -64,6 +74,37 @@ class Observer:
     def on_optimizer(self, optimizer, event):
         """An optimizer ran ``"step"`` or ``"zero_grad"``; ``optimizer`` can also be an ``nn.Module`` whose
         ``zero_grad()`` ran (``event="zero_grad"``)."""
+
+
+class quiet:
+    """``with quiet(owner):`` around gradviz's own code: the ``.grad`` reads and writes, cuts and hook
+    registrations it makes are not the user's (``is_quiet()`` is true inside). ``owner`` says on whose behalf
+    (an optimizer during its ``step``); ops still reach observers as usual. Costs two context-variable writes:
+    callers enter it only when observers are attached."""
+
+    __slots__ = ("owner", "token")
+
+    def __init__(self, owner=True):
+        self.owner = owner
+        self.token = None
+
+    def __enter__(self):
+        self.token = _quiet.set(self.owner)
+        return self
+
+    def __exit__(self, *exc):
+        _quiet.reset(self.token)
+        return False
+
+
+def is_quiet():
+    """Whether the engine is running gradviz's own code (see ``quiet``)."""
+    return _quiet.get() is not None
+
+
+def quiet_owner():
+    """On whose behalf gradviz's own code runs: what ``quiet(owner)`` was given, or None outside it."""
+    return _quiet.get()
 
 
 def active():

@@ -307,9 +307,15 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            _clear_grad(p, set_to_none)
-        for o in _observers.get():
+        obs = _observers.get()
+        if obs:
+            with observer.quiet(self):  # gradviz's own clearing, not the user's .grad writes
+                for p in self.parameters():
+                    _clear_grad(p, set_to_none)
+        else:
+            for p in self.parameters():
+                _clear_grad(p, set_to_none)
+        for o in obs:
             o.on_optimizer(self, "zero_grad")
 
     def apply(self, fn):

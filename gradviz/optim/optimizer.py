@@ -70,18 +70,30 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none=True):
+        if _observers.get():
+            with observer.quiet(self):
+                self._zero_grads(set_to_none)
+        else:
+            self._zero_grads(set_to_none)
+        self._notify("zero_grad")
+
+    def _zero_grads(self, set_to_none):
         for group in self.param_groups:
             for p in group["params"]:
                 _clear_grad(p, set_to_none)
-        self._notify("zero_grad")
 
     def step(self, closure=None):
         loss = None
         if closure is not None:
             with grad_mode.enable_grad():
                 loss = closure()
-        for group in self.param_groups:
-            self._update_group(group)
+        if _observers.get():  # observers see the updates as this optimizer's (on_parameter_update), not the user's
+            with observer.quiet(self):
+                for group in self.param_groups:
+                    self._update_group(group)
+        else:
+            for group in self.param_groups:
+                self._update_group(group)
         self._notify("step")
         return loss
 
@@ -173,5 +185,7 @@ def bump_version(param):
     param._vc.value = old + 1
     obs = _observers.get()
     if obs:
+        owner = observer.quiet_owner()
+        optimizer = owner if isinstance(owner, Optimizer) else None
         for o in obs:
-            o.on_inplace(param, None, old, old + 1)
+            o.on_parameter_update(optimizer, param, old, old + 1)

@@ -31,6 +31,7 @@ Conventions shared by the fact methods:
 import itertools
 from collections import namedtuple
 
+from ..document.vocabulary import error_code
 from .grouping import Grouping
 from .records import NodeRecord, VarRecord
 
@@ -39,9 +40,6 @@ _NO_EDGE = (None, 0)
 _ACCUMULATE_INFO = ("AccumulateGrad", "AccumulateGrad", False)
 _INF = float("inf")
 
-# Error codes of the backward failures the diagnostics explain, by the error class's name.
-ERROR_CODES = {"NonScalarBackwardError": "nonscalar-backward", "StaleVersionError": "stale-version",
-               "GraphFreedError": "graph-freed", "NoGradFnError": "no-requires-grad"}
 
 SavedFact = namedtuple("SavedFact", "variable kind index shape nbytes version counter block block_bytes device")
 SavedFact.__doc__ = "One tensor a node saved for backward (see the module docstring)."
@@ -162,12 +160,15 @@ class TraceBuilder:
                 if acc_rec is not None:
                     acc_rec.alive = False
 
-    def variable_state(self, key, name=None, requires_grad=None):
-        """What the engine says now about a live variable: the name the user gave it (``x.name = ...``) and
-        whether it requires grad (the document's ``requires_grad_final`` for variables alive at the end)."""
+    def variable_state(self, key, name=None, requires_grad=None, is_parameter=None):
+        """What the engine says now about a live variable: the name the user gave it (``x.name = ...``),
+        whether it requires grad (the document's ``requires_grad_final`` for variables alive at the end), and
+        whether it turned out to be a parameter."""
         rec = self.live_variables.get(key)
         if rec is None:
             return
+        if is_parameter is not None:
+            rec.is_parameter = is_parameter
         if name is not None:
             rec.name = name
             rec.named_by_user = True
@@ -532,6 +533,11 @@ class TraceBuilder:
         for n in saved_by:
             self.groups.pin_node(self.nodes.get(n))
 
+    def saved_storage(self, counter):
+        """Whether a live node saved a tensor whose version counter is ``counter`` (an adapter can skip
+        reporting a parameter update nobody could be hurt by)."""
+        return bool(self._savers.get(counter))
+
     def _stale_savers(self, counter, new_version):
         """Live, unfreed nodes that saved this storage at an older version: backward through them will fail."""
         savers = self._savers.get(counter)
@@ -721,13 +727,14 @@ class TraceBuilder:
     def backward_end(self, error=None):
         """Backward finished. ``error`` describes what it raised, or is None: ``{"type", "message"}`` plus, when
         known, ``"node"`` (a node key), ``"variable"`` (a variable key), ``"index"``, ``"expected"``,
-        ``"current"``; ``"code"`` is filled from ``ERROR_CODES`` by the type's name unless given."""
+        ``"current"``; ``"code"`` (the diagnostic code that explains it) is found from the type's name or the message
+        (``document.vocabulary.error_code``: PyTorch's wording is recognised too) unless given."""
         b = self.backward
         if b is None:
             return
         if error is not None:
             kind = error.get("type")
-            info = {"type": kind, "message": error.get("message"), "code": error.get("code", ERROR_CODES.get(kind))}
+            info = {"type": kind, "message": error.get("message"), "code": error.get("code") or error_code(error)}
             for name, value in error.items():
                 if name in info:
                     continue

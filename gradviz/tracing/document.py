@@ -6,7 +6,6 @@ from .._version import __version__
 from ..document.model import FORMAT, VERSION, TraceDocument, write_json  # noqa: F401 - the contract owns them
 from .records import json_float
 
-_UNSET = object()
 
 
 def _loc(location):
@@ -35,15 +34,10 @@ def _graph_id(graph):
 
 
 def variable_dict(rec):
-    obj = rec()
-    name = rec.name
-    if obj is not None and obj._name is not None:
-        name = obj._name
-    final = getattr(rec, "requires_grad_final", _UNSET)  # set at stop for the Variables alive then
-    if final is _UNSET:
-        final = None if obj is None else obj._requires_grad
-    return {"id": rec.id, "name": name, "shape": list(rec.shape), "dtype": rec.dtype, "bytes": rec.nbytes,
-            "requires_grad": rec.requires_grad, "requires_grad_final": final, "is_leaf": rec.is_leaf,
+    # requires_grad_final: what the engine said while the variable was alive, last (see Trace.stop)
+    return {"id": rec.id, "name": rec.name, "shape": list(rec.shape), "dtype": rec.dtype, "bytes": rec.nbytes,
+            "requires_grad": rec.requires_grad, "requires_grad_final": rec.requires_grad_final,
+            "is_leaf": rec.is_leaf,
             "is_parameter": rec.is_parameter,
             "origin": rec.origin, "node": rec.node, "accumulator": rec.accumulator, "source": rec.source,
             "volatile": rec.volatile, "grad_mode": rec.grad_mode, "module": list(rec.module),
@@ -141,21 +135,22 @@ def build_document(trace, with_diagnostics=True):
             s = pending.get(graph.id)
             if s is None and graph.structure is not None:
                 s = by_id.get(graph.structure.id)
-            graphs.append(graph_dict(graph, s, trace._nodes, stopped))
+            graphs.append(graph_dict(graph, s, trace.nodes, stopped))
     exception = trace.exception
     doc = TraceDocument()
     doc.update({
         "format": FORMAT,
         "version": VERSION,
         "gradviz_version": __version__,
+        "engine": engine_section(trace),
         "script": trace.script,
         "status": {"completed": exception is None, "exception": exception and {
             "type": exception["type"], "message": exception["message"], "location": _loc(exception["location"])}},
         "iterations": g.iteration + 1,
         "window": trace.window,
         "modules": dict(trace.modules),
-        "variables": [variable_dict(r) for r in trace._vars.values()],
-        "nodes": [node_dict(r) for r in trace._nodes.values()],
+        "variables": [variable_dict(r) for r in trace.variables.values()],
+        "nodes": [node_dict(r) for r in trace.nodes.values()],
         "graphs": graphs,
         "structures": [structure_dict(s) for s in sorted(by_id.values(), key=lambda s: s.id)],
         "backwards": [backward_dict(b) for b in trace.backwards.values()],
@@ -171,6 +166,18 @@ def build_document(trace, with_diagnostics=True):
     if with_diagnostics:
         _add_diagnostics(doc)
     return doc
+
+
+def engine_section(builder):
+    """``{"name", "version", "devices"}`` of the engine watched; with several (``engine="auto"`` on a script that
+    also runs PyTorch), the first one's, plus ``"engines"``: every one of them."""
+    engines = [dict(e, devices=list(e["devices"])) for e in builder.engines.values()]
+    if not engines:
+        return {"name": "gradviz", "version": __version__, "devices": ["cpu"]}
+    section = dict(engines[0])
+    if len(engines) > 1:
+        section["engines"] = engines
+    return section
 
 
 def _drop_note(g):

@@ -65,7 +65,7 @@ class MemoryBook:
 
 class Grouping:
     def __init__(self, trace):
-        self.trace = trace
+        self.trace = trace  # the TraceBuilder: its record tables
         self.window = trace.window
         self.iteration = 0
         self.pending = False
@@ -117,7 +117,7 @@ class Grouping:
                 for other in opened[1:]:
                     self._merge(graph, other)
         else:
-            start = (rec.location, rec.module, self.trace._lasti)
+            start = (rec.location, rec.module, self.trace.lasti)
             if self.pending or start in self._starts:
                 self.begin_iteration()
             self._starts.add(start)
@@ -161,7 +161,7 @@ class Grouping:
     def adopt_into(self, graph, rec, merge=False):
         """Nodes first seen as inputs (a leaf's AccumulateGrad, nodes built before the trace) join ``graph``;
         with ``merge`` (a snapshot), graphs met on the way are merged into it."""
-        nodes = self.trace._nodes
+        nodes = self.trace.nodes
         pending = [rec]
         while pending:
             r = pending.pop()
@@ -180,7 +180,7 @@ class Grouping:
 
     def _merge(self, graph, other):
         other.parent = graph
-        nodes = self.trace._nodes
+        nodes = self.trace.nodes
         for nid in other.nodes:
             rec = nodes.get(nid)
             if rec is not None and rec.graph is other:
@@ -227,7 +227,7 @@ class Grouping:
             self.begin_iteration()
 
     def backward_done(self, backward):
-        nodes = self.trace._nodes
+        nodes = self.trace.nodes
         graphs = {}
         for nid in backward["visited"]:
             rec = nodes.get(nid)
@@ -259,7 +259,7 @@ class Grouping:
 
     def point(self, iteration):
         return {"iteration": iteration, "retained_bytes": self.memory.now, "graphs_alive": self.graphs_alive,
-                "nodes_alive": len(self.trace._live_nodes)}
+                "nodes_alive": len(self.trace.live_nodes)}
 
     def _add_point(self, point):
         self.series.append(point)
@@ -273,8 +273,8 @@ class Grouping:
         inputs (by position in the graph; a leaf's accumulator by its leaf's id, shape and name). Graphs with
         equal trails are the same graph up to renumbering, so they have equal structure keys: a training loop
         repeating one graph pays for this single pass instead of the canonical walk."""
-        nodes = self.trace._nodes
-        variables = self.trace._vars
+        nodes = self.trace.nodes
+        variables = self.trace.variables
         accumulators = graph.accumulators
         position = {}
         parts = []
@@ -313,7 +313,7 @@ class Grouping:
         op, output shape, innermost module path and inputs: the walk number of an input node, or for a leaf's
         AccumulateGrad (which consecutive graphs may share, so it has no walk number of its own) the order in
         which the walk first met that leaf, its shape and its parameter name."""
-        nodes = self.trace._nodes
+        nodes = self.trace.nodes
         accumulators = graph.accumulators
         records = {}
         consumed = set()
@@ -349,7 +349,7 @@ class Grouping:
         return self._describe(order, nodes)
 
     def _describe(self, order, nodes):
-        variables = self.trace._vars
+        variables = self.trace.variables
         leaves = {}
         parts = []
         for nid in order:  # dicts keep insertion order: the walk's order
@@ -426,7 +426,7 @@ class Grouping:
             if s is not None and (g.id == s.first_graph or g.id == s.last_graph):
                 continue
             self._drop_graph(g)
-        variables = trace._vars
+        variables = trace.variables
         gone = 0
         for rec in self._iter_vars.pop(iteration, ()):
             if rec.pinned or rec.is_parameter or rec.graph is not None:
@@ -450,8 +450,8 @@ class Grouping:
         dropped["iterations"] += 1
 
     def _drop_graph(self, graph):
-        nodes = self.trace._nodes
-        variables = self.trace._vars
+        nodes = self.trace.nodes
+        variables = self.trace.variables
         dropped_nodes = dropped_vars = 0
         for nid in graph.nodes:
             rec = nodes.get(nid)
@@ -484,7 +484,7 @@ class Grouping:
     def pin_event(self, event):
         if self._pin_allowed(event["kind"], event["location"]):
             self.pinned_events.add(event["id"])
-            var = self.trace._vars.get(event.get("variable"))
+            var = self.trace.variables.get(event.get("variable"))
             if var is not None:
                 var.pinned = True
                 if var.graph is not None:
@@ -494,7 +494,7 @@ class Grouping:
         if self._pin_allowed("backward", backward["location"]):
             self.pinned_backwards.add(backward["id"])
             for nid in backward["root_nodes"]:
-                self.pin_node(self.trace._nodes.get(nid))
+                self.pin_node(self.trace.nodes.get(nid))
 
     def pin_node(self, rec):
         if rec is not None and rec.graph is not None:

@@ -7,9 +7,9 @@ names. Locations and module stacks are unknown for a graph built without a trace
 """
 
 from ..autograd.variable import Variable
-from .document import build_document
+from .adapters.gradviz_engine import GradvizAdapter
+from .builder import TraceBuilder
 from .frames import _locals, user_frame
-from .recorder import Trace
 
 
 def _flatten(items):
@@ -22,32 +22,19 @@ def _flatten(items):
 
 def snapshot(*variables):
     """The trace document (a dict, see docs/trace-format.md) of the graph behind ``variables``."""
-    tr = Trace()
+    builder = TraceBuilder()
+    adapter = GradvizAdapter(builder)  # describes; never attached
     frame = user_frame(2)
     if frame is not None:
         for items in (_locals(frame), list(frame.f_globals.items())):
             for name, obj in items:
                 if not name.startswith("_") and callable(getattr(obj, "named_parameters", None)) and \
                         callable(getattr(obj, "named_modules", None)) and not isinstance(obj, type):
-                    tr._name_module_tree(obj, name)
-    groups = tr.groups
+                    adapter.name_module_tree(obj, name)
     for v in _flatten(variables):
         if not isinstance(v, Variable):
             raise TypeError(f"snapshot() takes Variables, got {type(v).__name__}")
-        rec = tr._var_record(v)
-        fn = v._grad_fn
-        if fn is None:
-            continue
-        node = tr._node_record(fn)
-        if rec.id not in node.outputs:
-            node.outputs = node.outputs + (rec.id,)
-        if node.dtype is None:
-            node.shape, node.dtype = rec.shape, rec.dtype
-        if node.graph is None:
-            graph = groups.new_graph()
-            groups.adopt_into(graph, node, merge=True)
-        rec.graph = node.graph
-    tr._name_from_frame(frame)
-    tr.stopped = True
-    groups.freeze()
-    return build_document(tr, with_diagnostics=False)
+        adapter.describe(v)
+    adapter.finish(frame)
+    builder.stop()
+    return builder.document(with_diagnostics=False)

@@ -1,0 +1,578 @@
+"""The adapter for gradviz's own engine: an ``Observer`` that turns engine callbacks into builder facts.
+
+This is the only tracing code that reads the engine's objects (``Variable._data``, ``_vc``, ``node._next``,
+``node._saved``, ``AccumulateGrad``, ``Module._forward_hooks``…). Keys are ``id(obj)``; each Variable and node
+it reports gets a weak reference (kept on its builder record as the record's ``handle``) whose callback
+reports the death, so the trace never keeps a graph alive.
+
+Per op: one cached frame walk (none inside gradviz's own modules: the user frame found when the outermost
+module was called is reused), one fact, and one BLAS dot product for the NaN/Inf check.
+"""
+
+import weakref
+from collections import OrderedDict
+from threading import get_ident
+
+import numpy as np
+
+from ..._version import __version__ as _gradviz_version
+from ...autograd import grad_mode
+from ...autograd.function import AccumulateGrad
+from ...autograd.observer import Observer, is_quiet
+from ...autograd.variable import Variable
+from ..builder import LEAF
+from ..frames import (
+    _CO_OPTIMIZED,
+    _internal,
+    _is_internal,
+    _locals,
+    location_at,
+    location_of,
+    name_in_frame,
+    names_in_frame,
+    user_frame,
+)
+from .modules import ModuleNames
+from .numpy_values import _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
+
+_is_grad_enabled = grad_mode.is_grad_enabled
+_INF = float("inf")
+_class_info = {}  # Function class -> (node name, class name, user-defined?)
+_own_modules = {}  # Module class -> whether gradviz defines it (its forward calls no user code)
+_CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
+
+
+class _Ref(weakref.ref):
+    """A weak reference that knows its object's key (made with weakref.ref's constructor, ``key`` set after)."""
+
+    __slots__ = ("key",)
+
+
+def _raise_location(tb):
+    """The innermost user frame of a traceback (where the user's code raised or called into gradviz)."""
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        flag = _internal.get(code)
+        if not (_is_internal(code) if flag is None else flag):
+            found = (code, tb.tb_lineno)
+        tb = tb.tb_next
+    return None if found is None else location_at(*found)
+
+
+def _info(node):
+    cls = type(node)
+    info = _class_info.get(cls)
+    if info is None:
+        info = _class_info[cls] = (node.name(), cls.__name__, not cls.__module__.startswith("gradviz."))
+    return info
+
+
+class GradvizAdapter(Observer):
+    """Watches gradviz's engine for a ``TraceBuilder``. ``attach``/``detach`` start and stop watching."""
+
+    name = "gradviz"
+
+    def __init__(self, builder):
+        self.builder = builder
+        builder.engine("gradviz", _gradviz_version, ("cpu",))
+        self.names = ModuleNames()
+        # (module, the user frame that called the outermost module when every module in the call stack is
+        # gradviz's own (else None), the thread), innermost last. Frames are held only while their call runs.
+        self._calls = []
+        self._global_names = {}  # id(globals dict) -> (its size, names bound to Variables) at the last full pass
+        self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
+        self._new_grad = None  # the _Ref of the .grad backward just made (on_accumulate says whose)
+        self._last_fn = None
+        self._var_gone = self._var_died  # bound once: the weak references' callbacks
+        self._node_gone = self._node_died
+
+    # ----- lifecycle --------------------------------------------------------------------------------------
+    def attach(self):
+        from ...autograd.observer import attach
+
+        attach(self)
+
+    def detach(self):
+        from ...autograd.observer import detach
+
+        detach(self)
+        self._calls = [(m, None, None) for m, _, _ in self._calls]
+
+    def finish(self, frame):
+        """The trace stops: name what the user's frame binds, and note what the live Variables are now."""
+        self._name_from_frame(frame)
+        self.refresh()
+
+    def refresh(self, requires_grad=True):
+        """Tell the builder what live Variables are now: user-given names and (unless told not to: after the
+        trace stopped, what they were at the stop stands) whether they require grad."""
+        state = self.builder.variable_state
+        for key, rec in list(self.builder.live_variables.items()):
+            ref = rec.handle
+            obj = ref() if ref is not None else None
+            if obj is None:
+                continue
+            state(key, name=obj._name, requires_grad=obj._requires_grad if requires_grad else None)
+
+    def raised(self, exc, tb):
+        self.builder.raised(type(exc).__name__, str(exc).split("\n")[0], _raise_location(tb))
+
+    def _var_died(self, ref):
+        rec = self.builder.live_variables.get(ref.key)
+        if rec is not None and rec.handle is ref:
+            self.builder.variable_died(ref.key)
+
+    def _node_died(self, ref):
+        rec = self.builder.live_nodes.get(ref.key)
+        if rec is not None and rec.handle is ref:
+            self.builder.node_died(ref.key)
+
+    # ----- records ----------------------------------------------------------------------------------------
+    def _new_var(self, var, origin, location, node=None, module=None):
+        key = id(var)
+        ref = _Ref(var, self._var_gone)
+        ref.key = key
+        data = var._data
+        dtype = data.dtype
+        name = var._name
+        is_param = False
+        if name is None and self.names.has_parameters:
+            name = self.names.parameter_path(var)
+            is_param = name is not None
+        return self.builder.variable(
+            key, origin, data.shape, _dtype_names.get(dtype) or dtype_name(dtype), data.nbytes, var._requires_grad,
+            location, node=node, name=name, volatile=var._volatile, grad_mode=_is_grad_enabled(),
+            is_parameter=is_param, module=module, handle=ref)
+
+    def key_for_variable(self, obj):
+        """``var_key`` for a Variable, None for anything else."""
+        return self.var_key(obj) if isinstance(obj, Variable) else None
+
+    def key_for_node(self, obj):
+        """``node_key`` for a graph node of this engine, None for anything else."""
+        return self.node_key(obj) if hasattr(obj, "next_functions") and hasattr(obj, "_next") else None
+
+    def var_key(self, var):
+        """The key of ``var``, reporting it first if it was never seen (made before the trace started)."""
+        key = id(var)
+        if key not in self.builder.live_variables:
+            fn = var._grad_fn
+            origin = "parameter" if type(var).__name__ == "Parameter" else "external"
+            self._new_var(var, origin, None, None if fn is None else self.node_key(fn), ())
+        return key
+
+    def node_key(self, node):
+        """The key of graph node ``node``, reporting it (and what it reaches that is unknown) first if needed."""
+        key = id(node)
+        if key not in self.builder.live_nodes:
+            self._adopt(node)
+        return key
+
+    def _edges(self, node):
+        edges = []
+        live = self.builder.live_nodes
+        for edge in node._next:  # next_functions, without building the tuple
+            if edge is None:
+                continue
+            child, nr = edge
+            if child is None:
+                edges.append(None)
+            elif type(child) is AccumulateGrad:
+                edges.append((self.var_key(child.variable), LEAF))
+            else:
+                key = id(child)
+                if key not in live:
+                    self._adopt(child)
+                edges.append((key, nr))
+        return edges
+
+    def _adopt(self, node):
+        """A node first seen as someone's input: a CopySlices, or a node built before the trace started
+        (``external``, no location); its own unknown inputs are reported too, without recursion, oldest first."""
+        builder = self.builder
+        pending = [node]
+        order = []
+        seen = {id(node)}
+        while pending:
+            n = pending.pop()
+            order.append(n)
+            for child, _ in n.next_functions:
+                if child is not None and type(child) is not AccumulateGrad and id(child) not in builder.live_nodes \
+                        and id(child) not in seen:
+                    seen.add(id(child))
+                    pending.append(child)
+        order.sort(key=lambda n: getattr(n, "_seq", 0))
+        for n in order:
+            op, class_name, custom = _info(n)
+            ref = _Ref(n, self._node_gone)
+            ref.key = id(n)
+            if op == "CopySlices":  # the base's new value: the base's shape, known from the node itself
+                shape, dtype = n._in_meta[0]
+                builder.external_node(id(n), op, class_name, custom, shape=shape, dtype=dtype_name(dtype),
+                                      meta=getattr(n, "_meta", None), external=False, handle=ref)
+            else:
+                builder.external_node(id(n), op, class_name, custom, meta=getattr(n, "_meta", None), handle=ref)
+        for n in order:
+            shapes = [(m[0], dtype_name(m[1])) for m in getattr(n, "_in_meta", ()) if m is not None]
+            builder.node_inputs(id(n), self._edges(n), shapes)
+            builder.node_saved(id(n), self._saved(n), n._freed)
+
+    def _saved(self, node):
+        """``SavedFact``s for the node's saved tensors: each charged to the block of memory it lives in (a view
+        to the array owning its memory), a parameter's storage not at all."""
+        saved = node._saved
+        if not saved:
+            return ()
+        facts = []
+        live = self.builder.live_variables
+        for data, counter, version, v, kind, index in saved:
+            if data.__class__ is not np.ndarray:
+                if not hasattr(data, "nbytes"):
+                    continue  # a Python constant (an exponent, a divisor): not a tensor, nothing to version
+                charge = False
+            else:
+                charge = True
+            if v is None:
+                vkey = None
+            else:
+                vkey = id(v)
+                if vkey not in live:
+                    self.var_key(v)
+                base = v._base if v._base is not None else v
+                if base._grad_fn is None and base._requires_grad:
+                    charge = False  # a parameter's storage belongs to the model
+            block = block_bytes = None
+            if charge:
+                root = data
+                while root.base.__class__ is np.ndarray:
+                    root = root.base
+                block, block_bytes = id(root), root.nbytes
+            facts.append((vkey, kind, index, data.shape, data.nbytes, version,
+                          None if counter is None else id(counter), block, block_bytes, None))
+        return facts
+
+    # ----- forward ------------------------------------------------------------------------------------------
+    def on_function(self, node, inputs, outputs):
+        calls = self._calls
+        if calls:
+            entry = calls[-1]
+            frame = entry[1]
+            if frame is None or entry[2] != get_ident():
+                frame = user_frame(2)
+        else:
+            frame = user_frame(2)
+        if frame is None:
+            location = None
+            lasti = -1
+        else:
+            location = location_at(frame.f_code, frame.f_lineno)
+            lasti = frame.f_lasti  # tells apart two calls on one line
+        self._last_fn = type(node)
+        if not node.recorded:
+            self._unrecorded(node, inputs, outputs, location)
+            return
+        builder = self.builder
+        live = builder.live_variables
+        in_keys = []
+        for a in inputs:
+            if isinstance(a, Variable):
+                key = id(a)
+                if key not in live:
+                    self.var_key(a)
+                in_keys.append(key)
+        op, class_name, custom = _info(node)
+        edges = self._edges(node)
+        outs = []
+        gone = self._var_gone
+        bad = False
+        for out in outputs:
+            key = id(out)
+            ref = _Ref(out, gone)
+            ref.key = key
+            data = out._data
+            dtype = data.dtype
+            name = _dtype_names.get(dtype)
+            outs.append((key, data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
+                         out._requires_grad, out._grad_fn is not node, out._name, None, ref))
+            if not bad and dtype.kind in "fc" and nonfinite(data):
+                bad = True
+        ref = _Ref(node, self._node_gone)
+        ref.key = key = id(node)
+        builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
+                   location, meta=getattr(node, "_meta", None), nonfinite=bad, lasti=lasti, handle=ref)
+
+    def _unrecorded(self, node, inputs, outputs, location):
+        """An op that built no graph node. Its outputs matter to 'why is there no gradient' only when some
+        input required grad (no_grad, volatile, a non-differentiable op); anything else is plain data."""
+        if not any(isinstance(a, Variable) and a._requires_grad for a in inputs):
+            return
+        in_keys = [self.var_key(a) for a in inputs if isinstance(a, Variable)]
+        outs = []
+        for out in outputs:
+            ref = _Ref(out, self._var_gone)
+            ref.key = key = id(out)
+            data = out._data
+            outs.append((key, data.shape, dtype_name(data.dtype), data.nbytes, out._requires_grad, True, out._name,
+                         None, ref))
+        self.builder.unrecorded_op(node.name(), in_keys, outs, location, grad_mode=_is_grad_enabled(),
+                                   volatile=outputs[0]._volatile if outputs else False)
+
+    def on_variable(self, variable, origin):
+        if origin == "grad":  # backward made a leaf's .grad: a new Variable, no frame to walk, no name to find
+            b = self.builder.backward
+            self._new_grad = self._new_var(variable, "grad", b["location"] if b is not None else None).handle
+            return
+        rec = self.builder.live_variables.get(id(variable))
+        if rec is not None:
+            if origin == "parameter":
+                self.builder.variable_state(id(variable), is_parameter=True)
+            return
+        rec = self._new_var(variable, origin, location_of(user_frame(2)))
+        if origin == "new" and self._cut:
+            cut = self._cut.get(id(variable._data))
+            if cut is not None and cut[0]() is variable._data:
+                self.builder.wrapped(id(variable), cut[1])
+
+    def on_module_call(self, module, phase, inputs=None, output=None):
+        calls = self._calls
+        builder = self.builder
+        if phase == "enter":
+            if calls:
+                path = self.names.path(module, calls[-1][0], builder.module_stack[-1], user_frame)
+            else:
+                path = self.names.path(module, None, None, user_frame)
+            new = self.names.take_new_parameters() if self.names.new_parameters else None
+            if new:
+                self._report_parameters(new)
+            frame = None
+            cls = type(module)
+            own = _own_modules.get(cls)
+            if own is None:
+                own = _own_modules[cls] = cls.__module__.startswith("gradviz.")
+            if own and not module._forward_hooks and not module._forward_pre_hooks and \
+                    "forward" not in module.__dict__:
+                if not calls:
+                    frame = user_frame(2)
+                else:
+                    frame = calls[-1][1]
+            calls.append((module, frame, get_ident()))
+            builder.module_enter(id(module), path, cls.__name__)
+            return
+        if calls and calls[-1][0] is module:
+            calls.pop()
+        else:  # an exit we did not see enter (the trace started inside the call): unwind to it if it is there
+            for i in range(len(calls) - 1, -1, -1):
+                if calls[i][0] is module:
+                    del calls[i:]
+                    break
+        builder.module_exit(id(module))
+        if not calls:
+            self.names.tree = None
+
+    def _report_parameters(self, found):
+        live = self.builder.live_variables
+        names = {}
+        for key, (p, path) in found.items():
+            rec = live.get(key)
+            if rec is not None and rec.handle is not None and rec.handle() is p:
+                names[key] = path
+        if names:
+            self.builder.parameter_names(names)
+
+    def name_module_tree(self, module, name):
+        """Name a root module's tree (a snapshot names the modules bound in the caller's frame)."""
+        self.names.name_tree(module, name)
+        self._report_parameters(self.names.take_new_parameters())
+
+    # ----- in-place, detach, hooks, .grad ------------------------------------------------------------------
+    def on_inplace(self, variable, node, old_version, new_version):
+        location = location_of(user_frame(2))
+        vkey = self.var_key(variable)
+        last = self._last_fn
+        op = node.name() if node is not None else (last.name() if last is not None else None)
+        nkey = base_key = base_node = None
+        builder = self.builder
+        if node is not None:
+            nkey = self.node_key(node)
+            builder.node_saved(nkey, self._saved(node), node._freed)  # the in-place path re-points saved tensors
+            base = variable._base
+            if base is not None and base._grad_fn is not None and base._grad_fn.name() == "CopySlices":
+                base_node = self.node_key(base._grad_fn)
+                base_key = self.var_key(base)
+        builder.inplace(vkey, old_version, new_version, id(variable._vc), location, node=nkey, op=op,
+                        base=base_key, base_node=base_node)
+
+    def on_parameter_update(self, optimizer, parameter, old_version, new_version):
+        builder = self.builder
+        if not builder.saved_storage(id(parameter._vc)):  # no live node saved this storage: nothing to predict
+            return
+        owner = type(optimizer).__name__ if optimizer is not None else "optimizer"
+        builder.parameter_update(self.var_key(parameter), old_version, new_version, id(parameter._vc),
+                                 location_of(user_frame(2)), owner)
+
+    def on_detach(self, source, result, how):
+        if is_quiet():
+            return
+        location = location_of(user_frame(2))
+        skey = self.var_key(source)
+        rkey = None
+        if isinstance(result, Variable):
+            rkey = id(result)
+            if result is not source and rkey not in self.builder.live_variables:
+                self._new_var(result, how, location)
+            array = result._data
+        else:
+            array = result
+        vid = self.builder.cut(skey, how, location, rkey)
+        if hasattr(array, "__array_interface__"):
+            self._remember_cut(array, vid)
+
+    def _remember_cut(self, array, vid):
+        try:
+            ref = weakref.ref(array)
+        except TypeError:
+            return
+        self._cut[id(array)] = (ref, vid)
+        if len(self._cut) > _CUT_MEMORY:
+            self._cut.popitem(last=False)
+
+    def on_hook(self, variable, hook, event, grad=None, result=None):
+        if event != "call" and is_quiet():
+            return
+        location = location_of(user_frame(2))
+        key = self.var_key(variable) if variable is not None else None
+        code = getattr(hook, "__code__", None)
+        self.builder.hook(key, event, location, retain_grad=hook is None,
+                          hook_name=None if hook is None else getattr(hook, "__qualname__", type(hook).__name__),
+                          hook_location=None if code is None else {"file": code.co_filename,
+                                                                   "line": code.co_firstlineno})
+
+    def on_grad_read(self, variable, grad):
+        if is_quiet():
+            return
+        frame = user_frame(2)
+        key = self.var_key(variable)
+        rec = self.builder.live_variables[key]
+        self.builder.grad_read(key, location_of(frame), was_none=grad is None, is_leaf=variable._grad_fn is None,
+                               retains_grad=variable.retains_grad, requires_grad=variable._requires_grad,
+                               name=name_in_frame(frame, variable) if rec.name is None else None)
+
+    def on_grad_write(self, variable, grad):
+        if is_quiet():
+            return
+        self.builder.grad_write(self.var_key(variable), location_of(user_frame(2)), is_none=grad is None)
+
+    def on_optimizer(self, optimizer, event):
+        location = location_of(user_frame(2))
+        groups = getattr(optimizer, "param_groups", None)
+        if groups is None:  # a module's zero_grad()
+            found = getattr(optimizer, "parameters", None)
+            groups = [{"params": found() if found is not None else ()}]
+        params = []
+        live = self.builder.live_variables
+        for group in groups:
+            for p in group.get("params", ()):
+                if isinstance(p, Variable):
+                    key = id(p)
+                    if key not in live:
+                        self.var_key(p)
+                    params.append(key)
+        self.builder.optimizer(event, location, type(optimizer).__name__, params)
+
+    # ----- backward -------------------------------------------------------------------------------------------
+    def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
+        frame = user_frame(2)
+        location = location_of(frame)
+        self._name_from_frame(frame, quick=True)
+        root_keys = [self.var_key(r) for r in roots]
+        root_nodes = [None if r._grad_fn is None else self.node_key(r._grad_fn) for r in roots]
+        self.builder.backward_begin(root_keys, root_nodes, location, retain_graph=retain_graph,
+                                    kind="backward" if inputs is None else "grad",
+                                    gradient_none=any(g is None for g in grad_roots))
+
+    def on_backward_step(self, node, grad_outputs, grad_inputs):
+        key = id(node)
+        if key not in self.builder.live_nodes:
+            self._adopt(node)
+        if len(grad_outputs) == 1:
+            g = grad_outputs[0]
+            norm = 0.0 if g is None else norm_one(g)
+        else:
+            norm = norm_of(grad_outputs)
+        self.builder.backward_step(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs))
+
+    def on_accumulate(self, variable, grad):
+        key = id(variable)
+        if key not in self.builder.live_variables:
+            self.var_key(variable)
+        made = self._new_grad
+        made_key = None
+        if made is not None:  # backward just made this leaf's .grad
+            self._new_grad = None
+            if made() is variable._grad:
+                made_key = made.key
+        norm = norm_one(grad)
+        self.builder.accumulate(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)),
+                                grad=made_key)
+
+    def on_buffers_freed(self, node):
+        self.builder.buffers_freed(id(node))
+
+    def on_backward_end(self, roots, error):
+        if self.builder.backward is None:
+            return
+        info = None
+        if error is not None:
+            info = {"type": type(error).__name__, "message": str(error).split("\n")[0]}
+            node = getattr(error, "node", None)
+            if node is not None:
+                info["node"] = self.node_key(node)
+            for attr in ("index", "expected", "current"):
+                if hasattr(error, attr):
+                    info[attr] = getattr(error, attr)
+            variable = getattr(error, "variable", None)
+            if isinstance(variable, Variable):
+                info["variable"] = self.var_key(variable)
+        self.builder.backward_end(info)
+
+    # ----- names ------------------------------------------------------------------------------------------------
+    def _name_from_frame(self, frame, quick=False):
+        """Give unnamed live Variables the name the user's frame binds them to (cheap: one pass over a dict).
+
+        ``quick`` (at every backward call): when the frame's globals have as many entries as at the last full
+        pass, only the names that held Variables then are looked at again — a loop rebinding ``loss`` is still
+        seen, without scanning the whole module every iteration; stopping the trace does a full pass."""
+        if frame is None:
+            return
+        if quick:
+            scope = frame.f_globals
+            known = self._global_names.get(id(scope))
+            if known is not None and known[0] == len(scope):
+                found = {}
+                for key in known[1]:
+                    value = scope.get(key)
+                    if isinstance(value, Variable):
+                        found.setdefault(id(value), key)
+                if frame.f_code.co_flags & _CO_OPTIMIZED:  # a function: its locals too
+                    for key, value in _locals(frame):
+                        if isinstance(value, Variable) and not key.startswith("__"):
+                            found.setdefault(id(value), key)
+                self.builder.name_variables(found)
+                return
+        found = names_in_frame(frame, Variable)
+        scope = frame.f_globals
+        self._global_names[id(scope)] = (len(scope), tuple(
+            key for key, value in scope.items() if isinstance(value, Variable) and not key.startswith("__")))
+        self.builder.name_variables(found)
+
+    def name_from_frame(self, frame):
+        self._name_from_frame(frame)
+
+    # ----- a graph that already exists ---------------------------------------------------------------------
+    def describe(self, variable):
+        """Report ``variable`` and the graph behind it, for a snapshot (no trace running)."""
+        key = self.var_key(variable)
+        fn = variable._grad_fn
+        if fn is not None:
+            self.builder.existing_output(key, self.node_key(fn))
