@@ -28,7 +28,7 @@ VARIABLE = {
     "requires_grad_final": "?bool", "is_leaf": "bool", "is_parameter": "bool", "origin": "str", "node": "?int",
     "accumulator": "?int",
     "source": "?int", "volatile": "bool", "grad_mode": "bool", "module": ["str"], "location": "?loc",
-    "graph": "?int", "op?": "?str", "inputs?": "?[int]", "iteration?": "int",
+    "graph": "?int", "op?": "?str", "inputs?": "?[int]", "iteration?": "int", "device?": "?str",
 }
 NODE = {
     "id": "int", "op": "str", "custom": "bool", "class_name": "str", "inputs": [("?int", "int")],
@@ -68,13 +68,14 @@ DIAGNOSTIC = {
 POINT = {"iteration": "int", "retained_bytes": "int", "graphs_alive": "int"}
 MEMORY = {"peak_retained_bytes": "int", "final_retained_bytes": "int", "series": [POINT], "graphs": ["obj"]}
 STATUS = {"completed": "bool", "exception": "?obj"}
+ENGINE = {"name": "str", "version": "?str", "devices": ["str"], "engines?": ["obj"]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
     "variables": [VARIABLE], "nodes": [NODE], "graphs": [GRAPH], "structures": [STRUCTURE],
     "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
-    "internal_errors?": ["obj"],
+    "internal_errors?": ["obj"], "engine?": ENGINE,
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.

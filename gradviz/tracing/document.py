@@ -42,7 +42,8 @@ def variable_dict(rec):
             "origin": rec.origin, "node": rec.node, "accumulator": rec.accumulator, "source": rec.source,
             "volatile": rec.volatile, "grad_mode": rec.grad_mode, "module": list(rec.module),
             "location": _loc(rec.location), "graph": _graph_id(rec.graph), "op": rec.op,
-            "inputs": None if rec.inputs is None else list(rec.inputs), "iteration": rec.iteration}
+            "inputs": None if rec.inputs is None else list(rec.inputs), "iteration": rec.iteration,
+            **({} if rec.device is None else {"device": rec.device})}
 
 
 def node_dict(rec):
