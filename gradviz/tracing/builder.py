@@ -50,12 +50,8 @@ OutputFact.__doc__ = ("One output of an op: ``is_leaf`` is False when the op's n
                       "its record for the adapter.")
 
 
-def _new_var_record():
-    return VarRecord.__new__(VarRecord)
-
-
-def _new_node_record():
-    return NodeRecord.__new__(NodeRecord)
+_new_var = VarRecord.__new__  # _new_var(VarRecord): a record with no Python __init__ frame
+_new_node = NodeRecord.__new__
 
 
 class TraceBuilder:
@@ -111,7 +107,7 @@ class TraceBuilder:
         self.engine(name, devices=(device,))
 
     # ----- variables -------------------------------------------------------------------------------------------
-    def variable(self, key, origin, shape, dtype, nbytes, requires_grad, location, *, node=None, name=None,
+    def variable(self, key, origin, shape, dtype, nbytes, requires_grad, location, node=None, name=None,
                  volatile=False, grad_mode=True, is_parameter=False, module=None, device=None, handle=None):
         """A variable not made by a recorded op, or seen for the first time: ``origin`` is ``"new"``,
         ``"factory"``, ``"data"``, ``"detach"``, ``"numpy"``, ``"parameter"``, ``"grad"`` (backward made a leaf's
@@ -120,7 +116,7 @@ class TraceBuilder:
         under (None: the current one; ``()`` for variables made before the trace); ``name`` a name the user
         gave it or its parameter path (then pass ``is_parameter``); ``handle`` anything the adapter wants kept
         on the record (never looked at here). Returns the record."""
-        rec = _new_var_record()
+        rec = _new_var(VarRecord)
         rec.id = vid = next(self._var_ids)
         rec.key = key
         rec.shape = shape
@@ -149,10 +145,13 @@ class TraceBuilder:
         groups.iter_vars.append(rec)
         return rec
 
-    def variable_died(self, key):
-        """The variable behind ``key`` was freed (the key may be reused from now on)."""
-        rec = self.live_variables.pop(key, None)
-        if rec is not None:
+    def variable_died(self, key, handle=None):
+        """The variable behind ``key`` was freed (the key may be reused from now on). With ``handle``: only if
+        that is still the live record's handle (a late notice about an older object with the same key)."""
+        live = self.live_variables
+        rec = live.get(key)
+        if rec is not None and (handle is None or rec.handle is handle):
+            del live[key]
             rec.alive = False
             acc = rec.accumulator
             if acc is not None:  # a leaf's accumulator lives as long as its leaf
@@ -196,7 +195,7 @@ class TraceBuilder:
                 rec.is_parameter = True
 
     # ----- nodes --------------------------------------------------------------------------------------------
-    def op(self, key, op, class_name, custom, edges, input_variables, outputs, saved, location, *, meta=None,
+    def op(self, key, op, class_name, custom, edges, input_variables, outputs, saved, location, meta=None,
            nonfinite=False, lasti=-1, handle=None):
         """An op ran forward and built graph node ``key``: ``op`` is the engine's name for the node
         (``MulBackward0``), ``class_name`` the op's class, ``custom`` whether user code defined it; ``edges`` its
@@ -208,7 +207,7 @@ class TraceBuilder:
         self.lasti = lasti
         live = self.live_variables
         in_ids = tuple([live[k].id for k in input_variables])
-        rec = _new_node_record()
+        rec = _new_node(NodeRecord)
         rec.id = nid = next(self._node_ids)
         rec.key = key
         rec.op = op
@@ -221,9 +220,28 @@ class TraceBuilder:
         rec.external = rec.freed = False
         rec.alive = True
         rec.handle = handle
-        self.live_nodes[key] = rec
-        self.nodes[nid] = rec
-        children = self._link(rec, edges)
+        live_nodes = self.live_nodes
+        nodes = self.nodes
+        live_nodes[key] = rec
+        nodes[nid] = rec
+        children = []  # _link, inline
+        links = []
+        for edge in edges:
+            if edge is None:
+                links.append(_NO_EDGE)
+                continue
+            ckey, nr = edge
+            if nr is LEAF:
+                acc = live[ckey].accumulator  # _accumulator's fast path: the leaf's live accumulator
+                crec = nodes.get(acc) if acc is not None else None
+                if crec is None or not crec.alive:
+                    crec = self._accumulator(ckey)
+                links.append((crec.id, 0))
+            else:
+                crec = live_nodes[ckey]
+                links.append((crec.id, nr))
+            children.append(crec)
+        rec.inputs = tuple(links)
         rec.input_variables = in_ids
         groups = self.groups
         graph = groups.place(rec, children)
@@ -233,7 +251,7 @@ class TraceBuilder:
         new_id = self._var_ids
         all_vars = self.variables
         for okey, shape, dtype, nbytes, requires_grad, is_leaf, name, device, ohandle in outputs:
-            orec = _new_var_record()  # variable(), unrolled: an op's outputs are the most common records by far
+            orec = _new_var(VarRecord)  # variable(), unrolled: an op's outputs are the most common records by far
             orec.id = vid = next(new_id)
             orec.key = okey
             orec.shape = shape
@@ -290,7 +308,7 @@ class TraceBuilder:
         an engine-made node no op reported (gradviz's ``CopySlices``, ``external=False``, with the shape and
         dtype it produces). Report its inputs with ``node_inputs`` and its saved tensors with ``node_saved``
         after every node it points at is known. Returns the record."""
-        rec = _new_node_record()
+        rec = _new_node(NodeRecord)
         rec.id = nid = next(self._node_ids)
         rec.key = key
         rec.op, rec.class_name, rec.custom = op, class_name, custom
@@ -327,11 +345,14 @@ class TraceBuilder:
         rec = self.live_nodes[key]
         self._saved(rec, saved, freed)
 
-    def node_died(self, key):
-        """The node behind ``key`` was freed: its saved memory is released, its graph may be gone."""
-        rec = self.live_nodes.pop(key, None)
-        if rec is None:
+    def node_died(self, key, handle=None):
+        """The node behind ``key`` was freed: its saved memory is released, its graph may be gone. ``handle``
+        as for ``variable_died``."""
+        live = self.live_nodes
+        rec = live.get(key)
+        if rec is None or (handle is not None and rec.handle is not handle):
             return
+        del live[key]
         rec.alive = False
         if rec.owners:
             self._release(rec)
@@ -379,7 +400,7 @@ class TraceBuilder:
             rec = self.nodes.get(acc)
             if rec is not None and rec.alive:
                 return rec
-        rec = _new_node_record()
+        rec = _new_node(NodeRecord)
         rec.id = nid = next(self._node_ids)
         rec.key = None
         rec.op, rec.class_name, rec.custom = _ACCUMULATE_INFO

@@ -119,14 +119,10 @@ class GradvizAdapter(Observer):
         self.builder.raised(type(exc).__name__, str(exc).split("\n")[0], _raise_location(tb))
 
     def _var_died(self, ref):
-        rec = self.builder.live_variables.get(ref.key)
-        if rec is not None and rec.handle is ref:
-            self.builder.variable_died(ref.key)
+        self.builder.variable_died(ref.key, ref)
 
     def _node_died(self, ref):
-        rec = self.builder.live_nodes.get(ref.key)
-        if rec is not None and rec.handle is ref:
-            self.builder.node_died(ref.key)
+        self.builder.node_died(ref.key, ref)
 
     # ----- records ----------------------------------------------------------------------------------------
     def _new_var(self, var, origin, location, node=None, module=None):
@@ -137,13 +133,12 @@ class GradvizAdapter(Observer):
         dtype = data.dtype
         name = var._name
         is_param = False
-        if name is None and self.names.has_parameters:
+        if name is None and origin != "grad" and self.names.param_names:
             name = self.names.parameter_path(var)
             is_param = name is not None
         return self.builder.variable(
             key, origin, data.shape, _dtype_names.get(dtype) or dtype_name(dtype), data.nbytes, var._requires_grad,
-            location, node=node, name=name, volatile=var._volatile, grad_mode=_is_grad_enabled(),
-            is_parameter=is_param, module=module, handle=ref)
+            location, node, name, var._volatile, _is_grad_enabled(), is_param, module, None, ref)
 
     def key_for_variable(self, obj):
         """``var_key`` for a Variable, None for anything else."""
@@ -281,8 +276,27 @@ class GradvizAdapter(Observer):
                 if key not in live:
                     self.var_key(a)
                 in_keys.append(key)
-        op, class_name, custom = _info(node)
-        edges = self._edges(node)
+        info = _class_info.get(type(node))
+        op, class_name, custom = info if info is not None else _info(node)
+        edges = []  # _edges, inline
+        live_nodes = builder.live_nodes
+        for edge in node._next:  # next_functions, without building the tuple
+            if edge is None:
+                continue
+            child, nr = edge
+            if child is None:
+                edges.append(None)
+            elif type(child) is AccumulateGrad:
+                leaf = child.variable
+                key = id(leaf)
+                if key not in live:
+                    self.var_key(leaf)
+                edges.append((key, LEAF))
+            else:
+                key = id(child)
+                if key not in live_nodes:
+                    self._adopt(child)
+                edges.append((key, nr))
         outs = []
         gone = self._var_gone
         bad = False
@@ -300,7 +314,7 @@ class GradvizAdapter(Observer):
         ref = _Ref(node, self._node_gone)
         ref.key = key = id(node)
         builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
-                   location, meta=getattr(node, "_meta", None), nonfinite=bad, lasti=lasti, handle=ref)
+                   location, getattr(node, "_meta", None), bad, lasti, ref)
 
     def _unrecorded(self, node, inputs, outputs, location):
         """An op that built no graph node. Its outputs matter to 'why is there no gradient' only when some

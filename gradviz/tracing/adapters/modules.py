@@ -67,20 +67,16 @@ class ModuleNames:
     def __init__(self):
         self._trees = {}  # id(root module) -> _ModuleTree
         self._module_names = {}  # id(module) -> _ModuleName: the first path each module was given
-        self._param_names = {}  # id(parameter) -> (weakref, path)
+        self.param_names = {}  # id(parameter) -> (weakref, path)
         self.tree = None  # the _ModuleTree of the root module being called
         self.new_parameters = {}
 
     def parameter_path(self, param):
         """The path of ``param`` if a module tree named it, else None."""
-        entry = self._param_names.get(id(param))
+        entry = self.param_names.get(id(param))
         if entry is not None and entry[0]() is param:
             return entry[1]
         return None
-
-    @property
-    def has_parameters(self):
-        return bool(self._param_names)
 
     def path(self, module, parent, parent_path, find_frame):
         """The module's dotted path. ``parent``/``parent_path``: the module whose call this one runs in and its
@@ -150,9 +146,9 @@ class ModuleNames:
         named = getattr(module, "named_parameters", None)
         for pname, p in (named() if named is not None else ()):
             path = f"{name}.{pname}"
-            if id(p) in self._param_names and self._param_names[id(p)][0]() is p:
+            if id(p) in self.param_names and self.param_names[id(p)][0]() is p:
                 continue
-            self._param_names[id(p)] = (weakref.ref(p), path)
+            self.param_names[id(p)] = (weakref.ref(p), path)
             self.new_parameters[id(p)] = (p, path)
 
     def take_new_parameters(self):
