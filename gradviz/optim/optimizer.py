@@ -15,6 +15,7 @@ from ..errors import UnsupportedError
 from ..nn.module import _clear_grad, torch_typename
 
 _observers = observer._observers
+_quiet = observer._quiet
 
 
 class _RequiredParameter:
@@ -185,7 +186,7 @@ def bump_version(param):
     param._vc.value = old + 1
     obs = _observers.get()
     if obs:
-        owner = observer.quiet_owner()
+        owner = _quiet.get()  # observer.quiet_owner(), without the call: once per parameter per step
         optimizer = owner if isinstance(owner, Optimizer) else None
         for o in obs:
             o.on_parameter_update(optimizer, param, old, old + 1)

@@ -58,7 +58,8 @@ class TraceBuilder:
     """Everything the tracer knows, built from facts. See the module docstring for the conventions.
 
     Adapters may read (never write) ``live_variables`` and ``live_nodes`` (key -> record, while the object
-    lives; a record's ``id`` is its document id) to avoid a method call on their hot paths.
+    lives; a record's ``id`` is its document id) and ``saved_counters`` (the version-counter keys some live,
+    unfreed node saved) to avoid a method call on their hot paths.
     """
 
     def __init__(self, window=3):
@@ -82,7 +83,8 @@ class TraceBuilder:
         self.module_stack = ()  # module call stack: paths, outermost first
         self._module_keys = []  # (module key, the stack before it was entered), innermost last
         self.modules = {}  # path -> class name, for every module call seen
-        self._savers = {}  # version-counter key -> {node id: NodeRecord} of live nodes that saved that storage
+        # version-counter key -> {node id: NodeRecord} of the live, unfreed nodes that saved that storage
+        self.saved_counters = {}
         self._last_grad_read = None
         self.lasti = -1  # the instruction of the last op's call (tells two graphs started on one line apart)
         self.first_nonfinite = None
@@ -159,6 +161,11 @@ class TraceBuilder:
                 if acc_rec is not None:
                     acc_rec.alive = False
 
+    def variable_handle_died(self, handle):
+        """``variable_died(handle.key, handle)``: for adapters whose handles know their key (a weak reference's
+        callback can then be this method itself)."""
+        self.variable_died(handle.key, handle)
+
     def variable_state(self, key, name=None, requires_grad=None, is_parameter=None):
         """What the engine says now about a live variable: the name the user gave it (``x.name = ...``),
         whether it requires grad (the document's ``requires_grad_final`` for variables alive at the end), and
@@ -206,7 +213,10 @@ class TraceBuilder:
         the node's record."""
         self.lasti = lasti
         live = self.live_variables
-        in_ids = tuple([live[k].id for k in input_variables])
+        in_ids = []
+        for k in input_variables:  # a loop, not a comprehension: no extra frame per op
+            in_ids.append(live[k].id)
+        in_ids = tuple(in_ids)
         rec = _new_node(NodeRecord)
         rec.id = nid = next(self._node_ids)
         rec.key = key
@@ -285,7 +295,7 @@ class TraceBuilder:
         if saved:
             self._saved(rec, saved, False)
         else:
-            rec.saved = rec.versions = ()
+            rec.saved = ()
         if nonfinite:
             self._nonfinite(rec, "forward")
         return rec
@@ -315,7 +325,7 @@ class TraceBuilder:
         rec.location = None
         rec.module = ()
         rec.iteration = self.groups.iteration
-        rec.inputs = rec.input_variables = rec.outputs = rec.saved = rec.versions = ()
+        rec.inputs = rec.input_variables = rec.outputs = rec.saved = ()
         rec.shape = shape
         rec.dtype = dtype
         rec.variable = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = None
@@ -366,6 +376,10 @@ class TraceBuilder:
             if graph.alive == 0:
                 self.groups.graphs_alive -= 1
 
+    def node_handle_died(self, handle):
+        """``node_died(handle.key, handle)`` (see ``variable_handle_died``)."""
+        self.node_died(handle.key, handle)
+
     def has_node(self, key):
         return key in self.live_nodes
 
@@ -405,7 +419,7 @@ class TraceBuilder:
         rec.key = None
         rec.op, rec.class_name, rec.custom = _ACCUMULATE_INFO
         rec.location = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.meta = None
-        rec.module = rec.inputs = rec.input_variables = rec.outputs = rec.saved = rec.versions = ()
+        rec.module = rec.inputs = rec.input_variables = rec.outputs = rec.saved = ()
         rec.iteration = self.groups.iteration
         rec.external = rec.freed = False
         rec.alive = True
@@ -425,32 +439,29 @@ class TraceBuilder:
         if rec.counters:
             self._forget_savers(rec)
         if not saved:
-            rec.saved = rec.versions = ()
+            rec.saved = ()
             rec.freed = freed
             return
         items = []
         owners = {}
         live = self.live_variables
-        savers = self._savers
-        counters = None
-        versions = []
+        savers = self.saved_counters
+        counters = None  # (version-counter key, version at save) per saved tensor that has a counter
         for vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _ in saved:
             items.append((None if vkey is None else live[vkey].id, kind, index, shape, nbytes, version))
             if block is not None:
                 owners[block] = block_bytes
             if counter is not None:
-                versions.append((counter, version))
                 if counters is None:
-                    counters = [counter]
+                    counters = [(counter, version)]
                 else:
-                    counters.append(counter)
+                    counters.append((counter, version))
                 entry = savers.get(counter)
                 if entry is None:
                     savers[counter] = {rec.id: rec}
                 else:
                     entry[rec.id] = rec
         rec.saved = tuple(items)
-        rec.versions = versions
         rec.freed = freed
         if owners and not freed:
             owners = rec.owners = tuple(owners.items())
@@ -471,8 +482,8 @@ class TraceBuilder:
         counters = rec.counters
         if counters:
             rec.counters = None
-            savers = self._savers
-            for c in counters:
+            savers = self.saved_counters
+            for c, _ in counters:
                 entry = savers.get(c)
                 if entry is not None:
                     entry.pop(rec.id, None)
@@ -557,18 +568,18 @@ class TraceBuilder:
     def saved_storage(self, counter):
         """Whether a live node saved a tensor whose version counter is ``counter`` (an adapter can skip
         reporting a parameter update nobody could be hurt by)."""
-        return bool(self._savers.get(counter))
+        return counter in self.saved_counters
 
     def _stale_savers(self, counter, new_version):
         """Live, unfreed nodes that saved this storage at an older version: backward through them will fail."""
-        savers = self._savers.get(counter)
+        savers = self.saved_counters.get(counter)
         if not savers:
             return []
         found = []
         for rec in list(savers.values()):
             if not rec.alive or rec.freed:
                 continue
-            if any(c == counter and v < new_version for c, v in rec.versions):
+            if any(c == counter and v < new_version for c, v in rec.counters or ()):
                 found.append(rec.id)
         return found
 
@@ -728,9 +739,9 @@ class TraceBuilder:
         counters = rec.counters
         if counters:  # _forget_savers, inline
             rec.counters = None
-            savers = self._savers
+            savers = self.saved_counters
             rid = rec.id
-            for c in counters:
+            for c, _ in counters:
                 entry = savers.get(c)
                 if entry is not None:
                     entry.pop(rid, None)

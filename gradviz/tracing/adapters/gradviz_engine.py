@@ -84,8 +84,8 @@ class GradvizAdapter(Observer):
         self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
         self._new_grad = None  # the _Ref of the .grad backward just made (on_accumulate says whose)
         self._last_fn = None
-        self._var_gone = self._var_died  # bound once: the weak references' callbacks
-        self._node_gone = self._node_died
+        self._var_gone = builder.variable_handle_died  # the weak references' callbacks, bound once
+        self._node_gone = builder.node_handle_died
 
     # ----- lifecycle --------------------------------------------------------------------------------------
     def attach(self):
@@ -117,12 +117,6 @@ class GradvizAdapter(Observer):
 
     def raised(self, exc, tb):
         self.builder.raised(type(exc).__name__, str(exc).split("\n")[0], _raise_location(tb))
-
-    def _var_died(self, ref):
-        self.builder.variable_died(ref.key, ref)
-
-    def _node_died(self, ref):
-        self.builder.node_died(ref.key, ref)
 
     # ----- records ----------------------------------------------------------------------------------------
     def _new_var(self, var, origin, location, node=None, module=None):
@@ -419,7 +413,7 @@ class GradvizAdapter(Observer):
 
     def on_parameter_update(self, optimizer, parameter, old_version, new_version):
         builder = self.builder
-        if not builder.saved_storage(id(parameter._vc)):  # no live node saved this storage: nothing to predict
+        if id(parameter._vc) not in builder.saved_counters:  # no live node saved this storage: nothing to predict
             return
         owner = type(optimizer).__name__ if optimizer is not None else "optimizer"
         builder.parameter_update(self.var_key(parameter), old_version, new_version, id(parameter._vc),
