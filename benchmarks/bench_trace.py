@@ -1,6 +1,6 @@
 """Cost of tracing: the MLP training step untraced, traced, and traced with every diagnostic computed.
 
-    python benchmarks/bench_trace.py [--quick] [--steps K] [--threads N]
+    python benchmarks/bench_trace.py [--quick] [--steps K] [--threads N] [--cpu]
 
 Each timed sample is a loop of K training steps (gradviz.nn + gradviz.optim, as a user writes it): untraced;
 inside ``with gradviz.trace():``; and inside the trace followed by ``tr.diagnostics`` (every rule run over the
@@ -11,6 +11,7 @@ matmuls. Targets (issue 7): the MLP step traced at most 1.25× untraced, the tin
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -102,6 +103,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run, not a measurement")
     parser.add_argument("--steps", type=int, default=20, help="training steps per traced loop (default 20)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads for numpy (default 1)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time the CPU this thread got (time.thread_time), not wall time: steadier on a loaded "
+                             "machine")
     args = parser.parse_args(argv)
     rounds = 4 if args.quick else 25
 
@@ -112,7 +116,8 @@ def main(argv=None):
         print(common.machine_info())
         print()
         fns, found = contenders(args.steps)
-        samples = common.run_rounds(fns, rounds=rounds, inner=1, warmup=2)
+        clock = time.thread_time if args.cpu else time.perf_counter
+        samples = common.run_rounds(fns, rounds=rounds, inner=1, warmup=2, clock=clock)
     base = common.median(samples["untraced"]) / args.steps
     tiny_base = common.median(samples["tiny untraced"]) / args.steps
     rows = []
@@ -123,7 +128,7 @@ def main(argv=None):
         rows.append([name, common.format_time(per_step), f"±{common.spread(s) * 50:.0f}%",
                      common.ratio_text(per_step, base)])
     title = (f"MLP training step (gradviz.nn + optim.SGD), loops of {args.steps} steps, {rounds} rounds: "
-             "median time per step, trace start/stop and diagnostics included")
+             f"median {'CPU ' if args.cpu else ''}time per step, trace start/stop and diagnostics included")
     print(common.table(title, rows, ["contender", "per step", "iqr/2", "vs untraced"]))
     rows = []
     for name in ("tiny untraced", "tiny trace"):

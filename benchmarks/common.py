@@ -14,11 +14,12 @@ import time
 from datetime import date
 
 
-def run_rounds(contenders, rounds, inner=1, warmup=3, setup=None, teardown=None):
+def run_rounds(contenders, rounds, inner=1, warmup=3, setup=None, teardown=None, clock=time.perf_counter):
     """Time each callable of ``contenders`` (name -> fn) and return name -> list of seconds per call.
 
     ``setup(name)``/``teardown(name)`` run around each contender's block of ``inner`` calls, untimed
-    (the trace benchmark starts and stops its tracer there).
+    (the trace benchmark starts and stops its tracer there). ``clock``: wall time by default;
+    ``time.thread_time`` counts only the CPU time this thread got, steadier on a machine shared with other work.
     """
     names = list(contenders)
     for name in names:  # warm caches, lazy imports, BLAS thread pools
@@ -29,7 +30,7 @@ def run_rounds(contenders, rounds, inner=1, warmup=3, setup=None, teardown=None)
         if teardown:
             teardown(name)
     samples = {name: [] for name in names}
-    perf = time.perf_counter
+    perf = clock
     for r in range(rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         gc.collect()  # garbage from one contender must not be collected on another's clock

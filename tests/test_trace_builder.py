@@ -269,3 +269,34 @@ def test_documents_without_an_engine_section_still_load(tmp_path):
     doc["engine"] = {"name": 3}
     with pytest.raises(gradviz.tracing.TraceFormatError, match=r"^engine\.name: expected a string$"):
         validate(doc)
+
+
+def test_unmeasured_norms_leave_no_entries_and_the_document_stays_valid():
+    """An adapter that cannot read a gradient without a host sync reports norm None."""
+    b = TraceBuilder()
+    _toy_graph(b)
+    b.backward_begin(["loss"], ["n2"], LOC_BACKWARD, retain_graph=None)
+    b.backward_step("n2", None)
+    b.backward_step("n1", None)
+    b.accumulate("w", None)
+    b.backward_end(None)
+    doc = b.document(with_diagnostics=True)
+    validate(doc)
+    (bw,) = doc["backwards"]
+    assert bw["grad_norms"] == {} and bw["leaf_grad_norms"] == {} and len(bw["visited"]) == 3
+
+
+def test_auto_engine_takes_registered_adapters_only_when_they_apply(monkeypatch):
+    from gradviz.tracing import adapters
+
+    monkeypatch.setattr(adapters, "_REGISTRY", dict(adapters._REGISTRY))
+    monkeypatch.setattr(adapters, "_AUTO", [])
+    present = []
+    adapters.register("torch", "no.such.module:Adapter", auto_when=lambda: bool(present))
+    assert adapters.engine_names("auto") == ["gradviz"]
+    present.append(True)
+    assert adapters.engine_names("auto") == ["gradviz", "torch"]
+    assert adapters.engine_names("torch") == ["torch"]
+    monkeypatch.setattr(adapters, "_REGISTRY", {"gradviz": adapters._REGISTRY["gradviz"]})
+    with pytest.raises(ValueError, match=r"^engine='torch' is not available in this version of gradviz$"):
+        gradviz.trace(engine="torch")

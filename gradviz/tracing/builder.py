@@ -697,9 +697,9 @@ class TraceBuilder:
             self._nonfinite(rec, "backward")
 
     def accumulate(self, variable, norm, nonfinite=False, grad=None):
-        """Backward added a gradient of L2 norm ``norm`` into the leaf ``variable``'s ``.grad``; ``grad`` is the
-        key of the ``.grad`` variable when backward just made it (reported with ``variable(...,
-        origin="grad")``)."""
+        """Backward added a gradient of L2 norm ``norm`` (None: not measured) into the leaf ``variable``'s
+        ``.grad``; ``grad`` is the key of the ``.grad`` variable when backward just made it (reported with
+        ``variable(..., origin="grad")``)."""
         b = self.backward
         rec = self.live_variables[variable]
         if grad is not None:
@@ -708,7 +708,8 @@ class TraceBuilder:
                 made.source = rec.id
         if b is None:
             return
-        b["leaf_grad_norms"][rec.id] = norm
+        if norm is not None:
+            b["leaf_grad_norms"][rec.id] = norm
         acc = rec.accumulator
         if acc is not None:
             if nonfinite:
@@ -716,7 +717,8 @@ class TraceBuilder:
                 if acc_rec is not None:
                     self._nonfinite(acc_rec, "backward")
             self._visited.append(acc)
-            self._grad_norms[acc] = norm
+            if norm is not None:
+                self._grad_norms[acc] = norm
 
     def buffers_freed(self, node):
         """Backward released node ``node``'s saved tensors (no ``retain_graph``)."""

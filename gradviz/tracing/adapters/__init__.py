@@ -10,23 +10,25 @@ a trace asks for them, so ``import gradviz`` imports no engine but its own.
 import importlib
 
 _REGISTRY = {"gradviz": "gradviz.tracing.adapters.gradviz_engine:GradvizAdapter"}
+_AUTO = []  # (name, when): engine="auto" also uses adapter ``name`` when ``when()`` is true
 ENGINES = ("auto", "gradviz", "torch")
 
 
-def register(name, target):
-    """Make ``engine=name`` use ``target``: an adapter class or ``"module.path:ClassName"`` (imported lazily)."""
+def register(name, target, auto_when=None):
+    """Make ``engine=name`` use ``target``: an adapter class or ``"module.path:ClassName"`` (imported lazily).
+    With ``auto_when`` (a function of no arguments), ``engine="auto"`` uses it too whenever that returns true
+    (the torch adapter: when ``torch`` is imported)."""
     _REGISTRY[name] = target
+    _AUTO[:] = [(n, w) for n, w in _AUTO if n != name]
+    if auto_when is not None:
+        _AUTO.append((name, auto_when))
 
 
 def engine_names(engine):
-    """The adapters an ``engine=`` choice means. ``"auto"`` is gradviz's engine (and, once its adapter is
-    registered and torch is imported, PyTorch's too)."""
+    """The adapters an ``engine=`` choice means: ``"auto"`` is gradviz's engine plus every adapter registered
+    with an ``auto_when`` that says yes now."""
     if engine == "auto":
-        names = ["gradviz"]
-        auto = _REGISTRY.get("auto-extra")
-        if callable(auto):
-            names += list(auto())
-        return names
+        return ["gradviz"] + [name for name, when in _AUTO if when()]
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(repr(e) for e in ENGINES)}, got {engine!r}")
     if engine not in _REGISTRY:
