@@ -7,7 +7,6 @@ from ..document.model import FORMAT, VERSION, TraceDocument, write_json  # noqa:
 from .records import json_float
 
 
-
 def _loc(location):
     return None if location is None else location.as_dict()
 
