@@ -27,3 +27,99 @@ def as_dtype(dtype):
     if dtype is bool:
         return bool_
     return np.dtype(dtype)
+
+
+# ----- PyTorch's type promotion (torch.result_type, torch.promote_types, torch.can_cast) -----------------------
+# The default float dtype lives in this one-element list so that set_default_dtype can change it in one place.
+_DEFAULT_FLOAT = [float32]
+
+
+def default_float():
+    """The dtype a Python float (and integer true division, float math on integers) becomes: float32 unless
+    changed."""
+    return _DEFAULT_FLOAT[0]
+
+
+def _category(dtype):
+    """0 bool, 1 integer, 2 floating, 3 complex: PyTorch promotes across categories, never down."""
+    kind = dtype.kind
+    return 0 if kind == "b" else 1 if kind in "iu" else 2 if kind == "f" else 3
+
+
+def promote_types(type1, type2):
+    """``torch.promote_types``: the smallest dtype both fit in, where a float wins over any integer as it is
+    (int64 with float32 is float32, where numpy says float64)."""
+    a, b = as_dtype(type1), as_dtype(type2)
+    if a == b:
+        return a
+    ca, cb = _category(a), _category(b)
+    if ca != cb and max(ca, cb) >= 2 and min(ca, cb) < 2:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+def _scalar_dtype(value):
+    """A Python (or numpy) scalar's dtype as a wrapped number: bool, int64, or the default float dtype."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    if isinstance(value, (float, np.floating)):
+        return default_float()
+    if isinstance(value, (complex, np.complexfloating)):
+        return np.dtype(np.complex64) if default_float() == float32 else np.dtype(np.complex128)
+    raise TypeError(f"result_type() received an invalid combination of arguments: {type(value).__name__} is "
+                    "neither a Tensor nor a Number")
+
+
+def _combine(higher, lower):
+    """PyTorch's combine_categories: the higher-priority dtype wins unless the lower one is of a higher
+    category, and then promotion happens (a float of lower priority keeps its own width)."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    ch, cl = _category(higher), _category(lower)
+    if ch >= 2 and ch >= cl:
+        return higher
+    if cl == 3 and ch == 2:
+        return np.dtype(np.complex64) if higher == float32 else np.dtype(np.complex128)
+    if ch == 0 or cl > ch:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands):
+    """``torch.result_type`` over any number of operands (Tensors, numpy arrays, Python or numpy scalars).
+
+    Three priorities: tensors with dimensions, then 0-dim tensors, then Python numbers. Within a priority
+    dtypes promote; a lower priority changes the result only when it is of a higher category (bool < integer
+    < floating < complex), and a Python float then brings the default float dtype, not float64."""
+    dim = zero = wrapped = None
+    for op in operands:
+        data = getattr(op, "_data", op)  # a Variable's array, without importing the autograd package
+        if isinstance(data, np.ndarray):
+            if data.ndim:
+                dim = data.dtype if dim is None or dim == data.dtype else promote_types(dim, data.dtype)
+            else:
+                zero = data.dtype if zero is None or zero == data.dtype else promote_types(zero, data.dtype)
+        else:
+            dt = _scalar_dtype(data)
+            wrapped = dt if wrapped is None or wrapped == dt else promote_types(wrapped, dt)
+    out = _combine(dim, _combine(zero, wrapped))
+    if out is None:
+        raise TypeError("result_type() needs at least one operand")
+    return out
+
+
+def binary_result_type(a, b):
+    """``result_type(a, b)`` with the common case (two arrays of one dtype) answered in two comparisons."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype:
+        return a.dtype
+    return result_type(a, b)
+
+
+def can_cast(from_, to):
+    """``torch.can_cast``: casting never goes down a category (float to int, int to bool); within one, any
+    width is allowed."""
+    return _category(as_dtype(from_)) <= _category(as_dtype(to))
