@@ -123,3 +123,39 @@ def can_cast(from_, to):
     """``torch.can_cast``: casting never goes down a category (float to int, int to bool); within one, any
     width is allowed."""
     return _category(as_dtype(from_)) <= _category(as_dtype(to))
+
+
+_ndarray = np.ndarray
+
+
+def promote_pair(a, b):
+    """Two op inputs (numpy arrays or Python numbers) in their ``result_type``, ready for a numpy ufunc.
+
+    A Python number is left as it is: numpy 2 gives it the array's dtype, which is then the result's. The
+    common cases (one dtype; a float tensor with a Python float; a number tensor with a Python int) return at
+    once: this runs on every binary op."""
+    ta, tb = type(a), type(b)
+    if ta is _ndarray:
+        if tb is _ndarray:
+            if a.dtype == b.dtype:
+                return a, b
+        elif (tb is float and a.dtype.kind == "f") or (tb is int and a.dtype.kind in "fiu"):
+            return a, b
+    elif tb is _ndarray and ((ta is float and b.dtype.kind == "f") or (ta is int and b.dtype.kind in "fiu")):
+        return a, b
+    dtype = result_type(a, b)
+    return cast_operand(a, dtype), cast_operand(b, dtype)
+
+
+def cast_operand(x, dtype):
+    """An op input in ``dtype``: arrays are cast; numpy scalars become Python numbers (numpy 2 would let a
+    np.float64 widen a float32 array, where PyTorch treats it as a Python float)."""
+    if isinstance(x, _ndarray):
+        return x if x.dtype == dtype else x.astype(dtype)
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def is_floating(dtype):
+    return dtype.kind in "fc"
