@@ -114,3 +114,90 @@ def test_promote_types_and_can_cast_match_torch(a, b):
     ta, tb = getattr(torch, a), getattr(torch, b)
     assert str(gv.promote_types(a, b)) == _torch_dtype_name(torch.promote_types(ta, tb))
     assert gv.can_cast(a, b) == torch.can_cast(ta, tb)
+
+
+# ----- every binary op follows the rules: dtype and value against torch, or both refuse ------------------------
+OPS = {
+    "add": lambda m, a, b: a + b, "sub": lambda m, a, b: a - b, "mul": lambda m, a, b: a * b,
+    "div": lambda m, a, b: a / b, "pow": lambda m, a, b: a ** b, "remainder": lambda m, a, b: a % b,
+    "floor_divide": lambda m, a, b: a // b, "eq": lambda m, a, b: a == b, "lt": lambda m, a, b: a < b,
+    "and": lambda m, a, b: a & b, "xor": lambda m, a, b: a ^ b,
+    "where": lambda m, a, b: m.where(m.tensor([[True, False, True], [False, True, False]]), a, b),
+    "fmod": lambda m, a, b: m.fmod(a, b) if m.is_tensor(a) else m.fmod(b, a),
+    "maximum": lambda m, a, b: m.maximum(a, b), "minimum": lambda m, a, b: m.minimum(a, b),
+    "atan2": lambda m, a, b: m.atan2(a, b), "clamp_min": lambda m, a, b: m.clamp(a, min=b),
+    "logical_and": lambda m, a, b: m.logical_and(a, b),
+}
+TENSOR_ONLY = {"maximum", "minimum", "atan2", "logical_and", "clamp_min"}  # torch takes no Python number there
+OP_PAIRS = [(op, a, b) for op in OPS for a, b in PAIRS
+            if not (op in TENSOR_ONLY and not (isinstance(a[1], np.ndarray) and isinstance(b[1], np.ndarray)))
+            and not (op == "clamp_min" and a[1].ndim == 0)]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("op, a, b", OP_PAIRS, ids=[f"{op}-{a[0]}-{b[0]}" for op, a, b in OP_PAIRS])
+def test_binary_op_dtype_and_value_match_torch(op, a, b):
+    torch = pytest.importorskip("torch")
+    ga, ta = _both(a[1])
+    gb, tb = _both(b[1])
+    try:
+        expected = OPS[op](torch, ta, tb)
+    except (RuntimeError, TypeError, NotImplementedError):
+        with pytest.raises((RuntimeError, TypeError, NotImplementedError)):
+            OPS[op](gv, ga, gb)
+        return
+    got = OPS[op](gv, ga, gb)
+    assert str(got.dtype) == _torch_dtype_name(expected.dtype)
+    assert got.shape == tuple(expected.shape)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+
+
+def test_float32_to_an_int64_tensor_power_feeds_linear():
+    # The report: gradviz gave float64 here, and nn.Linear then failed on the mixed dtypes.
+    x = gv.tensor([[1.5, 2.0]]) ** gv.tensor([2, 3])
+    assert x.dtype == np.float32
+    layer = gv.nn.Linear(2, 1)
+    assert layer(x).dtype == np.float32
+
+
+@pytest.mark.parametrize("expr, expected", [
+    (lambda: gv.tensor([1, 2]) / gv.tensor([2, 4]), "float32"),  # true division of integers
+    (lambda: gv.tensor([1, 2]) / 2, "float32"),
+    (lambda: gv.tensor([1, 2]) * 0.5, "float32"),
+    (lambda: gv.tensor([1, 2], dtype=gv.int32) + 1, "int32"),
+    (lambda: gv.tensor([True]) + gv.tensor([True]), "bool"),
+    (lambda: gv.tensor([1.0]) + gv.tensor(1.0, dtype=gv.float64), "float32"),
+    (lambda: gv.tensor([1.0]) < gv.tensor([1], dtype=gv.int32), "bool"),
+    (lambda: gv.where(gv.tensor([True]), gv.tensor([1]), 2.5), "float32"),
+    (lambda: gv.tensor([1, 4]).clamp(1.5), "float32"),
+    (lambda: gv.tensor([1, 4]).sin(), "float32"),
+    (lambda: gv.tensor([1, 4]).floor(), "int64"),
+    (lambda: gv.tensor([1, 4], dtype=gv.uint8) & 3, "uint8"),
+    (lambda: gv.tensor([1, 4]).masked_fill(gv.tensor([True, False]), 2.5), "int64"),
+])
+def test_op_result_dtypes(expr, expected):
+    assert expr().dtype == np.dtype(expected)
+
+
+def test_comparison_happens_in_the_promoted_dtype():
+    # 0.1 in float32 equals a float64 0-dim 0.1 once that is rounded to float32 (torch's answer), not before.
+    assert (gv.tensor([0.1]) == gv.tensor(0.1, dtype=gv.float64)).item() is True
+
+
+@pytest.mark.parametrize("expr, error, message", [
+    (lambda: gv.tensor([True]) - gv.tensor([True]), RuntimeError, "Subtraction, the `-` operator, with two bool"),
+    (lambda: -gv.tensor([True]), RuntimeError, "Negation, the `-` operator, on a bool tensor is not supported"),
+    (lambda: gv.tensor([[1.0]]) @ gv.tensor([[1.0]], dtype=gv.float64), RuntimeError,
+     "expected m1 and m2 to have the same dtype, but got: float != double"),
+    (lambda: gv.tensor([1.0]) @ gv.tensor([1.0], dtype=gv.float64), RuntimeError,
+     "dot : expected both vectors to have same dtype, but found Float and Double"),
+    (lambda: gv.where(gv.tensor([1.0]), gv.tensor([1.0]), 0.0), RuntimeError,
+     "where expected condition to be a boolean tensor, but got a tensor with dtype Float"),
+    (lambda: gv.tensor([1.0]) & gv.tensor([1.0]), NotImplementedError,
+     "\"bitwise_and_cpu\" not implemented for 'Float'"),
+    (lambda: gv.tensor([1, 2]).sin_(), RuntimeError, "result type Float can't be cast to the desired output type Long"),
+])
+def test_promotion_errors_use_torch_wording(expr, error, message):
+    with pytest.raises(error) as info:
+        expr()
+    assert str(info.value).startswith(message)

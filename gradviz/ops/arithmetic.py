@@ -27,11 +27,13 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        a, b = promote_pair(a, b)
-        if _is_bool(a) and _is_bool(b):
-            raise DtypeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
-                            "or `logical_xor()` operator instead.")
-        return np.subtract(a, b)
+        if _is_bool(a) or _is_bool(b):
+            if _is_bool(a) and _is_bool(b):
+                raise DtypeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                                 "`^` or `logical_xor()` operator instead.")
+            raise DtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                             "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return np.subtract(*promote_pair(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -83,6 +85,13 @@ def _true_divide(a, b):
     return np.true_divide(a, b)
 
 
+def _bool_power(a, b):
+    """PyTorch has no bool pow, except a bool tensor to a Python bool power (x ** True is x, x ** False ones)."""
+    if isinstance(b, (bool, np.bool_)) and isinstance(a, np.ndarray):
+        return a.copy() if b else np.ones_like(a)
+    raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+
+
 def _is_bool(x):
     return isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype.kind == "b")
 
@@ -115,7 +124,10 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        out = np.asarray(np.power(*promote_pair(a, b)))  # an array even when 0-d: saved, it must be versioned
+        a_, b_ = promote_pair(a, b)
+        if _is_bool(a_) and _is_bool(b_):
+            return _bool_power(a_, b_)  # bools never need a gradient
+        out = np.asarray(np.power(a_, b_))  # an array even when 0-d: saved, it must be versioned
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
             # PyTorch keeps the result whenever the exponent is a tensor (PowBackward1), needed or not.

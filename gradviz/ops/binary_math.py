@@ -5,7 +5,7 @@ returns gradients in the broadcast shape (the engine sums them down)."""
 import numpy as np
 
 from ..autograd.function import Function
-from ..dtypes import default_float, promote_pair, result_type
+from ..dtypes import cast_operand, default_float, promote_pair, result_type
 from ..errors import DtypeError
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool",
@@ -70,7 +70,7 @@ class Fmod(Function):
     @staticmethod
     def forward(ctx, a, b):
         a, b = promote_pair(a, b)
-        _check_integer_divisor(a, b)
+        _check_integer_divisor(a, b, "fmod_cpu")
         if ctx.needs_input_grad[1]:
             ctx.save_for_backward(a, b)
         with np.errstate(all="ignore"):
@@ -94,7 +94,7 @@ class Remainder(Function):
     @staticmethod
     def forward(ctx, a, b):
         a, b = promote_pair(a, b)
-        _check_integer_divisor(a, b)
+        _check_integer_divisor(a, b, "remainder_cpu")
         if ctx.needs_input_grad[1]:
             ctx.save_for_backward(a, b)
         with np.errstate(all="ignore"):
@@ -110,10 +110,13 @@ class Remainder(Function):
         return grad, gb
 
 
-def _check_integer_divisor(a, b):
-    """Integer division by zero is an error in PyTorch (numpy would warn and give 0). Operands are promoted."""
+def _check_integer_divisor(a, b, kernel):
+    """PyTorch has no bool kernel for these, and integer division by zero is an error there (numpy would warn
+    and give 0). Operands are already promoted."""
     dtype = a.dtype if isinstance(a, np.ndarray) else b.dtype
-    if dtype.kind in "iub" and not np.all(b):
+    if dtype.kind == "b":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    if dtype.kind in "iu" and not np.all(b):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -125,7 +128,7 @@ class FloorDivide(Function):
     @staticmethod
     def forward(ctx, a, b):
         a, b = promote_pair(a, b)
-        _check_integer_divisor(a, b)
+        _check_integer_divisor(a, b, "div_floor_cpu")
         with np.errstate(all="ignore"):
             return np.floor_divide(a, b)
 
@@ -145,7 +148,7 @@ class DivMode(Function):
         a, b = promote_pair(a, b)
         integral = (a.dtype if isinstance(a, np.ndarray) else b.dtype).kind in "iub"
         if integral:
-            _check_integer_divisor(a, b)
+            _check_integer_divisor(a, b, f"div_{rounding_mode}_cpu")
             floor = np.floor_divide(a, b)
             if rounding_mode == "floor":
                 return floor
@@ -209,11 +212,11 @@ class ClampTensor(Function):
         dtype = result_type(*(v for v in (x, lo, hi) if v is not None))
         if any(ctx.needs_input_grad):
             ctx.save_for_backward(x, lo, hi)
-        out = x.astype(dtype) if x.dtype != dtype else x
+        out = cast_operand(x, dtype)
         if lo is not None:
-            out = np.maximum(out, lo, dtype=dtype)
+            out = np.maximum(out, cast_operand(lo, dtype))
         if hi is not None:
-            out = np.minimum(out, hi, dtype=dtype)
+            out = np.minimum(out, cast_operand(hi, dtype))
         return np.array(out, copy=True) if out is x else out
 
     @staticmethod
