@@ -1083,16 +1083,16 @@ class Variable:
         return _A.Minimum.apply(self, other)
 
     def clamp_min(self, min):
-        return self.clamp(min=min)
+        return _B.ClampMin.apply(self, min, None)
 
     def clamp_min_(self, min):
-        return self.clamp_(min=min)
+        return apply_inplace(_B.ClampMin, self, min, None)
 
     def clamp_max(self, max):
-        return self.clamp(max=max)
+        return _B.ClampMax.apply(self, None, max)
 
     def clamp_max_(self, max):
-        return self.clamp_(max=max)
+        return apply_inplace(_B.ClampMax, self, None, max)
 
     def logical_and(self, other):
         return _L.Logical.apply(self, other, op="and")

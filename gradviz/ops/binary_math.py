@@ -242,3 +242,17 @@ class ClampTensor(Function):
     @classmethod
     def name(cls):
         return "ClampBackward"
+
+
+class ClampMin(ClampTensor):
+    """``clamp_min(bound)`` (a tensor or a number): PyTorch gives it a node of its own name."""
+
+    @classmethod
+    def name(cls):
+        return "ClampMinBackward"
+
+
+class ClampMax(ClampTensor):
+    @classmethod
+    def name(cls):
+        return "ClampMaxBackward"

@@ -309,6 +309,7 @@ class Rounding(Function):
     def forward(ctx, x):
         if x.dtype.kind in "iu":
             return x.copy()  # already whole numbers
+        _refuse_bool(x, ctx.value.__name__)
         return np.asarray(ctx.value(x))
 
     @staticmethod
@@ -339,6 +340,7 @@ class Round(Function):
             ctx._meta = {"decimals": decimals}
         if x.dtype.kind in "iu":
             return x.copy()
+        _refuse_bool(x, "round")
         if not decimals:
             return np.asarray(np.rint(x))
         if decimals > 0:
@@ -378,6 +380,11 @@ class Frac(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad
+
+
+def _refuse_bool(x, name):
+    if x.dtype.kind == "b":
+        raise NotImplementedError(f'"{name}_vml_cpu" not implemented for \'Bool\'')
 
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool",

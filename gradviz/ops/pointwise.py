@@ -67,6 +67,8 @@ class Abs(Function):
 
     @staticmethod
     def forward(ctx, x):
+        if x.dtype.kind == "b":
+            raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(x)
         return np.abs(x)
