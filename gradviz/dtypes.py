@@ -52,10 +52,19 @@ def promote_types(type1, type2):
     a, b = as_dtype(type1), as_dtype(type2)
     if a == b:
         return a
-    ca, cb = _category(a), _category(b)
-    if ca != cb and max(ca, cb) >= 2 and min(ca, cb) < 2:
-        return a if ca > cb else b
-    return np.promote_types(a, b)
+    key = (a, b)
+    out = _PROMOTED.get(key)
+    if out is None:
+        ca, cb = _category(a), _category(b)
+        if ca != cb and max(ca, cb) >= 2 and min(ca, cb) < 2:
+            out = a if ca > cb else b
+        else:
+            out = np.promote_types(a, b)
+        _PROMOTED[key] = out
+    return out
+
+
+_PROMOTED = {}  # (dtype, dtype) -> promoted dtype: a handful of pairs, asked on every mixed-dtype op
 
 
 def _scalar_dtype(value):
@@ -106,17 +115,16 @@ def result_type(*operands):
         else:
             dt = _scalar_dtype(data)
             wrapped = dt if wrapped is None or wrapped == dt else promote_types(wrapped, dt)
-    out = _combine(dim, _combine(zero, wrapped))
+    key = (dim, zero, wrapped, _DEFAULT_FLOAT[0])
+    out = _RESULTS.get(key)
+    if out is None:
+        out = _RESULTS[key] = _combine(dim, _combine(zero, wrapped))
     if out is None:
         raise TypeError("result_type() needs at least one operand")
     return out
 
 
-def binary_result_type(a, b):
-    """``result_type(a, b)`` with the common case (two arrays of one dtype) answered in two comparisons."""
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype:
-        return a.dtype
-    return result_type(a, b)
+_RESULTS = {}  # (dimensioned, 0-dim, wrapped dtype, default float) -> result dtype
 
 
 def can_cast(from_, to):
@@ -155,7 +163,3 @@ def cast_operand(x, dtype):
     if isinstance(x, np.generic):
         return x.item()
     return x
-
-
-def is_floating(dtype):
-    return dtype.kind in "fc"

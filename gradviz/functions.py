@@ -110,11 +110,11 @@ def min(x, dim=None, keepdim=False):
 
 
 def maximum(a, b):
-    return a.max(b)
+    return a.maximum(b)
 
 
 def minimum(a, b):
-    return a.min(b)
+    return a.minimum(b)
 
 
 def argmax(x, dim=None, keepdim=False):

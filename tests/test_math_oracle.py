@@ -278,3 +278,13 @@ def test_erfinv_inverts_erf():
 def test_erfinv_matches_torch(torch):
     y = np.concatenate([np.linspace(-0.9999, 0.9999, 1001), [1e-12, 1 - 1e-12]])
     np.testing.assert_allclose(erfinv_array(y), torch.erfinv(torch.tensor(y)).numpy(), rtol=1e-12)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_maximum_takes_tensors_only_as_in_torch(torch, name):
+    with pytest.raises(TypeError) as expected:
+        getattr(torch, name)(torch.tensor([1.0]), 2.0)
+    with pytest.raises(TypeError) as got:
+        getattr(gv, name)(gv.tensor([1.0]), 2.0)
+    assert str(got.value) == str(expected.value)

@@ -1077,9 +1077,11 @@ class Variable:
         return apply_inplace(_B.Lerp, self, end, weight)
 
     def maximum(self, other):
+        _require_tensor("maximum", other)
         return _A.Maximum.apply(self, other)
 
     def minimum(self, other):
+        _require_tensor("minimum", other)
         return _A.Minimum.apply(self, other)
 
     def clamp_min(self, min):
@@ -1189,6 +1191,11 @@ def _fill_random(var, draw):
     from ..factories import _rng
 
     return apply_inplace(_I.Fill, var, value=draw(_rng(), var._data.shape).astype(var._data.dtype))
+
+
+def _require_tensor(op, other):
+    if not isinstance(other, Variable):
+        raise TypeError(f"{op}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
 
 
 def _div_rounded(a, b, rounding_mode):
