@@ -49,3 +49,8 @@ __all__ = ["Variable", "Tensor", "Function", "autograd", "no_grad", "enable_grad
 from .dtypes import can_cast, promote_types, result_type  # noqa: E402
 
 __all__ += ["result_type", "promote_types", "can_cast"]
+# The pointwise math family and logical ops (gradviz/functions.py, the opsa block): listed in __all__, which the
+# torch shim reads.
+from .functions import POINTWISE_NAMES as _POINTWISE_NAMES  # noqa: E402
+
+__all__ += _POINTWISE_NAMES

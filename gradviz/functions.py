@@ -172,7 +172,12 @@ def stack(tensors, dim=0):
     return _S.stack(tensors, dim)
 
 
-def where(condition, a, b):
+def where(condition, a=None, b=None):
+    if a is None and b is None:  # torch.where(condition): the indices of the True elements, one tensor per dim
+        return tuple(_tensor(i) for i in _v(condition)._data.nonzero())
+    if a is None or b is None:
+        raise TypeError("where() received an invalid combination of arguments: give a condition alone, or a "
+                        "condition, an input and an other")
     return _I.where(condition, a, b)
 
 
@@ -484,3 +489,14 @@ def clamp_max(input, max):
 
 def masked_fill(input, mask, value):
     return input.masked_fill(mask, value)
+
+
+# The names above, for gradviz.__all__.
+POINTWISE_NAMES = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
+                   "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt",
+                   "square", "reciprocal", "sign", "floor", "ceil", "trunc", "fix", "frac", "erf", "erfc", "erfinv",
+                   "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "absolute", "negative", "round",
+                   "logit", "atan2", "arctan2", "hypot", "fmod", "remainder", "floor_divide", "true_divide",
+                   "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "eq",
+                   "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
+                   "divide", "lerp", "clamp_min", "clamp_max", "masked_fill"]

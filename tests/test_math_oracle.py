@@ -288,3 +288,25 @@ def test_maximum_takes_tensors_only_as_in_torch(torch, name):
     with pytest.raises(TypeError) as got:
         getattr(gv, name)(gv.tensor([1.0]), 2.0)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.oracle
+def test_where_with_a_condition_alone_gives_indices_as_torch(torch):
+    cond = np.array([[True, False, True], [False, True, True]])
+    ours, theirs = gv.where(gv.tensor(cond)), torch.where(torch.tensor(cond))
+    assert len(ours) == len(theirs) == 2
+    for o, t in zip(ours, theirs):
+        assert o.dtype == np.int64
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+@pytest.mark.oracle
+def test_float_floor_division_matches_torch_at_awkward_quotients(torch):
+    a = np.array([1.0, -1.0, 0.3, -0.3, 7.0, 1e16, 5.0, -0.0])
+    b = np.array([0.1, 0.1, 0.1, 0.1, -0.7, 3.0, np.inf, 2.0])
+    for fn in (lambda m, x, y: m.div(x, y, rounding_mode="floor"), lambda m, x, y: x // y,
+               lambda m, x, y: m.div(x, y, rounding_mode="trunc")):
+        ours = fn(gv, gv.tensor(a, dtype=gv.float64), gv.tensor(b, dtype=gv.float64))
+        ref = fn(torch, torch.tensor(a), torch.tensor(b))
+        np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+        np.testing.assert_array_equal(np.signbit(ours.numpy()), np.signbit(ref.numpy()))

@@ -155,8 +155,8 @@ class DivMode(Function):
             # Truncation: floor, moved one up where the exact quotient was negative and not whole.
             return floor + ((np.remainder(a, b) != 0) & (floor < 0)).astype(floor.dtype)
         with np.errstate(all="ignore"):
-            q = np.true_divide(a, b)
-            return np.floor(q) if rounding_mode == "floor" else np.trunc(q)
+            # numpy's float floor_divide is Python's (and PyTorch's) divmod-based one, not floor(a / b).
+            return np.floor_divide(a, b) if rounding_mode == "floor" else np.trunc(np.true_divide(a, b))
 
     @staticmethod
     def backward(ctx, grad):
