@@ -310,3 +310,15 @@ def test_float_floor_division_matches_torch_at_awkward_quotients(torch):
         ref = fn(torch, torch.tensor(a), torch.tensor(b))
         np.testing.assert_array_equal(ours.numpy(), ref.numpy())
         np.testing.assert_array_equal(np.signbit(ours.numpy()), np.signbit(ref.numpy()))
+
+
+@pytest.mark.oracle
+def test_integer_powers_with_negative_exponents_match_torch(torch):
+    base, exponent = np.array([2, 1, -1, -1, 3, 0]), np.array([-1, -3, -3, -2, 2, 3])
+    np.testing.assert_array_equal((gv.tensor(base) ** gv.tensor(exponent)).numpy(),
+                                  (torch.tensor(base) ** torch.tensor(exponent)).numpy())
+    with pytest.raises(RuntimeError) as expected:
+        torch.tensor([2]) ** -1
+    with pytest.raises(RuntimeError) as got:
+        gv.tensor([2]) ** -1
+    assert str(got.value) == str(expected.value)

@@ -85,6 +85,16 @@ def _true_divide(a, b):
     return np.true_divide(a, b)
 
 
+def _integer_power(a, b):
+    """An integer tensor to integer powers some of which are negative: 1 and -1 keep a value, the rest give 0."""
+    if not isinstance(b, np.ndarray):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    positive = np.power(a, np.maximum(b, 0))
+    odd = np.remainder(b, 2) == 1
+    negative = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    return np.asarray(np.where(b < 0, negative, positive).astype(positive.dtype, copy=False))
+
+
 def _bool_power(a, b):
     """PyTorch has no bool pow, except a bool tensor to a Python bool power (x ** True is x, x ** False ones)."""
     if isinstance(b, (bool, np.bool_)) and isinstance(a, np.ndarray):
@@ -127,7 +137,10 @@ class Pow(Function):
         a_, b_ = promote_pair(a, b)
         if _is_bool(a_) and _is_bool(b_):
             return _bool_power(a_, b_)  # bools never need a gradient
-        out = np.asarray(np.power(a_, b_))  # an array even when 0-d: saved, it must be versioned
+        try:
+            out = np.asarray(np.power(a_, b_))  # an array even when 0-d: saved, it must be versioned
+        except ValueError:  # numpy refuses any negative integer exponent; PyTorch only a Python number one
+            out = _integer_power(a_, b_)
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
             # PyTorch keeps the result whenever the exponent is a tensor (PowBackward1), needed or not.
