@@ -322,3 +322,15 @@ def test_integer_powers_with_negative_exponents_match_torch(torch):
     with pytest.raises(RuntimeError) as got:
         gv.tensor([2]) ** -1
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_special_values_match_torch(torch, name):
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e30, -1e-30], dtype=np.float32)
+    with np.errstate(all="ignore"):
+        ours = getattr(gv, name)(gv.tensor(x)).numpy()
+    ref = getattr(torch, name)(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(ours, ref, rtol=1e-6, equal_nan=True)
+    finite = ~np.isnan(ref)
+    np.testing.assert_array_equal(np.signbit(ours[finite]), np.signbit(ref[finite]))  # -0.0 stays -0.0

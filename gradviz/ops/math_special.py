@@ -254,7 +254,7 @@ def erf_array(x):
     out[small] = _erf_series(a[small])
     out[~small] = 1 - _erfc_fraction(a[~small])
     out[np.isnan(a)] = np.nan
-    return (np.sign(x) * out).astype(np.asarray(x).dtype, copy=False)
+    return np.copysign(out, x).astype(np.asarray(x).dtype, copy=False)  # keeps erf(-0.0) == -0.0
 
 
 def erfinv_array(y):
@@ -271,7 +271,7 @@ def erfinv_array(y):
             residual = np.where(tail, (1 - a) - erfc_array(x), erf_array(x) - a)  # both rise with x
             x = x - residual / (_TWO_OVER_SQRT_PI * np.exp(-x * x))
     x = np.where(a == 1, np.inf, np.where(a > 1, np.nan, x))
-    return (np.sign(y64) * x).astype(np.asarray(y).dtype, copy=False)
+    return np.copysign(x, y64).astype(np.asarray(y).dtype, copy=False)
 
 
 class Erf(FloatUnary):
@@ -359,7 +359,12 @@ class Sign(Function):
 
     @staticmethod
     def forward(ctx, x):
-        return x.copy() if x.dtype.kind == "b" else np.asarray(np.sign(x))
+        if x.dtype.kind == "b":
+            return x.copy()
+        out = np.asarray(np.sign(x))
+        if x.dtype.kind == "f":
+            out[np.isnan(x)] = 0  # PyTorch's sign is (0 < x) - (x < 0): 0 for NaN
+        return out
 
     @staticmethod
     def backward(ctx, grad):
@@ -375,7 +380,8 @@ class Frac(Function):
     def forward(ctx, x):
         if x.dtype.kind not in "fc":
             raise NotImplementedError(f'"frac_cpu" not implemented for \'{_TYPE_NAMES.get(str(x.dtype), x.dtype)}\'')
-        return np.asarray(x - np.trunc(x))
+        with np.errstate(invalid="ignore"):  # frac(inf) is NaN, silently as in PyTorch
+            return np.asarray(x - np.trunc(x))
 
     @staticmethod
     def backward(ctx, grad):
