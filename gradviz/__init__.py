@@ -44,3 +44,13 @@ __all__ = ["Variable", "Tensor", "Function", "autograd", "no_grad", "enable_grad
            "randn", "randint", "manual_seed", "float32", "float64", "int64", "bool", "__version__", "Size",
            "double", "long", "int32", "uint8", "float", "from_numpy", "as_tensor", "zeros_like", "ones_like",
            "full_like", "randperm"]
+
+# ----- type promotion (issue 8, opsa) ------------------------------------------------------------------------
+from .dtypes import can_cast, promote_types, result_type  # noqa: E402
+
+__all__ += ["result_type", "promote_types", "can_cast"]
+# The pointwise math family and logical ops (gradviz/functions.py, the opsa block): listed in __all__, which the
+# torch shim reads.
+from .functions import POINTWISE_NAMES as _POINTWISE_NAMES  # noqa: E402
+
+__all__ += _POINTWISE_NAMES

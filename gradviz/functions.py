@@ -22,8 +22,8 @@ def mul(a, b):
     return _v(a) * b
 
 
-def div(a, b):
-    return _v(a) / b
+def div(a, b, rounding_mode=None):
+    return _v(a).div(b, rounding_mode=rounding_mode)
 
 
 def pow(a, exponent):
@@ -110,11 +110,11 @@ def min(x, dim=None, keepdim=False):
 
 
 def maximum(a, b):
-    return a.max(b)
+    return a.maximum(b)
 
 
 def minimum(a, b):
-    return a.min(b)
+    return a.minimum(b)
 
 
 def argmax(x, dim=None, keepdim=False):
@@ -172,7 +172,12 @@ def stack(tensors, dim=0):
     return _S.stack(tensors, dim)
 
 
-def where(condition, a, b):
+def where(condition, a=None, b=None):
+    if a is None and b is None:  # torch.where(condition): the indices of the True elements, one tensor per dim
+        return tuple(_tensor(i) for i in _v(condition)._data.nonzero())
+    if a is None or b is None:
+        raise TypeError("where() received an invalid combination of arguments: give a condition alone, or a "
+                        "condition, an input and an other")
     return _I.where(condition, a, b)
 
 
@@ -200,3 +205,298 @@ def allclose(a, b, rtol=1e-05, atol=1e-08):
 
 def equal(a, b):
     return a.equal(b)
+
+
+# ----- the pointwise math family, comparisons, logical ops, masked_fill (issue 8, opsa) -------------------------
+# Each is the Tensor method of the same name (gradviz/autograd/variable.py, the opsa block).
+
+
+def tan(input):
+    return input.tan()
+
+
+def asin(input):
+    return input.asin()
+
+
+def acos(input):
+    return input.acos()
+
+
+def atan(input):
+    return input.atan()
+
+
+def sinh(input):
+    return input.sinh()
+
+
+def cosh(input):
+    return input.cosh()
+
+
+def asinh(input):
+    return input.asinh()
+
+
+def acosh(input):
+    return input.acosh()
+
+
+def atanh(input):
+    return input.atanh()
+
+
+def arcsin(input):
+    return input.arcsin()
+
+
+def arccos(input):
+    return input.arccos()
+
+
+def arctan(input):
+    return input.arctan()
+
+
+def arcsinh(input):
+    return input.arcsinh()
+
+
+def arccosh(input):
+    return input.arccosh()
+
+
+def arctanh(input):
+    return input.arctanh()
+
+
+def exp2(input):
+    return input.exp2()
+
+
+def expm1(input):
+    return input.expm1()
+
+
+def log2(input):
+    return input.log2()
+
+
+def log10(input):
+    return input.log10()
+
+
+def log1p(input):
+    return input.log1p()
+
+
+def rsqrt(input):
+    return input.rsqrt()
+
+
+def square(input):
+    return input.square()
+
+
+def reciprocal(input):
+    return input.reciprocal()
+
+
+def sign(input):
+    return input.sign()
+
+
+def floor(input):
+    return input.floor()
+
+
+def ceil(input):
+    return input.ceil()
+
+
+def trunc(input):
+    return input.trunc()
+
+
+def fix(input):
+    return input.fix()
+
+
+def frac(input):
+    return input.frac()
+
+
+def erf(input):
+    return input.erf()
+
+
+def erfc(input):
+    return input.erfc()
+
+
+def erfinv(input):
+    return input.erfinv()
+
+
+def logical_not(input):
+    return input.logical_not()
+
+
+def bitwise_not(input):
+    return input.bitwise_not()
+
+
+def isnan(input):
+    return input.isnan()
+
+
+def isinf(input):
+    return input.isinf()
+
+
+def isfinite(input):
+    return input.isfinite()
+
+
+def absolute(input):
+    return input.absolute()
+
+
+def negative(input):
+    return input.negative()
+
+
+def round(input, decimals=0):  # noqa: A001 - PyTorch's name
+    return input.round(decimals=decimals)
+
+
+def logit(input, eps=None):
+    return input.logit(eps=eps)
+
+
+def atan2(input, other):
+    return _v(input).atan2(other)
+
+
+def arctan2(input, other):
+    return _v(input).arctan2(other)
+
+
+def hypot(input, other):
+    return _v(input).hypot(other)
+
+
+def fmod(input, other):
+    return _v(input).fmod(other)
+
+
+def remainder(input, other):
+    return _v(input).remainder(other)
+
+
+def floor_divide(input, other):
+    return _v(input).floor_divide(other)
+
+
+def true_divide(input, other):
+    return _v(input).true_divide(other)
+
+
+def logical_and(input, other):
+    return _v(input).logical_and(other)
+
+
+def logical_or(input, other):
+    return _v(input).logical_or(other)
+
+
+def logical_xor(input, other):
+    return _v(input).logical_xor(other)
+
+
+def bitwise_and(input, other):
+    return _v(input).bitwise_and(other)
+
+
+def bitwise_or(input, other):
+    return _v(input).bitwise_or(other)
+
+
+def bitwise_xor(input, other):
+    return _v(input).bitwise_xor(other)
+
+
+def eq(input, other):
+    return _v(input).eq(other)
+
+
+def ne(input, other):
+    return _v(input).ne(other)
+
+
+def lt(input, other):
+    return _v(input).lt(other)
+
+
+def le(input, other):
+    return _v(input).le(other)
+
+
+def gt(input, other):
+    return _v(input).gt(other)
+
+
+def ge(input, other):
+    return _v(input).ge(other)
+
+
+def greater(input, other):
+    return _v(input).greater(other)
+
+
+def greater_equal(input, other):
+    return _v(input).greater_equal(other)
+
+
+def less(input, other):
+    return _v(input).less(other)
+
+
+def less_equal(input, other):
+    return _v(input).less_equal(other)
+
+
+def not_equal(input, other):
+    return _v(input).not_equal(other)
+
+
+def divide(input, other, rounding_mode=None):
+    return _v(input).div(other, rounding_mode=rounding_mode)
+
+
+def lerp(input, end, weight):
+    return input.lerp(end, weight)
+
+
+def clamp_min(input, min):
+    return input.clamp_min(min)
+
+
+def clamp_max(input, max):
+    return input.clamp_max(max)
+
+
+def masked_fill(input, mask, value):
+    return input.masked_fill(mask, value)
+
+
+# The names above, for gradviz.__all__.
+POINTWISE_NAMES = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos",
+                   "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt",
+                   "square", "reciprocal", "sign", "floor", "ceil", "trunc", "fix", "frac", "erf", "erfc", "erfinv",
+                   "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "absolute", "negative", "round",
+                   "logit", "atan2", "arctan2", "hypot", "fmod", "remainder", "floor_divide", "true_divide",
+                   "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "eq",
+                   "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
+                   "divide", "lerp", "clamp_min", "clamp_max", "masked_fill"]

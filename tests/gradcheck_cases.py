@@ -6,6 +6,7 @@ against the reference and the backward against central differences with ``gradvi
 Adding an op to the engine means adding a line here.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -329,3 +330,93 @@ case("add_ through view", _inplace(_view_add), ((3, 4), (3,)),
 case("mul_ through transposed view", _inplace(_view_mul_saved), ((3, 4), ()),
      lambda a, b: np.concatenate([a[:, :1] * b, a[:, 1:]], axis=1) + a)
 case("copy_ through transpose", _inplace(_transpose_copy), ((3, 4), (4, 3)), lambda a, b: b.T)
+
+
+# ----- the pointwise math family (issue 8, opsa) -------------------------------------------------------------
+def _unit(x):
+    """Map any real into (-0.9, 0.9): the domain of asin, acos, atanh, erfinv."""
+    return x.tanh() * 0.9
+
+
+def _prob(x):
+    """Map any real into (0.05, 0.95): logit's domain."""
+    return x.sigmoid() * 0.9 + 0.05
+
+
+def _np_prob(x):
+    return 1 / (1 + np.exp(-x)) * 0.9 + 0.05
+
+
+case("tan", lambda x: x.tan(), ((3, 4),), np.tan)
+case("gv.tan_ on a non-leaf", _inplace(lambda y: y.tan_()), ((3, 4),), np.tan)
+case("asin", lambda x: _unit(x).asin(), ((3, 4),), lambda x: np.arcsin(np.tanh(x) * 0.9))
+case("acos", lambda x: gv.acos(_unit(x)), ((3, 4),), lambda x: np.arccos(np.tanh(x) * 0.9))
+case("atan", lambda x: x.atan(), ((3, 4),), np.arctan)
+case("arctan alias", lambda x: gv.arctan(x), ((3, 4),), np.arctan)
+case("sinh", lambda x: x.sinh(), ((3, 4),), np.sinh)
+case("cosh", lambda x: gv.cosh(x), ((3, 4),), np.cosh)
+case("asinh", lambda x: x.asinh(), ((3, 4),), np.arcsinh)
+case("acosh", lambda x: (x + 1).acosh(), ((3, 4),), lambda x: np.arccosh(x + 1), domain="positive")
+case("atanh", lambda x: _unit(x).atanh(), ((3, 4),), lambda x: np.arctanh(np.tanh(x) * 0.9))
+case("sin_", _inplace(lambda y: y.sin_()), ((3, 4),), np.sin)
+case("cos_", _inplace(lambda y: y.cos_()), ((3, 4),), np.cos)
+case("tanh_", _inplace(lambda y: y.tanh_()), ((3, 4),), np.tanh)
+case("sigmoid_", _inplace(lambda y: y.sigmoid_()), ((3, 4),), lambda x: 1 / (1 + np.exp(-x)))
+case("exp2", lambda x: x.exp2(), ((3, 4),), np.exp2)
+case("expm1", lambda x: gv.expm1(x), ((3, 4),), np.expm1)
+case("expm1_", _inplace(lambda y: y.expm1_()), ((3, 4),), np.expm1)
+case("log2", lambda x: x.log2(), ((3, 4),), np.log2, domain="positive")
+case("log10", lambda x: gv.log10(x), ((3, 4),), np.log10, domain="positive")
+case("log1p", lambda x: x.log1p(), ((3, 4),), np.log1p, domain="positive")
+case("log_", _inplace(lambda y: y.log_()), ((3, 4),), np.log, domain="positive")
+case("sqrt_", _inplace(lambda y: y.sqrt_()), ((3, 4),), np.sqrt, domain="positive")
+case("rsqrt", lambda x: x.rsqrt(), ((3, 4),), lambda x: 1 / np.sqrt(x), domain="positive")
+case("rsqrt_", _inplace(lambda y: y.rsqrt_()), ((3, 4),), lambda x: 1 / np.sqrt(x), domain="positive")
+case("square", lambda x: gv.square(x), ((3, 4),), np.square)
+case("square_", _inplace(lambda y: y.square_()), ((3, 4),), np.square)
+case("reciprocal", lambda x: x.reciprocal(), ((3, 4),), np.reciprocal, domain="nonzero")
+case("reciprocal_", _inplace(lambda y: y.reciprocal_()), ((3, 4),), np.reciprocal, domain="nonzero")
+case("abs_", _inplace(lambda y: y.abs_()), ((3, 4),), np.abs, domain="nonzero")
+case("neg_", _inplace(lambda y: y.neg_()), ((3, 4),), np.negative)
+case("frac", lambda x: (x * 3).frac(), ((3, 4),), lambda x: np.modf(x * 3)[0], domain="nonzero")
+case("floor has zero gradient", lambda x: x.floor() + x, ((3, 4),), lambda x: np.floor(x) + x)
+case("ceil has zero gradient", lambda x: gv.ceil(x) * x, ((3, 4),), lambda x: np.ceil(x) * x)
+case("round has zero gradient", lambda x: x.round(decimals=1) + x, ((3, 4),), lambda x: np.round(x, 1) + x)
+case("trunc has zero gradient", lambda x: x.trunc() + x, ((3, 4),), lambda x: np.trunc(x) + x)
+case("sign has zero gradient", lambda x: x.sign() * x, ((3, 4),), np.abs, domain="nonzero")
+case("logit", lambda x: _prob(x).logit(), ((3, 4),), lambda x: np.log(_np_prob(x) / (1 - _np_prob(x))))
+case("logit eps", lambda x: gv.logit(_prob(x), eps=0.2), ((3, 4),),
+     lambda x: np.log(np.clip(_np_prob(x), 0.2, 0.8) / (1 - np.clip(_np_prob(x), 0.2, 0.8))), domain="nonzero")
+case("erf", lambda x: x.erf(), ((3, 4),), lambda x: np.vectorize(math.erf)(x))
+case("erfc", lambda x: gv.erfc(x * 2), ((3, 4),), lambda x: np.vectorize(math.erfc)(x * 2))
+case("erfinv", lambda x: _unit(x).erfinv(), ((3, 4),))
+case("erf_", _inplace(lambda y: y.erf_()), ((3, 4),), lambda x: np.vectorize(math.erf)(x))
+for sa, sb in BROADCAST_PAIRS[:4]:
+    tag = f"{list(sa)}x{list(sb)}"
+    case(f"atan2 {tag}", lambda a, b: gv.atan2(a, b), (sa, sb), np.arctan2, domain="nonzero")
+    case(f"hypot {tag}", lambda a, b: a.hypot(b), (sa, sb), np.hypot, domain="nonzero")
+    case(f"fmod {tag}", lambda a, b: gv.fmod(a * 3, b), (sa, sb), lambda a, b: np.fmod(a * 3, b), domain="nonzero")
+    case(f"remainder {tag}", lambda a, b: (a * 3) % b, (sa, sb), lambda a, b: np.remainder(a * 3, b),
+         domain="nonzero")
+    case(f"lerp tensor weight {tag}", lambda a, b: gv.lerp(a, b, b.sigmoid()), (sa, sb),
+         lambda a, b: a + (b - a) / (1 + np.exp(-b)))
+    case(f"where promotion {tag}", lambda a, b: gv.where(a > 0, a, b.double()), (sa, sb),
+         lambda a, b: np.where(a > 0, a, b))
+    case(f"clamp tensor bounds {tag}", lambda a, b: a.clamp(b - 0.5, b + 0.5), (sa, sb),
+         lambda a, b: np.clip(a, b - 0.5, b + 0.5), domain="nonzero")
+case("lerp scalar weight", lambda a, b: a.lerp(b, 0.3), ((3, 4), (4,)), lambda a, b: a + 0.3 * (b - a))
+case("lerp_ scalar weight", _inplace(lambda y, b: y.lerp_(b, 0.7)), ((3, 4), (4,)), lambda a, b: a + 0.7 * (b - a))
+case("atan2_", _inplace(lambda y, b: y.atan2_(b)), ((3, 4), (4,)), np.arctan2, domain="nonzero")
+case("clamp min tensor only", lambda a, b: gv.clamp(a, min=b), ((3, 4), (4,)), np.maximum, domain="nonzero")
+case("clamp max tensor only", lambda a, b: a.clamp(max=b), ((3, 4), (3, 1)), np.minimum, domain="nonzero")
+case("clamp_ tensor bounds", _inplace(lambda y, b: y.clamp_(b, b + 1)), ((3, 4), (4,)),
+     lambda a, b: np.clip(a, b, b + 1), domain="nonzero")
+case("clamp_min", lambda x: gv.clamp_min(x, 0.2), ((3, 4),), lambda x: np.maximum(x, 0.2), domain="nonzero")
+case("clamp_max", lambda x: x.clamp_max(0.2), ((3, 4),), lambda x: np.minimum(x, 0.2), domain="nonzero")
+case("masked_fill", lambda x: x.masked_fill(gv.tensor(_MASK), 0.5), ((3, 4),), lambda x: np.where(_MASK, 0.5, x))
+case("masked_fill 0-dim value", lambda x, v: gv.masked_fill(x, gv.tensor(_MASK[0]), v), ((3, 4), ()),
+     lambda x, v: np.where(_MASK[0], v, x))
+case("masked_fill_", _inplace(lambda y, v: y.masked_fill_(gv.tensor(_MASK), v)), ((3, 4), ()),
+     lambda x, v: np.where(_MASK, v, x))
+case("pow int64 exponent tensor", lambda x: x ** gv.tensor([1, 2, 3, 0]), ((3, 4),),
+     lambda x: x ** np.array([1, 2, 3, 0]))

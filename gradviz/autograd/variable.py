@@ -583,13 +583,13 @@ class Variable:
         return _I.compare(self, other, "ne")
 
     def __invert__(self):
-        return _I.logical_not(self)
+        return _L.BitwiseNot.apply(self)
 
     def __and__(self, other):
-        return _I.compare(self, other, "and")
+        return _L.Bitwise.apply(self, other, op="and")
 
     def __or__(self, other):
-        return _I.compare(self, other, "or")
+        return _L.Bitwise.apply(self, other, op="or")
 
     def lt(self, other):
         return self < other
@@ -621,8 +621,10 @@ class Variable:
     def mul(self, other):
         return self * other
 
-    def div(self, other):
-        return self / other
+    def div(self, other, rounding_mode=None):
+        if rounding_mode is None:
+            return self / other
+        return _div_rounded(self, other, rounding_mode)
 
     def pow(self, exponent):
         return _A.Pow.apply(self, exponent)
@@ -667,6 +669,8 @@ class Variable:
         return _P.Relu.apply(self)
 
     def clamp(self, min=None, max=None):
+        if isinstance(min, Variable) or isinstance(max, Variable):
+            return _B.ClampTensor.apply(self, min, max)
         return _P.Clamp.apply(self, min=min, max=max)
 
     clip = clamp
@@ -776,8 +780,11 @@ class Variable:
     def mul_(self, other):
         return apply_inplace(_A.Mul, self, other)
 
-    def div_(self, other):
-        return apply_inplace(_A.Div, self, other)
+    def div_(self, other, rounding_mode=None):
+        if rounding_mode is None:
+            return apply_inplace(_A.Div, self, other)
+        _check_rounding_mode(rounding_mode)
+        return apply_inplace(_B.DivMode, self, other, rounding_mode=rounding_mode)
 
     def pow_(self, exponent):
         return apply_inplace(_A.Pow, self, exponent)
@@ -786,6 +793,8 @@ class Variable:
         return apply_inplace(_P.Exp, self)
 
     def clamp_(self, min=None, max=None):
+        if isinstance(min, Variable) or isinstance(max, Variable):
+            return apply_inplace(_B.ClampTensor, self, min, max)
         return apply_inplace(_P.Clamp, self, min=min, max=max)
 
     def relu_(self):
@@ -806,11 +815,398 @@ class Variable:
     def uniform_(self, a=0.0, b=1.0):
         return _fill_random(self, lambda rng, shape: rng.uniform(a, b, shape))
 
+    # ----- the pointwise math family, logical ops, masked_fill (issue 8, opsa) ------------------------------
+    # Ops live in gradviz.ops.math_special (one tensor), binary_math (two or three) and logical.
+    def tan(self):
+        return _M.Tan.apply(self)
+
+    def tan_(self):
+        return apply_inplace(_M.Tan, self)
+
+    def asin(self):
+        return _M.Asin.apply(self)
+
+    def asin_(self):
+        return apply_inplace(_M.Asin, self)
+
+    def acos(self):
+        return _M.Acos.apply(self)
+
+    def acos_(self):
+        return apply_inplace(_M.Acos, self)
+
+    def atan(self):
+        return _M.Atan.apply(self)
+
+    def atan_(self):
+        return apply_inplace(_M.Atan, self)
+
+    def sinh(self):
+        return _M.Sinh.apply(self)
+
+    def sinh_(self):
+        return apply_inplace(_M.Sinh, self)
+
+    def cosh(self):
+        return _M.Cosh.apply(self)
+
+    def cosh_(self):
+        return apply_inplace(_M.Cosh, self)
+
+    def asinh(self):
+        return _M.Asinh.apply(self)
+
+    def asinh_(self):
+        return apply_inplace(_M.Asinh, self)
+
+    def acosh(self):
+        return _M.Acosh.apply(self)
+
+    def acosh_(self):
+        return apply_inplace(_M.Acosh, self)
+
+    def atanh(self):
+        return _M.Atanh.apply(self)
+
+    def atanh_(self):
+        return apply_inplace(_M.Atanh, self)
+
+    arcsin, arcsin_, arccos, arccos_, arctan, arctan_ = asin, asin_, acos, acos_, atan, atan_
+    arcsinh, arcsinh_, arccosh, arccosh_, arctanh, arctanh_ = asinh, asinh_, acosh, acosh_, atanh, atanh_
+
+    def sin_(self):
+        return apply_inplace(_P.Sin, self)
+
+    def cos_(self):
+        return apply_inplace(_P.Cos, self)
+
+    def tanh_(self):
+        return apply_inplace(_P.Tanh, self)
+
+    def sigmoid_(self):
+        return apply_inplace(_P.Sigmoid, self)
+
+    def exp2(self):
+        return _M.Exp2.apply(self)
+
+    def exp2_(self):
+        return apply_inplace(_M.Exp2, self)
+
+    def expm1(self):
+        return _M.Expm1.apply(self)
+
+    def expm1_(self):
+        return apply_inplace(_M.Expm1, self)
+
+    def log_(self):
+        return apply_inplace(_P.Log, self)
+
+    def log2(self):
+        return _M.Log2.apply(self)
+
+    def log2_(self):
+        return apply_inplace(_M.Log2, self)
+
+    def log10(self):
+        return _M.Log10.apply(self)
+
+    def log10_(self):
+        return apply_inplace(_M.Log10, self)
+
+    def log1p(self):
+        return _M.Log1p.apply(self)
+
+    def log1p_(self):
+        return apply_inplace(_M.Log1p, self)
+
+    def sqrt_(self):
+        return apply_inplace(_P.Sqrt, self)
+
+    def rsqrt(self):
+        return _M.Rsqrt.apply(self)
+
+    def rsqrt_(self):
+        return apply_inplace(_M.Rsqrt, self)
+
+    def square(self):
+        return _A.Pow.apply(self, 2)
+
+    def square_(self):
+        return apply_inplace(_A.Pow, self, 2)
+
+    def reciprocal(self):
+        return _M.Reciprocal.apply(self)
+
+    def reciprocal_(self):
+        return apply_inplace(_M.Reciprocal, self)
+
+    def abs_(self):
+        return apply_inplace(_P.Abs, self)
+
+    absolute, absolute_ = abs, abs_
+
+    def neg_(self):
+        return apply_inplace(_A.Neg, self)
+
+    negative, negative_ = neg, neg_
+
+    def sign(self):
+        return _M.Sign.apply(self)
+
+    def sign_(self):
+        return apply_inplace(_M.Sign, self)
+
+    def floor(self):
+        return _M.Floor.apply(self)
+
+    def floor_(self):
+        return apply_inplace(_M.Floor, self)
+
+    def ceil(self):
+        return _M.Ceil.apply(self)
+
+    def ceil_(self):
+        return apply_inplace(_M.Ceil, self)
+
+    def round(self, decimals=0):
+        return _M.Round.apply(self, decimals=decimals)
+
+    def round_(self, decimals=0):
+        return apply_inplace(_M.Round, self, decimals=decimals)
+
+    def trunc(self):
+        return _M.Trunc.apply(self)
+
+    def trunc_(self):
+        return apply_inplace(_M.Trunc, self)
+
+    fix, fix_ = trunc, trunc_
+
+    def frac(self):
+        return _M.Frac.apply(self)
+
+    def frac_(self):
+        return apply_inplace(_M.Frac, self)
+
+    def logit(self, eps=None):
+        return _M.Logit.apply(self, eps=eps)
+
+    def logit_(self, eps=None):
+        return apply_inplace(_M.Logit, self, eps=eps)
+
+    def erf(self):
+        return _M.Erf.apply(self)
+
+    def erf_(self):
+        return apply_inplace(_M.Erf, self)
+
+    def erfc(self):
+        return _M.Erfc.apply(self)
+
+    def erfc_(self):
+        return apply_inplace(_M.Erfc, self)
+
+    def erfinv(self):
+        return _M.Erfinv.apply(self)
+
+    def erfinv_(self):
+        return apply_inplace(_M.Erfinv, self)
+
+    def atan2(self, other):
+        return _B.Atan2.apply(self, other)
+
+    def atan2_(self, other):
+        return apply_inplace(_B.Atan2, self, other)
+
+    arctan2, arctan2_ = atan2, atan2_
+
+    def hypot(self, other):
+        return _B.Hypot.apply(self, other)
+
+    def hypot_(self, other):
+        return apply_inplace(_B.Hypot, self, other)
+
+    def fmod(self, other):
+        return _B.Fmod.apply(self, other)
+
+    def fmod_(self, other):
+        return apply_inplace(_B.Fmod, self, other)
+
+    def remainder(self, other):
+        return _B.Remainder.apply(self, other)
+
+    def remainder_(self, other):
+        return apply_inplace(_B.Remainder, self, other)
+
+    def __mod__(self, other):
+        return _B.Remainder.apply(self, other)
+
+    def __rmod__(self, other):
+        return _B.Remainder.apply(other, self)
+
+    def __imod__(self, other):
+        return self.remainder_(other)
+
+    def floor_divide(self, other):
+        return _B.FloorDivide.apply(self, other)
+
+    def floor_divide_(self, other):
+        return apply_inplace(_B.FloorDivide, self, other)
+
+    def __floordiv__(self, other):
+        return _B.FloorDivide.apply(self, other)
+
+    def __rfloordiv__(self, other):
+        return _B.FloorDivide.apply(other, self)
+
+    def __ifloordiv__(self, other):
+        return self.floor_divide_(other)
+
+    def true_divide(self, other):
+        return _A.Div.apply(self, other)
+
+    def true_divide_(self, other):
+        return apply_inplace(_A.Div, self, other)
+
+    divide, divide_ = div, div_
+
+    def lerp(self, end, weight):
+        return _B.Lerp.apply(self, end, weight)
+
+    def lerp_(self, end, weight):
+        return apply_inplace(_B.Lerp, self, end, weight)
+
+    def maximum(self, other):
+        _require_tensor("maximum", other)
+        return _A.Maximum.apply(self, other)
+
+    def minimum(self, other):
+        _require_tensor("minimum", other)
+        return _A.Minimum.apply(self, other)
+
+    def clamp_min(self, min):
+        return _B.ClampMin.apply(self, min, None)
+
+    def clamp_min_(self, min):
+        return apply_inplace(_B.ClampMin, self, min, None)
+
+    def clamp_max(self, max):
+        return _B.ClampMax.apply(self, None, max)
+
+    def clamp_max_(self, max):
+        return apply_inplace(_B.ClampMax, self, None, max)
+
+    def logical_and(self, other):
+        return _L.Logical.apply(self, other, op="and")
+
+    def logical_or(self, other):
+        return _L.Logical.apply(self, other, op="or")
+
+    def logical_xor(self, other):
+        return _L.Logical.apply(self, other, op="xor")
+
+    def logical_not(self):
+        return _L.LogicalNot.apply(self)
+
+    def logical_and_(self, other):
+        return apply_inplace(_L.Logical, self, other, op="and")
+
+    def logical_or_(self, other):
+        return apply_inplace(_L.Logical, self, other, op="or")
+
+    def logical_xor_(self, other):
+        return apply_inplace(_L.Logical, self, other, op="xor")
+
+    def logical_not_(self):
+        return apply_inplace(_L.LogicalNot, self)
+
+    def bitwise_and(self, other):
+        return _L.Bitwise.apply(self, other, op="and")
+
+    def bitwise_or(self, other):
+        return _L.Bitwise.apply(self, other, op="or")
+
+    def bitwise_xor(self, other):
+        return _L.Bitwise.apply(self, other, op="xor")
+
+    def bitwise_not(self):
+        return _L.BitwiseNot.apply(self)
+
+    def bitwise_and_(self, other):
+        return apply_inplace(_L.Bitwise, self, other, op="and")
+
+    def bitwise_or_(self, other):
+        return apply_inplace(_L.Bitwise, self, other, op="or")
+
+    def bitwise_xor_(self, other):
+        return apply_inplace(_L.Bitwise, self, other, op="xor")
+
+    def bitwise_not_(self):
+        return apply_inplace(_L.BitwiseNot, self)
+
+    def __xor__(self, other):
+        return _L.Bitwise.apply(self, other, op="xor")
+
+    def __rand__(self, other):
+        return _L.Bitwise.apply(other, self, op="and")
+
+    def __ror__(self, other):
+        return _L.Bitwise.apply(other, self, op="or")
+
+    def __rxor__(self, other):
+        return _L.Bitwise.apply(other, self, op="xor")
+
+    def __iand__(self, other):
+        return self.bitwise_and_(other)
+
+    def __ior__(self, other):
+        return self.bitwise_or_(other)
+
+    def __ixor__(self, other):
+        return self.bitwise_xor_(other)
+
+    def isnan(self):
+        return _L.Test.apply(self, test="isnan")
+
+    def isinf(self):
+        return _L.Test.apply(self, test="isinf")
+
+    def isfinite(self):
+        return _L.Test.apply(self, test="isfinite")
+
+    def masked_fill(self, mask, value):
+        return _L.MaskedFill.apply(self, mask, value)
+
+    def masked_fill_(self, mask, value):
+        return apply_inplace(_L.MaskedFill, self, mask, value)
+
+    def where(self, condition, other):
+        return _I.where(condition, self, other)
+
+    greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+    # ----- end of the opsa block ----------------------------------------------------------------------------
+
 
 def _fill_random(var, draw):
     from ..factories import _rng
 
     return apply_inplace(_I.Fill, var, value=draw(_rng(), var._data.shape).astype(var._data.dtype))
+
+
+def _require_tensor(op, other):
+    if not isinstance(other, Variable):
+        raise TypeError(f"{op}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+
+
+def _div_rounded(a, b, rounding_mode):
+    _check_rounding_mode(rounding_mode)
+    return _B.DivMode.apply(a, b, rounding_mode=rounding_mode)
+
+
+def _check_rounding_mode(rounding_mode):
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
 
 
 def _ndim(x):
@@ -865,7 +1261,10 @@ def format_variable(var):
 
 # Imported last: the op modules build on Function, which needs Variable defined above.
 from ..ops import arithmetic as _A  # noqa: E402
+from ..ops import binary_math as _B  # noqa: E402
 from ..ops import indexing as _I  # noqa: E402
+from ..ops import logical as _L  # noqa: E402
+from ..ops import math_special as _M  # noqa: E402
 from ..ops import pointwise as _P  # noqa: E402
 from ..ops import reduction as _R  # noqa: E402
 from ..ops import shape as _S  # noqa: E402

@@ -6,7 +6,8 @@ Backward returns gradients in the broadcast shape; the engine sums them down to 
 import numpy as np
 
 from ..autograd.function import Function
-from ..errors import ShapeError
+from ..dtypes import default_float, promote_pair
+from ..errors import DtypeError, ShapeError
 
 
 class Add(Function):
@@ -14,7 +15,7 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        return np.add(a, b)
+        return np.add(*promote_pair(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -26,7 +27,13 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        return np.subtract(a, b)
+        if _is_bool(a) or _is_bool(b):
+            if _is_bool(a) and _is_bool(b):
+                raise DtypeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                                 "`^` or `logical_xor()` operator instead.")
+            raise DtypeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                             "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return np.subtract(*promote_pair(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -41,7 +48,7 @@ class Mul(Function):
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
             ctx.save_for_backward(b if need_a else None, a if need_b else None)
-        return np.multiply(a, b)
+        return np.multiply(*promote_pair(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -70,15 +77,41 @@ class Div(Function):
 
 
 def _true_divide(a, b):
-    out = np.true_divide(a, b)
-    # PyTorch divides integers into the default float dtype (float32); numpy would give float64.
-    if out.dtype == np.float64 and _dtype(a).kind in "iub" and _dtype(b).kind in "iub":
-        out = out.astype(np.float32)
-    return out
+    a, b = promote_pair(a, b)
+    if not _is_float(a) and not _is_float(b):
+        # PyTorch divides integers into the default float dtype; numpy would give float64.
+        dtype = default_float()
+        a, b = _as(a, dtype), _as(b, dtype)
+    return np.true_divide(a, b)
 
 
-def _dtype(x):
-    return x.dtype if isinstance(x, np.ndarray) else np.asarray(x).dtype
+def _integer_power(a, b):
+    """An integer tensor to integer powers some of which are negative: 1 and -1 keep a value, the rest give 0."""
+    if not isinstance(b, np.ndarray):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    positive = np.power(a, np.maximum(b, 0))
+    odd = np.remainder(b, 2) == 1
+    negative = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    return np.asarray(np.where(b < 0, negative, positive).astype(positive.dtype, copy=False))
+
+
+def _bool_power(a, b):
+    """PyTorch has no bool pow, except a bool tensor to a Python bool power (x ** True is x, x ** False ones)."""
+    if isinstance(b, (bool, np.bool_)) and isinstance(a, np.ndarray):
+        return a.copy() if b else np.ones_like(a)
+    raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+
+
+def _is_bool(x):
+    return isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype.kind == "b")
+
+
+def _is_float(x):
+    return isinstance(x, float) or (isinstance(x, np.ndarray) and x.dtype.kind in "fc")
+
+
+def _as(x, dtype):
+    return x.astype(dtype) if isinstance(x, np.ndarray) else dtype.type(x)
 
 
 class Neg(Function):
@@ -86,6 +119,9 @@ class Neg(Function):
 
     @staticmethod
     def forward(ctx, a):
+        if a.dtype.kind == "b":
+            raise DtypeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                            "invert a mask, use the `~` or `logical_not()` operator instead.")
         return np.negative(a)
 
     @staticmethod
@@ -98,7 +134,13 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        out = np.asarray(np.power(a, b))  # an array even when 0-d: saved, it must be versioned
+        a_, b_ = promote_pair(a, b)
+        if _is_bool(a_) and _is_bool(b_):
+            return _bool_power(a_, b_)  # bools never need a gradient
+        try:
+            out = np.asarray(np.power(a_, b_))  # an array even when 0-d: saved, it must be versioned
+        except ValueError:  # numpy refuses any negative integer exponent; PyTorch only a Python number one
+            out = _integer_power(a_, b_)
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
             # PyTorch keeps the result whenever the exponent is a tensor (PowBackward1), needed or not.
@@ -135,6 +177,13 @@ class MatMul(Function):
         if inner_a != inner_b:
             raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_text(a)} and "
                              f"{_shape_text(b)})")
+        if a.dtype != b.dtype:  # PyTorch does not promote in matmul
+            what = "dot : expected both vectors to have same dtype, but found" if a_nd == b_nd == 1 else \
+                "expected m1 and m2 to have the same dtype, but got:"
+            sep = " and " if a_nd == b_nd == 1 else " != "
+            names = [(_TYPE_NAMES if a_nd == b_nd == 1 else _SCALAR_NAMES).get(str(d), str(d))
+                     for d in (a.dtype, b.dtype)]
+            raise DtypeError(f"{what} {names[0]}{sep}{names[1]}")
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
             ctx.save_for_backward(b if need_a else None, a if need_b else None)
@@ -178,7 +227,7 @@ class Maximum(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return np.maximum(a, b)
+        return np.maximum(*promote_pair(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -192,7 +241,7 @@ class Minimum(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return np.minimum(a, b)
+        return np.minimum(*promote_pair(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -203,3 +252,10 @@ class Minimum(Function):
 def _split_by_winner(grad, a_wins, tie):
     wa = np.where(a_wins, 1.0, np.where(tie, 0.5, 0.0)).astype(grad.dtype)
     return grad * wa, grad * (1 - wa)
+
+
+_SCALAR_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+                 "bool": "bool", "uint8": "unsigned char"}
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool",
+               "uint8": "Byte"}

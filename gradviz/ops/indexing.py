@@ -5,7 +5,8 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.inplace import apply_inplace
 from ..autograd.variable import Variable
-from ..errors import ShapeError
+from ..dtypes import promote_pair
+from ..errors import DtypeError, ShapeError
 
 
 def _convert_index(index):
@@ -230,10 +231,13 @@ class Where(Function):
 
     @staticmethod
     def forward(ctx, condition, a, b):
-        cond = np.asarray(condition, dtype=bool)
+        cond = np.asarray(condition)
+        if cond.dtype != np.bool_:
+            raise DtypeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                             f"{_TYPE_NAMES.get(str(cond.dtype), cond.dtype)}")
         if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
             ctx.save_for_backward(cond)
-        return np.where(cond, a, b)
+        return np.where(cond, *promote_pair(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -257,7 +261,7 @@ class Compare(Function):
     @staticmethod
     def forward(ctx, a, b, op):
         ctx._meta = {"op": op}
-        return _COMPARE[op](a, b)
+        return _COMPARE[op](*promote_pair(a, b))  # compared in the promoted dtype, as PyTorch does
 
 
 class LogicalNot(Function):
@@ -267,6 +271,9 @@ class LogicalNot(Function):
     @staticmethod
     def forward(ctx, a):
         return np.logical_not(a) if a.dtype == np.bool_ else np.invert(a)
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "uint8": "Byte"}
 
 
 def compare(a, b, op):

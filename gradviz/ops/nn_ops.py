@@ -9,6 +9,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..autograd.function import Function
+from ..dtypes import promote_pair
 from ..errors import DtypeError, ShapeError
 
 _TORCH_SCALAR = {"float32": "float", "float64": "double", "int64": "long", "int32": "int", "bool": "bool"}
@@ -283,7 +284,7 @@ class MseLoss(Function):
 
     @staticmethod
     def forward(ctx, x, target, reduction="mean"):
-        diff = np.subtract(x, target)
+        diff = np.subtract(*promote_pair(x, target))  # PyTorch's promotion: an int64 target keeps float32
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
             ctx.save_for_backward(diff)
         ctx._reduction = reduction
@@ -302,7 +303,7 @@ class L1Loss(Function):
 
     @staticmethod
     def forward(ctx, x, target, reduction="mean"):
-        diff = np.subtract(x, target)
+        diff = np.subtract(*promote_pair(x, target))  # PyTorch's promotion: an int64 target keeps float32
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
             ctx.save_for_backward(diff)
         ctx._reduction = reduction

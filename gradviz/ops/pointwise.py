@@ -3,11 +3,12 @@
 import numpy as np
 
 from ..autograd.function import Function
+from ..dtypes import default_float, result_type
 
 
 def _floating(x):
-    """PyTorch computes float functions of integer tensors in float32; numpy would use float64."""
-    return x.astype(np.float32) if x.dtype.kind in "iub" else x
+    """PyTorch computes float functions of integer tensors in the default float dtype; numpy would use float64."""
+    return x.astype(default_float()) if x.dtype.kind in "iub" else x
 
 
 class Exp(Function):
@@ -66,6 +67,8 @@ class Abs(Function):
 
     @staticmethod
     def forward(ctx, x):
+        if x.dtype.kind == "b":
+            raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(x)
         return np.abs(x)
@@ -168,12 +171,14 @@ class Clamp(Function):
             ctx.save_for_backward(x)
         ctx._bounds = (min, max)
         ctx._meta = {"min": min, "max": max}
+        # PyTorch promotes: an integer tensor clamped to a float bound is float.
+        dtype = x.dtype if x.dtype.kind == "f" else result_type(*(v for v in (x, min, max) if v is not None))
         out = x
         if min is not None:
             out = np.maximum(out, min)
         if max is not None:
             out = np.minimum(out, max)
-        return out.astype(x.dtype, copy=False) if out is not x else np.array(x, copy=True)
+        return out.astype(dtype, copy=False) if out is not x else np.array(x, copy=True)
 
     @staticmethod
     def backward(ctx, grad):
