@@ -24,6 +24,7 @@ CODES = {
     "grad-accumulation": ("warning", "gradients summed across optimizer steps (no zero_grad between)"),
     "exploding-grad": ("info", "one layer's gradient norm is far above the others"),
     "vanishing-grad": ("info", "one layer's gradient norm is far below the others"),
+    "wrong-backward": ("error", "a custom Function's backward disagrees with its forward"),
 }
 
 SEVERITIES = vocabulary.SEVERITIES  # the document's severities, most severe first
@@ -368,6 +369,41 @@ The fix: use ReLU-family activations with a suitable initialisation (Kaiming), n
 residual connections, or check that the layer's output actually reaches the loss.
 
 In the picture: the layer's parameters, with their gradient norms on the edges (`--show-grads`).
+""",
+    "wrong-backward": """\
+A custom `autograd.Function`'s `backward` returned gradients that do not match its `forward`.
+
+gradviz checks every custom Function the first time it runs with a given input signature (shapes, dtypes,
+which inputs require grad). On copies of the actual inputs, it compares what backward gives for a random
+projection, <J^T v, u>, with the same projection of forward's derivative by central differences, <v, J u>
+(two extra forward calls and one backward per input, in float64 when the Function computes in float64). A
+disagreement is checked again at slightly moved inputs, so a kink exactly at an input (ReLU at 0) is not
+reported. Nothing raises: a wrong backward trains slowly or to the wrong place, silently.
+
+The mistake (a dropped factor):
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x ** 2          # d(x^3)/dx is 3 x^2
+
+The fix: correct the formula the report points at (the input it names, the line where backward is defined),
+and keep it correct with a gradient check in your tests, in float64:
+
+    x = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(Cube.apply, (x,))
+
+The check runs with the tracer quiet, on copies, with the random state restored, so it changes nothing the
+script computes or prints. Turn it off with `gradviz run --no-check-backward` or
+`gradviz.trace(check_backward=False)`; the report lists what was checked and what was skipped.
+
+In the picture: the Function's node.
 """,
 }
 
