@@ -33,7 +33,7 @@ c = torch.full((), 0.0, dtype=torch.float64, requires_grad=True)
 d = torch.full((), 0.3, dtype=torch.float64, requires_grad=True)
 
 learning_rate = 5e-6
-for t in range(300):
+for _ in range(300):
     y_pred = a + b * LegendrePolynomial3.apply(c + d * x)
     loss = (y_pred - y).pow(2).sum()
     loss.backward()

@@ -24,7 +24,9 @@ from .artifacts import FORMATS, shown_path
 @click.option("--no-render", is_flag=True, help="Skip the pictures (report.json and report.html are still written).")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
               help="Collapse graphs larger than this by module depth.")
-def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_render, max_nodes):
+@click.option("--no-check-backward", is_flag=True,
+              help="Don't check custom autograd Functions' backward numerically (the wrong-backward diagnosis).")
+def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_render, max_nodes, no_check_backward):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
     Everything after SCRIPT is passed to the script as its own arguments.
@@ -43,9 +45,10 @@ def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_ren
             if json_only:
                 # stdout carries the JSON document alone: the script's prints, and its children's, go to stderr
                 with script_stdout_to_stderr():
-                    traced = trace_script(script, args, torch=use_torch)
+                    traced = trace_script(script, args, torch=use_torch, check_backward=not no_check_backward)
             else:
-                traced = trace_script(script, args, torch=use_torch, output=output, progress=show_progress)
+                traced = trace_script(script, args, torch=use_torch, output=output, progress=show_progress,
+                                      check_backward=not no_check_backward)
         except ScriptError as exc:
             output.abort(str(exc))
         doc, result = traced.doc, traced.result

@@ -17,7 +17,7 @@ class TracedRun:
     result: RunResult
 
 
-def trace_script(path, args=(), torch=False, output=None, progress=False):
+def trace_script(path, args=(), torch=False, output=None, progress=False, check_backward=True):
     """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
 
     ``torch=True`` makes ``import torch`` resolve to gradviz for the run. ``progress=True`` shows a live line
@@ -26,7 +26,7 @@ def trace_script(path, args=(), torch=False, output=None, progress=False):
     import gradviz
 
     code = compile_script(path)
-    tr = gradviz.trace()
+    tr = gradviz.trace(check_backward=check_backward)
     tr.script = path
     with ExitStack() as stack:
         if torch:

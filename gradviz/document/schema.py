@@ -69,13 +69,21 @@ POINT = {"iteration": "int", "retained_bytes": "int", "graphs_alive": "int"}
 MEMORY = {"peak_retained_bytes": "int", "final_retained_bytes": "int", "series": [POINT], "graphs": ["obj"]}
 STATUS = {"completed": "bool", "exception": "?obj"}
 ENGINE = {"name": "str", "version": "?str", "devices": ["str"], "engines?": ["obj"]}
+BACKWARD_CHECK = {
+    "id": "int", "class_name": "str", "node": "?int", "location": "?loc", "backward_location": "?loc",
+    "signature": ["str"], "status": "str", "reason": "?str", "dtype": "?str", "checked_inputs": ["int"],
+    "input": "?int", "input_name": "?str", "relative_error": "?num", "backward_value": "?num",
+    "numerical_value": "?num",
+}
+BACKWARD_CHECKS = {"enabled": "bool", "budget": "int", "repeats": "int", "over_budget": "int",
+                   "checks": [BACKWARD_CHECK]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
     "variables": [VARIABLE], "nodes": [NODE], "graphs": [GRAPH], "structures": [STRUCTURE],
     "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
-    "internal_errors?": ["obj"], "engine?": ENGINE,
+    "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS,
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.

@@ -10,7 +10,7 @@ import re
 from importlib import resources
 
 from ..document import DocIndex
-from .style import human_bytes
+from .style import backward_checks_text, human_bytes
 
 _PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
 _SCRIPT = re.compile(r"<\s*/?\s*script", re.I)
@@ -272,6 +272,8 @@ def _summary(doc):
         parts.append(f"stopped by {exc.get('type')}: {exc.get('message')}")
     if _ending(doc):
         parts.append(_ending(doc))
+    if backward_checks_text(doc):
+        parts.append("backward checks: " + backward_checks_text(doc))
     return " · ".join(html.escape(p) for p in parts)
 
 

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..document import DocIndex, terminal_safe
-from .style import human_bytes
+from .style import backward_checks_text, human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 _BARS = "▁▂▃▄▅▆▇█"
@@ -98,6 +98,8 @@ def summary(doc):
     grid.add_row("backward calls", f"{len(doc.get('backwards', [])):,}")
     if ending(doc):
         grid.add_row("script ended", _data(ending(doc)))
+    if backward_checks_text(doc):
+        grid.add_row("backward checks", _data(backward_checks_text(doc)))
     dropped = (doc.get("dropped") or {}).get("iterations")
     if dropped:
         window = doc.get("window", 3)

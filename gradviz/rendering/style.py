@@ -13,6 +13,28 @@ def shape_text(shape):
     return "scalar" if len(shape) == 0 else "(" + ", ".join(str(d) for d in shape) + ")"
 
 
+def backward_checks_text(doc):
+    """The budget line of the custom-Function backward checks: what was checked, with what result, and what was
+    not (and why); "" when no custom Function ran."""
+    section = doc.get("backward_checks") or {}
+    checks = section.get("checks") or []
+    repeats, over = section.get("repeats") or 0, section.get("over_budget") or 0
+    if not section.get("enabled", True):
+        return "off (--no-check-backward)" if checks == [] else ""
+    if not checks and not over:
+        return ""
+    counts = {}
+    for c in checks:
+        counts[c.get("status")] = counts.get(c.get("status"), 0) + 1
+    done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    text = f"{len(checks)} custom Function signature{'s' * (len(checks) != 1)} checked ({done})"
+    if repeats:
+        text += f"; {repeats:,} later call{'s' * (repeats != 1)} with a signature already checked"
+    if over:
+        text += f"; {over} not checked (budget of {section.get('budget')} spent)"
+    return text
+
+
 def human_bytes(n):
     """Binary units, as the diagnostics' messages write them (``4.8 KiB``), so the figures match."""
     n = float(n or 0)

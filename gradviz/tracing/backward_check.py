@@ -12,6 +12,7 @@ only there, a wrong formula disagrees everywhere.
 """
 
 import inspect
+import linecache
 import zlib
 from dataclasses import dataclass, field
 
@@ -78,6 +79,24 @@ def signature_of(args, kwargs, is_tensor, describe):
     via ``describe``) or type (anything else), and the keyword names."""
     parts = tuple(describe(a) if is_tensor(a) else type(a).__name__ for a in args)
     return parts + tuple(sorted(kwargs))
+
+
+def describe_tensor(dtype, shape, requires_grad):
+    """One tensor argument of a signature, as the report shows it: ``float32[4, 3] requires_grad``."""
+    dims = ", ".join(str(int(d)) for d in shape)
+    return f"{dtype}[{dims}]" + (" requires_grad" if requires_grad else "")
+
+
+def definition_line(code):
+    """The line of the ``def`` itself for a function's code (``co_firstlineno`` is its first decorator's)."""
+    line = code.co_firstlineno
+    for offset in range(20):
+        text = linecache.getline(code.co_filename, line + offset).lstrip()
+        if text.startswith(("def ", "async def ")):
+            return line + offset
+        if not text:
+            break
+    return line
 
 
 def input_names(fn_class):

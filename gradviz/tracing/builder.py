@@ -32,6 +32,7 @@ import itertools
 from collections import namedtuple
 
 from ..document.vocabulary import error_code
+from .checks import BackwardChecks
 from .grouping import Grouping
 from .records import NodeRecord, VarRecord
 
@@ -89,6 +90,7 @@ class TraceBuilder:
         self.lasti = -1  # the instruction of the last op's call (tells two graphs started on one line apart)
         self.first_nonfinite = None
         self.internal_errors = []
+        self.checks = BackwardChecks()  # custom Functions' backward checks (wrong-backward)
         self.groups = Grouping(self)
 
     # ----- the engine -------------------------------------------------------------------------------------
@@ -798,6 +800,22 @@ class TraceBuilder:
             graph = groups.new_graph()
             groups.adopt_into(graph, nrec, merge=True)
         rec.graph = nrec.graph
+
+    # ----- custom Functions ----------------------------------------------------------------------------------------
+    def wants_backward_check(self, function_key, signature):
+        """Whether the adapter should check this custom Function's backward now (first time per Function and
+        input signature, within the run's budget, unless checks are off)."""
+        return self.checks.wanted(function_key, signature)
+
+    def backward_check(self, node_key, class_name, signature, result, location, backward_location):
+        """The outcome of a backward check (``backward_check.CheckResult``) of node ``node_key``'s Function,
+        applied at ``location``; ``backward_location`` is where its backward is defined. A failed check keeps its
+        node's graph in the document."""
+        rec = self.live_nodes.get(node_key)
+        self.checks.record(None if rec is None else rec.id, class_name, signature, result, location,
+                           backward_location)
+        if result.status == "failed":
+            self.groups.pin_node(rec)
 
     # ----- the end, and results ---------------------------------------------------------------------------------
     def raised(self, type_name, message, location):

@@ -162,6 +162,7 @@ def build_document(trace, with_diagnostics=True):
         "memory": memory_section(trace),
         "dropped": dict(g.dropped, note=_drop_note(g)),
         "internal_errors": list(trace.internal_errors),
+        "backward_checks": trace.checks.section(_loc),
     })
     if with_diagnostics:
         _add_diagnostics(doc)

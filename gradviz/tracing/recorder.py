@@ -15,14 +15,16 @@ class Trace:
 
     ``window`` is how many iterations are kept in full at the start and at the end of a long loop; ``engine``
     which engine to watch: ``"gradviz"`` (its own engine), ``"auto"`` (today the same), ``"torch"`` (real
-    PyTorch, when its adapter is available).
+    PyTorch, when its adapter is available); ``check_backward`` whether each custom ``Function``'s backward is
+    checked numerically the first time it runs with given input shapes and dtypes (the wrong-backward diagnosis).
     """
 
-    def __init__(self, window=3, engine="auto"):
+    def __init__(self, window=3, engine="auto", check_backward=True):
         self.window = window
         self.engine = engine
         self.active = False
         self.builder = TraceBuilder(window)
+        self.builder.checks.enabled = bool(check_backward)
         self.adapters = [make_adapter(name, self.builder) for name in engine_names(engine)]
 
     # ----- lifecycle ------------------------------------------------------------------------------------

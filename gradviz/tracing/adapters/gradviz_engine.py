@@ -20,6 +20,7 @@ from ...autograd import grad_mode
 from ...autograd.function import AccumulateGrad
 from ...autograd.observer import Observer, is_quiet
 from ...autograd.variable import Variable
+from ..backward_check import definition_line
 from ..builder import LEAF
 from ..frames import (
     _CO_OPTIMIZED,
@@ -32,6 +33,8 @@ from ..frames import (
     names_in_frame,
     user_frame,
 )
+from .gradviz_probe import run_check
+from .gradviz_probe import signature as probe_signature
 from .modules import ModuleNames
 from .numpy_values import _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
 
@@ -309,6 +312,22 @@ class GradvizAdapter(Observer):
         ref.key = key = id(node)
         builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
                    location, getattr(node, "_meta", None), bad, lasti, ref)
+        if custom:
+            self._check_backward(node, inputs, location)
+
+    def _check_backward(self, node, inputs, location):
+        """A user-defined Function's first application with these inputs: check its backward numerically
+        (wrong-backward), on copies, with nothing observed (``gradviz_probe``)."""
+        cls = type(node)
+        kwargs = node._kwargs
+        sig = probe_signature(inputs, kwargs)
+        builder = self.builder
+        if not builder.wants_backward_check(f"{cls.__module__}.{cls.__qualname__}", sig):
+            return
+        result = run_check(cls, inputs, kwargs)
+        code = getattr(cls.backward, "__code__", None)
+        defined = None if code is None else location_at(code, definition_line(code))
+        builder.backward_check(id(node), cls.__qualname__, sig, result, location, defined)
 
     def _unrecorded(self, node, inputs, outputs, location):
         """An op that built no graph node. Its outputs matter to 'why is there no gradient' only when some

@@ -7,11 +7,11 @@ import warnings
 
 import numpy as np
 
-from ... import factories
 from ...autograd import grad_mode, observer
 from ...autograd.engine import grad as _grad
 from ...autograd.variable import Variable
-from ..backward_check import CheckResult, ProbeEngine, check_backward, signature_of
+from ...factories import _rng
+from ..backward_check import CheckResult, ProbeEngine, check_backward, describe_tensor, signature_of
 
 
 class GradvizProbe(ProbeEngine):
@@ -62,7 +62,7 @@ class GradvizProbe(ProbeEngine):
         they started (each probe starts from that same state, so a Function drawing random numbers sees the
         same ones every time)."""
         token = observer._observers.set(())
-        self._states = (factories._rng().bit_generator.state, np.random.get_state())
+        self._states = (_rng().bit_generator.state, np.random.get_state())
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
                     warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -75,12 +75,12 @@ class GradvizProbe(ProbeEngine):
 
     def _restore_random(self):
         if self._states is not None:
-            factories._rng().bit_generator.state = self._states[0]
+            _rng().bit_generator.state = self._states[0]
             np.random.set_state(self._states[1])
 
 
 def describe(v):
-    return (tuple(v._data.shape), v._data.dtype.name, bool(v._requires_grad))
+    return describe_tensor(v._data.dtype.name, v._data.shape, v._requires_grad)
 
 
 def signature(args, kwargs):

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from ..backward_check import CheckResult, ProbeEngine, check_backward, signature_of
+from ..backward_check import CheckResult, ProbeEngine, check_backward, describe_tensor, signature_of
 
 
 class TorchProbe(ProbeEngine):
@@ -87,7 +87,7 @@ class TorchProbe(ProbeEngine):
 
 def signature(torch, args, kwargs):
     return signature_of(args, kwargs, lambda a: isinstance(a, torch.Tensor),
-                        lambda v: (tuple(v.shape), str(v.dtype).replace("torch.", ""), bool(v.requires_grad)))
+                        lambda v: describe_tensor(str(v.dtype).replace("torch.", ""), v.shape, v.requires_grad))
 
 
 def run_check(torch, fn_class, args, kwargs, suspend=None):
