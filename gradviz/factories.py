@@ -115,3 +115,29 @@ def randint(low, high=None, size=None, dtype=None):
 
 def randperm(n, dtype=None):
     return _make(_rng().permutation(int(n)).astype(as_dtype(dtype) or int64))
+
+
+# ----- opsb: logspace and the random *_like factories -----------------------------------------------------------
+def logspace(start, end, steps, base=10.0, requires_grad=False, dtype=None):
+    from .dtypes import default_float
+
+    values = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
+    return _make(values.astype(as_dtype(dtype) or default_float()), requires_grad)
+
+
+def _float_like(x, dtype, kernel):
+    dtype = as_dtype(dtype) or x.dtype
+    if dtype.kind not in "fc":
+        names = {"int64": "Long", "int32": "Int", "bool": "Bool", "uint8": "Byte"}
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{names.get(str(dtype), str(dtype))}\'')
+    return dtype
+
+
+def rand_like(x, requires_grad=False, dtype=None):
+    dtype = _float_like(x, dtype, "check_uniform_bounds")
+    return _make(_rng().random(x.shape).astype(dtype), requires_grad)
+
+
+def randn_like(x, requires_grad=False, dtype=None):
+    dtype = _float_like(x, dtype, "normal_kernel_cpu")
+    return _make(_rng().standard_normal(x.shape).astype(dtype), requires_grad)

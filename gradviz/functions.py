@@ -93,12 +93,12 @@ def mean(x, dim=None, keepdim=False):
     return x.mean(dim=dim, keepdim=keepdim)
 
 
-def var(x, dim=None, unbiased=True, keepdim=False):
-    return x.var(dim=dim, unbiased=unbiased, keepdim=keepdim)
+def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    return x.var(dim=dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
 
 
-def std(x, dim=None, unbiased=True, keepdim=False):
-    return x.std(dim=dim, unbiased=unbiased, keepdim=keepdim)
+def std(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    return x.std(dim=dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
 
 
 def max(x, dim=None, keepdim=False):
@@ -500,3 +500,180 @@ POINTWISE_NAMES = ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acos
                    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "eq",
                    "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
                    "divide", "lerp", "clamp_min", "clamp_max", "masked_fill"]
+
+# ----- opsb: views, rearrangements, gather/scatter, sorting, reductions, products, sampling ---------------------
+from .factories import logspace, rand_like, randn_like  # noqa: E402,F401 - torch-namespace factories
+from .ops import linalg as _L  # noqa: E402
+from .ops import random as _random  # noqa: E402
+
+
+def narrow(x, dim, start, length):
+    return x.narrow(dim, start, length)
+
+
+def split(x, split_size_or_sections, dim=0):
+    return x.split(split_size_or_sections, dim)
+
+
+def chunk(x, chunks, dim=0):
+    return x.chunk(chunks, dim)
+
+
+def unbind(x, dim=0):
+    return x.unbind(dim)
+
+
+def movedim(x, source, destination):
+    return x.movedim(source, destination)
+
+
+moveaxis = movedim
+
+
+def unflatten(x, dim, sizes):
+    return x.unflatten(dim, sizes)
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    return x.diagonal(offset, dim1, dim2)
+
+
+def tile(x, dims):
+    return x.tile(dims)
+
+
+def repeat_interleave(x, repeats=None, dim=None, output_size=None):
+    if repeats is None:
+        return _S.repeat_interleave(x)
+    return x.repeat_interleave(repeats, dim)
+
+
+def flip(x, dims):
+    return x.flip(dims)
+
+
+def roll(x, shifts, dims=None):
+    return x.roll(shifts, dims)
+
+
+def gather(x, dim, index):
+    return x.gather(dim, index)
+
+
+def scatter(x, dim, index, src=None, value=None, reduce=None):
+    return x.scatter(dim, index, src, value, reduce)
+
+
+def scatter_add(x, dim, index, src):
+    return x.scatter_add(dim, index, src)
+
+
+def index_select(x, dim, index):
+    return x.index_select(dim, index)
+
+
+def index_add(x, dim, index, source, alpha=1):
+    return x.index_add(dim, index, source, alpha)
+
+
+def take_along_dim(x, indices, dim=None):
+    return x.take_along_dim(indices, dim)
+
+
+def sort(x, dim=-1, descending=False, stable=False):
+    return x.sort(dim, descending, stable)
+
+
+def argsort(x, dim=-1, descending=False, stable=False):
+    return x.argsort(dim, descending, stable)
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    return x.topk(k, dim, largest, sorted)
+
+
+def cumsum(x, dim, dtype=None):
+    return x.cumsum(dim, dtype=dtype)
+
+
+def cumprod(x, dim, dtype=None):
+    return x.cumprod(dim, dtype=dtype)
+
+
+def prod(x, dim=None, keepdim=False, dtype=None):
+    return x.prod(dim, keepdim, dtype=dtype)
+
+
+def logsumexp(x, dim, keepdim=False):
+    return x.logsumexp(dim, keepdim)
+
+
+def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    return x.norm(p, dim, keepdim, dtype)
+
+
+def amax(x, dim=(), keepdim=False):
+    return x.amax(dim, keepdim)
+
+
+def amin(x, dim=(), keepdim=False):
+    return x.amin(dim, keepdim)
+
+
+def all(x, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    return _v(x).all(dim, keepdim)
+
+
+def any(x, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    return _v(x).any(dim, keepdim)
+
+
+def bmm(a, b):
+    return _L.bmm(a, b)
+
+
+def addmm(c, mat1, mat2, beta=1, alpha=1):
+    return _L.addmm(c, mat1, mat2, beta, alpha)
+
+
+def baddbmm(c, batch1, batch2, beta=1, alpha=1):
+    return _L.baddbmm(c, batch1, batch2, beta, alpha)
+
+
+def einsum(equation, *operands):
+    return _L.einsum(equation, *operands)
+
+
+def outer(a, b):
+    return _L.outer(a, b)
+
+
+ger = outer
+
+
+def dot(a, b):
+    return _L.dot(a, b)
+
+
+def tril(x, diagonal=0):
+    return x.tril(diagonal)
+
+
+def triu(x, diagonal=0):
+    return x.triu(diagonal)
+
+
+def diag(x, diagonal=0):
+    return x.diag(diagonal)
+
+
+def multinomial(x, num_samples, replacement=False, generator=None):
+    return _random.multinomial(x, num_samples, replacement)
+
+
+def bernoulli(x, p=None, generator=None):
+    return _random.bernoulli(x, p)
+
+
+def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, requires_grad=False):
+    return _random.normal(mean, std, size, dtype=dtype, requires_grad=requires_grad)

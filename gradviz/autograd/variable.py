@@ -10,6 +10,7 @@ import weakref
 
 import numpy as np
 
+from ..dtypes import as_dtype as _as_dtype
 from ..errors import DtypeError, UnsupportedError
 from . import grad_mode, observer
 
@@ -675,10 +676,8 @@ class Variable:
 
     clip = clamp
 
-    def norm(self, p=2, dim=None, keepdim=False):
-        if p != 2:
-            raise UnsupportedError(f"gradviz's Tensor.norm supports p=2 only (got p={p!r})")
-        return (self * self).sum(dim=dim, keepdim=keepdim).sqrt()
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return _R.norm(self, p, dim, keepdim, _as_dtype(dtype))
 
     # ----- reductions --------------------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False, dtype=None):
@@ -689,11 +688,14 @@ class Variable:
         return _R.Mean.apply(self, dim=dim, keepdim=keepdim)
 
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        _R.check_var_dtype(self)
         return _R.Var.apply(self, dim=dim, correction=(1 if unbiased else 0) if correction is None
                             else correction, keepdim=keepdim)
 
-    def std(self, dim=None, unbiased=True, keepdim=False):
-        return self.var(dim=dim, unbiased=unbiased, keepdim=keepdim).sqrt()
+    def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        _R.check_var_dtype(self)
+        return _R.Std.apply(self, dim=dim, correction=(1 if unbiased else 0) if correction is None
+                            else correction, keepdim=keepdim)
 
     def max(self, dim=None, keepdim=False):
         if isinstance(dim, Variable):
@@ -1186,6 +1188,174 @@ class Variable:
     greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
     # ----- end of the opsa block ----------------------------------------------------------------------------
 
+    # ----- opsb: views, rearrangements, gather/scatter, sorting, reductions, products, sampling -----------------
+    def narrow(self, dim, start, length):
+        return _S.narrow(self, dim, start, length)
+
+    def split(self, split_size, dim=0):
+        return _S.split(self, split_size, dim)
+
+    def chunk(self, chunks, dim=0):
+        return _S.chunk(self, chunks, dim)
+
+    def unbind(self, dim=0):
+        return _S.unbind(self, dim)
+
+    def movedim(self, source, destination):
+        return _S.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def unflatten(self, dim, sizes):
+        return _S.unflatten(self, dim, sizes)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return _S.diagonal(self, offset, dim1, dim2)
+
+    def repeat(self, *sizes):
+        return _S.repeat(self, sizes)
+
+    def tile(self, *dims):
+        return _S.tile(self, dims)
+
+    def repeat_interleave(self, repeats, dim=None, output_size=None):
+        return _S.repeat_interleave(self, repeats, dim)
+
+    def flip(self, *dims):
+        return _S.flip(self, dims[0] if len(dims) == 1 else dims)
+
+    def roll(self, shifts, dims=None):
+        return _S.roll(self, shifts, dims)
+
+    def gather(self, dim, index):
+        return _G.gather(self, dim, index)
+
+    def scatter(self, dim, index, src=None, value=None, reduce=None):
+        return _G.scatter(self, dim, index, src, value, reduce)
+
+    def scatter_(self, dim, index, src=None, value=None, reduce=None):
+        src = value if src is None else src
+        d = _G._scatter_args(self, dim, index, src, "scatter")
+        return apply_inplace(_G.Scatter, self, index, src, dim=d)
+
+    def scatter_add(self, dim, index, src):
+        return _G.scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim, index, src):
+        d = _G._scatter_args(self, dim, index, src, "scatter")
+        return apply_inplace(_G.ScatterAdd, self, index, src, dim=d)
+
+    def index_select(self, dim, index):
+        return _G.index_select(self, dim, index)
+
+    def index_add(self, dim, index, source, alpha=1):
+        return _G.index_add(self, dim, index, source, alpha)
+
+    def index_add_(self, dim, index, source, alpha=1):
+        out = _G.index_add(self.detach(), dim, index, source, alpha)  # validates the arguments
+        del out
+        return apply_inplace(_G.IndexAdd, self, index, source, dim=_S._dim(dim, self._data.ndim), alpha=alpha)
+
+    def take_along_dim(self, indices, dim=None):
+        return _G.take_along_dim(self, indices, dim)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        return _O.sort(self, dim, descending, stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return _O.argsort(self, dim, descending, stable)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        return _O.topk(self, k, dim, largest, sorted)
+
+    def cumsum(self, dim, dtype=None):
+        return _R.cumsum(self, dim, _as_dtype(dtype))
+
+    def cumsum_(self, dim, dtype=None):
+        return apply_inplace(_R.Cumsum, self, dim=_S._dim(dim, self._data.ndim), dtype=_as_dtype(dtype))
+
+    def cumprod(self, dim, dtype=None):
+        return _R.cumprod(self, dim, _as_dtype(dtype))
+
+    def cumprod_(self, dim, dtype=None):
+        return apply_inplace(_R.Cumprod, self, dim=_S._dim(dim, self._data.ndim), dtype=_as_dtype(dtype))
+
+    def prod(self, dim=None, keepdim=False, dtype=None):
+        return _R.prod(self, dim, keepdim, _as_dtype(dtype))
+
+    def logsumexp(self, dim, keepdim=False):
+        return _R.logsumexp(self, dim, keepdim)
+
+    def amax(self, dim=(), keepdim=False):
+        return _R.amax(self, dim, keepdim, "max")
+
+    def amin(self, dim=(), keepdim=False):
+        return _R.amax(self, dim, keepdim, "min")
+
+    def all(self, dim=None, keepdim=False):
+        return _R.all_any(self, dim, keepdim, "all")
+
+    def any(self, dim=None, keepdim=False):
+        return _R.all_any(self, dim, keepdim, "any")
+
+    def bmm(self, other):
+        return _LA.bmm(self, other)
+
+    def addmm(self, mat1, mat2, beta=1, alpha=1):
+        return _LA.addmm(self, mat1, mat2, beta, alpha)
+
+    def addmm_(self, mat1, mat2, beta=1, alpha=1):
+        _LA.addmm(self.detach(), mat1, mat2, beta, alpha)  # validates the arguments
+        return apply_inplace(_LA.Addmm, self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, beta=1, alpha=1):
+        return _LA.baddbmm(self, batch1, batch2, beta, alpha)
+
+    def baddbmm_(self, batch1, batch2, beta=1, alpha=1):
+        _LA.baddbmm(self.detach(), batch1, batch2, beta, alpha)  # validates the arguments
+        return apply_inplace(_LA.Baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def dot(self, other):
+        return _LA.dot(self, other)
+
+    def outer(self, other):
+        return _LA.outer(self, other)
+
+    def tril(self, diagonal=0):
+        return _LA.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return _LA.tril(self, diagonal, upper=True)
+
+    def tril_(self, diagonal=0):
+        _LA.tril(self.detach(), diagonal)  # validates the arguments
+        return apply_inplace(_LA.Tril, self, diagonal=int(diagonal), upper=False)
+
+    def triu_(self, diagonal=0):
+        _LA.tril(self.detach(), diagonal, upper=True)
+        return apply_inplace(_LA.Triu, self, diagonal=int(diagonal), upper=True)
+
+    def diag(self, diagonal=0):
+        return _LA.diag(self, diagonal)
+
+    def trace(self):
+        return _LA.trace(self)
+
+    def bernoulli(self, p=None):
+        from ..ops import random
+
+        return random.bernoulli(self, p)
+
+    def bernoulli_(self, p=0.5):
+        from ..ops import random
+
+        return random.bernoulli_fill(self, p)
+
+    def multinomial(self, num_samples, replacement=False, generator=None):
+        from ..ops import random
+
+        return random.multinomial(self, num_samples, replacement)
+
 
 def _fill_random(var, draw):
     from ..factories import _rng
@@ -1263,9 +1433,12 @@ def format_variable(var):
 from ..ops import arithmetic as _A  # noqa: E402
 from ..ops import binary_math as _B  # noqa: E402
 from ..ops import indexing as _I  # noqa: E402
+from ..ops import linalg as _LA  # noqa: E402
 from ..ops import logical as _L  # noqa: E402
 from ..ops import math_special as _M  # noqa: E402
 from ..ops import pointwise as _P  # noqa: E402
 from ..ops import reduction as _R  # noqa: E402
+from ..ops import scatter as _G  # noqa: E402
 from ..ops import shape as _S  # noqa: E402
+from ..ops import sorting as _O  # noqa: E402
 from .inplace import apply_inplace  # noqa: E402

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..autograd.variable import Variable
+from ..dtypes import result_type
 from ..errors import ShapeError
 
 
@@ -257,7 +258,7 @@ class Cat(Function):
         ctx._splits = np.cumsum([a.shape[d] for a in arrays])[:-1]
         ctx._dim = d
         ctx._meta = {"dim": d}
-        return np.concatenate(arrays, axis=d)
+        return np.concatenate(arrays, axis=d, dtype=result_type(*arrays))
 
     @staticmethod
     def backward(ctx, grad):
@@ -277,7 +278,7 @@ class Stack(Function):
         d = _dim(dim, arrays[0].ndim + 1)
         ctx._dim = d
         ctx._meta = {"dim": d}
-        return np.stack(arrays, axis=d)
+        return np.stack(arrays, axis=d, dtype=result_type(*arrays))
 
     @staticmethod
     def backward(ctx, grad):
@@ -298,5 +299,374 @@ def stack(tensors, dim=0):
     return Stack.apply(*tensors, dim=dim)
 
 
+
+# ----- opsb: more views (narrow, split, chunk, unbind, movedim, unflatten, diagonal) -------------------------------
+def _slicer(dim, index):
+    """The numpy index that applies ``index`` (a slice or an int) to dim ``dim`` and keeps a view."""
+    return (slice(None),) * dim + (index, Ellipsis)
+
+
+class Narrow(Function):
+    """``narrow``: rows ``start:start+length`` of one dim, a view (PyTorch's SliceBackward)."""
+
+    _raw = True
+    _view = True
+
+    @staticmethod
+    def view(array, dim, start, length):
+        return array[_slicer(dim, slice(start, start + length))]
+
+    @staticmethod
+    def forward(ctx, x, dim, start, length):
+        ctx._in = (x.shape, dim, start, length)
+        ctx._meta = {"dim": dim, "start": start, "length": length}
+        return x[_slicer(dim, slice(start, start + length))]
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dim, start, length = ctx._in
+        out = np.zeros(shape, dtype=grad.dtype)
+        out[_slicer(dim, slice(start, start + length))] = grad
+        return out
+
+    @classmethod
+    def name(cls):
+        return "SliceBackward"
+
+
+class SplitPiece(Narrow):
+    """One output of ``split``/``chunk``: a narrow view with PyTorch's node name."""
+
+    @classmethod
+    def name(cls):
+        return "SplitBackward"
+
+
+class SplitWithSizesPiece(Narrow):
+    @classmethod
+    def name(cls):
+        return "SplitWithSizesBackward"
+
+
+class Select(Function):
+    """One output of ``unbind``: index ``index`` of dim ``dim``, a view with that dim removed."""
+
+    _raw = True
+    _view = True
+
+    @staticmethod
+    def view(array, dim, index):
+        return array[_slicer(dim, index)]
+
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx._in = (x.shape, dim, index)
+        ctx._meta = {"dim": dim, "index": index}
+        return x[_slicer(dim, index)]
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dim, index = ctx._in
+        out = np.zeros(shape, dtype=grad.dtype)
+        out[_slicer(dim, index)] = grad
+        return out
+
+    @classmethod
+    def name(cls):
+        return "UnbindBackward"
+
+
+def narrow(x, dim, start, length):
+    shape = x._data.shape
+    d = _dim(dim, len(shape))
+    start, length = int(start), int(length)
+    if not -shape[d] <= start <= shape[d]:
+        raise IndexError(f"start out of range (expected to be in range of [{-shape[d]}, {shape[d]}], but got "
+                         f"{start})")
+    if start < 0:
+        start += shape[d]
+    if start + length > shape[d]:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({shape[d]}).")
+    return Narrow.apply(x, dim=d, start=start, length=length)
+
+
+def split(x, split_size_or_sections, dim=0):
+    shape = x._data.shape
+    d = _dim(dim, len(shape))
+    size = shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != size or any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                               f"size at dimension {d}), but got split_sizes={sizes}")
+        piece = SplitWithSizesPiece
+    else:
+        step = int(split_size_or_sections)
+        if step < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        if step == 0 and size != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        sizes = [min(step, size - start) for start in range(0, size, step)] if step else [0]
+        piece = SplitPiece
+    starts = np.cumsum([0] + sizes[:-1])
+    return tuple(piece.apply(x, dim=d, start=int(s), length=n) for s, n in zip(starts, sizes))
+
+
+def chunk(x, chunks, dim=0):
+    chunks = int(chunks)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    size = x._data.shape[_dim(dim, x._data.ndim)]
+    return split(x, max(-(-size // chunks), 1), dim)
+
+
+def unbind(x, dim=0):
+    nd = x._data.ndim
+    if nd == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = _dim(dim, nd)
+    return tuple(Select.apply(x, dim=d, index=i) for i in range(x._data.shape[d]))
+
+
+def movedim(x, source, destination):
+    nd = x._data.ndim
+    src = list(source) if isinstance(source, (list, tuple)) else [source]
+    dst = list(destination) if isinstance(destination, (list, tuple)) else [destination]
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src}) dims should contain the "
+                           f"same number of dims as destination ({dst}) dims")
+    src_n = [_dim(s, nd) for s in src]
+    dst_n = [_dim(s, nd) for s in dst]
+    for name, given, norm in (("source", src, src_n), ("destination", dst, dst_n)):
+        if len(set(norm)) != len(norm):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
+    order = [i for i in range(nd) if i not in src_n]
+    perm = [None] * nd
+    for s, t in zip(src_n, dst_n):
+        perm[t] = s
+    rest = iter(order)
+    perm = tuple(p if p is not None else next(rest) for p in perm)
+    return Permute.apply(x, dims=perm)
+
+
+def unflatten(x, dim, sizes):
+    shape = x._data.shape
+    d = _dim(dim, len(shape))
+    sizes = [int(s) for s in sizes]
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    known = int(np.prod([s for s in sizes if s != -1]))
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if -1 in sizes:
+        if known == 0 or shape[d] % known:
+            raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {dim} "
+                               f"({shape[d]}) in the input tensor")
+        sizes[sizes.index(-1)] = shape[d] // known
+    elif known != shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {dim} "
+                           f"({shape[d]}) in the input tensor")
+    return Reshape.apply(x, shape=shape[:d] + tuple(sizes) + shape[d + 1:])
+
+
+def diagonal_view(array, offset, dim1, dim2):
+    """The writable strided view of a diagonal, as the last dim (numpy's ``diagonal`` is read-only)."""
+    moved = np.moveaxis(array, (dim1, dim2), (-2, -1))
+    moved = moved[..., :, offset:] if offset >= 0 else moved[..., -offset:, :]
+    length = max(min(moved.shape[-2], moved.shape[-1]), 0)
+    return np.lib.stride_tricks.as_strided(moved, shape=moved.shape[:-2] + (length,),
+                                           strides=moved.strides[:-2] + (moved.strides[-2] + moved.strides[-1],),
+                                           writeable=array.flags.writeable)
+
+
+class Diagonal(Function):
+    """``diagonal(offset, dim1, dim2)``: a view, the diagonal as the last dim."""
+
+    _raw = True
+    _view = True
+
+    @staticmethod
+    def view(array, offset, dim1, dim2):
+        return diagonal_view(array, offset, dim1, dim2)
+
+    @staticmethod
+    def forward(ctx, x, offset, dim1, dim2):
+        ctx._in = (x.shape, offset, dim1, dim2)
+        ctx._meta = {"offset": offset, "dim1": dim1, "dim2": dim2}
+        return diagonal_view(x, offset, dim1, dim2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, offset, dim1, dim2 = ctx._in
+        out = np.zeros(shape, dtype=grad.dtype)
+        diagonal_view(out, offset, dim1, dim2)[...] = grad
+        return out
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    nd = x._data.ndim
+    d1, d2 = _dim(dim1, nd), _dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return Diagonal.apply(x, offset=int(offset), dim1=d1, dim2=d2)
+
+
+# ----- opsb: copies that rearrange (repeat, tile, repeat_interleave, flip, roll) ---------------------------------
+class Repeat(Function):
+    """``repeat(*sizes)``: tiles the input; backward sums each tile's gradient back."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, repeats):
+        lead = len(repeats) - x.ndim
+        padded = (1,) * lead + x.shape
+        ctx._in = (x.shape, padded, repeats)
+        ctx._meta = {"repeats": repeats}
+        return np.tile(x.reshape(padded), repeats)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, padded, repeats = ctx._in
+        split = []
+        for r, s in zip(repeats, padded):
+            split += [r, s]
+        return grad.reshape(split).sum(axis=tuple(range(0, len(split), 2))).reshape(shape)
+
+
+def repeat(x, sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(s) for s in sizes)
+    if len(sizes) < x._data.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor")
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}")
+    return Repeat.apply(x, repeats=sizes)
+
+
+def tile(x, dims):
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    dims = (1,) * (x._data.ndim - len(dims)) + tuple(int(d) for d in dims)
+    return repeat(x, dims)
+
+
+class RepeatInterleave(Function):
+    """``repeat_interleave``: each slice along ``dim`` repeated ``repeats`` times (an int or one count each)."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, repeats, dim):
+        ctx._in = (x.shape, repeats, dim)
+        ctx._meta = {"dim": dim}
+        return np.repeat(x, repeats, axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, repeats, dim = ctx._in
+        if np.ndim(repeats) == 0:
+            split = shape[:dim] + (shape[dim], int(repeats)) + shape[dim + 1:]
+            return grad.reshape(split).sum(axis=dim + 1)
+        out = np.zeros(shape, dtype=grad.dtype)
+        counts = np.asarray(repeats)
+        used = counts > 0
+        if used.any():
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])[used]
+            out[_slicer(dim, used)] = np.add.reduceat(grad, starts, axis=dim)
+        return out
+
+
+def repeat_interleave(x, repeats=None, dim=None, output_size=None):
+    if repeats is None:  # torch.repeat_interleave(counts): the indices each repeated counts[i] times
+        counts = x._data
+        return Variable(np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts))
+    if dim is None:
+        x, dim = Reshape.apply(x, shape=(-1,)) if x._data.ndim != 1 else x, 0
+    d = _dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    if isinstance(repeats, Variable):
+        repeats = repeats._data
+    if np.ndim(repeats) == 0:
+        repeats = int(repeats)
+        if repeats < 0:
+            raise RuntimeError("repeats can not be negative")
+    else:
+        repeats = np.asarray(repeats, dtype=np.int64).reshape(-1)
+        if repeats.size == 1:
+            repeats = int(repeats[0])
+        elif repeats.shape[0] != size:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{repeats.shape[0]} and input.size({d}) = {size}")
+        elif (repeats < 0).any():
+            raise RuntimeError("repeats can not be negative")
+    return RepeatInterleave.apply(x, repeats=repeats, dim=d)
+
+
+def _dims_list(dims, nd):
+    dims = list(dims) if isinstance(dims, (tuple, list)) else [dims]
+    norm = [_dim(d, nd) for d in dims]
+    for d in norm:
+        if norm.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return tuple(norm)
+
+
+class Flip(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx._dims = dims
+        ctx._meta = {"dims": dims}
+        return np.flip(x, dims).copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return np.flip(grad, ctx._dims)
+
+
+def flip(x, dims):
+    return Flip.apply(x, dims=_dims_list(dims, x._data.ndim))
+
+
+class Roll(Function):
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, shifts, dims):
+        ctx._roll = (shifts, dims, x.shape)
+        ctx._meta = {"shifts": shifts, "dims": dims}
+        if dims is None:
+            return np.roll(x.reshape(-1), shifts).reshape(x.shape)
+        return np.roll(x, shifts, axis=dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shifts, dims, shape = ctx._roll
+        back = tuple(-s for s in shifts) if isinstance(shifts, tuple) else -shifts
+        if dims is None:
+            return np.roll(grad.reshape(-1), back).reshape(shape)
+        return np.roll(grad, back, axis=dims)
+
+
+def roll(x, shifts, dims=None):
+    shift_list = list(shifts) if isinstance(shifts, (tuple, list)) else [shifts]
+    if dims is None:
+        if len(shift_list) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift_list)}, dims:0")
+        return Roll.apply(x, shifts=int(shift_list[0]), dims=None)
+    dim_list = list(dims) if isinstance(dims, (tuple, list)) else [dims]
+    if len(shift_list) != len(dim_list):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift_list)}, dims:{len(dim_list)}")
+    nd = x._data.ndim
+    return Roll.apply(x, shifts=tuple(int(s) for s in shift_list), dims=tuple(_dim(d, nd) for d in dim_list))
+
+
 __all__ = ["Reshape", "Transpose", "Permute", "Squeeze", "Unsqueeze", "Expand", "Clone", "Cat", "Stack",
-           "view", "reshape", "flatten", "expand", "cat", "stack", "Variable"]
+           "view", "reshape", "flatten", "expand", "cat", "stack", "Variable",
+           "Narrow", "SplitPiece", "SplitWithSizesPiece", "Select", "Diagonal", "Repeat", "RepeatInterleave", "Flip",
+           "Roll", "narrow", "split", "chunk", "unbind", "movedim", "unflatten", "diagonal", "diagonal_view", "repeat",
+           "tile", "repeat_interleave", "flip", "roll"]
