@@ -420,3 +420,193 @@ case("masked_fill_", _inplace(lambda y, v: y.masked_fill_(gv.tensor(_MASK), v)),
      lambda x, v: np.where(_MASK, v, x))
 case("pow int64 exponent tensor", lambda x: x ** gv.tensor([1, 2, 3, 0]), ((3, 4),),
      lambda x: x ** np.array([1, 2, 3, 0]))
+
+# ----- opsb: views, rearrangements, gather/scatter, sorting, reductions, products --------------------------------
+_GATHER_IDX = np.array([[0, 3, 3], [1, 0, 2], [2, 2, 1]])
+_SCATTER_IDX = np.array([[0, 3], [1, 0], [2, 1]])  # no repeats along dim 1: scatter's result is well defined
+_SELECT_IDX = np.array([2, 0, 2, 3])
+
+
+def _np_gather(x, idx, dim):
+    return np.take_along_axis(x[tuple(slice(n) for n in idx.shape)] if dim == 1 else x, idx, axis=dim)
+
+
+def _np_scatter_add(x, idx, src):
+    out = x.copy()
+    for i in range(idx.shape[0]):
+        for j in range(idx.shape[1]):
+            out[i, idx[i, j]] += src[i, j]
+    return out
+
+
+def _np_scatter(x, idx, src):
+    out = x.copy()
+    np.put_along_axis(out, idx, src, axis=1)
+    return out
+
+
+def _np_cumprod_zero(x):
+    y = x.copy()
+    y[1, 1] = 0.0
+    y[2, 0] = 0.0
+    return np.cumprod(y, axis=1)
+
+
+def _with_zeros(x):
+    """x with exact zeros at two places, to check the zero-aware backward of prod/cumprod."""
+    mask = np.ones(x.shape)
+    mask[1, 1] = 0.0
+    mask[2, 0] = 0.0
+    return x * gv.tensor(mask, dtype=gv.float64)
+
+
+case("narrow", lambda x: x.narrow(1, 1, 2), ((3, 4),), lambda x: x[:, 1:3])
+case("gv.narrow negative start", lambda x: gv.narrow(x, -1, -2, 2), ((2, 3, 4),), lambda x: x[..., 2:4])
+case("split int", lambda x: x.split(3, 1)[1], ((3, 5),), lambda x: x[:, 3:5])
+case("split sizes", lambda x: gv.split(x, [1, 3], dim=1)[1] * 2, ((3, 4),), lambda x: x[:, 1:4] * 2)
+case("split pieces combined", lambda x: sum(p.sum(0) * (i + 1) for i, p in enumerate(x.split(2))), ((5, 2),),
+     lambda x: x[0:2].sum(0) + 2 * x[2:4].sum(0) + 3 * x[4:5].sum(0))
+case("chunk", lambda x: x.chunk(3, dim=-1)[2], ((2, 7),), lambda x: x[:, 6:7])
+case("gv.chunk uneven", lambda x: gv.chunk(x, 2)[0], ((5, 2),), lambda x: x[:3])
+case("unbind", lambda x: x.unbind(1)[2], ((3, 4),), lambda x: x[:, 2])
+case("gv.unbind all used", lambda x: gv.stack(gv.unbind(x)[::-1]), ((3, 4),), lambda x: x[::-1])
+case("movedim", lambda x: x.movedim(0, 2), ((2, 3, 4),), lambda x: np.moveaxis(x, 0, 2))
+case("gv.movedim pairs", lambda x: gv.movedim(x, (0, 1), (2, 0)), ((2, 3, 4),),
+     lambda x: np.moveaxis(x, (0, 1), (2, 0)))
+case("moveaxis", lambda x: x.moveaxis(-1, 0), ((2, 3, 4),), lambda x: np.moveaxis(x, -1, 0))
+case("unflatten", lambda x: x.unflatten(1, (2, -1)), ((3, 6),), lambda x: x.reshape(3, 2, 3))
+case("diagonal", lambda x: x.diagonal(), ((3, 4),), lambda x: np.diagonal(x))
+case("diagonal offset dims", lambda x: gv.diagonal(x, 1, 0, 2), ((3, 2, 4),),
+     lambda x: np.diagonal(x, 1, 0, 2))
+case("diagonal negative offset", lambda x: x.diagonal(-1), ((4, 3),), lambda x: np.diagonal(x, -1))
+case("repeat", lambda x: x.repeat(2, 3), ((2, 3),), lambda x: np.tile(x, (2, 3)))
+case("repeat new dims", lambda x: x.repeat(2, 1, 2), ((2, 3),), lambda x: np.tile(x, (2, 1, 2)))
+case("tile", lambda x: gv.tile(x, (2,)), ((2, 3),), lambda x: np.tile(x, (1, 2)))
+case("repeat_interleave int", lambda x: x.repeat_interleave(2, dim=1), ((2, 3),),
+     lambda x: np.repeat(x, 2, axis=1))
+case("repeat_interleave flat", lambda x: gv.repeat_interleave(x, 3), ((2, 2),), lambda x: np.repeat(x, 3))
+case("repeat_interleave counts", lambda x: x.repeat_interleave(gv.tensor([2, 0, 1]), dim=0), ((3, 2),),
+     lambda x: np.repeat(x, [2, 0, 1], axis=0))
+case("flip", lambda x: x.flip(0), ((3, 4),), lambda x: x[::-1])
+case("gv.flip dims", lambda x: gv.flip(x, (0, 2)), ((2, 3, 4),), lambda x: x[::-1, :, ::-1])
+case("roll flat", lambda x: x.roll(2), ((3, 4),), lambda x: np.roll(x, 2))
+case("gv.roll dims", lambda x: gv.roll(x, (1, -1), (0, 1)), ((3, 4),), lambda x: np.roll(x, (1, -1), (0, 1)))
+case("gather dim 1", lambda x: x.gather(1, gv.tensor(_GATHER_IDX)), ((3, 4),),
+     lambda x: np.take_along_axis(x[:, :4], _GATHER_IDX, 1))
+case("gv.gather dim 0 smaller index", lambda x: gv.gather(x, 0, gv.tensor([[0, 2], [2, 2]])), ((3, 4),),
+     lambda x: np.take_along_axis(x[:, :2], np.array([[0, 2], [2, 2]]), 0))
+case("scatter src", lambda x, s: x.scatter(1, gv.tensor(_SCATTER_IDX), s), ((3, 4), (3, 2)),
+     lambda x, s: _np_scatter(x, _SCATTER_IDX, s))
+case("scatter value", lambda x: gv.scatter(x, 1, gv.tensor(_SCATTER_IDX), value=2.5), ((3, 4),),
+     lambda x: _np_scatter(x, _SCATTER_IDX, np.full((3, 2), 2.5)))
+case("scatter src larger than index", lambda x, s: x.scatter(1, gv.tensor(_SCATTER_IDX[:, :1]), s),
+     ((3, 4), (3, 3)), lambda x, s: _np_scatter(x, _SCATTER_IDX[:, :1], s[:, :1]))
+case("scatter_add repeats", lambda x, s: x.scatter_add(1, gv.tensor(_GATHER_IDX), s), ((3, 4), (3, 3)),
+     lambda x, s: _np_scatter_add(x, _GATHER_IDX, s))
+case("gv.scatter_add", lambda x, s: gv.scatter_add(x, 1, gv.tensor(_GATHER_IDX), s), ((3, 4), (3, 3)),
+     lambda x, s: _np_scatter_add(x, _GATHER_IDX, s))
+case("index_select repeats", lambda x: x.index_select(1, gv.tensor(_SELECT_IDX)), ((3, 4),),
+     lambda x: x[:, _SELECT_IDX])
+case("gv.index_select dim 0", lambda x: gv.index_select(x, 0, gv.tensor([1, 1])), ((3, 4),), lambda x: x[[1, 1]])
+case("index_add repeats alpha", lambda x, s: x.index_add(1, gv.tensor(_SELECT_IDX), s, alpha=2.0),
+     ((3, 4), (3, 4)), lambda x, s: x + 2 * np.stack([s[:, 1], np.zeros(3), s[:, 0] + s[:, 2], s[:, 3]], axis=1))
+case("take_along_dim", lambda x: gv.take_along_dim(x, gv.tensor(_GATHER_IDX[:, :1]), 1), ((3, 4),),
+     lambda x: np.take_along_axis(x, _GATHER_IDX[:, :1], 1))
+case("take_along_dim broadcast", lambda x: x.take_along_dim(gv.tensor([[0, 2]]), dim=1), ((3, 4),),
+     lambda x: x[:, [0, 2]])
+case("take_along_dim flat", lambda x: gv.take_along_dim(x, gv.tensor([5, 0, 5])), ((3, 4),),
+     lambda x: x.reshape(-1)[[5, 0, 5]])
+case("index_add_ on clone", _inplace(lambda y, s: y.index_add_(0, gv.tensor([2, 0, 2]), s)), ((3, 4), (3, 4)),
+     lambda x, s: x + np.stack([s[1], np.zeros(4), s[0] + s[2]]))
+case("scatter_ on clone", _inplace(lambda y, s: y.scatter_(1, gv.tensor(_SCATTER_IDX), s)), ((3, 4), (3, 2)),
+     lambda x, s: _np_scatter(x, _SCATTER_IDX, s))
+case("scatter_add_ on clone", _inplace(lambda y, s: y.scatter_add_(1, gv.tensor(_GATHER_IDX), s)),
+     ((3, 4), (3, 3)), lambda x, s: _np_scatter_add(x, _GATHER_IDX, s))
+for dim in (0, 1, -1):
+    case(f"sort dim={dim}", lambda x, d=dim: x.sort(d).values, ((3, 4),), lambda x, d=dim: np.sort(x, axis=d))
+    case(f"sort descending dim={dim}", lambda x, d=dim: gv.sort(x, d, descending=True)[0], ((3, 4),),
+         lambda x, d=dim: -np.sort(-x, axis=d))
+case("topk", lambda x: x.topk(2).values, ((3, 4),), lambda x: -np.sort(-x, axis=1)[:, :2])
+case("gv.topk smallest dim 0", lambda x: gv.topk(x, 2, dim=0, largest=False)[0], ((3, 4),),
+     lambda x: np.sort(x, axis=0)[:2])
+for dim in (0, 1, -1):
+    case(f"cumsum dim={dim}", lambda x, d=dim: x.cumsum(d), ((3, 4),), lambda x, d=dim: np.cumsum(x, axis=d))
+    case(f"cumprod dim={dim}", lambda x, d=dim: x.cumprod(d), ((3, 4),), lambda x, d=dim: np.cumprod(x, axis=d))
+case("cumprod with zeros", lambda x: _with_zeros(x).cumprod(1), ((3, 4),), _np_cumprod_zero)
+case("cumprod 3-D", lambda x: gv.cumprod(x, 1), ((2, 3, 2),), lambda x: np.cumprod(x, axis=1))
+case("gv.cumsum", lambda x: gv.cumsum(x, 0), ((3, 4),), lambda x: np.cumsum(x, axis=0))
+case("cumsum_ on clone", _inplace(lambda y: y.cumsum_(1)), ((3, 4),), lambda x: np.cumsum(x, axis=1))
+case("prod whole", lambda x: x.prod(), ((3, 4),), np.prod)
+for dim in (0, 1):
+    for keepdim in (False, True):
+        case(f"prod dim={dim} keepdim={keepdim}", lambda x, d=dim, k=keepdim: x.prod(d, keepdim=k), ((3, 4),),
+             lambda x, d=dim, k=keepdim: np.prod(x, axis=d, keepdims=k))
+case("prod with zeros", lambda x: _with_zeros(x).prod(1), ((3, 4),),
+     lambda x: np.prod(np.where(np.isin(np.arange(12).reshape(3, 4), [5, 8]), 0, x), axis=1))
+case("prod two zeros in a row", lambda x: (x * gv.tensor([0.0, 1.0, 0.0], dtype=gv.float64)).prod(), ((3,),),
+     lambda x: np.float64(0.0))
+case("gv.prod", lambda x: gv.prod(x, -1), ((2, 3),), lambda x: np.prod(x, axis=-1))
+for dim in (0, 1, (0, 1)):
+    case(f"logsumexp dim={dim}", lambda x, d=dim: x.logsumexp(d), ((3, 4),),
+         lambda x, d=dim: np.log(np.sum(np.exp(x), axis=d)))
+case("gv.logsumexp keepdim large", lambda x: gv.logsumexp(x * 100, 1, keepdim=True), ((3, 4),),
+     lambda x: (100 * x).max(1, keepdims=True) + np.log(np.exp(100 * x - (100 * x).max(1, keepdims=True))
+                                                           .sum(1, keepdims=True)), eps=1e-8)
+for p, ref in [(1, lambda x, d: np.sum(np.abs(x), axis=d)), (2, lambda x, d: np.sqrt(np.sum(x * x, axis=d))),
+               ("fro", lambda x, d: np.sqrt(np.sum(x * x, axis=d))), (3, lambda x, d: np.sum(np.abs(x) ** 3, axis=d)
+                                                                      ** (1 / 3)),
+               (0.5, lambda x, d: np.sum(np.abs(x) ** 0.5, axis=d) ** 2),
+               (float("inf"), lambda x, d: np.max(np.abs(x), axis=d)),
+               (float("-inf"), lambda x, d: np.min(np.abs(x), axis=d))]:
+    case(f"norm p={p}", lambda x, p=p: x.norm(p), ((3, 4),), lambda x, r=ref: r(x, None), domain="nonzero")
+    case(f"norm p={p} dim=1", lambda x, p=p: gv.norm(x, p, dim=1), ((3, 4),), lambda x, r=ref: r(x, 1),
+         domain="nonzero")
+case("norm fro dims keepdim", lambda x: x.norm("fro", dim=(1, 2), keepdim=True), ((2, 3, 4),),
+     lambda x: np.sqrt(np.sum(x * x, axis=(1, 2), keepdims=True)))
+for correction in (0, 1, 2):
+    case(f"var correction={correction}", lambda x, c=correction: x.var(1, correction=c), ((3, 5),),
+         lambda x, c=correction: np.var(x, axis=1, ddof=c))
+    case(f"std correction={correction}", lambda x, c=correction: gv.std(x, dim=0, correction=c), ((4, 3),),
+         lambda x, c=correction: np.std(x, axis=0, ddof=c))
+case("std whole keepdim", lambda x: x.std(keepdim=True), ((3, 4),), lambda x: np.std(x, ddof=1, keepdims=True))
+case("std unbiased=False", lambda x: x.std(1, unbiased=False), ((3, 4),), lambda x: np.std(x, axis=1))
+case("amax whole", lambda x: x.amax(), ((3, 4),), np.max)
+case("amax dims", lambda x: x.amax((0, 2)), ((2, 3, 4),), lambda x: np.max(x, axis=(0, 2)))
+case("amin dim keepdim", lambda x: gv.amin(x, 1, keepdim=True), ((3, 4),), lambda x: np.min(x, 1, keepdims=True))
+case("gv.amax", lambda x: gv.amax(x, -1), ((3, 4),), lambda x: np.max(x, axis=-1))
+
+# ----- opsb: products and triangles --------------------------------------------------------------------------------
+case("bmm", lambda a, b: a.bmm(b), ((2, 3, 4), (2, 4, 5)), np.matmul)
+case("gv.bmm", lambda a, b: gv.bmm(a, b), ((3, 1, 2), (3, 2, 2)), np.matmul)
+case("addmm", lambda c, a, b: gv.addmm(c, a, b), ((2, 4), (2, 3), (3, 4)), lambda c, a, b: c + a @ b)
+case("addmm broadcast beta alpha", lambda c, a, b: c.addmm(a, b, beta=0.5, alpha=-2.0), ((4,), (2, 3), (3, 4)),
+     lambda c, a, b: 0.5 * c - 2 * a @ b)
+case("addmm_ on clone", _inplace(lambda c, a, b: c.addmm_(a, b, alpha=3.0)), ((2, 4), (2, 3), (3, 4)),
+     lambda c, a, b: c + 3 * a @ b)
+case("baddbmm", lambda c, a, b: gv.baddbmm(c, a, b, beta=2.0), ((2, 3, 5), (2, 3, 4), (2, 4, 5)),
+     lambda c, a, b: 2 * c + a @ b)
+case("baddbmm broadcast input", lambda c, a, b: c.baddbmm(a, b), ((5,), (2, 3, 4), (2, 4, 5)),
+     lambda c, a, b: c + a @ b)
+case("dot", lambda a, b: a.dot(b), ((5,), (5,)), np.dot)
+case("gv.dot same input", lambda a: gv.dot(a, a), ((4,),), lambda a: a @ a)
+case("outer", lambda a, b: a.outer(b), ((3,), (4,)), np.outer)
+case("gv.outer", lambda a, b: gv.outer(a, b), ((2,), (5,)), np.outer)
+for eq, shapes in [("ij,jk->ik", ((2, 3), (3, 4))), ("ij,kj", ((2, 3), (4, 3))), ("bij,bjk->bik", ((2, 2, 3),
+                   (2, 3, 4))), ("ii", ((3, 3),)), ("ii->i", ((3, 3),)), ("ij->", ((2, 3),)), ("ij->j", ((2, 3),)),
+                   ("i,j->ij", ((2,), (3,))), ("...j,j->...", ((2, 3, 4), (4,))), ("i...->...", ((3, 2, 2),)),
+                   ("ij,jk,kl->il", ((2, 3), (3, 4), (4, 2))), ("iij->ij", ((2, 2, 3),)), ("ij,ij->", ((2, 3),
+                   (2, 3))), ("ji", ((2, 3),)), ("bn,anm,bm->ba", ((2, 3), (4, 3, 2), (2, 2)))]:
+    case(f"einsum {eq}", lambda *xs, e=eq: gv.einsum(e, *xs), shapes, lambda *xs, e=eq: np.einsum(e, *xs))
+case("einsum list operands", lambda a, b: gv.einsum("ij,jk", [a, b]), ((2, 3), (3, 2)), np.matmul)
+case("einsum size-1 broadcast", lambda a, b: gv.einsum("ij,jk->ik", a, b), ((2, 1), (3, 4)),
+     lambda a, b: a * b.sum(0))
+for k in (0, 1, -1):
+    case(f"tril k={k}", lambda x, k=k: x.tril(k), ((3, 4),), lambda x, k=k: np.tril(x, k))
+    case(f"triu k={k}", lambda x, k=k: gv.triu(x, k), ((2, 3, 4),), lambda x, k=k: np.triu(x, k))
+case("tril_ on clone", _inplace(lambda y: y.tril_()), ((3, 3),), np.tril)
+case("triu_ on clone", _inplace(lambda y: y.triu_(1) * 2), ((3, 3),), lambda x: np.triu(x, 1) * 2)
+case("diag of vector", lambda x: x.diag(), ((3,),), np.diag)
+case("gv.diag of vector offset", lambda x: gv.diag(x, -1), ((3,),), lambda x: np.diag(x, -1))
+case("diag of matrix", lambda x: gv.diag(x), ((3, 4),), np.diag)
+case("diag of matrix offset", lambda x: x.diag(2), ((3, 4),), lambda x: np.diag(x, 2))
+case("trace method", lambda x: x.trace(), ((3, 4),), np.trace)

@@ -25,7 +25,8 @@ def _check_bounds(index, size, dim):
     if index.size:
         bad = index[(index < 0) | (index >= size)]
         if bad.size:
-            raise IndexError(f"index {int(bad.reshape(-1)[0])} is out of bounds for dimension {dim} with size {size}")
+            raise RuntimeError(f"index {int(bad.reshape(-1)[0])} is out of bounds for dimension {dim} with size "
+                               f"{size}")
 
 
 def _along(index, dim):
