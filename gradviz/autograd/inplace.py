@@ -23,6 +23,8 @@ def apply_inplace(cls, target, *args, **kwargs):
             raise LeafInplaceError(target, op_name)
         if base is not None and base._requires_grad and base._grad_fn is None:
             raise LeafInplaceError(target, op_name, through_view=True)
+        if base is not None and target._requires_grad:
+            _refuse_multi_view_output(target)
     storage = target._data
     if not storage.flags.writeable or (0 in storage.strides and storage.size > 1 and _overlaps(storage)
                                        and not _harmless_overlap(cls, args, storage)):
@@ -56,6 +58,20 @@ def apply_inplace(cls, target, *args, **kwargs):
         for o in obs:
             o.on_inplace(target, node, old, old + 1)
     return target
+
+
+def _refuse_multi_view_output(target):
+    """PyTorch refuses in-place writes to (views of) one output of an op that returns several views (split,
+    chunk, unbind): their shared backward cannot take a rewritten history."""
+    chain = target._view_chain
+    if not any(getattr(cls, "_multi_view", None) for cls, _ in chain):
+        return
+    cls, kwargs = chain[-1]
+    name = getattr(cls, "_multi_view", None) or cls.name()[:-len("Backward")]
+    raise RuntimeError(f"Output {kwargs.get('piece', 0) if cls._multi_view else 0} of {name} is a view and is "
+                       "being modified inplace. This view is the output of a function that returns multiple views. "
+                       "Such functions do not allow the output views to be modified inplace. You should replace the "
+                       "inplace operation by an out-of-place one.")
 
 
 def _harmless_overlap(cls, args, storage):

@@ -17,7 +17,7 @@ def _torch_name(dtype):
 
 def _check_index(index, op):
     if index.dtype.kind not in "iu":
-        raise DtypeError(f"{op}(): Expected dtype int64 for index")
+        raise DtypeError(f"{op}(): Expected dtype int32/int64 for index")
 
 
 def _check_bounds(index, size, dim):
@@ -199,6 +199,9 @@ class IndexSelect(Function):
 def _vector_index(index, op):
     idx = index._data if isinstance(index, Variable) else np.asarray(index)
     if idx.dtype.kind not in "iu":
+        if op == "index_add_":
+            raise DtypeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                             f"{_torch_name(idx.dtype)}")
         raise DtypeError(f"{op}(): Expected dtype int32 or int64 for index")
     if idx.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
@@ -212,7 +215,7 @@ def index_select(x, dim, index):
     size = shape[d] if shape else 1
     bad = idx[(idx < 0) | (idx >= size)]
     if bad.size:
-        raise IndexError(f"INDICES element is out of DATA bounds, id={int(bad.reshape(-1)[0])} axis_dim={size}")
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(bad.reshape(-1)[0])} axis_dim={size}")
     if idx.ndim == 0:
         index = idx.reshape(1)
     return IndexSelect.apply(x, index, dim=d)

@@ -252,9 +252,14 @@ class Cat(Function):
             raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
         d = _dim(dim, nd)
         for i, a in enumerate(arrays):
-            if a.ndim != nd or a.shape[:d] + a.shape[d + 1:] != arrays[0].shape[:d] + arrays[0].shape[d + 1:]:
-                raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                 f"{arrays[0].shape} but got size {a.shape} for tensor number {i} in the list.")
+            if a.ndim == 0:
+                raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+            if a.ndim != nd:
+                raise ShapeError(f"Tensors must have same number of dimensions: got {nd} and {a.ndim}")
+            for k, (want, got) in enumerate(zip(arrays[0].shape, a.shape)):
+                if k != d and want != got:
+                    raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected size {want} "
+                                     f"but got size {got} for tensor number {i} in the list.")
         ctx._splits = np.cumsum([a.shape[d] for a in arrays])[:-1]
         ctx._dim = d
         ctx._meta = {"dim": d}
@@ -307,17 +312,19 @@ def _slicer(dim, index):
 
 
 class Narrow(Function):
-    """``narrow``: rows ``start:start+length`` of one dim, a view (PyTorch's SliceBackward)."""
+    """``narrow``: rows ``start:start+length`` of one dim, a view (PyTorch's SliceBackward). ``piece`` numbers
+    the outputs of ``split``/``chunk``, which build on it."""
 
     _raw = True
     _view = True
+    _multi_view = None  # the name PyTorch gives an op returning several views (which refuses in-place writes)
 
     @staticmethod
-    def view(array, dim, start, length):
+    def view(array, dim, start, length, piece=0):
         return array[_slicer(dim, slice(start, start + length))]
 
     @staticmethod
-    def forward(ctx, x, dim, start, length):
+    def forward(ctx, x, dim, start, length, piece=0):
         ctx._in = (x.shape, dim, start, length)
         ctx._meta = {"dim": dim, "start": start, "length": length}
         return x[_slicer(dim, slice(start, start + length))]
@@ -337,12 +344,16 @@ class Narrow(Function):
 class SplitPiece(Narrow):
     """One output of ``split``/``chunk``: a narrow view with PyTorch's node name."""
 
+    _multi_view = "Split"
+
     @classmethod
     def name(cls):
         return "SplitBackward"
 
 
 class SplitWithSizesPiece(Narrow):
+    _multi_view = "SplitWithSizes"
+
     @classmethod
     def name(cls):
         return "SplitWithSizesBackward"
@@ -353,13 +364,14 @@ class Select(Function):
 
     _raw = True
     _view = True
+    _multi_view = "Unbind"
 
     @staticmethod
-    def view(array, dim, index):
+    def view(array, dim, index, piece=0):
         return array[_slicer(dim, index)]
 
     @staticmethod
-    def forward(ctx, x, dim, index):
+    def forward(ctx, x, dim, index, piece=0):
         ctx._in = (x.shape, dim, index)
         ctx._meta = {"dim": dim, "index": index}
         return x[_slicer(dim, index)]
@@ -409,7 +421,8 @@ def split(x, split_size_or_sections, dim=0):
         sizes = [min(step, size - start) for start in range(0, size, step)] if step else [0]
         piece = SplitPiece
     starts = np.cumsum([0] + sizes[:-1])
-    return tuple(piece.apply(x, dim=d, start=int(s), length=n) for s, n in zip(starts, sizes))
+    return tuple(piece.apply(x, dim=d, start=int(s), length=n, piece=k)
+                 for k, (s, n) in enumerate(zip(starts, sizes)))
 
 
 def chunk(x, chunks, dim=0):
@@ -425,7 +438,7 @@ def unbind(x, dim=0):
     if nd == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _dim(dim, nd)
-    return tuple(Select.apply(x, dim=d, index=i) for i in range(x._data.shape[d]))
+    return tuple(Select.apply(x, dim=d, index=i, piece=i) for i in range(x._data.shape[d]))
 
 
 def movedim(x, source, destination):
