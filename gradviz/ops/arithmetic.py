@@ -175,8 +175,7 @@ class MatMul(Function):
         inner_a = np.shape(a)[-1]
         inner_b = np.shape(b)[-2] if b_nd > 1 else np.shape(b)[0]
         if inner_a != inner_b:
-            raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_text(a)} and "
-                             f"{_shape_text(b)})")
+            _matmul_shape_error(a, b)
         if a.dtype != b.dtype:  # PyTorch does not promote in matmul
             what = "dot : expected both vectors to have same dtype, but found" if a_nd == b_nd == 1 else \
                 "expected m1 and m2 to have the same dtype, but got:"
@@ -188,7 +187,10 @@ class MatMul(Function):
         if need_a or need_b:
             ctx.save_for_backward(b if need_a else None, a if need_b else None)
         ctx._ndims = (a_nd, b_nd)
-        return np.matmul(a, b)
+        try:
+            return np.matmul(a, b)
+        except ValueError:
+            _matmul_shape_error(a, b)
 
     @staticmethod
     def backward(ctx, grad):
@@ -212,6 +214,29 @@ class MatMul(Function):
             else:
                 gb = np.matmul(np.swapaxes(a, -1, -2), grad)
         return ga, gb
+
+
+def _matmul_shape_error(a, b):
+    """PyTorch's message for the case at hand (it dispatches 1-D, 2-D and batched products to different kernels)."""
+    sa, sb = np.shape(a), np.shape(b)
+    if len(sa) == 1 and len(sb) == 1:
+        raise ShapeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have the same "
+                         f"number of elements, but got {sa[0]} and {sb[0]} elements respectively")
+    if len(sa) == 2 and len(sb) == 1:
+        raise ShapeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sb[0]})")
+    if len(sa) >= 3 and len(sb) >= 3 and sa[:-2] == sb[:-2] and sa[-1] != sb[-2]:
+        raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[-1]}] but "
+                         f"got: [{sb[0]}, {sb[-2]}].")
+    if sa[-1] != (sb[-2] if len(sb) > 1 else sb[0]):
+        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_text(a)} and {_shape_text(b)})")
+    ba, bb = sa[:-2], sb[:-2]
+    n = max(len(ba), len(bb))
+    ba, bb = (1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb
+    for k in range(n - 1, -1, -1):
+        if ba[k] != bb[k] and 1 not in (ba[k], bb[k]):
+            raise ShapeError(f"The size of tensor a ({ba[k]}) must match the size of tensor b ({bb[k]}) at "
+                             f"non-singleton dimension {k}")
+    raise ShapeError(f"matmul: shapes {list(sa)} and {list(sb)} do not fit")
 
 
 def _shape_text(x):
