@@ -206,3 +206,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "conv2d", "max_pool2d", "dropout",
            "mse_loss", "l1_loss", "binary_cross_entropy", "nll_loss", "cross_entropy"]
+
+# ----- opsb ------------------------------------------------------------------------------------------------------
+from ..ops.scatter import one_hot  # noqa: E402
+
+__all__ += ["one_hot"]

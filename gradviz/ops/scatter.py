@@ -299,5 +299,23 @@ def take_along_dim(x, indices, dim=None):
     return gather(x, d, Variable(np.ascontiguousarray(idx)) if idx.shape != indices._data.shape else indices)
 
 
+
+def one_hot(tensor, num_classes=-1):
+    """``nn.functional.one_hot``: int64 class indices to int64 one-hot rows (a new last dim)."""
+    labels = tensor._data if isinstance(tensor, Variable) else np.asarray(tensor)
+    if labels.dtype != np.int64:
+        raise DtypeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if labels.size and labels.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        if not labels.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(labels.max()) + 1
+    elif labels.size and labels.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(labels.shape + (int(num_classes),), dtype=np.int64)
+    np.put_along_axis(out, labels[..., None], 1, axis=-1)
+    return Variable(out)
+
 __all__ = ["Gather", "Scatter", "ScatterAdd", "IndexSelect", "IndexAdd", "gather", "scatter", "scatter_add",
-           "index_select", "index_add", "take_along_dim", "Variable"]
+           "index_select", "index_add", "take_along_dim", "one_hot", "Variable"]
