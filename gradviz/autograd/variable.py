@@ -1235,14 +1235,13 @@ class Variable:
 
     def scatter_(self, dim, index, src=None, value=None, reduce=None):
         src = value if src is None else src
-        d = _G._scatter_args(self, dim, index, src, "scatter")
-        return apply_inplace(_G.Scatter, self, index, src, dim=d)
+        return apply_inplace(_G.Scatter, self, index, src, dim=_G.check_scatter(self, dim, index, src, "scatter"))
 
     def scatter_add(self, dim, index, src):
         return _G.scatter_add(self, dim, index, src)
 
     def scatter_add_(self, dim, index, src):
-        d = _G._scatter_args(self, dim, index, src, "scatter")
+        d = _G.check_scatter(self, dim, index, src, "scatter")
         return apply_inplace(_G.ScatterAdd, self, index, src, dim=d)
 
     def index_select(self, dim, index):
@@ -1252,9 +1251,8 @@ class Variable:
         return _G.index_add(self, dim, index, source, alpha)
 
     def index_add_(self, dim, index, source, alpha=1):
-        out = _G.index_add(self.detach(), dim, index, source, alpha)  # validates the arguments
-        del out
-        return apply_inplace(_G.IndexAdd, self, index, source, dim=_S._dim(dim, self._data.ndim), alpha=alpha)
+        d = _G.check_index_add(self, dim, index, source)
+        return apply_inplace(_G.IndexAdd, self, index, source, dim=d, alpha=alpha)
 
     def take_along_dim(self, indices, dim=None):
         return _G.take_along_dim(self, indices, dim)
@@ -1305,14 +1303,14 @@ class Variable:
         return _LA.addmm(self, mat1, mat2, beta, alpha)
 
     def addmm_(self, mat1, mat2, beta=1, alpha=1):
-        _LA.addmm(self.detach(), mat1, mat2, beta, alpha)  # validates the arguments
+        _LA.check_addmm(self, mat1, mat2)
         return apply_inplace(_LA.Addmm, self, mat1, mat2, beta=beta, alpha=alpha)
 
     def baddbmm(self, batch1, batch2, beta=1, alpha=1):
         return _LA.baddbmm(self, batch1, batch2, beta, alpha)
 
     def baddbmm_(self, batch1, batch2, beta=1, alpha=1):
-        _LA.baddbmm(self.detach(), batch1, batch2, beta, alpha)  # validates the arguments
+        _LA.check_baddbmm(self, batch1, batch2)
         return apply_inplace(_LA.Baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
 
     def dot(self, other):
@@ -1328,11 +1326,11 @@ class Variable:
         return _LA.tril(self, diagonal, upper=True)
 
     def tril_(self, diagonal=0):
-        _LA.tril(self.detach(), diagonal)  # validates the arguments
+        _LA.check_tril(self, upper=False)
         return apply_inplace(_LA.Tril, self, diagonal=int(diagonal), upper=False)
 
     def triu_(self, diagonal=0):
-        _LA.tril(self.detach(), diagonal, upper=True)
+        _LA.check_tril(self, upper=True)
         return apply_inplace(_LA.Triu, self, diagonal=int(diagonal), upper=True)
 
     def diag(self, diagonal=0):

@@ -79,6 +79,11 @@ class Baddbmm(Addmm):
 
 
 def addmm(c, m1, m2, beta=1, alpha=1):
+    check_addmm(c, m1, m2)
+    return Addmm.apply(c, m1, m2, beta=beta, alpha=alpha)
+
+
+def check_addmm(c, m1, m2):
     if _ndim(m1) != 2:
         raise ShapeError(f"mat1 must be a matrix, got {_ndim(m1)}-D tensor")
     if _ndim(m2) != 2:
@@ -88,10 +93,14 @@ def addmm(c, m1, m2, beta=1, alpha=1):
         raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({s1[0]}x{s1[1]} and {s2[0]}x{s2[1]})")
     _same_dtype(c, m1, m2)
     _broadcastable(c, (s1[0], s2[1]), "addmm")
-    return Addmm.apply(c, m1, m2, beta=beta, alpha=alpha)
 
 
 def baddbmm(c, b1, b2, beta=1, alpha=1):
+    check_baddbmm(c, b1, b2)
+    return Baddbmm.apply(c, b1, b2, beta=beta, alpha=alpha)
+
+
+def check_baddbmm(c, b1, b2):
     for name, x in (("batch1", b1), ("batch2", b2)):
         if _ndim(x) != 3:
             raise ShapeError(f"{name} must be a 3D tensor")
@@ -101,7 +110,6 @@ def baddbmm(c, b1, b2, beta=1, alpha=1):
                          f"got: [{s2[0]}, {s2[1]}].")
     _same_dtype(c, b1, b2)
     _broadcastable(c, (s1[0], s1[1], s2[2]), "baddbmm")
-    return Baddbmm.apply(c, b1, b2, beta=beta, alpha=alpha)
 
 
 def _same_dtype(c, m1, m2):
@@ -318,9 +326,13 @@ class Triu(Tril):
 
 
 def tril(x, diagonal=0, upper=False):
+    check_tril(x, upper)
+    return (Triu if upper else Tril).apply(x, diagonal=int(diagonal), upper=upper)
+
+
+def check_tril(x, upper):
     if _ndim(x) < 2:
         raise ShapeError(f"{'triu' if upper else 'tril'}: input tensor must have at least 2 dimensions")
-    return (Triu if upper else Tril).apply(x, diagonal=int(diagonal), upper=upper)
 
 
 class Diag(Function):
@@ -374,4 +386,4 @@ def trace(x):
 
 
 __all__ = ["Bmm", "Addmm", "Baddbmm", "Dot", "Outer", "Einsum", "Tril", "Triu", "Diag", "Trace", "bmm", "addmm",
-           "baddbmm", "dot", "outer", "einsum", "tril", "diag", "trace"]
+           "baddbmm", "dot", "outer", "einsum", "tril", "diag", "trace", "check_addmm", "check_baddbmm", "check_tril"]

@@ -88,7 +88,7 @@ class Var(Function):
         shape, axes, keepdim = ctx._shape
         centered = x - np.mean(x, axis=axes, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return _expand_back(grad, shape, axes, keepdim) * centered * (2.0 / ctx._denom)
+            return _expand_back(grad, shape, axes, keepdim) * centered * np.divide(2.0, ctx._denom)
 
 
 class MaxAll(Function):
@@ -288,6 +288,8 @@ class Prod(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         shape, dim, keepdim = ctx._in
+        if x.size == 0:
+            return np.zeros(shape, dtype=grad.dtype)
         flat = x.reshape(-1) if dim is None else x
         axis = 0 if dim is None else dim
         others = _exclusive_cumprod(flat, axis) * _exclusive_cumprod(flat, axis, reverse=True)
@@ -296,6 +298,8 @@ class Prod(Function):
 
 def prod(x, dim=None, keepdim=False, dtype=None):
     d = None if dim is None else _dim(dim, x._data.ndim)
+    if x._data.ndim == 0:
+        d = None  # dim 0 or -1 of a 0-d tensor: the product of its one element
     return Prod.apply(x, dim=d, keepdim=keepdim, dtype=dtype)
 
 
@@ -306,11 +310,13 @@ class Cumsum(Function):
     def forward(ctx, x, dim, dtype=None):
         ctx._dim = dim
         ctx._meta = {"dim": dim}
-        return np.cumsum(_int_to_long(x, dtype), axis=dim)
+        return np.cumsum(_int_to_long(x, dtype), axis=dim).reshape(x.shape)  # numpy makes a 0-d input 1-d
 
     @staticmethod
     def backward(ctx, grad):
         d = ctx._dim
+        if grad.ndim == 0:
+            return grad
         return np.flip(np.cumsum(np.flip(grad, d), axis=d), d)
 
 
@@ -323,7 +329,7 @@ class Cumprod(Function):
     @staticmethod
     def forward(ctx, x, dim, dtype=None):
         x = _int_to_long(x, dtype)
-        out = np.cumprod(x, axis=dim)
+        out = np.cumprod(x, axis=dim).reshape(x.shape)
         ctx._dim = dim
         ctx._meta = {"dim": dim}
         if ctx.needs_input_grad[0]:
@@ -334,7 +340,7 @@ class Cumprod(Function):
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
         d = ctx._dim
-        if x.ndim == 0:
+        if x.ndim == 0 or x.size == 0:
             return grad
 
         def tail_sum(a):
@@ -371,7 +377,8 @@ class LogSumExp(Function):
             x = x.astype(np.float32)
         m = np.max(x, axis=dim, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
         m = np.where(np.isfinite(m), m, 0)
-        out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
+        with np.errstate(divide="ignore"):  # an empty or all -inf slice: -inf, as in PyTorch
+            out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
         ctx._in = (x.shape, dim, keepdim)
         ctx._meta = {"dim": dim, "keepdim": keepdim}
         if ctx.needs_input_grad[0]:

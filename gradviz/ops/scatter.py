@@ -7,7 +7,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.variable import Variable
 from ..errors import DtypeError, ShapeError
-from .shape import _dim
+from .shape import Clone, _dim
 
 
 def _torch_name(dtype):
@@ -31,6 +31,8 @@ def _check_bounds(index, size, dim):
 
 def _along(index, dim):
     """The full numpy index addressing ``index``'s positions, with ``index`` itself along ``dim``."""
+    if index.ndim == 0:
+        return (index,)
     grids = list(np.ogrid[tuple(slice(n) for n in index.shape)])
     grids[dim] = index
     return tuple(grids)
@@ -142,7 +144,7 @@ class ScatterAdd(Function):
         return grad, None, gsrc
 
 
-def _scatter_args(x, dim, index, src, op):
+def check_scatter(x, dim, index, src, op):
     idx = index._data if isinstance(index, Variable) else np.asarray(index)
     _check_index(idx, op)
     shape = x._data.shape
@@ -167,12 +169,12 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
     src = value if src is None else src
     if src is None:
         raise TypeError("scatter() missing 1 required positional argument: 'src' or 'value'")
-    d = _scatter_args(x, dim, index, src, "scatter")
+    d = check_scatter(x, dim, index, src, "scatter")
     return Scatter.apply(x, index, src, dim=d)
 
 
 def scatter_add(x, dim, index, src):
-    d = _scatter_args(x, dim, index, src, "scatter")
+    d = check_scatter(x, dim, index, src, "scatter")
     return ScatterAdd.apply(x, index, src, dim=d)
 
 
@@ -216,6 +218,10 @@ def index_select(x, dim, index):
     bad = idx[(idx < 0) | (idx >= size)]
     if bad.size:
         raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(bad.reshape(-1)[0])} axis_dim={size}")
+    if not shape:
+        if idx.size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx.size} value(s)")
+        return Clone.apply(x)  # the one element, copied as PyTorch does
     if idx.ndim == 0:
         index = idx.reshape(1)
     return IndexSelect.apply(x, index, dim=d)
@@ -249,6 +255,11 @@ class IndexAdd(Function):
 
 
 def index_add(x, dim, index, source, alpha=1):
+    return IndexAdd.apply(x, index, source, dim=check_index_add(x, dim, index, source), alpha=alpha)
+
+
+def check_index_add(x, dim, index, source):
+    """Validate ``index_add``'s arguments as PyTorch does; returns the normalised dim."""
     idx = _vector_index(index, "index_add_")
     shape = x._data.shape
     d = _dim(dim, len(shape))
@@ -262,9 +273,8 @@ def index_add(x, dim, index, source, alpha=1):
     if idx.reshape(-1).shape[0] != (src.shape[d] if src.ndim else 1):
         raise ShapeError(f"index_add_(): Number of indices ({idx.size}) should be equal to source.size(dim): "
                          f"({src.shape[d] if src.ndim else 1}), for dim: {d}")
-    size = shape[d] if shape else 1
-    _check_bounds(idx, size, d)
-    return IndexAdd.apply(x, index, source, dim=d, alpha=alpha)
+    _check_bounds(idx, shape[d] if shape else 1, d)
+    return d
 
 
 def take_along_dim(x, indices, dim=None):
@@ -317,5 +327,6 @@ def one_hot(tensor, num_classes=-1):
     np.put_along_axis(out, labels[..., None], 1, axis=-1)
     return Variable(out)
 
+
 __all__ = ["Gather", "Scatter", "ScatterAdd", "IndexSelect", "IndexAdd", "gather", "scatter", "scatter_add",
-           "index_select", "index_add", "take_along_dim", "one_hot", "Variable"]
+           "check_scatter", "index_select", "index_add", "check_index_add", "take_along_dim", "one_hot", "Variable"]

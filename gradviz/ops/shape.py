@@ -418,7 +418,7 @@ def split(x, split_size_or_sections, dim=0):
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
         if step == 0 and size != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
-        sizes = [min(step, size - start) for start in range(0, size, step)] if step else [0]
+        sizes = [min(step, size - start) for start in range(0, size, step)] if step and size else [0]
         piece = SplitPiece
     starts = np.cumsum([0] + sizes[:-1])
     return tuple(piece.apply(x, dim=d, start=int(s), length=n, piece=k)
@@ -429,8 +429,11 @@ def chunk(x, chunks, dim=0):
     chunks = int(chunks)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    size = x._data.shape[_dim(dim, x._data.ndim)]
-    return split(x, max(-(-size // chunks), 1), dim)
+    d = _dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    if size == 0:  # PyTorch gives `chunks` empty pieces
+        return tuple(SplitPiece.apply(x, dim=d, start=0, length=0, piece=k) for k in range(chunks))
+    return split(x, -(-size // chunks), dim)
 
 
 def unbind(x, dim=0):
@@ -443,6 +446,9 @@ def unbind(x, dim=0):
 
 def movedim(x, source, destination):
     nd = x._data.ndim
+    if nd == 0:
+        _dim(source if not isinstance(source, (list, tuple)) else 0, 0)
+        return Permute.apply(x, dims=())
     src = list(source) if isinstance(source, (list, tuple)) else [source]
     dst = list(destination) if isinstance(destination, (list, tuple)) else [destination]
     if len(src) != len(dst):
@@ -642,7 +648,8 @@ class Flip(Function):
 
 
 def flip(x, dims):
-    return Flip.apply(x, dims=_dims_list(dims, x._data.ndim))
+    dims = _dims_list(dims, x._data.ndim)
+    return Flip.apply(x, dims=dims if x._data.ndim else ())
 
 
 class Roll(Function):
