@@ -56,14 +56,15 @@ from .functions import POINTWISE_NAMES as _POINTWISE_NAMES  # noqa: E402
 __all__ += _POINTWISE_NAMES
 
 # ----- opsb: the torch-namespace ops and factories added for issue 8 ------------------------------------------------
-from .functions import (narrow, split, chunk, unbind, movedim, moveaxis, unflatten, diagonal, tile,
-                        repeat_interleave, flip, roll, gather, scatter, scatter_add, index_select, index_add,
-                        take_along_dim, sort, argsort, topk, cumsum, cumprod, prod, logsumexp, norm, amax, amin,
-                        all, any, bmm, addmm, baddbmm, einsum, outer, ger, dot, tril, triu, diag, logspace,
-                        rand_like, randn_like, multinomial, bernoulli, normal)  # noqa: E402,A004
+from .functions import (cat, concat, stack, flatten, narrow, split, chunk, unbind, movedim, moveaxis, unflatten,
+                        diagonal, tile, repeat_interleave, flip, roll, gather, scatter, scatter_add, index_select,
+                        index_add, take_along_dim, sort, argsort, topk, cumsum, cumprod, prod, logsumexp, norm,
+                        amax, amin, all, any, bmm, addmm, baddbmm, einsum, outer, ger, dot, tril, triu, diag,
+                        logspace, rand_like, randn_like, multinomial, bernoulli, normal)  # noqa: E402,A004
 
-__all__ += ["narrow", "split", "chunk", "unbind", "movedim", "moveaxis", "unflatten", "diagonal", "tile",
-            "repeat_interleave", "flip", "roll", "gather", "scatter", "scatter_add", "index_select", "index_add",
-            "take_along_dim", "sort", "argsort", "topk", "cumsum", "cumprod", "prod", "logsumexp", "norm", "amax",
-            "amin", "all", "any", "bmm", "addmm", "baddbmm", "einsum", "outer", "ger", "dot", "tril", "triu",
-            "diag", "logspace", "rand_like", "randn_like", "multinomial", "bernoulli", "normal"]
+__all__ += ["cat", "concat", "stack", "flatten", "narrow", "split", "chunk", "unbind", "movedim", "moveaxis",
+            "unflatten", "diagonal", "tile", "repeat_interleave", "flip", "roll", "gather", "scatter",
+            "scatter_add", "index_select", "index_add", "take_along_dim", "sort", "argsort", "topk", "cumsum",
+            "cumprod", "prod", "logsumexp", "norm", "amax", "amin", "all", "any", "bmm", "addmm", "baddbmm",
+            "einsum", "outer", "ger", "dot", "tril", "triu", "diag", "logspace", "rand_like", "randn_like",
+            "multinomial", "bernoulli", "normal"]
