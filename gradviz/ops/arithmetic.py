@@ -7,7 +7,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..dtypes import default_float, promote_pair
-from ..errors import DtypeError, ShapeError
+from ..errors import DtypeError, ShapeError, UnsupportedError
 
 
 class Add(Function):
@@ -183,6 +183,8 @@ class MatMul(Function):
             names = [(_TYPE_NAMES if a_nd == b_nd == 1 else _SCALAR_NAMES).get(str(d), str(d))
                      for d in (a.dtype, b.dtype)]
             raise DtypeError(f"{what} {names[0]}{sep}{names[1]}")
+        if a.dtype == np.bool_:
+            _matmul_bool_error(a_nd, b_nd)
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
             ctx.save_for_backward(b if need_a else None, a if need_b else None)
@@ -237,6 +239,13 @@ def _matmul_shape_error(a, b):
             raise ShapeError(f"The size of tensor a ({ba[k]}) must match the size of tensor b ({bb[k]}) at "
                              f"non-singleton dimension {k}")
     raise ShapeError(f"matmul: shapes {list(sa)} and {list(sb)} do not fit")
+
+
+def _matmul_bool_error(a_nd, b_nd):
+    """PyTorch has no boolean matmul; its message names the kernel the shapes dispatch to."""
+    kernel = ("dot" if a_nd == b_nd == 1 else "addmv_impl_cpu" if b_nd == 1 else "addmm_impl_cpu_"
+              if b_nd == 2 or a_nd == 1 else "bmm")
+    raise UnsupportedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
 def _shape_text(x):

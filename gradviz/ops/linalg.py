@@ -6,7 +6,8 @@ import string
 import numpy as np
 
 from ..autograd.function import Function
-from ..errors import DtypeError, ShapeError
+from ..dtypes import promote_pair
+from ..errors import DtypeError, ShapeError, UnsupportedError
 from .arithmetic import MatMul
 from .shape import diagonal_view
 
@@ -28,6 +29,12 @@ def _shape(x):
     return tuple(x._data.shape) if hasattr(x, "_data") else np.shape(x)
 
 
+def _refuse_bool(kernel, *operands):
+    """PyTorch has no boolean matrix products: its kernels say so by name."""
+    if any(_dtype(o) == np.bool_ for o in operands):
+        raise UnsupportedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
 class Bmm(MatMul):
     """``bmm``: a batch of matrix products, without broadcasting (checked before)."""
 
@@ -42,6 +49,7 @@ def bmm(a, b):
                          f"got: [{sb[0]}, {sb[1]}].")
     if _dtype(a) != _dtype(b):
         raise DtypeError(f"expected scalar type {_type_name(_dtype(a))} but found {_type_name(_dtype(b))}")
+    _refuse_bool("bmm", a, b)
     return Bmm.apply(a, b)
 
 
@@ -92,6 +100,7 @@ def check_addmm(c, m1, m2):
     if s1[1] != s2[0]:
         raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({s1[0]}x{s1[1]} and {s2[0]}x{s2[1]})")
     _same_dtype(c, m1, m2)
+    _refuse_bool("addmm_impl_cpu_", m1)
     _broadcastable(c, (s1[0], s2[1]), "addmm")
 
 
@@ -109,6 +118,7 @@ def check_baddbmm(c, b1, b2):
         raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: [{s1[0]}, {s1[2]}] but "
                          f"got: [{s2[0]}, {s2[1]}].")
     _same_dtype(c, b1, b2)
+    _refuse_bool("baddbmm", b1)
     _broadcastable(c, (s1[0], s1[1], s2[2]), "baddbmm")
 
 
@@ -162,6 +172,7 @@ def dot(a, b):
     if _dtype(a) != _dtype(b):
         raise DtypeError(f"dot : expected both vectors to have same dtype, but found {_type_name(_dtype(a))} and "
                          f"{_type_name(_dtype(b))}")
+    _refuse_bool("dot", a)
     return Dot.apply(a, b)
 
 
@@ -173,6 +184,7 @@ class Outer(Function):
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
             ctx.save_for_backward(b if need_a else None, a if need_b else None)
+        a, b = promote_pair(a, b)  # PyTorch's outer is a broadcast multiply, with its promotion
         return np.multiply.outer(a, b)
 
     @staticmethod
@@ -301,6 +313,8 @@ def einsum(equation, *operands):
         first = _dtype(operands[0])
         other = next(_dtype(o) for o in operands if _dtype(o) != first)
         raise DtypeError(f"expected scalar type {_type_name(first)} but found {_type_name(other)}")
+    if len(operands) > 1:
+        _refuse_bool("bmm", *operands)
     inputs, output, sizes = _parse_einsum(equation, [_shape(o) for o in operands])
     return Einsum.apply(*operands, inputs=tuple(inputs), output=output, sizes=sizes)
 
@@ -382,6 +396,7 @@ class Trace(Function):
 def trace(x):
     if _ndim(x) != 2:
         raise ShapeError(f"trace: expected a matrix, but got tensor with dim {_ndim(x)}")
+    _refuse_bool("trace", x)
     return Trace.apply(x)
 
 

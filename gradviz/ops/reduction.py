@@ -552,7 +552,8 @@ class AllAny(Function):
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False, mode="all"):
         ctx._meta = {"dim": dim, "mode": mode}
-        return np.asarray((np.all if mode == "all" else np.any)(x, axis=dim, keepdims=keepdim))
+        out = np.asarray((np.all if mode == "all" else np.any)(x, axis=dim, keepdims=keepdim))
+        return out.astype(np.uint8) if x.dtype == np.uint8 else out  # PyTorch keeps uint8 for uint8
 
 
 def all_any(x, dim, keepdim, mode):

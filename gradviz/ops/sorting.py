@@ -95,6 +95,8 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d] if x._data.ndim else 1
     k = int(k)
+    if x._data.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     return TopkResult(Topk.apply(x, dim=d, descending=bool(largest), k=k))
