@@ -92,3 +92,53 @@ def test_edge_case_matches_pytorch(name):
 def test_index_select_of_a_0d_tensor_takes_one_index():
     pytest.importorskip("torch")
     same_error(lambda L, x, i: x.index_select(0, i), np.array(2.0), np.array([0, 0]))
+
+
+NODES = {
+    "narrow": lambda L, x: x.narrow(0, 0, 1),
+    "split": lambda L, x: x.split(1)[0],
+    "split sizes": lambda L, x: x.split([1, 2])[1],
+    "unbind": lambda L, x: x.unbind()[0],
+    "diagonal": lambda L, x: x.diagonal(),
+    "movedim": lambda L, x: x.movedim(0, 1),
+    "repeat": lambda L, x: x.repeat(2, 1),
+    "flip": lambda L, x: x.flip(0),
+    "roll": lambda L, x: x.roll(1),
+    "gather": lambda L, x: x.gather(0, L.tensor([[0, 1, 2]])),
+    "scatter": lambda L, x: x.scatter(0, L.tensor([[0, 1, 2]]), 1.0),
+    "scatter_add": lambda L, x: x.scatter_add(0, L.tensor([[0, 1, 2]]), x),
+    "index_select": lambda L, x: x.index_select(0, L.tensor([0])),
+    "index_add": lambda L, x: x.index_add(0, L.tensor([0]), x[:1]),
+    "sort": lambda L, x: x.sort()[0],
+    "topk": lambda L, x: x.topk(1)[0],
+    "cumsum": lambda L, x: x.cumsum(0),
+    "cumprod": lambda L, x: x.cumprod(0),
+    "prod": lambda L, x: x.prod(),
+    "logsumexp": lambda L, x: x.logsumexp(0),
+    "norm": lambda L, x: x.norm(1),
+    "std": lambda L, x: x.std(),
+    "var": lambda L, x: x.var(correction=0),
+    "amax": lambda L, x: x.amax(),
+    "amin": lambda L, x: x.amin(0),
+    "bmm": lambda L, x: L.bmm(x[None], x[None]),
+    "addmm": lambda L, x: L.addmm(x, x, x),
+    "baddbmm": lambda L, x: L.baddbmm(x, x[None], x[None]),
+    "dot": lambda L, x: L.dot(x[0], x[1]),
+    "tril": lambda L, x: x.tril(),
+    "triu": lambda L, x: x.triu(),
+    "trace": lambda L, x: x.trace(),
+    "normal": lambda L, x: L.normal(x, 1.0),
+    "bernoulli": lambda L, x: L.bernoulli(x.sigmoid()),
+}
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_node_names_are_pytorchs(name):
+    torch = pytest.importorskip("torch")
+    import gradviz as gv
+
+    names = []
+    for lib in (gv, torch):
+        x = lib.tensor(_r(3, 3), requires_grad=True)
+        names.append(NODES[name](lib, x).grad_fn.name().rstrip("0123456789"))
+    assert names[0] == names[1]

@@ -391,6 +391,10 @@ class LogSumExp(Function):
         shape, dim, keepdim = ctx._in
         return _expand_back(grad, shape, dim, keepdim) * np.exp(x - out)
 
+    @classmethod
+    def name(cls):
+        return "LogsumexpBackward"
+
 
 def logsumexp(x, dim, keepdim=False):
     return LogSumExp.apply(x, dim=_axes(dim, x._data.ndim) or tuple(range(x._data.ndim)), keepdim=keepdim)
