@@ -222,3 +222,50 @@ def test_inplace_scatter_and_index_add_bump_the_version_and_record_the_op():
     expected = np.ones((3, 4))
     np.put_along_axis(expected, PERM_IDX, 0, axis=1)
     np.testing.assert_array_equal(x.grad.numpy(), expected)
+
+
+@pytest.mark.parametrize("make", [lambda x: x.split(2), lambda x: x.split([1, 3]), lambda x: x.chunk(2),
+                                  lambda x: x.unbind(0)], ids=["split", "split sizes", "chunk", "unbind"])
+def test_several_views_come_from_one_node_as_in_pytorch(make):
+    x = gv.tensor(_r(4, 3), requires_grad=True)
+    pieces = make(x * 1)
+    nodes = {p.grad_fn for p in pieces}
+    assert len(nodes) == 1
+    assert [p.output_nr for p in pieces] == list(range(len(pieces)))
+    pieces[-1].sum().backward()  # the other outputs get no gradient: zeros in their places
+    expected = np.zeros((4, 3))
+    expected[4 - pieces[-1].shape[0] if pieces[-1].dim() == 2 else 3:] = 1
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+
+
+@pytest.mark.oracle
+def test_pieces_refuse_to_be_used_after_their_base_was_written_in_place():
+    torch = pytest.importorskip("torch")
+    messages = []
+    for lib in (gv, torch):
+        y = lib.tensor(_r(4, 3), requires_grad=True) * 1
+        a, b = y.split(2)
+        y.mul_(3.0)
+        with pytest.raises(RuntimeError) as info:
+            a * b
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_pieces_of_a_base_without_grad_follow_its_in_place_writes():
+    y = gv.tensor(_r(4, 3))
+    a, b = y.split(2)
+    y.mul_(3.0)
+    np.testing.assert_allclose((a * 1).numpy(), _r(4, 3)[:2] * 3)
+    assert a._version == b._version == y._version == 1
+
+
+def test_a_split_in_a_traced_step_is_one_graph_with_no_diagnostic():
+    with gv.trace() as tr:
+        x = gv.tensor(_r(4, 6), requires_grad=True)
+        q, k = x.chunk(2, dim=1)
+        rows = gv.stack(q.unbind(0))
+        (rows * k).sum().backward()
+    doc = tr.to_dict()
+    assert {n["graph"] for n in doc["nodes"]} == {0}
+    assert tr.diagnostics == []

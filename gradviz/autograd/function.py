@@ -238,11 +238,11 @@ class Function:
                 ctx._saved = _versioned(ctx._to_save, args, raw, outputs)
                 ctx._n_saved = len(ctx._saved)
             if cls._view:
-                _mark_view(outputs[0], args[0], cls, kwargs)
+                _mark_views(outputs, multi, args[0], cls, kwargs)
         else:
             ctx._to_save = ()
             if cls._view and isinstance(args[0], Variable):
-                _mark_view(outputs[0], args[0], cls, kwargs)
+                _mark_views(outputs, multi, args[0], cls, kwargs)
         if kwargs:
             ctx._kwargs = kwargs
         obs = _observers.get()
@@ -333,6 +333,16 @@ def _wrap_saved(saved):
 
 
 # ----- views ------------------------------------------------------------------------------------------
+def _mark_views(outputs, multi, source, cls, kwargs):
+    """A view op's outputs share ``source``'s storage; an op returning several views (split, unbind) says, per
+    output, which single-view op gives that output (``output_view``), so each view can be replayed alone."""
+    if not multi:
+        _mark_view(outputs[0], source, cls, kwargs)
+        return
+    for i, out in enumerate(outputs):
+        _mark_view(out, source, *cls.output_view(i, kwargs))
+
+
 def _mark_view(out, source, cls, kwargs):
     """Make ``out`` share ``source``'s version counter when it really shares its memory."""
     if out._data.size and not np.may_share_memory(out._data, source._data):  # empty: a view, as in PyTorch
@@ -342,6 +352,16 @@ def _mark_view(out, source, cls, kwargs):
     out._vc = source._vc
     out._view_chain = source._view_chain + ((cls, kwargs),)
     out._view_version = out._vc.value
+
+
+def multi_view_message(chain, what):
+    """PyTorch's refusal for a view made by an op that returns several views (split, chunk, unbind)."""
+    cls, kwargs = chain[-1]
+    multi = getattr(cls, "_multi_view", None)
+    name = multi or cls.name()[:-len("Backward")]
+    return (f"Output {kwargs.get('piece', 0) if multi else 0} of {name} is a view and {what}. This view is the "
+            "output of a function that returns multiple views. Such functions do not allow the output views to be "
+            "modified inplace. You should replace the inplace operation by an out-of-place one.")
 
 
 def view_of(array, chain):
@@ -356,6 +376,9 @@ def _refresh_view_history(view):
     if not _grad_enabled.get():
         return  # stays stale: rebuilt when grad mode is back on
     base = view._base
+    if base._requires_grad and any(getattr(cls, "_multi_view", None) for cls, _ in view._view_chain):
+        raise RuntimeError(multi_view_message(view._view_chain, "its base or another view of its base has been "
+                                                                "modified inplace"))
     view._view_version = view._vc.value
     if not base._requires_grad:
         return

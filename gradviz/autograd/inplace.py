@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import LeafInplaceError, ShapeError
 from . import grad_mode, observer
-from .function import CopySlices, _refresh_view_history
+from .function import CopySlices, _refresh_view_history, multi_view_message
 from .variable import Variable
 
 _grad_enabled = grad_mode._grad_enabled
@@ -64,14 +64,8 @@ def _refuse_multi_view_output(target):
     """PyTorch refuses in-place writes to (views of) one output of an op that returns several views (split,
     chunk, unbind): their shared backward cannot take a rewritten history."""
     chain = target._view_chain
-    if not any(getattr(cls, "_multi_view", None) for cls, _ in chain):
-        return
-    cls, kwargs = chain[-1]
-    name = getattr(cls, "_multi_view", None) or cls.name()[:-len("Backward")]
-    raise RuntimeError(f"Output {kwargs.get('piece', 0) if cls._multi_view else 0} of {name} is a view and is "
-                       "being modified inplace. This view is the output of a function that returns multiple views. "
-                       "Such functions do not allow the output views to be modified inplace. You should replace the "
-                       "inplace operation by an out-of-place one.")
+    if any(getattr(cls, "_multi_view", None) for cls, _ in chain):
+        raise RuntimeError(multi_view_message(chain, "is being modified inplace"))
 
 
 def _harmless_overlap(cls, args, storage):

@@ -402,6 +402,61 @@ def narrow(x, dim, start, length):
     return Narrow.apply(x, dim=d, start=start, length=length)
 
 
+class Split(Function):
+    """``split``/``chunk``: one node whose outputs are consecutive narrow views along ``dim`` (as PyTorch's
+    SplitBackward); backward puts each output's gradient back in its place (zeros for unused pieces)."""
+
+    _raw = True
+    _view = True
+    _piece = SplitPiece
+
+    @classmethod
+    def output_view(cls, i, kwargs):
+        return cls._piece, {"dim": kwargs["dim"], "start": kwargs["starts"][i], "length": kwargs["lengths"][i],
+                            "piece": i}
+
+    @staticmethod
+    def forward(ctx, x, dim, starts, lengths):
+        ctx._in = (x.shape, dim, starts, lengths)
+        ctx._meta = {"dim": dim, "sizes": list(lengths)}
+        return tuple(x[_slicer(dim, slice(s, s + n))] for s, n in zip(starts, lengths))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        shape, dim, starts, lengths = ctx._in
+        if len(grads) > 1 and all(g.shape[dim] == n for g, n in zip(grads, lengths)):
+            return np.concatenate(grads, axis=dim)
+        out = np.zeros(shape, dtype=grads[0].dtype)
+        for g, s, n in zip(grads, starts, lengths):
+            out[_slicer(dim, slice(s, s + n))] = g
+        return out
+
+
+class SplitWithSizes(Split):
+    _piece = SplitWithSizesPiece
+
+
+class Unbind(Function):
+    """``unbind``: one node whose outputs are the slices along ``dim``, each a view without that dim."""
+
+    _raw = True
+    _view = True
+
+    @staticmethod
+    def output_view(i, kwargs):
+        return Select, {"dim": kwargs["dim"], "index": i, "piece": i}
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx._dim = dim
+        ctx._meta = {"dim": dim}
+        return tuple(x[_slicer(dim, i)] for i in range(x.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return np.stack(grads, axis=ctx._dim)
+
+
 def split(x, split_size_or_sections, dim=0):
     shape = x._data.shape
     d = _dim(dim, len(shape))
@@ -411,7 +466,7 @@ def split(x, split_size_or_sections, dim=0):
         if sum(sizes) != size or any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
                                f"size at dimension {d}), but got split_sizes={sizes}")
-        piece = SplitWithSizesPiece
+        op = SplitWithSizes
     else:
         step = int(split_size_or_sections)
         if step < 0:
@@ -419,10 +474,9 @@ def split(x, split_size_or_sections, dim=0):
         if step == 0 and size != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         sizes = [min(step, size - start) for start in range(0, size, step)] if step and size else [0]
-        piece = SplitPiece
-    starts = np.cumsum([0] + sizes[:-1])
-    return tuple(piece.apply(x, dim=d, start=int(s), length=n, piece=k)
-                 for k, (s, n) in enumerate(zip(starts, sizes)))
+        op = Split
+    starts = tuple(int(s) for s in np.cumsum([0] + sizes[:-1]))
+    return op.apply(x, dim=d, starts=starts, lengths=tuple(sizes))
 
 
 def chunk(x, chunks, dim=0):
@@ -432,7 +486,7 @@ def chunk(x, chunks, dim=0):
     d = _dim(dim, x._data.ndim)
     size = x._data.shape[d]
     if size == 0:  # PyTorch gives `chunks` empty pieces
-        return tuple(SplitPiece.apply(x, dim=d, start=0, length=0, piece=k) for k in range(chunks))
+        return Split.apply(x, dim=d, starts=(0,) * chunks, lengths=(0,) * chunks)
     return split(x, -(-size // chunks), dim)
 
 
@@ -441,7 +495,9 @@ def unbind(x, dim=0):
     if nd == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _dim(dim, nd)
-    return tuple(Select.apply(x, dim=d, index=i, piece=i) for i in range(x._data.shape[d]))
+    if x._data.shape[d] == 0:
+        return ()
+    return Unbind.apply(x, dim=d)
 
 
 def movedim(x, source, destination):
@@ -685,8 +741,8 @@ def roll(x, shifts, dims=None):
     return Roll.apply(x, shifts=tuple(int(s) for s in shift_list), dims=tuple(_dim(d, nd) for d in dim_list))
 
 
-__all__ = ["Reshape", "Transpose", "Permute", "Squeeze", "Unsqueeze", "Expand", "Clone", "Cat", "Stack",
-           "view", "reshape", "flatten", "expand", "cat", "stack", "Variable",
-           "Narrow", "SplitPiece", "SplitWithSizesPiece", "Select", "Diagonal", "Repeat", "RepeatInterleave", "Flip",
-           "Roll", "narrow", "split", "chunk", "unbind", "movedim", "unflatten", "diagonal", "diagonal_view", "repeat",
-           "tile", "repeat_interleave", "flip", "roll"]
+__all__ = ["Reshape", "Transpose", "Permute", "Squeeze", "Unsqueeze", "Expand", "Clone", "Cat", "Stack", "view",
+           "reshape", "flatten", "expand", "cat", "stack", "Variable", "Narrow", "SplitPiece",
+           "SplitWithSizesPiece", "Select", "Split", "SplitWithSizes", "Unbind", "Diagonal", "Repeat",
+           "RepeatInterleave", "Flip", "Roll", "narrow", "split", "chunk", "unbind", "movedim", "unflatten",
+           "diagonal", "diagonal_view", "repeat", "tile", "repeat_interleave", "flip", "roll"]
