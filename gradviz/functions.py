@@ -668,12 +668,12 @@ def diag(x, diagonal=0):
 
 
 def multinomial(x, num_samples, replacement=False, generator=None):
-    return _random.multinomial(x, num_samples, replacement)
+    return _random.multinomial(x, num_samples, replacement, generator)
 
 
 def bernoulli(x, p=None, generator=None):
-    return _random.bernoulli(x, p)
+    return _random.bernoulli(x, p, generator)
 
 
 def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, requires_grad=False):
-    return _random.normal(mean, std, size, dtype=dtype, requires_grad=requires_grad)
+    return _random.normal(mean, std, size, generator, dtype=dtype, requires_grad=requires_grad)

@@ -1339,20 +1339,20 @@ class Variable:
     def trace(self):
         return _LA.trace(self)
 
-    def bernoulli(self, p=None):
+    def bernoulli(self, p=None, generator=None):
         from ..ops import random
 
-        return random.bernoulli(self, p)
+        return random.bernoulli(self, p, generator)
 
-    def bernoulli_(self, p=0.5):
+    def bernoulli_(self, p=0.5, generator=None):
         from ..ops import random
 
-        return random.bernoulli_fill(self, p)
+        return random.bernoulli_fill(self, p, generator)
 
     def multinomial(self, num_samples, replacement=False, generator=None):
         from ..ops import random
 
-        return random.multinomial(self, num_samples, replacement)
+        return random.multinomial(self, num_samples, replacement, generator)
 
 
 def _fill_random(var, draw):

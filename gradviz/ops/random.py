@@ -11,15 +11,25 @@ from ..dtypes import result_type
 from ..factories import _rng
 
 
+def _sampler(generator):
+    """The numpy generator to draw from: gradviz's default one, or the ``gradviz.Generator`` given."""
+    if generator is None:
+        return _rng()
+    rng = getattr(generator, "_rng", None)
+    if rng is None:
+        raise TypeError(f"expected a torch.Generator, but got {type(generator).__name__}")
+    return rng
+
+
 class Normal(Function):
     _raw = True
 
     @staticmethod
-    def forward(ctx, mean, std, dtype):
+    def forward(ctx, mean, std, dtype, generator=None):
         if np.any(np.asarray(std) < 0):
             raise RuntimeError("normal expects all elements of std >= 0.0")
         shape = np.broadcast_shapes(np.shape(mean), np.shape(std))
-        return np.asarray(_rng().normal(mean, std, shape), dtype=dtype)
+        return np.asarray(_sampler(generator).normal(mean, std, shape), dtype=dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -36,14 +46,14 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, requires_gr
         out_dtype = result_type(*tensors)
         if out_dtype.kind not in "fc":
             raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{out_dtype}'")
-        return Normal.apply(mean, std, dtype=out_dtype)
+        return Normal.apply(mean, std, dtype=out_dtype, generator=generator)
     if size is None:
         raise TypeError("normal() received an invalid combination of arguments: with numbers for mean and std, "
                         "size is required")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     shape = tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
-    out = Variable(_rng().normal(mean, std, shape).astype(as_dtype(dtype) or default_float()))
+    out = Variable(_sampler(generator).normal(mean, std, shape).astype(as_dtype(dtype) or default_float()))
     return out.requires_grad_() if requires_grad else out
 
 
@@ -51,24 +61,24 @@ class Bernoulli(Function):
     _raw = True
 
     @staticmethod
-    def forward(ctx, p):
+    def forward(ctx, p, generator=None):
         if p.size and (np.min(p) < 0 or np.max(p) > 1):
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-        return (_rng().random(p.shape) < p).astype(p.dtype)
+        return (_sampler(generator).random(p.shape) < p).astype(p.dtype)
 
     @staticmethod
     def backward(ctx, grad):
         return np.zeros_like(grad)
 
 
-def bernoulli(x, p=None):
+def bernoulli(x, p=None, generator=None):
     if p is not None:
         probs = np.broadcast_to(np.asarray(p, dtype=x._data.dtype), x._data.shape)
-        return Variable((_rng().random(probs.shape) < probs).astype(x._data.dtype))
-    return Bernoulli.apply(x)
+        return Variable((_sampler(generator).random(probs.shape) < probs).astype(x._data.dtype))
+    return Bernoulli.apply(x, generator=generator)
 
 
-def bernoulli_fill(x, p=0.5):
+def bernoulli_fill(x, p=0.5, generator=None):
     """``Tensor.bernoulli_(p)``: fill ``x`` with 0/1 draws of probability ``p`` (a number or a tensor)."""
     from ..autograd.inplace import apply_inplace
     from .indexing import Fill
@@ -76,7 +86,7 @@ def bernoulli_fill(x, p=0.5):
     probs = p._data if isinstance(p, Variable) else np.asarray(p)
     if probs.size and (np.min(probs) < 0 or np.max(probs) > 1):
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    draws = _rng().random(x._data.shape) < np.broadcast_to(probs, x._data.shape)
+    draws = _sampler(generator).random(x._data.shape) < np.broadcast_to(probs, x._data.shape)
     return apply_inplace(Fill, x, value=draws.astype(x._data.dtype))
 
 
@@ -97,7 +107,7 @@ def multinomial(x, num_samples, replacement=False, generator=None):
     totals = rows.sum(axis=1, dtype=np.float64)
     if np.any(totals <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = _rng()
+    rng = _sampler(generator)
     if replacement:
         # Row r's cumulative distribution shifted into [r, r + 1]: one searchsorted serves every row.
         cdf = np.cumsum(rows, axis=1, dtype=np.float64) / totals[:, None]
