@@ -126,3 +126,13 @@ def test_matrix_trace_is_a_method_not_the_debuggers_trace():
     x = gv.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert x.trace().item() == 5.0
     assert not hasattr(gv.functions, "trace")
+
+
+def test_what_gradviz_does_not_do_says_so_in_one_line():
+    x = gv.ones(2, 2)
+    with pytest.raises(NotImplementedError, match=r"sublist form"):
+        gv.einsum(x, [0, 1], x, [1, 2])
+    with pytest.raises(NotImplementedError, match=r"norm supports p = 'fro', 1, 2, inf, -inf, 0"):
+        x.norm("nuc")
+    with pytest.raises(NotImplementedError, match=r"reduce='multiply'"):
+        x.scatter(0, gv.tensor([[0, 1]]), 2.0, reduce="multiply")

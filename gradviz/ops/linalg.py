@@ -306,6 +306,9 @@ def _parse_einsum(equation, shapes):
 
 
 def einsum(equation, *operands):
+    if not isinstance(equation, str):
+        raise UnsupportedError("gradviz's einsum takes an equation string (einsum('ij,jk->ik', a, b)), not the "
+                               "sublist form einsum(a, [0, 1], b, [1, 2])")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     dtypes = {_dtype(o) for o in operands}
