@@ -507,172 +507,172 @@ from .ops import linalg as _L  # noqa: E402
 from .ops import random as _random  # noqa: E402
 
 
-def narrow(x, dim, start, length):
-    return x.narrow(dim, start, length)
+def narrow(input, dim, start, length):
+    return input.narrow(dim, start, length)
 
 
-def split(x, split_size_or_sections, dim=0):
-    return x.split(split_size_or_sections, dim)
+def split(tensor, split_size_or_sections, dim=0):
+    return tensor.split(split_size_or_sections, dim)
 
 
-def chunk(x, chunks, dim=0):
-    return x.chunk(chunks, dim)
+def chunk(input, chunks, dim=0):
+    return input.chunk(chunks, dim)
 
 
-def unbind(x, dim=0):
-    return x.unbind(dim)
+def unbind(input, dim=0):
+    return input.unbind(dim)
 
 
-def movedim(x, source, destination):
-    return x.movedim(source, destination)
+def movedim(input, source, destination):
+    return input.movedim(source, destination)
 
 
 moveaxis = movedim
 
 
-def unflatten(x, dim, sizes):
-    return x.unflatten(dim, sizes)
+def unflatten(input, dim, sizes):
+    return input.unflatten(dim, sizes)
 
 
-def diagonal(x, offset=0, dim1=0, dim2=1):
-    return x.diagonal(offset, dim1, dim2)
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    return input.diagonal(offset, dim1, dim2)
 
 
-def tile(x, dims):
-    return x.tile(dims)
+def tile(input, dims):
+    return input.tile(dims)
 
 
-def repeat_interleave(x, repeats=None, dim=None, output_size=None):
+def repeat_interleave(input, repeats=None, dim=None, output_size=None):
     if repeats is None:
-        return _S.repeat_interleave(x)
-    return x.repeat_interleave(repeats, dim)
+        return _S.repeat_interleave(input)
+    return input.repeat_interleave(repeats, dim)
 
 
-def flip(x, dims):
-    return x.flip(dims)
+def flip(input, dims):
+    return input.flip(dims)
 
 
-def roll(x, shifts, dims=None):
-    return x.roll(shifts, dims)
+def roll(input, shifts, dims=None):
+    return input.roll(shifts, dims)
 
 
-def gather(x, dim, index):
-    return x.gather(dim, index)
+def gather(input, dim, index):
+    return input.gather(dim, index)
 
 
-def scatter(x, dim, index, src=None, value=None, reduce=None):
-    return x.scatter(dim, index, src, value, reduce)
+def scatter(input, dim, index, src=None, value=None, reduce=None):
+    return input.scatter(dim, index, src, value, reduce)
 
 
-def scatter_add(x, dim, index, src):
-    return x.scatter_add(dim, index, src)
+def scatter_add(input, dim, index, src):
+    return input.scatter_add(dim, index, src)
 
 
-def index_select(x, dim, index):
-    return x.index_select(dim, index)
+def index_select(input, dim, index):
+    return input.index_select(dim, index)
 
 
-def index_add(x, dim, index, source, alpha=1):
-    return x.index_add(dim, index, source, alpha)
+def index_add(input, dim, index, source, alpha=1):
+    return input.index_add(dim, index, source, alpha)
 
 
-def take_along_dim(x, indices, dim=None):
-    return x.take_along_dim(indices, dim)
+def take_along_dim(input, indices, dim=None):
+    return input.take_along_dim(indices, dim)
 
 
-def sort(x, dim=-1, descending=False, stable=False):
-    return x.sort(dim, descending, stable)
+def sort(input, dim=-1, descending=False, stable=False):
+    return input.sort(dim, descending, stable)
 
 
-def argsort(x, dim=-1, descending=False, stable=False):
-    return x.argsort(dim, descending, stable)
+def argsort(input, dim=-1, descending=False, stable=False):
+    return input.argsort(dim, descending, stable)
 
 
-def topk(x, k, dim=-1, largest=True, sorted=True):
-    return x.topk(k, dim, largest, sorted)
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    return input.topk(k, dim, largest, sorted)
 
 
-def cumsum(x, dim, dtype=None):
-    return x.cumsum(dim, dtype=dtype)
+def cumsum(input, dim, dtype=None):
+    return input.cumsum(dim, dtype=dtype)
 
 
-def cumprod(x, dim, dtype=None):
-    return x.cumprod(dim, dtype=dtype)
+def cumprod(input, dim, dtype=None):
+    return input.cumprod(dim, dtype=dtype)
 
 
-def prod(x, dim=None, keepdim=False, dtype=None):
-    return x.prod(dim, keepdim, dtype=dtype)
+def prod(input, dim=None, keepdim=False, dtype=None):
+    return input.prod(dim, keepdim, dtype=dtype)
 
 
-def logsumexp(x, dim, keepdim=False):
-    return x.logsumexp(dim, keepdim)
+def logsumexp(input, dim, keepdim=False):
+    return input.logsumexp(dim, keepdim)
 
 
-def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
-    return x.norm(p, dim, keepdim, dtype)
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    return input.norm(p, dim, keepdim, dtype)
 
 
-def amax(x, dim=(), keepdim=False):
-    return x.amax(dim, keepdim)
+def amax(input, dim=(), keepdim=False):
+    return input.amax(dim, keepdim)
 
 
-def amin(x, dim=(), keepdim=False):
-    return x.amin(dim, keepdim)
+def amin(input, dim=(), keepdim=False):
+    return input.amin(dim, keepdim)
 
 
-def all(x, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
-    return _v(x).all(dim, keepdim)
+def all(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    return _v(input).all(dim, keepdim)
 
 
-def any(x, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
-    return _v(x).any(dim, keepdim)
+def any(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    return _v(input).any(dim, keepdim)
 
 
-def bmm(a, b):
-    return _L.bmm(a, b)
+def bmm(input, mat2):
+    return _L.bmm(input, mat2)
 
 
-def addmm(c, mat1, mat2, beta=1, alpha=1):
-    return _L.addmm(c, mat1, mat2, beta, alpha)
+def addmm(input, mat1, mat2, beta=1, alpha=1):
+    return _L.addmm(input, mat1, mat2, beta, alpha)
 
 
-def baddbmm(c, batch1, batch2, beta=1, alpha=1):
-    return _L.baddbmm(c, batch1, batch2, beta, alpha)
+def baddbmm(input, batch1, batch2, beta=1, alpha=1):
+    return _L.baddbmm(input, batch1, batch2, beta, alpha)
 
 
 def einsum(equation, *operands):
     return _L.einsum(equation, *operands)
 
 
-def outer(a, b):
-    return _L.outer(a, b)
+def outer(input, vec2):
+    return _L.outer(input, vec2)
 
 
 ger = outer
 
 
-def dot(a, b):
-    return _L.dot(a, b)
+def dot(input, tensor):
+    return _L.dot(input, tensor)
 
 
-def tril(x, diagonal=0):
-    return x.tril(diagonal)
+def tril(input, diagonal=0):
+    return input.tril(diagonal)
 
 
-def triu(x, diagonal=0):
-    return x.triu(diagonal)
+def triu(input, diagonal=0):
+    return input.triu(diagonal)
 
 
-def diag(x, diagonal=0):
-    return x.diag(diagonal)
+def diag(input, diagonal=0):
+    return input.diag(diagonal)
 
 
-def multinomial(x, num_samples, replacement=False, generator=None):
-    return _random.multinomial(x, num_samples, replacement, generator)
+def multinomial(input, num_samples, replacement=False, generator=None):
+    return _random.multinomial(input, num_samples, replacement, generator)
 
 
-def bernoulli(x, p=None, generator=None):
-    return _random.bernoulli(x, p, generator)
+def bernoulli(input, p=None, generator=None):
+    return _random.bernoulli(input, p, generator)
 
 
 def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, requires_grad=False):
