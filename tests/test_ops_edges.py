@@ -77,6 +77,11 @@ EDGES = {
     "prod two zeros": (lambda L, x: x.prod(), np.array([2.0, 0.0, 3.0, 0.0, 4.0])),
 }
 
+EDGES["sum 0-d dim"] = (lambda L, x: x.sum(0, keepdim=True), np.array(2.0))
+EDGES["all 0-d dim"] = (lambda L, x: x.all(0), np.array(2.0))
+EDGES["logsumexp 0-d dim"] = (lambda L, x: x.logsumexp(-1), np.array(2.0))
+EDGES["norm 0-d dim"] = (lambda L, x: x.norm(dim=0), np.array(-2.0))
+EDGES["std 0-d dim"] = (lambda L, x: x.std(0, correction=0), np.array(-2.0))
 EDGES["index_select 0-d input"] = (lambda L, x, i: x.index_select(0, i), np.array(2.0), np.array([0]))
 EDGES["index_select 0-d input and index"] = (lambda L, x, i: x.index_select(0, i), np.array(2.0), np.array(0))
 

@@ -12,7 +12,8 @@ def _axes(dim, ndim):
     if dim is None:
         return None
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-    return tuple(sorted(_dim(d, ndim) for d in dims))
+    axes = tuple(sorted(_dim(d, ndim) for d in dims))
+    return None if ndim == 0 else axes  # dim 0 or -1 of a 0-d tensor: its one element
 
 
 def _expand_back(grad, in_shape, axes, keepdim):
