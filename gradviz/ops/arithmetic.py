@@ -183,7 +183,7 @@ class MatMul(Function):
             names = [(_TYPE_NAMES if a_nd == b_nd == 1 else _SCALAR_NAMES).get(str(d), str(d))
                      for d in (a.dtype, b.dtype)]
             raise DtypeError(f"{what} {names[0]}{sep}{names[1]}")
-        if a.dtype == np.bool_:
+        if a.dtype.kind == "b":
             _matmul_bool_error(a_nd, b_nd)
         need_a, need_b = ctx.needs_input_grad
         if need_a or need_b:
