@@ -269,3 +269,23 @@ def test_a_split_in_a_traced_step_is_one_graph_with_no_diagnostic():
     doc = tr.to_dict()
     assert {n["graph"] for n in doc["nodes"]} == {0}
     assert tr.diagnostics == []
+
+
+@pytest.mark.oracle
+def test_hooks_retain_grad_and_autograd_grad_on_multi_output_nodes_match_pytorch():
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (gv, torch):
+        x = lib.tensor(_r(4, 3), requires_grad=True)
+        a, b = (x * 1).split(2)
+        b.register_hook(lambda g: g * 2)
+        grad_a = lib.autograd.grad((a * b).sum(), [a], retain_graph=True)[0].detach()
+        a.retain_grad()
+        u0, _, u2 = x.unbind(1)
+        ((a * b).sum() + (u0 * u2).sum()).backward()
+        values, _ = x.sort(0)
+        values.retain_grad()
+        (values * values).sum().backward()
+        results.append([t.numpy().copy() for t in (x.grad, a.grad, grad_a, values.grad)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
