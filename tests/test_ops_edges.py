@@ -77,6 +77,9 @@ EDGES = {
     "prod two zeros": (lambda L, x: x.prod(), np.array([2.0, 0.0, 3.0, 0.0, 4.0])),
 }
 
+EDGES["cat legacy empty"] = (lambda L, e, x: L.cat([e, x, e], 1), np.zeros(0), _r(2, 3))
+EDGES["cat legacy empty promotes"] = (lambda L, e, i: L.cat([e, i]), np.zeros(0), np.ones((2, 2), dtype=np.int64))
+EDGES["cat only empties"] = (lambda L, e: L.cat([e, e * 2]), np.zeros(0))
 EDGES["sum 0-d dim"] = (lambda L, x: x.sum(0, keepdim=True), np.array(2.0))
 EDGES["all 0-d dim"] = (lambda L, x: x.all(0), np.array(2.0))
 EDGES["logsumexp 0-d dim"] = (lambda L, x: x.logsumexp(-1), np.array(2.0))

@@ -242,32 +242,41 @@ class Clone(Function):
 
 
 class Cat(Function):
+    """``cat``: PyTorch's legacy rule included, a 1-D empty tensor joins anything (``torch.cat([torch.tensor([]),
+    x])``, the accumulate-in-a-loop idiom); it still takes part in the dtype promotion."""
+
     _raw = True
 
     @staticmethod
     def forward(ctx, *xs, dim=0):
         arrays = [np.asarray(x) for x in xs]
-        nd = arrays[0].ndim
-        if nd == 0:
-            raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-        d = _dim(dim, nd)
         for i, a in enumerate(arrays):
             if a.ndim == 0:
                 raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        skipped = tuple(a.shape == (0,) for a in arrays)
+        kept = [(i, a) for i, a in enumerate(arrays) if not skipped[i]] or list(enumerate(arrays))
+        first = kept[0][1]
+        nd = first.ndim
+        d = _dim(dim, nd)
+        for i, a in kept:
             if a.ndim != nd:
                 raise ShapeError(f"Tensors must have same number of dimensions: got {nd} and {a.ndim}")
-            for k, (want, got) in enumerate(zip(arrays[0].shape, a.shape)):
+            for k, (want, got) in enumerate(zip(first.shape, a.shape)):
                 if k != d and want != got:
                     raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected size {want} "
                                      f"but got size {got} for tensor number {i} in the list.")
-        ctx._splits = np.cumsum([a.shape[d] for a in arrays])[:-1]
-        ctx._dim = d
+        sizes = [0 if skipped[i] and len(kept) < len(arrays) else a.shape[d] for i, a in enumerate(arrays)]
+        ctx._cat = (np.cumsum(sizes)[:-1], d, skipped if len(kept) < len(arrays) else None)
         ctx._meta = {"dim": d}
-        return np.concatenate(arrays, axis=d, dtype=result_type(*arrays))
+        return np.concatenate([a for _, a in kept], axis=d, dtype=result_type(*arrays))
 
     @staticmethod
     def backward(ctx, grad):
-        return tuple(np.split(grad, ctx._splits, axis=ctx._dim))
+        splits, d, skipped = ctx._cat
+        pieces = np.split(grad, splits, axis=d)
+        if skipped is None:
+            return tuple(pieces)
+        return tuple(np.zeros(0, dtype=grad.dtype) if skip else piece for piece, skip in zip(pieces, skipped))
 
 
 class Stack(Function):
