@@ -118,9 +118,18 @@ def randperm(n, dtype=None):
 
 
 # ----- opsb: logspace and the random *_like factories -----------------------------------------------------------
-def logspace(start, end, steps, base=10.0, requires_grad=False, dtype=None):
+def _cpu_only(device):
+    """``device=`` as the factories take it: the CPU (by any spelling) only."""
+    if device is not None and not str(device).startswith("cpu"):
+        from .errors import UnsupportedError
+
+        raise UnsupportedError(f"gradviz runs on the CPU only (device={str(device)!r})")
+
+
+def logspace(start, end, steps, base=10.0, requires_grad=False, dtype=None, device=None):
     from .dtypes import default_float
 
+    _cpu_only(device)
     values = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
     return _make(values.astype(as_dtype(dtype) or default_float()), requires_grad)
 
@@ -133,11 +142,13 @@ def _float_like(x, dtype, kernel):
     return dtype
 
 
-def rand_like(x, requires_grad=False, dtype=None):
+def rand_like(x, requires_grad=False, dtype=None, device=None):
+    _cpu_only(device)
     dtype = _float_like(x, dtype, "check_uniform_bounds")
     return _make(_rng().random(x.shape).astype(dtype), requires_grad)
 
 
-def randn_like(x, requires_grad=False, dtype=None):
+def randn_like(x, requires_grad=False, dtype=None, device=None):
+    _cpu_only(device)
     dtype = _float_like(x, dtype, "normal_kernel_cpu")
     return _make(_rng().standard_normal(x.shape).astype(dtype), requires_grad)

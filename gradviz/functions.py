@@ -675,5 +675,5 @@ def bernoulli(input, p=None, generator=None):
     return _random.bernoulli(input, p, generator)
 
 
-def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, requires_grad=False):
-    return _random.normal(mean, std, size, generator, dtype=dtype, requires_grad=requires_grad)
+def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, requires_grad=False, device=None):
+    return _random.normal(mean, std, size, generator, dtype=dtype, requires_grad=requires_grad, device=device)

@@ -127,3 +127,15 @@ def test_error_matches_pytorch(name):
 def test_one_hot_matches_pytorch(labels, classes):
     pytest.importorskip("torch")
     compare(lambda L, t: _F(L).one_hot(t, classes), labels)
+
+
+def test_new_factories_take_a_cpu_device_and_refuse_any_other_in_one_line():
+    x = gv.ones(2, 3)
+    assert gv.rand_like(x, device="cpu").shape == (2, 3)
+    assert gv.randn_like(x, device="cpu").shape == (2, 3)
+    assert gv.logspace(0, 2, 3, device="cpu").tolist() == [1.0, 10.0, 100.0]
+    assert gv.normal(0.0, 1.0, (4,), device="cpu").shape == (4,)
+    for make in (lambda: gv.rand_like(x, device="cuda"), lambda: gv.logspace(0, 1, 2, device="cuda:0"),
+                 lambda: gv.normal(0.0, 1.0, (2,), device="cuda")):
+        with pytest.raises(NotImplementedError, match=r"gradviz runs on the CPU only \(device='cuda"):
+            make()

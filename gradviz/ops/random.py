@@ -36,8 +36,11 @@ class Normal(Function):
         return np.zeros_like(grad), np.zeros_like(grad)
 
 
-def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, requires_grad=False):
+def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, requires_grad=False, device=None):
     from ..dtypes import as_dtype, default_float
+    from ..factories import _cpu_only
+
+    _cpu_only(device)
 
     if isinstance(mean, Variable) or isinstance(std, Variable):
         if size is not None:
