@@ -24,13 +24,14 @@ def run_sample(name, monkeypatch):
     monkeypatch.setattr(sys, "argv", [str(path)])
     monkeypatch.syspath_prepend(str(SAMPLES))
     status = 0
-    with gradviz.trace() as tr:
-        try:
+    tr = gradviz.trace()
+    try:
+        with tr:  # the exception passes through the trace, which records what ended the script (as `gradviz run`)
             runpy.run_path(str(path), run_name="__main__")
-        except SystemExit as exc:
-            status = exc.code or 0
-        except Exception:
-            status = 1
+    except SystemExit as exc:
+        status = exc.code or 0
+    except Exception:
+        status = 1
     return tr.to_dict(), status
 
 

@@ -5,8 +5,9 @@ import re
 
 from ..document import error_code
 from ..document.index import code_text, same_line
+from .fixes import leaf_after_ops, requires_grad_after
 from .records import related
-from .why import classify
+from .why import classify, created_leaf
 
 
 def none_grad(index, out):
@@ -25,17 +26,68 @@ def none_grad(index, out):
             after = f"backward at {index.where(backward.get('location'))} went through it but kept no gradient"
         else:
             after = "backward never keeps a non-leaf's gradient"
-        message = (f"`{name}.grad` is None: {index.var_label(vid)} is not a leaf (it is the output of "
-                   f"{index.node_label(node)} at {index.where(v.get('location'))}), and {after}.")
-        hint = (f"Chain the models and call backward once on the loss — the gradient reaches everything before "
-                f"`{name}` by itself; to inspect it, call `{name}.retain_grad()` before backward or use "
-                f"`{name}.register_hook(...)`.")
+        if why is not None and why["cause"] == "created-then-transformed":
+            message, hint = _created_then_transformed(index, v, name, why, backward)
+        else:
+            message = (f"`{name}.grad` is None: {index.var_label(vid)} is not a leaf (it is the output of "
+                       f"{index.node_label(node)} at {index.where(v.get('location'))}), and {after}.")
+            hint = (f"Chain the models and call backward once on the loss — the gradient reaches everything "
+                    f"before `{name}` by itself; to inspect it, call `{name}.retain_grad()` before backward or use "
+                    f"`{name}.register_hook(...)`.")
         keys[e["id"]] = out.add(
             "none-grad", message, hint, e.get("location"),
             related=[related("created here", v.get("location")),
                      related("backward ran here", backward and backward.get("location"))],
             nodes=[node], variables=[vid], details={"event": e["id"], "why_none": why}, order=(0, e["id"]))
     return keys
+
+
+def _created_then_transformed(index, v, name, why, backward):
+    """none-grad's message and hint when the None-read Variable is a transformed copy of a tensor just created
+    with requires_grad=True (``w = torch.randn(3, requires_grad=True) * 0.1``)."""
+    leaf = index.variables.get(why["break"]["variable"]) or {}
+    made = leaf.get("location")
+    if same_line(made, v.get("location")):
+        where, that = "on the same line", "that unnamed tensor"
+    else:
+        where, that = f"at {index.where(made)}", f"that tensor (the name `{name}` now holds the result)"
+    filled = (f"backward at {index.where(backward.get('location'))} put the gradient there"
+              if backward is not None else "backward puts the gradient there")
+    message = (f"`{name}.grad` is None: {index.var_label(v['id'])} is not a leaf. It is the output of "
+               f"{index.node_label(v.get('node'))} at {index.where(v.get('location'))}, applied to a tensor created "
+               f"with requires_grad=True {where}: {that} is the leaf, {filled}, and `{name}` keeps "
+               "none (an optimizer given it refuses it: can't optimize a non-leaf Tensor).")
+    return message, leaf_fix_hint(index, name, v.get("location"), made)
+
+
+def leaf_fix_hint(index, name, location, created):
+    """How to make ``name`` (assigned at ``location`` from a tensor created with requires_grad=True at
+    ``created``) the leaf itself, written for the user's line when it can."""
+    line = index.where(location)
+    if not same_line(location, created):
+        fixed = requires_grad_after(code_text(location)) if same_line_assigns(location) else None
+        then = f"write {line} as `{fixed}`" if fixed else f"call `.requires_grad_()` on the result at {line}"
+        return (f"Make `{name}` itself the leaf: create the tensor at {index.where(created)} without "
+                f"requires_grad=True and {then}; or keep requires_grad=True and apply the ops in place under "
+                "`torch.no_grad()`.")
+    fixes = leaf_after_ops(code_text(location)) if same_line_assigns(location) else None
+    if fixes is None:
+        return (f"Make `{name}` itself the leaf: at {line}, create the tensor without requires_grad=True, apply "
+                "the ops, then call `.requires_grad_()` on the result; or create it with requires_grad=True and "
+                "apply the ops in place under `torch.no_grad()`.")
+    hint = f"Make `{name}` itself the leaf: write {line} as `{fixes['requires_grad_']}`"
+    if fixes["no_grad"]:
+        created, inplace = fixes["no_grad"]
+        hint += f", or create it then scale it under no_grad: `{created}` then `with torch.no_grad(): {inplace}`"
+    else:
+        hint += ", or create it with requires_grad=True and apply the ops in place under `torch.no_grad()`"
+    return hint + "."
+
+
+def same_line_assigns(location):
+    """Whether the source line of ``location`` is a whole statement (an assignment split over lines is not)."""
+    text = code_text(location)
+    return bool(text) and text.count("(") == text.count(")") and text.count("[") == text.count("]")
 
 
 def _backward_through(index, node):
@@ -296,6 +348,9 @@ def script_exception(index, out):
         return
     loc = exc.get("location")
     variables = [exc["variable"]] if exc.get("variable") is not None else []
+    if code == "optimize-non-leaf":
+        _optimize_non_leaf(index, out, exc)
+        return
     if code == "leaf-inplace":
         message = (f"in-place operation on a leaf that requires grad: {exc.get('message')}")
         hint = ("Update parameters under `torch.no_grad()` (as optimizers do), or use an out-of-place op if the "
@@ -305,3 +360,47 @@ def script_exception(index, out):
         hint = "See the explanation of this error."
     out.add(code, message, hint, loc, variables=variables, details={"exception": exc.get("type")},
             order=(3, 0))
+
+
+def _optimize_non_leaf(index, out, exc):
+    """An optimizer refused a non-leaf ("can't optimize a non-leaf Tensor"): name it, and when it is a transformed
+    copy of a tensor just created with requires_grad=True, give the fix for its line."""
+    loc = exc.get("location")
+    var = _named_non_leaf(index, code_text(loc))
+    if var is None:
+        message = (f"the optimizer at {index.where(loc)} was given a Variable that is not a leaf (can't optimize a "
+                   "non-leaf Tensor): its `.grad` would always be None.")
+        hint = ("Give the optimizer the tensors you created (parameters, or tensors made with requires_grad=True "
+                "and not computed from anything), not results computed from them.")
+        out.add("optimize-non-leaf", message, hint, loc, details={"exception": exc.get("type")}, order=(3, 0))
+        return
+    name = index.var_name(var["id"])
+    created = created_leaf(index, var)
+    head = (f"the optimizer at {index.where(loc)} was given `{name}`, which is not a leaf (can't optimize a "
+            f"non-leaf Tensor): it is the output of {index.node_label(var.get('node'))} at "
+            f"{index.where(var.get('location'))}")
+    if created is not None:
+        where = ("on the same line" if same_line(created.get("location"), var.get("location"))
+                 else f"at {index.where(created.get('location'))}")
+        message = (f"{head}, applied to a tensor created with requires_grad=True {where}. That tensor is the leaf "
+                   f"backward would fill; `{name}.grad` would always be None.")
+        hint = leaf_fix_hint(index, name, var.get("location"), created.get("location"))
+    else:
+        message = f"{head}; backward keeps no gradient for it, so its `.grad` would always be None."
+        hint = (f"Give the optimizer the leaves `{name}` is computed from (parameters, tensors made with "
+                "requires_grad=True), not the result.")
+    out.add("optimize-non-leaf", message, hint, loc,
+            related=[related("created here", var.get("location")),
+                     related("leaf created here", created and created.get("location"))],
+            nodes=[var.get("node")], variables=[var["id"], *([created["id"]] if created else [])],
+            details={"exception": exc.get("type"), "leaf": created and created["id"]}, order=(3, 0))
+
+
+def _named_non_leaf(index, text):
+    """The last non-leaf Variable whose name appears on the optimizer's line (``SGD([w], lr=0.1)``), or None."""
+    words = set(_WORD.findall(text))
+    found = [v for v in index.variables.values() if v.get("node") is not None and index.var_name(v["id"]) in words]
+    return max(found, key=lambda v: v["id"]) if found else None
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")

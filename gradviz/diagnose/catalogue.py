@@ -19,6 +19,7 @@ CODES = {
     "unused-parameter": ("warning", "a parameter given to the optimizer never took part in the forward pass"),
     "no-requires-grad": ("error", "backward() on a result that does not require grad"),
     "leaf-inplace": ("error", "in-place operation on a leaf Variable that requires grad"),
+    "optimize-non-leaf": ("error", "an optimizer given a Variable that is not a leaf"),
     "volatile-deprecated": ("warning", "`volatile=True` is deprecated and has no effect in PyTorch"),
     "nan-inf": ("warning", "NaN or Inf produced by an op in forward or backward"),
     "grad-accumulation": ("warning", "gradients summed across optimizer steps (no zero_grad between)"),
@@ -66,6 +67,17 @@ If you do need to see the gradient of an intermediate result, ask for it before 
     print(y1.grad)
 
 or observe it without keeping it: `y1.register_hook(lambda g: print(g.norm()))`.
+
+A sharper case: a tensor created with requires_grad=True and transformed on the same line is not a leaf
+either. The created tensor is the leaf and gets the gradient, but nothing names it:
+
+    w = torch.randn(3, requires_grad=True) * 0.1     # w is MulBackward's output
+    (w * x).sum().backward()
+    print(w.grad)                                    # None
+
+gradviz says so and writes the fix for your line: transform first, then ask for gradients
+(`w = (torch.randn(3) * 0.1).requires_grad_()`), or create it, then scale it under `torch.no_grad()`
+(`with torch.no_grad(): w.mul_(0.1)`). An optimizer given such a `w` refuses it (`optimize-non-leaf`).
 
 In the picture: the Variable whose `.grad` was read is outlined in the diagnostic's colour.
 """,
@@ -269,6 +281,36 @@ if the change belongs in the graph:
         w.add_(1)
 
 In the picture: the leaf and the in-place op.
+""",
+    "optimize-non-leaf": """\
+An optimizer was given a Variable that is not a leaf and refused it ("can't optimize a non-leaf Tensor", a
+ValueError in PyTorch and in gradviz alike).
+
+An optimizer updates the `.grad` of each tensor it holds, and backward fills `.grad` only for leaves: tensors
+you created, not results computed from them. The usual way to make a non-leaf by accident is to create a
+tensor with requires_grad=True and transform it on the same line: the created tensor is the leaf (unnamed),
+and the name holds the result.
+
+The mistake:
+
+    w = torch.randn(3, requires_grad=True) * 0.1     # w is MulBackward's output, not a leaf
+    opt = torch.optim.SGD([w], lr=0.1)               # ValueError: can't optimize a non-leaf Tensor
+
+(Read directly, `w.grad` is None after backward for the same reason: see `none-grad`.)
+
+The fix: make the name hold the leaf. Transform first, then ask for gradients:
+
+    w = (torch.randn(3) * 0.1).requires_grad_()
+
+or create it with requires_grad=True and scale it in place where autograd does not record:
+
+    w = torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        w.mul_(0.1)
+
+gradviz writes the first fix for your own line when the line is a single assignment.
+
+In the picture: the node that made the non-leaf.
 """,
     "volatile-deprecated": """\
 `Variable(..., volatile=True)` was used. `volatile` was removed in PyTorch 0.4: it has no effect there

@@ -1,11 +1,18 @@
 """``why_none``: why a Variable has no gradient, classified, with the edge or line where the path breaks."""
 
+import re
+
 from ..document import DocIndex, is_accumulate_grad
+from ..document.index import same_line
 
 # cause -> what it means (docs/diagnostics.md's table is generated from this)
 CAUSES = {
     "has-grad": "it has a gradient",
     "non-leaf": "an intermediate result without `retain_grad()`: backward passes its gradient on and drops it",
+    "created-then-transformed": "the result of ops applied to a tensor just created with `requires_grad=True` "
+                                "(`torch.randn(3, requires_grad=True) * 0.1`): that unnamed tensor is the leaf "
+                                "that gets the gradient; `break.variable` names it, `break.edge` is the edge "
+                                "into its accumulator",
     "unreachable": "nothing the backward went through was computed from it (or it was never used)",
     "cut": "`.data`, `detach()` or a numpy round trip separates it from the root; `break.how` says which, "
            "`break.location` where",
@@ -84,6 +91,9 @@ def _non_leaf(index, v, name):
     vid = v["id"]
     node = v["node"]
     if not _retains_grad(index, vid):
+        created = created_leaf(index, v)
+        if created is not None:
+            return _created_then_transformed(index, v, name, created)
         visited_by = _first_backward_through(index, node)
         through = (f"; backward at {index.where(visited_by['location'])} went through it and let its gradient pass "
                    "on to the leaves" if visited_by else "")
@@ -93,6 +103,45 @@ def _non_leaf(index, v, name):
                        f"retain_grad() is called before it{through}.",
                        v.get("location"), _brk("non-leaf", v.get("location"), node=node, variable=vid))
     return _unreached(index, v, name, node)
+
+
+def created_leaf(index, v):
+    """The leaf that non-leaf ``v`` is a transformed copy of, when ``v`` was computed from nothing but one tensor
+    created with ``requires_grad=True`` by a constructor or factory on the same line (``w = torch.randn(3,
+    requires_grad=True) * 0.1``) or on an earlier line that bound the same name (``w = w * 0.1``): that leaf,
+    unnamed or shadowed, is what backward fills. None otherwise."""
+    node = v.get("node")
+    if node is None:
+        return None
+    leaves = {index.nodes[n].get("variable") for n in index.reachable_from([node])
+              if n in index.nodes and is_accumulate_grad(index.nodes[n])}
+    if len(leaves) != 1:
+        return None
+    leaf = index.variables.get(next(iter(leaves)))
+    if leaf is None or leaf.get("origin") not in ("factory", "new") or not leaf.get("requires_grad") \
+            or leaf.get("is_parameter") or leaf.get("name"):
+        return None
+    if same_line(leaf.get("location"), v.get("location")):
+        return leaf
+    bound = _ASSIGNED.match((leaf.get("location") or {}).get("text") or "")
+    return leaf if bound and bound.group(1) == index.var_name(v["id"]) else None
+
+
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=[^=]")
+
+
+def _created_then_transformed(index, v, name, leaf):
+    vid = v["id"]
+    loc = v.get("location")
+    made = leaf.get("location")
+    where = "on the same line" if same_line(made, loc) else f"at {index.where(made)}"
+    return _answer(vid, "created-then-transformed",
+                   f"{name} is not a leaf: it is the output of {index.node_label(v['node'])} at {index.where(loc)}, "
+                   f"applied to a tensor created with requires_grad=True {where}. That tensor is the leaf that "
+                   f"backward gives a gradient to; {name} is a new tensor computed from it, and backward keeps no "
+                   "gradient for it.",
+                   loc, _brk("created-then-transformed", loc, node=v["node"], variable=leaf["id"],
+                             edge=[v["node"], leaf.get("accumulator")]))
 
 
 def _first_backward_through(index, node):

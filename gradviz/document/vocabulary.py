@@ -53,6 +53,7 @@ ERROR_MESSAGES = (
     ("modified by an inplace operation", "stale-version"),
     ("leaf variable that requires grad is being used in an in-place operation", "leaf-inplace"),
     ("view of a leaf variable that requires grad is being used in an in-place operation", "leaf-inplace"),
+    ("can't optimize a non-leaf tensor", "optimize-non-leaf"),  # an optimizer's ValueError (gradviz's too)
 )
 
 
