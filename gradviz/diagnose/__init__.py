@@ -6,7 +6,7 @@ Nothing here touches live engine objects or prints; the catalogue is documented 
 """
 
 from ..document import SEVERITIES, DocIndex
-from . import backward_rules, function_rules, graph_rules, training_rules
+from . import backward_rules, function_rules, graph_rules, silent_rules, training_rules
 from .catalogue import CODES, explain
 from .records import Collector
 from .why import CAUSES, why_none
@@ -19,6 +19,7 @@ def diagnose(doc):
     none_keys = backward_rules.none_grad(index, out)
     backward_rules.backward_errors(index, out, none_keys)
     backward_rules.stale_versions(index, out)
+    silent_rules.silent_inplace(index, out)
     backward_rules.script_exception(index, out)
     graph_rules.graph_cuts(index, out)
     graph_rules.unused_parameters(index, out)

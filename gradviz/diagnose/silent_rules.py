@@ -1,0 +1,91 @@
+"""silent-inplace: a value that a live graph saved for backward, changed through a path with a version counter
+of its own (``.data``, a numpy array sharing its memory). No engine notices, PyTorch included: backward computes
+with the new values and the gradient is silently wrong.
+
+The tracer records two kinds of fact (docs/trace-format.md): an ``inplace`` event whose ``silent_saved_by``
+lists the live nodes that saved the written memory under another version counter, and a ``numpy_write`` event
+for a numpy array, taken from a saved storage, whose contents changed before backward reached the saving node.
+"""
+
+from ..document.index import code_text
+from .records import related
+
+
+def silent_inplace(index, out):
+    timeline = index.timeline()
+    for pos, (kind, e) in enumerate(timeline):
+        if kind == "inplace" and e.get("silent_saved_by"):
+            _through_data(index, out, e, timeline[:pos], timeline[pos + 1:])
+        elif kind == "numpy_write" and e.get("saved_by"):
+            _through_numpy(index, out, e)
+
+
+def _through_data(index, out, e, before, after):
+    savers = list(e["silent_saved_by"])
+    used = next((b for kind, b in after if kind == "backward" and set(savers) & set(b.get("visited") or ())),
+                None)
+    if used is None and any(kind == "backward" and set(savers) & set(b.get("visited") or ()) for kind, b in before):
+        return  # a finished graph kept with retain_graph=True, not backwarded again: nothing used the new values
+    vid = e.get("variable")
+    source, how = _cut_source(index, vid)
+    saved = index.var_label(source)
+    text = code_text(e.get("location"))
+    change = f"`{text}`" if text else (e.get("op") or "an in-place op")
+    path = ("through `.data`, which has a version counter of its own" if how == "data" else
+            "through a tensor that shares its memory but not its version counter")
+    head = (f"{change} at {index.where(e.get('location'))} changed {saved} in place {path}: "
+            f"{_savers(index, savers)} saved it for backward")
+    if used is not None:
+        message = (f"{head}, and backward at {index.where(used.get('location'))} used the changed values. Nothing "
+                   "raised (PyTorch does not notice either): the gradients it computed are silently wrong.")
+        severity = None
+    else:
+        message = (f"{head} and has not run backward yet: a backward through it will use the changed values, "
+                   "silently (no error, in PyTorch either).")
+        severity = "warning"
+    hint = ("Don't write through `.data` while a graph still needs the value: change it out of place "
+            "(`y = y * 2`) or in a `clone()`, or after backward (parameters: after `loss.backward()`, as "
+            "`optimizer.step()` does). Written without `.data`, the change is tracked, and a backward that needs the "
+            "old value raises a stale-version error instead of computing a wrong gradient.")
+    _add(index, out, e, savers, source, vid, message, hint, used, severity, how)
+
+
+def _through_numpy(index, out, e):
+    savers = list(e["saved_by"])
+    vid = e.get("variable")
+    source, _ = _cut_source(index, vid)
+    used = next((b for b in index.backwards if b.get("id") == e.get("backward")), None)
+    text = code_text(e.get("location"))
+    taken = f" (`{text}`)" if text else ""
+    when = f"backward at {index.where(used.get('location'))}" if used is not None else "the backward that used it"
+    message = (f"the numpy array taken from {index.var_label(source)} at {index.where(e.get('location'))}{taken} "
+               f"shares its memory, and it was written between there and {when}: {_savers(index, savers)} saved "
+               "that memory for backward and used the changed values. numpy writes bypass the version counter, so "
+               "nothing raised (PyTorch does not notice either): the gradients are silently wrong.")
+    hint = ("Copy before writing: `.detach().numpy().copy()` (or `.detach().clone().numpy()`), or write into the "
+            "array only after backward.")
+    _add(index, out, e, savers, source, vid, message, hint, used, None, "numpy")
+
+
+def _add(index, out, e, savers, source, vid, message, hint, used, severity, how):
+    first = index.nodes.get(savers[0]) or {}
+    out.add("silent-inplace", message, hint, e.get("location"), severity=severity,
+            related=[related("saved here", first.get("location")),
+                     related("backward used it here", used and used.get("location"))],
+            nodes=savers, variables=[v for v in dict.fromkeys((source, vid)) if v is not None],
+            details={"how": how, "saved_by": savers, "saved_variable": source, "event": e["id"],
+                     "backward": used and used["id"]},
+            order=(0, e["id"]))
+
+
+def _cut_source(index, vid):
+    """The Variable still in the graph that ``vid`` was cut from (``y`` for ``y.data``), and how."""
+    cut = index.cuts().get(vid)
+    if cut is None:
+        return vid, None
+    return cut[0], cut[1]
+
+
+def _savers(index, savers):
+    return " and ".join(f"{index.node_label(n)} (at {index.where((index.nodes.get(n) or {}).get('location'))})"
+                        for n in savers)
