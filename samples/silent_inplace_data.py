@@ -5,7 +5,8 @@ small activations by zeroing them through `.data`. A write through `.data` goes 
 version counter of its own, so the check that would raise "modified by an inplace operation" never fires, in
 PyTorch either (a PyTorch issue reproduces it: zeroing a sigmoid output through `.data` makes the input's
 gradient zeros, with no error). Backward computes s * (1 - s) from the zeroed values: the gate's gradient is
-exactly zero wherever an activation was zeroed, and the script runs to the end (exit status 0).
+exactly zero wherever an activation was zeroed, and the script runs to the end (its own exit status is 0;
+`gradviz run` exits 1 for the error it reports, unless given `--fail-on never`).
 
 `gradviz run` reports:
 

@@ -159,10 +159,11 @@ and through numpy:
     a[:] = 0                      # no engine event at all
     y.sum().backward()
 
-gradviz reports a `.data` write at its line, naming the node that saved the value and where (an error once a
-backward used the changed values; a warning while none has yet). A numpy write is seen by no engine event: gradviz
-copies a saved value when a numpy array is taken from it, compares when backward reaches the saving node, and
-reports at the line where the array was taken, saying the write happened between there and that backward.
+gradviz reports a `.data` write at its line, naming the node that saved the value and where, once a backward
+has run that node (until then nothing used the changed values). A numpy write is seen by no engine event:
+gradviz copies a saved value when a numpy array is taken from it, compares when backward reaches the saving
+node, and reports at the line where the array was taken, saying the write happened between there and that
+backward.
 
 The fix: change the value out of place (`y = y * mask`, `y = torch.where(y < 0.5, 0, y)`) or in a `clone()`;
 take a copy before writing into a numpy array (`y.detach().numpy().copy()`); or make the change after backward.

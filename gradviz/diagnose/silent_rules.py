@@ -15,39 +15,40 @@ def silent_inplace(index, out):
     timeline = index.timeline()
     for pos, (kind, e) in enumerate(timeline):
         if kind == "inplace" and e.get("silent_saved_by"):
-            _through_data(index, out, e, timeline[:pos], timeline[pos + 1:])
+            _through_data(index, out, e, timeline[pos + 1:])
         elif kind == "numpy_write" and e.get("saved_by"):
             _through_numpy(index, out, e)
 
 
-def _through_data(index, out, e, before, after):
+def _through_data(index, out, e, after):
     savers = list(e["silent_saved_by"])
-    used = next((b for kind, b in after if kind == "backward" and set(savers) & set(b.get("visited") or ())),
-                None)
-    if used is None and any(kind == "backward" and set(savers) & set(b.get("visited") or ()) for kind, b in before):
-        return  # a finished graph kept with retain_graph=True, not backwarded again: nothing used the new values
+    used = _used_by(index, e, savers, after)
+    if used is None:
+        return  # no backward ran a node that saved the value after the change: nothing used the new values
     vid = e.get("variable")
     source, how = _cut_source(index, vid)
-    saved = index.var_label(source)
     text = code_text(e.get("location"))
     change = f"`{text}`" if text else (e.get("op") or "an in-place op")
     path = ("through `.data`, which has a version counter of its own" if how == "data" else
             "through a tensor that shares its memory but not its version counter")
-    head = (f"{change} at {index.where(e.get('location'))} changed {saved} in place {path}: "
-            f"{_savers(index, savers)} saved it for backward")
-    if used is not None:
-        message = (f"{head}, and backward at {index.where(used.get('location'))} used the changed values. Nothing "
-                   "raised (PyTorch does not notice either): the gradients it computed are silently wrong.")
-        severity = None
-    else:
-        message = (f"{head} and has not run backward yet: a backward through it will use the changed values, "
-                   "silently (no error, in PyTorch either).")
-        severity = "warning"
+    message = (f"{change} at {index.where(e.get('location'))} changed {index.var_label(source)} in place {path}: "
+               f"{_savers(index, savers)} had saved it for backward, and backward at "
+               f"{index.where(used.get('location'))} used the changed values. Nothing raised (PyTorch does not "
+               "notice either): the gradients it computed are silently wrong.")
     hint = ("Don't write through `.data` while a graph still needs the value: change it out of place "
             "(`y = y * 2`) or in a `clone()`, or after backward (parameters: after `loss.backward()`, as "
             "`optimizer.step()` does). Written without `.data`, the change is tracked, and a backward that needs the "
             "old value raises a stale-version error instead of computing a wrong gradient.")
-    _add(index, out, e, savers, source, vid, message, hint, used, severity, how)
+    _add(index, out, e, savers, source, vid, message, hint, used, how)
+
+
+def _used_by(index, e, savers, after):
+    """The backward that ran a saving node after the change: recorded by the tracer (``silent_backward``), else
+    (a document without it) the first later backward that visited one."""
+    if "silent_backward" in e:
+        return next((b for b in index.backwards if b.get("id") == e["silent_backward"]), None) \
+            if e["silent_backward"] is not None else None
+    return next((b for kind, b in after if kind == "backward" and set(savers) & set(b.get("visited") or ())), None)
 
 
 def _through_numpy(index, out, e):
@@ -64,12 +65,12 @@ def _through_numpy(index, out, e):
                "nothing raised (PyTorch does not notice either): the gradients are silently wrong.")
     hint = ("Copy before writing: `.detach().numpy().copy()` (or `.detach().clone().numpy()`), or write into the "
             "array only after backward.")
-    _add(index, out, e, savers, source, vid, message, hint, used, None, "numpy")
+    _add(index, out, e, savers, source, vid, message, hint, used, "numpy")
 
 
-def _add(index, out, e, savers, source, vid, message, hint, used, severity, how):
+def _add(index, out, e, savers, source, vid, message, hint, used, how):
     first = index.nodes.get(savers[0]) or {}
-    out.add("silent-inplace", message, hint, e.get("location"), severity=severity,
+    out.add("silent-inplace", message, hint, e.get("location"),
             related=[related("saved here", first.get("location")),
                      related("backward used it here", used and used.get("location"))],
             nodes=savers, variables=[v for v in dict.fromkeys((source, vid)) if v is not None],
@@ -87,5 +88,5 @@ def _cut_source(index, vid):
 
 
 def _savers(index, savers):
-    return " and ".join(f"{index.node_label(n)} (at {index.where((index.nodes.get(n) or {}).get('location'))})"
+    return " and ".join(f"{index.node_label(n)} at {index.where((index.nodes.get(n) or {}).get('location'))}"
                         for n in savers)

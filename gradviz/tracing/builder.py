@@ -23,7 +23,10 @@ Conventions shared by the fact methods:
   ``kind``/``index`` (how the node refers to it), shape and bytes of the saved value, the version its storage
   had when saved and the key of that storage's version counter (what an in-place change reports), the memory
   block it occupies (a key; a view and its base share one) with that block's bytes — or block None when its
-  memory is not charged to the graph (a parameter's storage belongs to the model) — and its device.
+  memory is not charged to the graph (a parameter's storage belongs to the model) — and its device; last,
+  optionally, ``storage``: the key of the memory it lives in whether charged or not (a base, its views, its
+  ``.data``, its ``detach()`` and a numpy array on it share one) — with the version-counter key, what tells a
+  tracked in-place change from a silent one (``.data`` has a counter of its own). A 10-tuple means no storage.
 - Mutable state lives on the builder instance only (records, tables, ``groups``): one lock or one builder per
   thread can be added around the fact methods without touching the records.
 """
@@ -42,7 +45,8 @@ _ACCUMULATE_INFO = ("AccumulateGrad", "AccumulateGrad", False)
 _INF = float("inf")
 
 
-SavedFact = namedtuple("SavedFact", "variable kind index shape nbytes version counter block block_bytes device")
+SavedFact = namedtuple("SavedFact", "variable kind index shape nbytes version counter block block_bytes device storage",
+                       defaults=(None,))
 SavedFact.__doc__ = "One tensor a node saved for backward (see the module docstring)."
 
 OutputFact = namedtuple("OutputFact", "key shape dtype nbytes requires_grad is_leaf name device handle")
@@ -59,8 +63,8 @@ class TraceBuilder:
     """Everything the tracer knows, built from facts. See the module docstring for the conventions.
 
     Adapters may read (never write) ``live_variables`` and ``live_nodes`` (key -> record, while the object
-    lives; a record's ``id`` is its document id) and ``saved_counters`` (the version-counter keys some live,
-    unfreed node saved) to avoid a method call on their hot paths.
+    lives; a record's ``id`` is its document id), ``saved_counters`` and ``saved_storages`` (the version-counter
+    and storage keys some live, unfreed node saved) to avoid a method call on their hot paths.
     """
 
     def __init__(self, window=3):
@@ -86,6 +90,11 @@ class TraceBuilder:
         self.modules = {}  # path -> class name, for every module call seen
         # version-counter key -> {node id: NodeRecord} of the live, unfreed nodes that saved that storage
         self.saved_counters = {}
+        # storage key -> {node id: NodeRecord} likewise, by the memory saved (SavedFact.storage)
+        self.saved_storages = {}
+        self._handouts = {}  # numpy hand-out token -> [variable id, location, its last numpy_write event], watched
+        self._handout_ids = itertools.count()
+        self._silent_pending = {}  # node id -> inplace events that silently changed what it saved, not yet used
         self._last_grad_read = None
         self.lasti = -1  # the instruction of the last op's call (tells two graphs started on one line apart)
         self.first_nonfinite = None
@@ -227,7 +236,7 @@ class TraceBuilder:
         rec.custom = custom
         rec.location = location
         rec.module = stack = self.module_stack
-        rec.variable = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.graph = None
+        rec.variable = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.storages = rec.graph = None
         rec.meta = meta
         rec.external = rec.freed = False
         rec.alive = True
@@ -330,7 +339,7 @@ class TraceBuilder:
         rec.inputs = rec.input_variables = rec.outputs = rec.saved = ()
         rec.shape = shape
         rec.dtype = dtype
-        rec.variable = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = None
+        rec.variable = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.storages = None
         rec.meta = meta
         rec.external = external
         rec.freed = False
@@ -370,6 +379,10 @@ class TraceBuilder:
             self._release(rec)
         if rec.counters:
             self._forget_savers(rec)
+        if rec.storages:
+            self._forget_storages(rec)
+        if self._silent_pending:
+            self._silent_pending.pop(rec.id, None)
         graph = rec.graph
         if graph is not None:
             while graph.parent is not None:
@@ -420,7 +433,8 @@ class TraceBuilder:
         rec.id = nid = next(self._node_ids)
         rec.key = None
         rec.op, rec.class_name, rec.custom = _ACCUMULATE_INFO
-        rec.location = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.counters = rec.meta = None
+        rec.location = rec.graph = rec.freed_by = rec.nonfinite = rec.owners = rec.meta = None
+        rec.counters = rec.storages = None
         rec.module = rec.inputs = rec.input_variables = rec.outputs = rec.saved = ()
         rec.iteration = self.groups.iteration
         rec.external = rec.freed = False
@@ -440,6 +454,8 @@ class TraceBuilder:
             self._release(rec)
         if rec.counters:
             self._forget_savers(rec)
+        if rec.storages:
+            self._forget_storages(rec)
         if not saved:
             rec.saved = ()
             rec.freed = freed
@@ -449,7 +465,14 @@ class TraceBuilder:
         live = self.live_variables
         savers = self.saved_counters
         counters = None  # (version-counter key, version at save) per saved tensor that has a counter
-        for vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _ in saved:
+        storages = None  # (storage key, version-counter key) per saved tensor whose storage is known
+        for fact in saved:
+            vkey, kind, index, shape, nbytes, version, counter, block, block_bytes = fact[:9]
+            if len(fact) > 10 and fact[10] is not None and not freed:
+                if storages is None:
+                    storages = [(fact[10], counter)]
+                else:
+                    storages.append((fact[10], counter))
             items.append((None if vkey is None else live[vkey].id, kind, index, shape, nbytes, version))
             if block is not None:
                 owners[block] = block_bytes
@@ -473,6 +496,15 @@ class TraceBuilder:
                 groups.charge(rec.graph, owners)
         if counters is not None:
             rec.counters = counters
+        if storages is not None:
+            rec.storages = storages
+            by_storage = self.saved_storages
+            for storage, _ in storages:
+                entry = by_storage.get(storage)
+                if entry is None:
+                    by_storage[storage] = {rec.id: rec}
+                else:
+                    entry[rec.id] = rec
 
     def _release(self, rec):
         owners = rec.owners
@@ -491,6 +523,18 @@ class TraceBuilder:
                     entry.pop(rec.id, None)
                     if not entry:
                         del savers[c]
+
+    def _forget_storages(self, rec):
+        storages = rec.storages
+        if storages:
+            rec.storages = None
+            by_storage = self.saved_storages
+            for storage, _ in storages:
+                entry = by_storage.get(storage)
+                if entry is not None:
+                    entry.pop(rec.id, None)
+                    if not entry:
+                        del by_storage[storage]
 
     def _nonfinite(self, rec, phase):
         if rec.nonfinite is None:
@@ -523,15 +567,19 @@ class TraceBuilder:
 
     # ----- in-place changes, cuts, hooks, .grad -------------------------------------------------------------
     def inplace(self, variable, old_version, new_version, counter, location, *, node=None, op=None, base=None,
-                base_node=None):
+                base_node=None, storage=None):
         """An in-place op changed ``variable``'s storage (version counter ``counter`` moved from ``old_version``
         to ``new_version``); ``node`` is the key of the variable's new ``grad_fn`` when the op was recorded
         (report its saved tensors again with ``node_saved`` first), ``op`` the op's name. Writing through a view
         rewrote the base's history: ``base`` is the base variable's key and ``base_node`` the key of its new
         node (gradviz's ``CopySlices``). Live nodes that saved the storage at an older version are listed in
-        the event's ``saved_by``: backward through them will fail, and this line is where it went wrong."""
+        the event's ``saved_by``: backward through them will fail, and this line is where it went wrong.
+        ``storage`` is the key of the memory written (as in ``SavedFact``): live nodes that saved that memory
+        under *another* version counter are listed in ``silent_saved_by`` — the write went through ``.data`` (or
+        another tensor on the same memory) and no version check will see it."""
         vrec = self.live_variables[variable]
         saved_by = self._stale_savers(counter, new_version)
+        silent = self._silent_savers(storage, counter, saved_by) if storage in self.saved_storages else None
         nid = None
         if node is not None:
             rec = self.live_nodes[node]
@@ -548,9 +596,15 @@ class TraceBuilder:
                 brec.is_leaf = False
         event = self._event("inplace", location, variable=vrec.id, op=op, old_version=old_version,
                             new_version=new_version, node=nid, saved_by=saved_by)
-        if saved_by:
+        if silent:
+            event["silent_saved_by"] = silent
+            event["silent_backward"] = None  # the backward that then used the changed values (backward_step)
+            pending = self._silent_pending
+            for n in silent:
+                pending.setdefault(n, []).append(event)
+        if saved_by or silent:
             self.groups.pin_event(event)
-            for n in saved_by:
+            for n in saved_by + (silent or []):
                 self.groups.pin_node(self.nodes.get(n))
 
     def parameter_update(self, variable, old_version, new_version, counter, location, optimizer):
@@ -584,6 +638,49 @@ class TraceBuilder:
             if any(c == counter and v < new_version for c, v in rec.counters or ()):
                 found.append(rec.id)
         return found
+
+    def _silent_savers(self, storage, counter, stale):
+        """Live, unfreed nodes that saved ``storage`` under a version counter other than ``counter``."""
+        found = []
+        for rec in list(self.saved_storages[storage].values()):
+            if rec.alive and not rec.freed and rec.id not in stale \
+                    and any(s == storage and c != counter for s, c in rec.storages or ()):
+                found.append(rec.id)
+        return found
+
+    def numpy_handout(self, variable, storage, location):
+        """A numpy array sharing ``storage``'s memory was handed out from ``variable`` (``.numpy()``). When a live,
+        unfreed node saved that memory, returns a token for ``numpy_write`` (the adapter copies the saved values
+        now and compares them when backward reaches the node); else None: nothing needs watching."""
+        if storage not in self.saved_storages:
+            return None
+        token = next(self._handout_ids)
+        self._handouts[token] = [self.live_variables[variable].id, location, None]
+        return token
+
+    def numpy_handout_done(self, token):
+        """Hand-out ``token`` is no longer watched (the nodes that saved its memory ran backward, or died)."""
+        self._handouts.pop(token, None)
+
+    def numpy_write(self, token, node):
+        """Backward reached node ``node`` (a key), which saved the memory of hand-out ``token``, and found the
+        saved values changed since the array was handed out: something wrote into the array in between. One
+        ``numpy_write`` event per hand-out and backward call, at the hand-out's line."""
+        entry = self._handouts.get(token)
+        rec = self.live_nodes.get(node)
+        if entry is None or rec is None:
+            return
+        b = self.backward
+        bid = None if b is None else b["id"]
+        variable, location, event = entry
+        if event is not None and event["backward"] == bid:
+            if rec.id not in event["saved_by"]:
+                event["saved_by"].append(rec.id)
+                self.groups.pin_node(rec)
+            return
+        entry[2] = event = self._event("numpy_write", location, variable=variable, saved_by=[rec.id], backward=bid)
+        self.groups.pin_event(event)
+        self.groups.pin_node(rec)
 
     def cut(self, source, how, location, result=None):
         """A value left the graph: ``how`` is ``"detach"``, ``"data"``, ``"numpy"``, ``"item"`` or ``"tolist"``;
@@ -693,10 +790,20 @@ class TraceBuilder:
         rec = self.live_nodes[node]
         nid = rec.id
         self._visited.append(nid)
+        if self._silent_pending and nid in self._silent_pending:
+            self._silent_used(nid)
         if norm is not None:
             self._grad_norms[nid] = norm
         if nonfinite:
             self._nonfinite(rec, "backward")
+
+    def _silent_used(self, nid):
+        """Backward ran a node whose saved values were silently changed: it used them (the diagnosis's proof)."""
+        b = self.backward
+        for event in self._silent_pending.pop(nid):
+            if event["silent_backward"] is None:
+                event["silent_backward"] = b["id"]
+                self.groups.pin_backward(b)
 
     def accumulate(self, variable, norm, nonfinite=False, grad=None):
         """Backward added a gradient of L2 norm ``norm`` (None: not measured) into the leaf ``variable``'s
@@ -751,6 +858,8 @@ class TraceBuilder:
                     entry.pop(rid, None)
                     if not entry:
                         del savers[c]
+        if rec.storages:
+            self._forget_storages(rec)
         b = self.backward
         if b is not None and rec.freed_by is None:
             rec.freed_by = bid = b["id"]

@@ -19,7 +19,7 @@ class VarRecord:
 class NodeRecord:
     __slots__ = ("id", "key", "op", "class_name", "custom", "inputs", "input_variables", "outputs", "variable",
                  "shape", "dtype", "saved", "meta", "module", "location", "graph", "freed_by",
-                 "nonfinite", "owners", "counters", "iteration", "external", "alive", "freed", "handle")
+                 "nonfinite", "owners", "counters", "storages", "iteration", "external", "alive", "freed", "handle")
 
 
 class GraphRecord:

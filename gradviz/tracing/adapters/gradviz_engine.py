@@ -63,6 +63,14 @@ def _raise_location(tb):
     return None if found is None else location_at(*found)
 
 
+def _storage(array):
+    """The key of the memory ``array`` lives in: the ndarray that owns it (a view's base, followed to the end)."""
+    root = array
+    while root.base.__class__ is np.ndarray:
+        root = root.base
+    return id(root)
+
+
 def _info(node):
     cls = type(node)
     info = _class_info.get(cls)
@@ -86,6 +94,11 @@ class GradvizAdapter(Observer):
         self._global_names = {}  # id(globals dict) -> (its size, names bound to Variables) at the last full pass
         self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
         self._new_grad = None  # the _Ref of the .grad backward just made (on_accumulate says whose)
+        # Saved values a numpy array was handed out on: id(node) -> (weakref to the node, {position in
+        # node._saved: (copy of the saved array then, hand-out token)}), compared when backward reaches the node;
+        # and how many saved values each hand-out token still watches.
+        self._watch = {}
+        self._watched = {}
         self._last_fn = None
         self._var_gone = builder.variable_handle_died  # the weak references' callbacks, bound once
         self._node_gone = builder.node_handle_died
@@ -234,14 +247,16 @@ class GradvizAdapter(Observer):
                 base = v._base if v._base is not None else v
                 if base._grad_fn is None and base._requires_grad:
                     charge = False  # a parameter's storage belongs to the model
-            block = block_bytes = None
-            if charge:
+            block = block_bytes = storage = None
+            if data.__class__ is np.ndarray:
                 root = data
                 while root.base.__class__ is np.ndarray:
                     root = root.base
-                block, block_bytes = id(root), root.nbytes
+                storage = id(root)  # alive while the node holds the saved array (a view keeps its base)
+                if charge:
+                    block, block_bytes = storage, root.nbytes
             facts.append((vkey, kind, index, data.shape, data.nbytes, version,
-                          None if counter is None else id(counter), block, block_bytes, None))
+                          None if counter is None else id(counter), block, block_bytes, None, storage))
         return facts
 
     # ----- forward ------------------------------------------------------------------------------------------
@@ -427,8 +442,9 @@ class GradvizAdapter(Observer):
             if base is not None and base._grad_fn is not None and base._grad_fn.name() == "CopySlices":
                 base_node = self.node_key(base._grad_fn)
                 base_key = self.var_key(base)
+        storage = _storage(variable._data) if builder.saved_storages else None
         builder.inplace(vkey, old_version, new_version, id(variable._vc), location, node=nkey, op=op,
-                        base=base_key, base_node=base_node)
+                        base=base_key, base_node=base_node, storage=storage)
 
     def on_parameter_update(self, optimizer, parameter, old_version, new_version):
         builder = self.builder
@@ -454,6 +470,74 @@ class GradvizAdapter(Observer):
         vid = self.builder.cut(skey, how, location, rkey)
         if hasattr(array, "__array_interface__"):
             self._remember_cut(array, vid)
+            if how == "numpy" and self.builder.saved_storages and array.__class__ is np.ndarray:
+                self._watch_handout(skey, array, location)
+
+    # ----- numpy arrays on saved memory: a write into one is seen by no engine event ------------------------------
+    def _watch_handout(self, skey, array, location):
+        """A numpy array on memory that live nodes saved was handed out: copy each saved value on it, to compare
+        when backward reaches the node. A value already watched since an earlier hand-out and still unchanged
+        is watched for this one instead (a write found later happened after this line)."""
+        builder = self.builder
+        storage = _storage(array)
+        savers = builder.saved_storages.get(storage)
+        if not savers:
+            return
+        token = builder.numpy_handout(skey, storage, location)
+        if token is None:
+            return
+        watch = self._watch
+        for key in [k for k, (ref, _) in watch.items() if ref() is None]:
+            self._unwatch(key)
+        for rec in list(savers.values()):
+            node = rec.handle() if rec.handle is not None else None
+            saved = getattr(node, "_saved", None) if node is not None else None
+            if not saved or rec.freed:
+                continue
+            entry = watch.get(id(node))
+            if entry is None or entry[0]() is not node:
+                entry = watch[id(node)] = (weakref.ref(node), {})
+            for k, item in enumerate(saved):
+                data = item[0]
+                if data.__class__ is not np.ndarray or _storage(data) != storage:
+                    continue
+                before = entry[1].get(k)
+                if before is not None:
+                    if not np.array_equal(before[0], data, equal_nan=True):
+                        continue  # already written since the earlier hand-out: that one is to blame
+                    self._release(before[1])
+                    entry[1][k] = (before[0], token)
+                else:
+                    entry[1][k] = (data.copy(), token)
+                self._watched[token] = self._watched.get(token, 0) + 1
+        if not self._watched.get(token):
+            builder.numpy_handout_done(token)
+
+    def _check_watched(self, key, node):
+        """Backward reached ``node``: report the saved values that changed since their hand-out."""
+        ref, values = self._watch.pop(key)
+        if ref() is not node:
+            for _, token in values.values():
+                self._release(token)
+            return
+        saved = node._saved or ()
+        for k, (copy, token) in values.items():
+            if k < len(saved) and not np.array_equal(saved[k][0], copy, equal_nan=True):
+                self.builder.numpy_write(token, key)
+            self._release(token)
+
+    def _unwatch(self, key):
+        _, values = self._watch.pop(key)
+        for _, token in values.values():
+            self._release(token)
+
+    def _release(self, token):
+        left = self._watched.get(token, 0) - 1
+        if left > 0:
+            self._watched[token] = left
+        else:
+            self._watched.pop(token, None)
+            self.builder.numpy_handout_done(token)
 
     def _remember_cut(self, array, vid):
         try:
@@ -528,6 +612,8 @@ class GradvizAdapter(Observer):
         else:
             norm = norm_of(grad_outputs)
         self.builder.backward_step(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs))
+        if self._watch and key in self._watch:
+            self._check_watched(key, node)
 
     def on_accumulate(self, variable, grad):
         key = id(variable)
@@ -545,6 +631,8 @@ class GradvizAdapter(Observer):
 
     def on_buffers_freed(self, node):
         self.builder.buffers_freed(id(node))
+        if self._watch and id(node) in self._watch:
+            self._unwatch(id(node))
 
     def on_backward_end(self, roots, error):
         if self.builder.backward is None:
