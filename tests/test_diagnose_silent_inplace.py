@@ -334,3 +334,18 @@ def test_builder_numpy_hand_out_and_write():
     assert event["saved_by"] == [0] and event["backward"] == 0 and event["location"]["line"] == 12
     (d,) = doc["diagnostics"]
     assert (d["code"], d["location"]["line"], d["details"]["how"]) == ("silent-inplace", 12, "numpy")
+
+
+def test_a_data_write_beside_the_saved_part_of_the_memory_is_harmless(tmp_path):
+    doc, lines, _ = run(tmp_path, """\
+        base = torch.randn(6)
+        w = torch.randn(3, requires_grad=True)
+        y = base[:3] * w
+        base.data[4:] = 0
+        y.sum().backward()
+        y2 = base[:3] * w
+        base.data[:2] = 0
+        y2.sum().backward()
+        """)
+    (d,) = silent(doc)
+    assert d["location"]["line"] == line(lines, "base.data[:2] = 0")

@@ -442,7 +442,7 @@ class GradvizAdapter(Observer):
             if base is not None and base._grad_fn is not None and base._grad_fn.name() == "CopySlices":
                 base_node = self.node_key(base._grad_fn)
                 base_key = self.var_key(base)
-        storage = _storage(variable._data) if builder.saved_storages else None
+        storage = self._saved_storage_written(variable._data) if builder.saved_storages else None
         builder.inplace(vkey, old_version, new_version, id(variable._vc), location, node=nkey, op=op,
                         base=base_key, base_node=base_node, storage=storage)
 
@@ -472,6 +472,21 @@ class GradvizAdapter(Observer):
             self._remember_cut(array, vid)
             if how == "numpy" and self.builder.saved_storages and array.__class__ is np.ndarray:
                 self._watch_handout(skey, array, location)
+
+    def _saved_storage_written(self, written):
+        """The storage key of ``written`` when a live node saved a value that the written elements overlap (a
+        write elsewhere in the same memory changes nothing backward reads); else None."""
+        storage = _storage(written)
+        savers = self.builder.saved_storages.get(storage)
+        if not savers:
+            return None
+        for rec in list(savers.values()):
+            node = rec.handle() if rec.handle is not None else None
+            for item in getattr(node, "_saved", None) or ():
+                data = item[0]
+                if data.__class__ is np.ndarray and np.may_share_memory(data, written):
+                    return storage
+        return None
 
     # ----- numpy arrays on saved memory: a write into one is seen by no engine event ------------------------------
     def _watch_handout(self, skey, array, location):
