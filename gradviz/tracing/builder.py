@@ -466,13 +466,18 @@ class TraceBuilder:
         savers = self.saved_counters
         counters = None  # (version-counter key, version at save) per saved tensor that has a counter
         storages = None  # (storage key, version-counter key) per saved tensor whose storage is known
+        wide = len(saved[0]) > 10  # SavedFacts with a storage (plain 10-tuples have none)
+        storage = None
         for fact in saved:
-            vkey, kind, index, shape, nbytes, version, counter, block, block_bytes = fact[:9]
-            if len(fact) > 10 and fact[10] is not None and not freed:
-                if storages is None:
-                    storages = [(fact[10], counter)]
-                else:
-                    storages.append((fact[10], counter))
+            if wide:
+                vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _, storage = fact
+                if storage is not None and not freed:
+                    if storages is None:
+                        storages = [(storage, counter)]
+                    else:
+                        storages.append((storage, counter))
+            else:
+                vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _ = fact
             items.append((None if vkey is None else live[vkey].id, kind, index, shape, nbytes, version))
             if block is not None:
                 owners[block] = block_bytes
