@@ -349,3 +349,24 @@ def test_a_data_write_beside_the_saved_part_of_the_memory_is_harmless(tmp_path):
         """)
     (d,) = silent(doc)
     assert d["location"]["line"] == line(lines, "base.data[:2] = 0")
+
+
+def test_a_long_loop_reports_each_line_once_and_misleads_no_other_rule(tmp_path):
+    doc, lines, _ = run(tmp_path, """\
+        model = nn.Linear(4, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for step in range(30):
+            h = torch.sigmoid(model(torch.randn(8, 4)))
+            arr = h.detach().numpy()
+            arr[:, 0] = 0
+            h.data.clamp_(max=0.9)
+            loss = (h ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """)
+    found = {(d["code"], d["location"]["line"]): d for d in doc["diagnostics"]}
+    assert set(found) == {("silent-inplace", line(lines, "arr = h.detach()")),
+                          ("silent-inplace", line(lines, "h.data.clamp_"))}
+    for d in found.values():  # iterations outside the window are named by the backward's line all the same
+        assert f"backward at line {line(lines, 'loss.backward()')}" in d["message"] and d["count"] > 3

@@ -43,19 +43,26 @@ def _through_data(index, out, e, after):
 
 
 def _used_by(index, e, savers, after):
-    """The backward that ran a saving node after the change: recorded by the tracer (``silent_backward``), else
-    (a document without it) the first later backward that visited one."""
+    """The backward that ran a saving node after the change (a record, or ``{"id", "location"}`` when its record
+    left the window): recorded by the tracer (``silent_backward``), else (a document without it) the first later
+    backward that visited one."""
     if "silent_backward" in e:
-        return next((b for b in index.backwards if b.get("id") == e["silent_backward"]), None) \
-            if e["silent_backward"] is not None else None
+        return _backward(index, e["silent_backward"], e.get("silent_backward_location"))
     return next((b for kind, b in after if kind == "backward" and set(savers) & set(b.get("visited") or ())), None)
+
+
+def _backward(index, bid, location):
+    if bid is None:
+        return None
+    found = next((b for b in index.backwards if b.get("id") == bid), None)
+    return found if found is not None else {"id": bid, "location": location}
 
 
 def _through_numpy(index, out, e):
     savers = list(e["saved_by"])
     vid = e.get("variable")
     source, _ = _cut_source(index, vid)
-    used = next((b for b in index.backwards if b.get("id") == e.get("backward")), None)
+    used = _backward(index, e.get("backward"), e.get("backward_location"))
     text = code_text(e.get("location"))
     taken = f" (`{text}`)" if text else ""
     when = f"backward at {index.where(used.get('location'))}" if used is not None else "the backward that used it"

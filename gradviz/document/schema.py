@@ -53,8 +53,9 @@ BACKWARD = {
 EVENT = {"id": "int", "seq": "int", "kind": "str", "location": "?loc", "iteration": "int"}
 EVENT_FIELDS = {
     "inplace": {"variable": "int", "op": "?str", "old_version": "int", "new_version": "int", "node": "?int",
-                "saved_by": ["int"], "silent_saved_by?": ["int"], "silent_backward?": "?int"},
-    "numpy_write": {"variable": "int", "saved_by": ["int"], "backward": "?int"},
+                "saved_by": ["int"], "silent_saved_by?": ["int"], "silent_backward?": "?int",
+                "silent_backward_location?": "?loc"},
+    "numpy_write": {"variable": "int", "saved_by": ["int"], "backward": "?int", "backward_location?": "?loc"},
     "grad_read": {"variable": "int", "was_none": "bool", "is_leaf": "bool", "retains_grad": "bool"},
     "grad_write": {"variable": "int"},
     "hook": {"variable": "?int", "event": "str", "hook_name": "?str", "retain_grad": "bool"},

@@ -604,6 +604,7 @@ class TraceBuilder:
         if silent:
             event["silent_saved_by"] = silent
             event["silent_backward"] = None  # the backward that then used the changed values (backward_step)
+            event["silent_backward_location"] = None
             pending = self._silent_pending
             for n in silent:
                 pending.setdefault(n, []).append(event)
@@ -683,7 +684,8 @@ class TraceBuilder:
                 event["saved_by"].append(rec.id)
                 self.groups.pin_node(rec)
             return
-        entry[2] = event = self._event("numpy_write", location, variable=variable, saved_by=[rec.id], backward=bid)
+        entry[2] = event = self._event("numpy_write", location, variable=variable, saved_by=[rec.id], backward=bid,
+                                       backward_location=None if b is None else b["location"])
         self.groups.pin_event(event)
         self.groups.pin_node(rec)
 
@@ -806,9 +808,9 @@ class TraceBuilder:
         """Backward ran a node whose saved values were silently changed: it used them (the diagnosis's proof)."""
         b = self.backward
         for event in self._silent_pending.pop(nid):
-            if event["silent_backward"] is None:
+            if event["silent_backward"] is None:  # its location too: the backward's record may leave the window
                 event["silent_backward"] = b["id"]
-                self.groups.pin_backward(b)
+                event["silent_backward_location"] = b["location"]
 
     def accumulate(self, variable, norm, nonfinite=False, grad=None):
         """Backward added a gradient of L2 norm ``norm`` (None: not measured) into the leaf ``variable``'s

@@ -98,6 +98,9 @@ def event_dict(e):
         out["saved_by"] = list(out["saved_by"])
     if "parameters" in out:
         out["parameters"] = list(out["parameters"])
+    for key in ("silent_backward_location", "backward_location"):  # silent-inplace's: where backward used it
+        if key in out:
+            out[key] = _loc(out[key])
     return out
 
 
