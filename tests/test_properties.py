@@ -3,7 +3,7 @@ equal central differences, and in-place writes through random views keep one ver
 the data equal to a numpy reference."""
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -58,8 +58,20 @@ def test_random_compositions_on_broadcast_shapes_match_central_differences(prog)
     rng = np.random.default_rng(seed)
     inputs = [gv.tensor(rng.uniform(-1.5, 1.5, s), dtype=gv.float64, requires_grad=True) for s in shapes]
     fn = _compose(steps, reduce_dim)
+    # Central differences are only as good as the function is smooth at the scale of eps: a program whose
+    # intermediate values explode (cos of 78,298, reached through pow3 and square) has a slope that changes
+    # within one step. Such programs are ill-conditioned for the check, not wrong: keep intermediates moderate.
+    assume(_max_intermediate(steps, inputs) < 100)
     # `where` has a kink where a == b: uniform random inputs land within eps of it with negligible probability.
     assert gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def _max_intermediate(steps, inputs):
+    with gv.no_grad():
+        values = list(inputs)
+        for unary, binary, k in steps:
+            values.append(BINARY[binary](UNARY[unary](values[-1]), values[k]))
+    return max(float(np.abs(v.numpy()).max(initial=0.0)) for v in values)
 
 
 @SETTINGS
