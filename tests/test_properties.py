@@ -71,7 +71,7 @@ def _max_intermediate(steps, inputs):
         values = list(inputs)
         for unary, binary, k in steps:
             values.append(BINARY[binary](UNARY[unary](values[-1]), values[k]))
-    return max(float(np.abs(v.numpy()).max(initial=0.0)) for v in values)
+    return max(float(np.abs(v.detach().numpy()).max(initial=0.0)) for v in values)
 
 
 @SETTINGS
