@@ -15,3 +15,22 @@ from .parameter import Parameter
 __all__ = ["functional", "init", "Module", "Parameter", "BCELoss", "Conv2d", "CrossEntropyLoss", "Dropout",
            "Flatten", "Identity", "L1Loss", "Linear", "LogSoftmax", "MaxPool2d", "ModuleList", "MSELoss",
            "NLLLoss", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh"]
+
+# ----- issue 8 (nn): recurrent, normalisation, embedding, attention, transformer, more activations and losses --
+from . import utils  # noqa: E402
+from .modules.activation import ELU, GELU, Hardtanh, LeakyReLU, ReLU6, SiLU, Softplus  # noqa: E402
+from .modules.attention import MultiheadAttention  # noqa: E402
+from .modules.container import ModuleDict, ParameterList  # noqa: E402
+from .modules.dropout import Dropout2d  # noqa: E402
+from .modules.loss import BCEWithLogitsLoss, HuberLoss, KLDivLoss, SmoothL1Loss  # noqa: E402
+from .modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: E402
+from .modules.pooling import AdaptiveAvgPool2d, AvgPool2d  # noqa: E402
+from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+from .modules.sparse import Embedding  # noqa: E402
+from .modules.transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+
+__all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "Softplus", "MultiheadAttention",
+            "ModuleDict", "ParameterList", "Dropout2d", "BCEWithLogitsLoss", "HuberLoss", "KLDivLoss",
+            "SmoothL1Loss", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "AdaptiveAvgPool2d",
+            "AvgPool2d", "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
+            "Embedding", "TransformerEncoder", "TransformerEncoderLayer"]

@@ -8,6 +8,10 @@ from ..autograd.inplace import apply_inplace
 from ..autograd.variable import Variable
 from ..errors import ShapeError, UnsupportedError
 from ..factories import _rng
+from ..ops import nn_activation as _NA
+from ..ops import nn_layers as _NL
+from ..ops import nn_loss as _NLoss
+from ..ops import nn_norm as _NN
 from ..ops import nn_ops as _N
 from ..ops import reduction as _R
 
@@ -194,12 +198,17 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """log_softmax over dim 1 followed by nll_loss, as one fused node; targets are class indices or, with the
     input's shape, class probabilities."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if label_smoothing:
-        raise UnsupportedError("gradviz's cross_entropy does not implement label_smoothing")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     t = _array(target)
     if t.dtype.kind == "f" and t.shape == tuple(input.shape):
+        if label_smoothing:  # probabilities: mix with the uniform distribution
+            target = target * (1 - label_smoothing) + label_smoothing / input.shape[1 if input.ndim > 1 else 0]
         return _N.CrossEntropyLoss.apply(input, target, weight=_array(weight), reduction=reduction)
     _N.check_class_target(input._data, t, "cross_entropy")
+    if label_smoothing:
+        return _N.CrossEntropyLoss.apply(input, target, weight=_array(weight), ignore_index=ignore_index,
+                                         reduction=reduction, label_smoothing=float(label_smoothing))
     return _N.CrossEntropyLoss.apply(input, target, weight=_array(weight), ignore_index=ignore_index,
                                      reduction=reduction)
 
@@ -211,3 +220,377 @@ __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "conv2
 from ..ops.scatter import one_hot  # noqa: E402
 
 __all__ += ["one_hot"]
+
+
+# ===== issue 8 (nn): more activations, normalisation, embedding, pooling, attention and losses =================
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return _NA.Gelu.apply(input, approximate=approximate)
+
+
+def _maybe_inplace(cls, input, inplace, **kwargs):
+    return apply_inplace(cls, input, **kwargs) if inplace else cls.apply(input, **kwargs)
+
+
+def silu(input, inplace=False):
+    return _maybe_inplace(_NA.Silu, input, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _maybe_inplace(_NA.LeakyRelu, input, inplace, negative_slope=negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(_NA.Elu, input, inplace, alpha=alpha)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _NA.Softplus.apply(input, beta=beta, threshold=threshold)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _maybe_inplace(_NA.Hardtanh, input, inplace, min_val=min_val, max_val=max_val)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def _tensor_size(shape):
+    return f"torch.Size([{', '.join(str(d) for d in shape)}])"
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1). In training the batch's statistics are used and, when running buffers
+    are given, folded into them in place (the variance unbiased), as PyTorch does."""
+    if training:
+        count = input.numel() // input.shape[1] if input.ndim > 1 else 0
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{_tensor_size(input.shape)}")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    stats = {} if training and running_mean is not None else None
+    out = _NN.BatchNorm.apply(input, weight, bias, running_mean=None if training else _array(running_mean),
+                              running_var=None if training else _array(running_var), training=bool(training),
+                              eps=eps, stats=stats)
+    if stats:
+        n = input.numel() // input.shape[1]
+        _fold_in(running_mean, stats["mean"], momentum)
+        _fold_in(running_var, stats["var"] * (n / (n - 1)), momentum)
+    return out
+
+
+def _fold_in(buffer, value, momentum):
+    """``buffer = (1 - momentum) * buffer + momentum * value`` in place, bumping its version as PyTorch does."""
+    if buffer is None:
+        return
+    data = buffer._data
+    data *= 1 - momentum
+    data += (momentum * value).astype(data.dtype, copy=False)
+    buffer._vc.value += 1
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or input.ndim < len(shape):
+        raise ShapeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+                         f"{', '.join(str(d) for d in shape)}], but got input of size{list(input.shape)}")
+    return _NN.LayerNorm.apply(input, weight, bias, n_dims=len(shape), eps=eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    if input.shape[1] % num_groups:
+        raise ShapeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                         f"shape {list(input.shape)} and num_groups={num_groups}")
+    return _NN.GroupNorm.apply(input, weight, bias, num_groups=num_groups, eps=eps)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
+                      "inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
+                      "dim. This behavior will change in a future release to interpret the input as one without "
+                      "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", UserWarning, stacklevel=2)
+    if not training:
+        return input
+    if inplace:
+        return apply_inplace(_NL.FeatureDropout, input, p=p, rng=_rng())
+    return _NL.FeatureDropout.apply(input, p=p, rng=_rng())
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    if sparse:
+        raise UnsupportedError("gradviz has no sparse tensors: use embedding(..., sparse=False)")
+    indices = _array(input)
+    if indices.dtype.kind not in "iu":
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {_torch_tensor_type(indices.dtype)} instead (while checking "
+                           "arguments for embedding)")
+    if padding_idx is not None:
+        rows = weight.shape[0]
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % rows
+    if max_norm is not None:
+        _renorm_rows(weight, indices, max_norm, norm_type)
+    return _NL.Embedding.apply(weight, indices, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def _torch_tensor_type(dtype):
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "bool": "torch.BoolTensor"}.get(
+        str(dtype), str(dtype))
+
+
+def _renorm_rows(weight, indices, max_norm, norm_type):
+    """``max_norm``: the looked-up rows whose norm exceeds it are rescaled in place, outside the graph."""
+    data = weight._data
+    rows = np.unique(indices)
+    if rows.size and (rows.min() < 0 or rows.max() >= data.shape[0]):
+        raise IndexError("index out of range in self")
+    norms = np.linalg.norm(data[rows], ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        data[rows[big]] *= (max_norm / (norms[big] + 1e-7))[:, None].astype(data.dtype)
+        weight._vc.value += 1
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    if input.ndim == 3:
+        return _unbatched(avg_pool2d, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override)
+    if input.ndim != 4:
+        raise ShapeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, got {input.ndim}D")
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
+        else _pair(stride, "stride")
+    padding = _pair(padding, "padding")
+    if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2:
+        raise RuntimeError("pad should be at most half of effective kernel size, but got "
+                           f"pad={max(padding)}, kernel_size={max(kernel)} and dilation=1")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    return _NL.AvgPool2d.apply(input, kernel=kernel, stride=stride, padding=padding, ceil_mode=bool(ceil_mode),
+                               count_include_pad=bool(count_include_pad), divisor_override=divisor_override)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    if input.ndim not in (3, 4):
+        raise ShapeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    size = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(size))
+    return _NL.AdaptiveAvgPool2d.apply(input, output_size=size)
+
+
+# ----- attention -------------------------------------------------------------------------------------------
+def _float_mask(mask, name, dtype):
+    """A bool mask (True: masked out) as an additive float mask, or a float mask as it is."""
+    if mask is None:
+        return None
+    m = _array(mask)
+    if m.dtype == np.bool_:
+        return np.where(m, -np.inf, 0.0).astype(dtype)
+    if m.dtype.kind != "f":
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return m.astype(dtype, copy=False)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """``softmax(q k^T * scale + bias) v`` over the last two dims. A bool ``attn_mask`` here marks the
+    positions that TAKE part (PyTorch's convention for this function, the opposite of nn.MultiheadAttention)."""
+    if enable_gqa:
+        raise UnsupportedError("gradviz's scaled_dot_product_attention does not implement enable_gqa")
+    length, source = query.shape[-2], key.shape[-2]
+    scale = 1.0 / np.sqrt(query.shape[-1]) if scale is None else scale
+    scores = query.matmul(key.transpose(-2, -1)) * scale
+    bias = None
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        bias = np.where(np.tril(np.ones((length, source), dtype=bool)), 0.0, -np.inf).astype(query.dtype)
+    elif attn_mask is not None:
+        m = _array(attn_mask)
+        bias = np.where(m, 0.0, -np.inf).astype(query.dtype) if m.dtype == np.bool_ else attn_mask
+    if bias is not None:
+        scores = scores + bias
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    return weights.matmul(value)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """PyTorch's multi-head attention on (L, N, E) inputs (or unbatched (L, E)); returns the output and, when
+    ``need_weights``, the attention weights (averaged over heads unless ``average_attn_weights=False``)."""
+    if static_k is not None or static_v is not None:
+        raise UnsupportedError("gradviz's multi_head_attention_forward does not implement static_k/static_v")
+    batched = query.ndim == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = _array(key_padding_mask)[None]
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    q, k, v = _in_projection(query, key, value, embed_dim, in_proj_weight, in_proj_bias,
+                             use_separate_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight)
+    mask = _attn_mask(attn_mask, is_causal, tgt_len, key.shape[0], bsz * num_heads, q.dtype)
+    kpm = None if key_padding_mask is None else _float_mask(key_padding_mask, "key_padding_mask", q.dtype)
+    if bias_k is not None and bias_v is not None:
+        k = _cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
+        v = _cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
+        mask = None if mask is None else np.pad(mask, ((0, 0), (0, 0), (0, 1)))
+        kpm = None if kpm is None else np.pad(kpm, ((0, 0), (0, 1)))
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        zeros = np.zeros((bsz * num_heads, 1, head_dim), dtype=q.dtype)
+        k, v = _cat([k, zeros], 1), _cat([v, zeros], 1)
+        mask = None if mask is None else np.pad(mask, ((0, 0), (0, 0), (0, 1)))
+        kpm = None if kpm is None else np.pad(kpm, ((0, 0), (0, 1)))
+    src_len = k.shape[1]
+    if kpm is not None:
+        if kpm.shape != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{_tensor_size(kpm.shape)}")
+        kpm = np.broadcast_to(kpm[:, None, None, :], (bsz, num_heads, 1, src_len)).reshape(-1, 1, src_len)
+        mask = kpm if mask is None else mask + kpm
+    scores = (q * float(np.sqrt(1.0 / head_dim))).matmul(k.transpose(1, 2))
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, dim=-1)
+    if training and dropout_p > 0.0:
+        weights = dropout(weights, p=dropout_p)
+    out = weights.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    if not batched:
+        out = out.squeeze(1)
+    if not need_weights:
+        return out, None
+    weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+    if average_attn_weights:
+        weights = weights.mean(dim=1)
+    return out, (weights if batched else weights.squeeze(0))
+
+
+def _cat(parts, dim):
+    from ..ops import shape as _S
+
+    return _S.cat([p if isinstance(p, Variable) else Variable(p) for p in parts], dim)
+
+
+def _in_projection(query, key, value, e, in_proj_weight, in_proj_bias, separate, wq, wk, wv):
+    bq = bk = bv = None
+    if in_proj_bias is not None:
+        bq, bk, bv = in_proj_bias[0:e], in_proj_bias[e:2 * e], in_proj_bias[2 * e:]
+    if separate:
+        return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    return (linear(query, in_proj_weight[0:e], bq), linear(key, in_proj_weight[e:2 * e], bk),
+            linear(value, in_proj_weight[2 * e:], bv))
+
+
+def _attn_mask(attn_mask, is_causal, tgt_len, src_len, heads_batch, dtype):
+    """The attention mask as a float (1 or heads_batch, L, S) array, with PyTorch's shape checks."""
+    if attn_mask is None:
+        if is_causal:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                               "module method `generate_square_subsequent_mask` to create this mask.")
+        return None
+    mask = _float_mask(attn_mask, "attn_mask", dtype)
+    if mask.ndim == 2:
+        if mask.shape != (tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {_tensor_size(mask.shape)}, but should be "
+                               f"{(tgt_len, src_len)}.")
+        return mask[None]
+    if mask.ndim == 3:
+        if mask.shape != (heads_batch, tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 3D attn_mask is {_tensor_size(mask.shape)}, but should be "
+                               f"{(heads_batch, tgt_len, src_len)}.")
+        return mask
+    raise RuntimeError(f"attn_mask's dimension {mask.ndim} is not supported")
+
+
+# ----- losses ------------------------------------------------------------------------------------------------
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(np.shape(_array(target))) != tuple(input.shape):
+        raise ValueError(f"Target size ({_size(np.shape(_array(target)))}) must be the same as input size "
+                         f"({_size(input.shape)})")
+    return _NLoss.BinaryCrossEntropyWithLogits.apply(input, target, weight=_array(weight),
+                                                     pos_weight=_array(pos_weight), reduction=reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _warn_target_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        return _N.L1Loss.apply(input, target, reduction=reduction)
+    return _NLoss.SmoothL1Loss.apply(input, target, reduction=reduction, beta=float(beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _warn_target_size(input, target)
+    _N.check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is None:
+        return _NLoss.HuberLoss.apply(input, target, reduction=reduction, delta=float(delta))
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = _NLoss.HuberLoss.apply(input, target, reduction="none", delta=float(delta)) * weight
+    return loss if reduction == "none" else (loss.sum() if reduction == "sum" else loss.mean())
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, "mean")
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    if reduction not in ("mean", "sum", "none", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    op_reduction = "sum" if reduction == "batchmean" else reduction
+    out = _NLoss.KlDiv.apply(input, target, reduction=op_reduction, log_target=bool(log_target))
+    if reduction == "batchmean" and input.ndim != 0:
+        out = out / input.shape[0]
+    return out
+
+
+__all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "batch_norm", "layer_norm",
+            "group_norm", "dropout2d", "embedding", "avg_pool2d", "adaptive_avg_pool2d",
+            "scaled_dot_product_attention", "multi_head_attention_forward", "binary_cross_entropy_with_logits",
+            "smooth_l1_loss", "huber_loss", "kl_div"]

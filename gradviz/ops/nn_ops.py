@@ -468,13 +468,17 @@ class CrossEntropyLoss(Function):
     _raw = True
 
     @staticmethod
-    def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean"):
+    def forward(ctx, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         rows, t = _class_layout(x, target)
         shifted, exp, total = _softmax_parts(rows)
         ctx._meta = {"reduction": reduction, "fused": "log_softmax + nll_loss"}
         if t.ndim == 2:  # class probabilities
             return CrossEntropyLoss._soft_forward(ctx, x, t, shifted - np.log(total), weight, reduction)
         safe, w = _picked(t, ignore_index, rows.shape[1], weight, x.dtype)
+        if label_smoothing:
+            ctx._meta.update(label_smoothing=label_smoothing, ignore_index=ignore_index)
+            return _smoothed_forward(ctx, x, target, t, shifted - np.log(total), safe, w, weight,
+                                     label_smoothing, reduction)
         losses = np.log(total[:, 0]) - shifted[np.arange(len(t)), safe]  # -log_softmax at each target
         if w is not None:
             losses *= w
@@ -500,6 +504,10 @@ class CrossEntropyLoss(Function):
     def backward(ctx, grad):
         x_shape, reduction, total, soft = ctx._ce
         scale = _class_scale(grad, total, reduction)
+        if soft == "smoothed":
+            logp, q = ctx.saved_tensors
+            scale = np.reshape(scale, (-1, 1)) if reduction == "none" else scale
+            return _class_grad_layout((np.exp(logp) * q.sum(axis=1, keepdims=True) - q) * scale, x_shape), None
         if soft:
             logp, wt, weight = ctx.saved_tensors
             scale = np.reshape(scale, (-1, 1))
@@ -516,3 +524,21 @@ class CrossEntropyLoss(Function):
         g = probs * scale
         g[np.arange(len(safe)), safe] -= scale[:, 0] if np.ndim(scale) else scale
         return _class_grad_layout(g, x_shape), None
+
+
+def _smoothed_forward(ctx, x, target, t, logp, safe, w, weight, eps, reduction):
+    """Label smoothing: each row's target distribution ``q`` puts ``1 - eps`` on the class (times its weight)
+    and spreads ``eps`` evenly over all classes (times theirs); ignored rows have none. The mean divides by the
+    summed weights of the rows that count, as ``nll_loss`` does (PyTorch's rule)."""
+    m, classes = logp.shape
+    valid = (t != ctx._meta["ignore_index"]).astype(x.dtype)
+    row_w = valid if w is None else w
+    class_w = np.ones(classes, dtype=x.dtype) if weight is None else weight.astype(x.dtype, copy=False)
+    q = (eps / classes) * valid[:, None] * class_w[None, :]
+    q[np.arange(m), safe] += (1 - eps) * row_w
+    losses = -(logp * q).sum(axis=1)
+    count = _total(safe, w, x.dtype)
+    ctx._ce = (x.shape, reduction, count, "smoothed")
+    if ctx.needs_input_grad[0]:
+        ctx.save_for_backward(logp, q)
+    return _class_reduce(losses, count, np.shape(target), reduction)

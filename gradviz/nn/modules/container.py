@@ -1,9 +1,12 @@
-"""Containers: ``Sequential`` (runs its children in order) and ``ModuleList`` (holds them)."""
+"""Containers: ``Sequential`` (runs its children in order), ``ModuleList`` and ``ModuleDict`` (hold them), and
+``ParameterList``."""
 
 import operator
 from collections import OrderedDict
 
+from ...autograd.variable import Variable
 from ..module import Module, _indent
+from ..parameter import Parameter
 
 
 def _index(idx, size):
@@ -150,3 +153,124 @@ class ModuleList(Module):
             label = f"({first})" if count == 1 else f"({first}-{last}): {count} x"
             lines.append(f"{label}: {_indent(text, 2)}" if count == 1 else f"{label} {_indent(text, 2)}")
         return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+
+
+# ----- issue 8: ModuleDict and ParameterList --------------------------------------------------------------
+class ModuleDict(Module):
+    """Modules by name, registered so their parameters are found; insertion order is kept."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def clear(self):
+        self._modules.clear()
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules):
+        if not hasattr(modules, "__iter__") or isinstance(modules, Module) and not isinstance(modules, ModuleDict):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                            + type(modules).__name__)
+        pairs = modules.items() if isinstance(modules, (dict, ModuleDict)) else modules
+        for j, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is "
+                                + type(pair).__name__)
+            if len(pair) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]
+
+
+class ParameterList(Module):
+    """Parameters in a list, registered under "0", "1"…; a plain tensor appended becomes a Parameter."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self.__dict__["_size"] = 0
+        if values is not None:
+            self.extend(values)
+
+    def _key(self, idx):
+        idx = operator.index(idx)
+        if not -len(self) <= idx < len(self):
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx % len(self))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)([self[i] for i in range(*idx.indices(len(self)))])
+        return getattr(self, self._key(idx))
+
+    def __setitem__(self, idx, param):
+        key = self._key(idx)
+        if isinstance(param, Variable) and not isinstance(param, Parameter):
+            param = Parameter(param)
+        setattr(self, key, param)
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return iter([self[i] for i in range(len(self))])
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def append(self, value):
+        self.__dict__["_size"] += 1
+        self[len(self) - 1] = value
+        return self
+
+    def extend(self, values):
+        if not hasattr(values, "__iter__") or isinstance(values, Variable):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self):
+        lines = []
+        for k, p in enumerate(self):
+            if isinstance(p, Variable):
+                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+                size = "x".join(str(d) for d in p.shape)
+                lines.append(f"  ({k}): {kind} containing: [torch.{p.dtype} of size {size}]")
+            else:
+                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")

@@ -1,4 +1,4 @@
-"""``Dropout``: random zeroing in training mode, the identity in eval mode."""
+"""``Dropout`` and ``Dropout2d``: random zeroing in training mode, the identity in eval mode."""
 
 from .. import functional as F
 from ..module import Module
@@ -17,3 +17,10 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels (one draw per sample and channel) in training mode."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

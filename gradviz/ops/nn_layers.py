@@ -1,0 +1,151 @@
+"""Layers behind ``gradviz.nn`` that are one node each: embedding lookup, average pooling (fixed and adaptive)
+and channel-wise dropout."""
+
+import math
+
+import numpy as np
+
+from ..autograd.function import Function
+from ..errors import ShapeError
+from .nn_ops import _pad, _windows, pool_out_size
+
+
+class Embedding(Function):
+    """Rows of ``weight`` picked by integer ``indices``; the gradient of a row sums over its occurrences, and
+    the ``padding_idx`` row gets none (PyTorch's ``EmbeddingBackward``)."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx=None, scale_grad_by_freq=False):
+        if indices.size and (indices.min() < 0 or indices.max() >= weight.shape[0]):
+            raise IndexError("index out of range in self")
+        if ctx.needs_input_grad[0]:
+            ctx.save_for_backward(indices)
+        ctx._embedding = (weight.shape, padding_idx, scale_grad_by_freq)
+        ctx._meta = {"padding_idx": padding_idx}
+        return weight[indices]
+
+    @staticmethod
+    def backward(ctx, grad, *_):
+        (indices,) = ctx.saved_tensors
+        shape, padding_idx, by_freq = ctx._embedding
+        flat = indices.reshape(-1)
+        rows = grad.reshape(-1, shape[1])
+        if by_freq:
+            counts = np.bincount(flat, minlength=shape[0])
+            rows = rows / counts[flat][:, None]
+        gw = np.zeros(shape, dtype=grad.dtype)
+        np.add.at(gw, flat, rows)
+        if padding_idx is not None:
+            gw[padding_idx] = 0
+        return gw, None
+
+
+def _avg_divisors(size, kernel, stride, pad, out, count_include_pad):
+    """For each output position along one axis: the window's length as PyTorch divides by it."""
+    start = np.arange(out) * stride - pad
+    end = np.minimum(start + kernel, size + pad)
+    with_pad = end - start
+    inside = np.minimum(end, size) - np.maximum(start, 0)
+    return with_pad if count_include_pad else inside
+
+
+class AvgPool2d(Function):
+    """Mean over each window (zero padding counted or not, ``ceil_mode``'s partial windows, or a fixed
+    ``divisor_override``)."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, padding, ceil_mode=False, count_include_pad=True, divisor_override=None):
+        n, c, h, w = x.shape
+        out_hw = tuple(pool_out_size(s, k, st, p, 1, ceil_mode)
+                       for s, k, st, p in zip((h, w), kernel, stride, padding))
+        if out_hw[0] <= 0 or out_hw[1] <= 0:
+            raise ShapeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{out_hw[0]}x"
+                             f"{out_hw[1]}). Output size is too small")
+        extra = tuple(max(0, (o - 1) * st + k - (s + 2 * p))
+                      for o, st, k, s, p in zip(out_hw, stride, kernel, (h, w), padding))
+        pads = (padding[0], padding[0] + extra[0], padding[1], padding[1] + extra[1])
+        sums = _windows(_pad(x, pads), kernel, stride, (1, 1), out_hw).sum(axis=(4, 5))
+        if divisor_override:
+            div = np.full(out_hw, float(divisor_override))
+        else:
+            div = np.multiply.outer(
+                _avg_divisors(h, kernel[0], stride[0], padding[0], out_hw[0], count_include_pad),
+                _avg_divisors(w, kernel[1], stride[1], padding[1], out_hw[1], count_include_pad))
+        div = div.astype(x.dtype)
+        ctx._pool = (x.shape, kernel, stride, pads, out_hw, div)
+        ctx._meta = {"kernel_size": tuple(kernel), "stride": tuple(stride), "padding": tuple(padding),
+                     "ceil_mode": ceil_mode, "count_include_pad": count_include_pad}
+        return np.asarray(sums / div, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (n, c, h, w), kernel, stride, pads, (oh, ow), div = ctx._pool
+        g = grad / div
+        gxp = np.zeros((n, c, h + pads[0] + pads[1], w + pads[2] + pads[3]), dtype=grad.dtype)
+        for i in range(kernel[0]):  # a loop over kernel taps, each a strided slice of the whole input
+            for j in range(kernel[1]):
+                gxp[:, :, i:i + stride[0] * (oh - 1) + 1:stride[0], j:j + stride[1] * (ow - 1) + 1:stride[1]] += g
+        return gxp[:, :, pads[0]:pads[0] + h, pads[2]:pads[2] + w]
+
+
+def _adaptive_matrix(size, out, dtype):
+    """(out, size): row i averages input positions floor(i*size/out) .. ceil((i+1)*size/out) - 1."""
+    m = np.zeros((out, size), dtype=dtype)
+    for i in range(out):
+        start, end = (i * size) // out, math.ceil((i + 1) * size / out)
+        m[i, start:end] = 1.0 / (end - start)
+    return m
+
+
+class AdaptiveAvgPool2d(Function):
+    """Average pooling to a fixed output size. A rectangle's mean is a row mean of column means, so the op is
+    two small matmuls: ``A_h @ x @ A_w.T``."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, output_size):
+        oh, ow = output_size
+        ah = _adaptive_matrix(x.shape[-2], oh, x.dtype)
+        aw = _adaptive_matrix(x.shape[-1], ow, x.dtype)
+        ctx._mats = (ah, aw)
+        ctx._meta = {"output_size": (oh, ow)}
+        return np.matmul(np.matmul(ah, x), aw.T)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ah, aw = ctx._mats
+        return np.matmul(np.matmul(ah.T, grad), aw)
+
+
+class FeatureDropout(Function):
+    """Dropout of whole channels: one draw per (sample, channel), kept ones scaled by 1/(1-p). Recorded, as
+    PyTorch records it, as a multiplication by the scaled mask."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, p=0.5, rng=None):
+        mask_shape = x.shape[:2] + (1,) * (x.ndim - 2)
+        if p == 1:
+            scaled = np.zeros(mask_shape, dtype=x.dtype)
+        else:
+            keep = rng.random(mask_shape) >= p
+            scaled = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+        if ctx.needs_input_grad[0]:
+            ctx.save_for_backward(scaled)
+        ctx._meta = {"op": "dropout2d", "p": p}
+        return x * scaled
+
+    @staticmethod
+    def backward(ctx, grad):
+        (scaled,) = ctx.saved_tensors
+        return grad * scaled
+
+    @classmethod
+    def name(cls):
+        return "MulBackward"
