@@ -1,0 +1,436 @@
+"""The layers added for issue 8 against PyTorch (same weights via state_dict, float64, 1e-6) and against
+central differences: activations, normalisation, embedding, pooling, channel dropout, containers, attention
+and the transformer encoder."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gradviz as gv
+import gradviz.nn as nn
+import gradviz.nn.functional as F
+from gradviz.autograd import gradcheck
+
+from .nn_oracle_helpers import close, compare_module, copy_weights, pair
+
+
+def _var(shape, seed, low=None, high=None):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape) if low is None else rng.uniform(low, high, shape)
+    return gv.tensor(a, dtype=gv.float64, requires_grad=True)
+
+
+# ----- gradients against central differences ----------------------------------------------------------------
+ACTIVATIONS = [
+    ("gelu", lambda x: F.gelu(x)),
+    ("gelu-tanh", lambda x: F.gelu(x, approximate="tanh")),
+    ("silu", F.silu),
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.2)),
+    ("elu", lambda x: F.elu(x, 1.5)),
+    ("softplus", lambda x: F.softplus(x, beta=2.0, threshold=1.5)),
+    ("hardtanh", lambda x: F.hardtanh(x, -0.7, 0.4)),
+]
+
+
+@pytest.mark.parametrize("name,fn", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
+def test_activation_gradients(name, fn):
+    # Values kept away from the kinks (0, the hardtanh bounds, softplus's threshold) where differences lie.
+    x = gv.tensor([[-2.3, -0.9, -0.31, 0.13], [0.52, 0.95, 1.7, 3.1]], dtype=gv.float64, requires_grad=True)
+    assert gradcheck(fn, (x,))
+
+
+NORMS = [
+    ("batch_norm-train-2d", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), (5, 3)),
+    ("batch_norm-train-4d", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), (2, 3, 2, 2)),
+    ("batch_norm-eval", lambda x, w, b: F.batch_norm(x, gv.tensor([0.1, -0.2, 0.3], dtype=gv.float64),
+                                                     gv.tensor([0.5, 1.5, 2.0], dtype=gv.float64), w, b), (4, 3, 2)),
+    ("group_norm", lambda x, w, b: F.group_norm(x, 3, w, b), (2, 3, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("name,fn,shape", NORMS, ids=[n[0] for n in NORMS])
+def test_norm_gradients(name, fn, shape):
+    assert gradcheck(fn, (_var(shape, 0), _var((3,), 1), _var((3,), 2)))
+
+
+def test_layer_norm_gradients_over_two_dims():
+    assert gradcheck(lambda x, w, b: F.layer_norm(x, (3, 4), w, b), (_var((2, 3, 4), 3), _var((3, 4), 4),
+                                                                      _var((3, 4), 5)))
+    assert gradcheck(lambda x: F.layer_norm(x, 4), (_var((3, 4), 6),))
+
+
+def test_pooling_gradients():
+    x = _var((2, 2, 5, 6), 7)
+    assert gradcheck(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True, count_include_pad=False), (x,))
+    assert gradcheck(lambda a: F.avg_pool2d(a, (2, 3), 1), (x,))
+    assert gradcheck(lambda a: F.adaptive_avg_pool2d(a, (3, 4)), (x,))
+
+
+def test_embedding_gradient_sums_repeats_and_skips_padding_row():
+    w = _var((5, 3), 8)
+    idx = gv.tensor([[0, 2, 2], [4, 1, 2]])
+    assert gradcheck(lambda w: F.embedding(idx, w), (w,))
+    # With padding_idx the padding row's gradient is 0 by design (not the derivative): checked by value.
+    F.embedding(idx, w, padding_idx=1).sum().backward()
+    assert w.grad.numpy()[:, 0].tolist() == [1.0, 0.0, 3.0, 0.0, 1.0]
+
+
+def test_attention_gradients():
+    q, k, v = _var((2, 3, 4), 9), _var((2, 5, 4), 10), _var((2, 5, 4), 11)
+    mask = gv.tensor(np.array([[True, True, False, True, True]] * 3))
+    assert gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask), (q, k, v))
+
+
+# ----- PyTorch oracle ---------------------------------------------------------------------------------------
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")
+
+
+def _same(torch, ours, theirs):
+    ours.double()
+    theirs.double()
+    copy_weights(torch, ours, theirs)
+    return ours, theirs
+
+
+ACTIVATION_MODULES = [("GELU", {}), ("GELU", {"approximate": "tanh"}), ("SiLU", {}), ("LeakyReLU", {}),
+                      ("LeakyReLU", {"negative_slope": 0.3}), ("ELU", {"alpha": 0.7}), ("Softplus", {}),
+                      ("Softplus", {"beta": 3.0, "threshold": 2.0}), ("Hardtanh", {}),
+                      ("Hardtanh", {"min_val": -0.5, "max_val": 2.0}), ("ReLU6", {}), ("Identity", {})]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,kwargs", ACTIVATION_MODULES, ids=[f"{a}-{b}" for a, b in ACTIVATION_MODULES])
+def test_activation_modules(torch, name, kwargs):
+    ours, theirs = getattr(nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs)
+    x = pair(torch, (4, 5, 3), 0, -4, 4)
+    compare_module(torch, ours, theirs, [x])
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+def test_gelu_float32_and_extreme_inputs(torch):
+    a = np.array([-40.0, -6.0, -2.6, -0.5, 0.0, 1e-8, 2.4, 7.0, 40.0])
+    for dtype, tdtype, tol in ((gv.float32, torch.float32, 1e-6), (gv.float64, torch.float64, 1e-14)):
+        got = F.gelu(gv.tensor(a, dtype=dtype))
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got.numpy(), torch.nn.functional.gelu(torch.tensor(a, dtype=tdtype)).numpy(),
+                                   rtol=tol, atol=tol)
+
+
+@pytest.mark.oracle
+def test_inplace_activations_match(torch):
+    for fn in ("leaky_relu", "elu", "hardtanh", "silu"):
+        x, tx = pair(torch, (3, 4), 1)
+        a, ta = x * 1.0, tx * 1.0
+        out, tout = getattr(F, fn)(a, inplace=True), getattr(torch.nn.functional, fn)(ta, inplace=True)
+        assert out is a
+        close(a, ta)
+        out.sum().backward()
+        tout.sum().backward()
+        close(x.grad, tx.grad)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (6, 3)), ("BatchNorm1d", (4, 3, 5)),
+                                       ("BatchNorm2d", (3, 3, 4, 2))], ids=str)
+@pytest.mark.parametrize("momentum", [0.1, None, 0.5])
+def test_batch_norm_train_then_eval(torch, cls, shape, momentum):
+    ours, theirs = _same(torch, getattr(nn, cls)(3, momentum=momentum), getattr(torch.nn, cls)(3, momentum=momentum))
+    with torch.no_grad():  # non-trivial affine parameters
+        theirs.weight.uniform_(0.5, 1.5)
+        theirs.bias.uniform_(-0.5, 0.5)
+    ours.load_state_dict({k: gv.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    for step in range(3):
+        compare_module(torch, ours, theirs, [pair(torch, shape, step)])
+        for name, buf in theirs.named_buffers():
+            close(getattr(ours, name), buf)
+    assert int(ours.num_batches_tracked) == 3
+    ours.eval()
+    theirs.eval()
+    ours.zero_grad()
+    theirs.zero_grad()
+    compare_module(torch, ours, theirs, [pair(torch, shape, 9)])
+    for name, buf in theirs.named_buffers():
+        close(getattr(ours, name), buf)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kwargs", [dict(affine=False), dict(track_running_stats=False),
+                                    dict(affine=False, track_running_stats=False), dict(eps=1e-3)], ids=str)
+def test_batch_norm_options(torch, kwargs):
+    ours, theirs = _same(torch, nn.BatchNorm2d(2, **kwargs), torch.nn.BatchNorm2d(2, **kwargs))
+    compare_module(torch, ours, theirs, [pair(torch, (3, 2, 3, 3), 0)])
+    ours.eval()
+    theirs.eval()
+    compare_module(torch, ours, theirs, [pair(torch, (3, 2, 3, 3), 1)])
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("shape,normalized,kwargs", [((4, 5), 5, {}), ((2, 3, 4), (3, 4), {}),
+                                                     ((2, 3, 4), 4, {"elementwise_affine": False}),
+                                                     ((2, 3, 4), 4, {"bias": False, "eps": 1e-3})], ids=str)
+def test_layer_norm(torch, shape, normalized, kwargs):
+    ours, theirs = _same(torch, nn.LayerNorm(normalized, **kwargs), torch.nn.LayerNorm(normalized, **kwargs))
+    if ours.weight is not None:
+        with torch.no_grad():
+            theirs.weight.uniform_(0.5, 1.5)
+        ours.load_state_dict({k: gv.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    compare_module(torch, ours, theirs, [pair(torch, shape, 0)])
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("groups,shape,affine", [(2, (3, 4, 5), True), (1, (2, 4, 3, 3), True),
+                                                 (4, (2, 4, 2, 3), False)], ids=str)
+def test_group_norm(torch, groups, shape, affine):
+    ours, theirs = _same(torch, nn.GroupNorm(groups, 4, affine=affine), torch.nn.GroupNorm(groups, 4, affine=affine))
+    if affine:
+        with torch.no_grad():
+            theirs.weight.uniform_(0.5, 1.5)
+            theirs.bias.uniform_(-1, 1)
+        ours.load_state_dict({k: gv.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    compare_module(torch, ours, theirs, [pair(torch, shape, 0)])
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kwargs", [{}, {"padding_idx": 2}, {"padding_idx": -1}, {"scale_grad_by_freq": True},
+                                    {"max_norm": 1.0}, {"max_norm": 1.5, "norm_type": 1.0}], ids=str)
+def test_embedding(torch, kwargs):
+    ours, theirs = _same(torch, nn.Embedding(6, 4, **kwargs), torch.nn.Embedding(6, 4, **kwargs))
+    idx = np.array([[0, 2, 5, 2], [3, 2, 1, 5]])
+    out, tout = ours(gv.tensor(idx)), theirs(torch.tensor(idx))
+    close(out, tout)
+    close(ours.weight, theirs.weight)  # max_norm renormalises the looked-up rows in place
+    g = np.random.default_rng(0).standard_normal(tuple(tout.shape))
+    out.backward(gv.tensor(g))
+    tout.backward(torch.tensor(g))
+    close(ours.weight.grad, theirs.weight.grad)
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+def test_embedding_padding_row_is_zero_and_from_pretrained(torch):
+    emb = nn.Embedding(5, 3, padding_idx=0)
+    assert emb.weight.detach().numpy()[0].tolist() == [0.0, 0.0, 0.0]
+    w = np.arange(6.0).reshape(3, 2)
+    frozen = nn.Embedding.from_pretrained(gv.tensor(w))
+    assert not frozen.weight.requires_grad
+    assert frozen(gv.tensor([2, 0])).tolist() == [[4.0, 5.0], [0.0, 1.0]]
+
+
+AVG_CONFIGS = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+               dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+               dict(kernel_size=3, stride=2, ceil_mode=True), dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1),
+                                                                  ceil_mode=True, count_include_pad=False),
+               dict(kernel_size=2, divisor_override=3)]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("config", AVG_CONFIGS, ids=str)
+def test_avg_pool2d(torch, config):
+    compare_module(torch, nn.AvgPool2d(**config), torch.nn.AvgPool2d(**config), [pair(torch, (2, 3, 7, 6), 0)])
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("size,shape", [(1, (2, 3, 5, 7)), ((3, 4), (2, 3, 7, 9)), ((5, None), (3, 7, 6)),
+                                        ((4, 3), (1, 2, 4, 3))], ids=str)
+def test_adaptive_avg_pool2d(torch, size, shape):
+    compare_module(torch, nn.AdaptiveAvgPool2d(size), torch.nn.AdaptiveAvgPool2d(size), [pair(torch, shape, 1)])
+
+
+def test_dropout2d_zeroes_whole_channels_and_is_identity_in_eval():
+    gv.manual_seed(0)
+    layer = nn.Dropout2d(0.5)
+    x = gv.ones(8, 16, 3, 3, requires_grad=True)
+    out = layer(x)
+    per_channel = out.detach().numpy().reshape(8, 16, 9)
+    assert np.all((per_channel == 0) | (per_channel == 2.0))
+    assert np.all(per_channel.min(axis=2) == per_channel.max(axis=2))  # a channel is all kept or all dropped
+    assert 0.2 < (per_channel[:, :, 0] == 0).mean() < 0.8
+    out.sum().backward()
+    assert np.array_equal(x.grad.numpy(), per_channel.reshape(8, 16, 3, 3))
+    layer.eval()
+    assert layer(x) is x
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+        F.dropout2d(gv.ones(2, 3, 4))
+
+
+# ----- containers --------------------------------------------------------------------------------------------
+@pytest.mark.oracle
+def test_module_dict_and_parameter_list_register_like_pytorch(torch):
+    ours = nn.ModuleDict({"a": nn.Linear(2, 3), "b": nn.ReLU()})
+    ours["c"] = nn.Linear(3, 1)
+    theirs = torch.nn.ModuleDict({"a": torch.nn.Linear(2, 3), "b": torch.nn.ReLU()})
+    theirs["c"] = torch.nn.Linear(3, 1)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(ours.keys()) == ["a", "b", "c"] and "b" in ours and len(ours) == 3
+    assert repr(ours) == repr(theirs)
+    assert isinstance(ours.pop("b"), nn.ReLU) and list(ours) == ["a", "c"]
+    with pytest.raises(TypeError, match="ModuleDict.update should be called with an iterable of key/value pairs, "
+                                        "but got Linear"):
+        ours.update(nn.Linear(1, 1))
+
+    plist = nn.ParameterList([nn.Parameter(gv.zeros(2, 3)), gv.ones(4)])
+    tlist = torch.nn.ParameterList([torch.nn.Parameter(torch.zeros(2, 3)), torch.ones(4)])
+    assert isinstance(plist[1], nn.Parameter) and plist[1].requires_grad
+    assert list(plist.state_dict()) == list(tlist.state_dict()) == ["0", "1"]
+    assert repr(plist) == repr(tlist)
+    assert len(list(plist.parameters())) == 2 and len(plist[0:1]) == 1
+    with pytest.raises(RuntimeError, match="ParameterList should not be called."):
+        plist()
+
+
+# ----- attention and transformer -----------------------------------------------------------------------------
+def _bool_mask(shape, seed, keep_first=True):
+    m = np.random.default_rng(seed).random(shape) < 0.3
+    if keep_first:
+        m[..., 0] = False  # every query keeps at least one key: no all -inf row
+    return m
+
+
+MHA_CASES = [
+    dict(),
+    dict(batch_first=True),
+    dict(attn_mask="bool"),
+    dict(attn_mask="float", need_weights=True, average_attn_weights=False),
+    dict(key_padding_mask=True, batch_first=True),
+    dict(attn_mask="bool", key_padding_mask=True, average_attn_weights=False),
+    dict(attn_mask="bool3d"),
+    dict(need_weights=False),
+    dict(module=dict(bias=False)),
+    dict(module=dict(add_bias_kv=True, add_zero_attn=True), key_padding_mask=True, attn_mask="bool"),
+    dict(module=dict(kdim=3, vdim=5)),
+    dict(unbatched=True, key_padding_mask=True),
+]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("case", MHA_CASES, ids=str)
+def test_multihead_attention(torch, case):
+    module = dict(case.get("module", {}))
+    batch_first = case.get("batch_first", False)
+    e, heads, n, lq, s = 6, 2, 3, 4, 5
+    ours, theirs = _same(torch, nn.MultiheadAttention(e, heads, batch_first=batch_first, **module),
+                         torch.nn.MultiheadAttention(e, heads, batch_first=batch_first, **module))
+    kdim, vdim = module.get("kdim", e), module.get("vdim", e)
+
+    def shape(length, dim):
+        if case.get("unbatched"):
+            return (length, dim)
+        return (n, length, dim) if batch_first else (length, n, dim)
+
+    q, k, v = pair(torch, shape(lq, e), 0), pair(torch, shape(s, kdim), 1), pair(torch, shape(s, vdim), 2)
+    kw, tkw = {}, {}
+    if case.get("attn_mask") == "bool":
+        m = _bool_mask((lq, s), 3)
+        kw["attn_mask"], tkw["attn_mask"] = gv.tensor(m), torch.tensor(m)
+    elif case.get("attn_mask") == "bool3d":
+        m = _bool_mask((n * heads, lq, s), 4)
+        kw["attn_mask"], tkw["attn_mask"] = gv.tensor(m), torch.tensor(m)
+    elif case.get("attn_mask") == "float":
+        m = np.random.default_rng(5).standard_normal((lq, s))
+        kw["attn_mask"], tkw["attn_mask"] = gv.tensor(m), torch.tensor(m)
+    if case.get("key_padding_mask"):
+        m = _bool_mask((s,) if case.get("unbatched") else (n, s), 6)
+        kw["key_padding_mask"], tkw["key_padding_mask"] = gv.tensor(m), torch.tensor(m)
+    for name in ("need_weights", "average_attn_weights"):
+        if name in case:
+            kw[name] = tkw[name] = case[name]
+    outs = ours(q[0], k[0], v[0], **kw)
+    touts = theirs(q[1], k[1], v[1], **tkw)
+    assert (outs[1] is None) == (touts[1] is None)
+    for o, to in zip(outs, touts):
+        close(o, to)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    loss = outs[0].pow(2).sum() + (0 if outs[1] is None else (outs[1] * outs[1]).sum())
+    tloss = touts[0].pow(2).sum() + (0 if touts[1] is None else (touts[1] * touts[1]).sum())
+    loss.backward()
+    tloss.backward()
+    for a, b in (q, k, v):
+        close(a.grad, b.grad)
+    tparams = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        close(p.grad, tparams[name].grad)
+
+
+@pytest.mark.oracle
+def test_self_attention_with_shared_input_and_train_mode_dropout_zero(torch):
+    ours, theirs = _same(torch, nn.MultiheadAttention(4, 4), torch.nn.MultiheadAttention(4, 4))
+    x = pair(torch, (3, 2, 4), 0)
+    compare_module(torch, ours, theirs, [x, x, x])
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_transformer_encoder_two_layers_eval(torch, norm_first, activation, batch_first):
+    def build(mod):
+        layer = mod.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.1, activation=activation,
+                                            batch_first=batch_first, norm_first=norm_first)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note that norm_first disables its nested-tensor path
+            return mod.TransformerEncoder(layer, 2, norm=mod.LayerNorm(8), enable_nested_tensor=False)
+
+    ours, theirs = _same(torch, build(nn), build(torch.nn))
+    assert ours.layers[0].linear1.weight is not ours.layers[1].linear1.weight  # deep copies
+    ours.eval()
+    theirs.eval()
+    shape = (2, 5, 8) if batch_first else (5, 2, 8)
+    mask = np.triu(np.ones((5, 5), dtype=bool), 1)
+    kpm = np.zeros((2, 5), dtype=bool)
+    kpm[1, 3:] = True
+    x = pair(torch, shape, 0)
+    out = ours(x[0], mask=gv.tensor(mask), src_key_padding_mask=gv.tensor(kpm))
+    tout = theirs(x[1], mask=torch.tensor(mask), src_key_padding_mask=torch.tensor(kpm))
+    close(out, tout)
+    g = np.random.default_rng(1).standard_normal(shape)
+    out.backward(gv.tensor(g))
+    tout.backward(torch.tensor(g))
+    close(x[0].grad, x[1].grad)
+    tparams = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        close(p.grad, tparams[name].grad)
+
+
+def test_transformer_layer_trains_with_dropout_and_rejects_unknown_activation():
+    gv.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(4, 2, dim_feedforward=8)
+    out = layer(gv.randn(3, 2, 4))
+    out.sum().backward()
+    assert all(p.grad is not None for p in layer.parameters())
+    with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+        nn.TransformerEncoderLayer(4, 2, activation="tanh")
+
+
+# ----- error wording ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: nn.BatchNorm1d(3)(gv.randn(1, 3)), ValueError,
+     r"Expected more than 1 value per channel when training, got input size torch.Size\(\[1, 3\]\)"),
+    (lambda: nn.BatchNorm2d(3)(gv.randn(2, 3)), ValueError, r"expected 4D input \(got 2D input\)"),
+    (lambda: nn.LayerNorm(5)(gv.randn(2, 4)), RuntimeError,
+     r"Given normalized_shape=\[5\], expected input with shape \[\*, 5\], but got input of size\[2, 4\]"),
+    (lambda: nn.GroupNorm(2, 3), ValueError, "num_channels must be divisible by num_groups"),
+    (lambda: nn.Embedding(4, 2)(gv.tensor([4])), IndexError, "index out of range in self"),
+    (lambda: nn.Embedding(4, 2)(gv.tensor([1.0])), RuntimeError,
+     "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got "
+     "torch.FloatTensor instead"),
+    (lambda: nn.Embedding(4, 2, padding_idx=4), AssertionError, "Padding_idx must be within num_embeddings"),
+    (lambda: nn.MultiheadAttention(5, 2), AssertionError, "embed_dim must be divisible by num_heads"),
+    (lambda: nn.MultiheadAttention(4, 2)(gv.randn(3, 1, 4), gv.randn(3, 1, 4), gv.randn(3, 1, 4),
+                                         attn_mask=gv.zeros(2, 3)), RuntimeError,
+     r"The shape of the 2D attn_mask is torch.Size\(\[2, 3\]\), but should be \(3, 3\)."),
+    (lambda: F.gelu(gv.randn(2), approximate="fast"), RuntimeError,
+     "approximate argument must be either none or tanh."),
+    (lambda: nn.Hardtanh(1.0, 0.5), AssertionError, r"max_val \(0.5\) must be greater than min_val \(1.0\)"),
+])
+def test_errors_use_pytorch_wording(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
