@@ -1,0 +1,178 @@
+"""RNN, LSTM, GRU and their cells against PyTorch (weights copied through state_dict, float64, 1e-6) and
+against central differences; plus PyTorch's parameter names, shapes and error wording."""
+
+import numpy as np
+import pytest
+
+import gradviz as gv
+import gradviz.nn as nn
+from gradviz.autograd import gradcheck
+
+from .nn_oracle_helpers import compare_module, copy_weights, pair
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")
+
+
+def _same(torch, ours, theirs):
+    ours.double()
+    theirs.double()
+    copy_weights(torch, ours, theirs)
+    return ours, theirs
+
+
+RECURRENT = [
+    ("LSTM", dict(num_layers=2, bidirectional=True, batch_first=True)),
+    ("LSTM", dict()),
+    ("LSTM", dict(num_layers=2, bias=False)),
+    ("GRU", dict(num_layers=2, bidirectional=True)),
+    ("GRU", dict(batch_first=True, bias=False)),
+    ("RNN", dict(num_layers=2)),
+    ("RNN", dict(nonlinearity="relu", bidirectional=True, batch_first=True)),
+]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("initial", [False, True], ids=["zero-state", "given-state"])
+@pytest.mark.parametrize("name,kwargs", RECURRENT, ids=[f"{n}-{k}" for n, k in RECURRENT])
+def test_recurrent_layers_match_pytorch(torch, name, kwargs, initial):
+    ours, theirs = _same(torch, getattr(nn, name)(3, 4, **kwargs), getattr(torch.nn, name)(3, 4, **kwargs))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for (n, p), (tn, tp) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert n == tn and tuple(p.shape) == tuple(tp.shape)
+    batch, steps = 2, 5
+    x = pair(torch, (batch, steps, 3) if kwargs.get("batch_first") else (steps, batch, 3), 0)
+    inputs = [x]
+    if initial:
+        layers = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+        h = pair(torch, (layers, batch, 4), 1)
+        if name == "LSTM":
+            c = pair(torch, (layers, batch, 4), 2)
+            outs = compare_module(torch, _Wrap(ours), _Wrap(theirs), [x, h, c])
+        else:
+            outs = compare_module(torch, ours, theirs, [x, h])
+    else:
+        outs = compare_module(torch, ours, theirs, inputs)
+    assert len(outs[0]) == (3 if name == "LSTM" else 2)  # output, h_n (, c_n)
+    assert repr(ours) == repr(theirs)
+
+
+class _Wrap:
+    """Call an LSTM with (x, h0, c0) as three positional inputs (the helper passes inputs positionally)."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __call__(self, x, h, c):
+        return self.module(x, (h, c))
+
+    def named_parameters(self):
+        return self.module.named_parameters()
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_unbatched_input(torch, name):
+    ours, theirs = _same(torch, getattr(nn, name)(3, 2, num_layers=2), getattr(torch.nn, name)(3, 2, num_layers=2))
+    outs, _ = compare_module(torch, ours, theirs, [pair(torch, (4, 3), 0)])
+    assert tuple(outs[0].shape) == (4, 2) and tuple(outs[1].shape) == (2, 2)
+
+
+@pytest.mark.oracle
+def test_dropout_between_layers_only_in_training(torch):
+    gv.manual_seed(0)
+    ours = nn.LSTM(3, 4, num_layers=2, dropout=0.5)
+    x = gv.randn(5, 2, 3)
+    a, b = ours(x)[0], ours(x)[0]
+    assert not np.allclose(a.detach().numpy(), b.detach().numpy())  # the mask is redrawn each call
+    ours.eval()
+    theirs = torch.nn.LSTM(3, 4, num_layers=2, dropout=0.5).eval()
+    ours.double()
+    theirs.double()
+    copy_weights(torch, ours, theirs)
+    compare_module(torch, ours, theirs, [pair(torch, (5, 2, 3), 1)])
+    with pytest.warns(UserWarning, match="dropout option adds dropout after all but last recurrent layer"):
+        nn.GRU(3, 4, dropout=0.2)
+
+
+CELLS = [("LSTMCell", {}), ("GRUCell", {}), ("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu"}),
+         ("GRUCell", {"bias": False}), ("LSTMCell", {"bias": False})]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,kwargs", CELLS, ids=[f"{n}-{k}" for n, k in CELLS])
+@pytest.mark.parametrize("batched", [True, False])
+def test_cells_match_pytorch(torch, name, kwargs, batched):
+    ours, theirs = _same(torch, getattr(nn, name)(3, 4, **kwargs), getattr(torch.nn, name)(3, 4, **kwargs))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    lead = (2,) if batched else ()
+    x = pair(torch, lead + (3,), 0)
+    compare_module(torch, ours, theirs, [x])  # zero initial state
+    ours.zero_grad()
+    theirs.zero_grad()
+    h = pair(torch, lead + (4,), 1)
+    if name == "LSTMCell":
+        c = pair(torch, lead + (4,), 2)
+        compare_module(torch, _Wrap(ours), _Wrap(theirs), [x, h, c])
+    else:
+        compare_module(torch, ours, theirs, [x, h])
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_recurrent_gradients_against_central_differences(name):
+    gv.manual_seed(0)
+    layer = getattr(nn, name)(2, 3, num_layers=2, bidirectional=True).double()
+    x = gv.randn(4, 2, 2, dtype=gv.float64, requires_grad=True)
+    w = layer.weight_hh_l0_reverse
+
+    def run(x, w):
+        return layer(x)[0]
+
+    assert gradcheck(run, (x, w))
+
+
+def test_lstm_cell_gradients_against_central_differences():
+    gv.manual_seed(1)
+    cell = nn.LSTMCell(2, 3).double()
+    x, h, c = (gv.randn(2, n, dtype=gv.float64, requires_grad=True) for n in (2, 3, 3))
+    assert gradcheck(lambda x, h, c: cell(x, (h, c)), (x, h, c))
+
+
+def test_parameter_names_shapes_and_init_range():
+    lstm = nn.LSTM(5, 7, num_layers=2, bidirectional=True)
+    shapes = {n: tuple(p.shape) for n, p in lstm.named_parameters()}
+    assert shapes["weight_ih_l0"] == (28, 5) and shapes["weight_hh_l0_reverse"] == (28, 7)
+    assert shapes["weight_ih_l1"] == (28, 14) and shapes["bias_hh_l1_reverse"] == (28,)
+    bound = 1 / np.sqrt(7)
+    values = np.concatenate([p.detach().numpy().ravel() for p in lstm.parameters()])
+    assert values.min() >= -bound and values.max() <= bound and values.std() > bound / 3
+    assert len(lstm.all_weights) == 4 and len(lstm.all_weights[0]) == 4
+    assert tuple(nn.GRUCell(5, 7).weight_ih.shape) == (21, 5)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: nn.LSTM(3, 4)(gv.randn(5, 2, 2)), RuntimeError,
+     "input.size\\(-1\\) must be equal to input_size. Expected 3, got 2"),
+    (lambda: nn.LSTM(3, 4, 2)(gv.randn(5, 2, 3), (gv.zeros(1, 2, 4), gv.zeros(2, 2, 4))), RuntimeError,
+     r"Expected hidden\[0\] size \(2, 2, 4\), got \[1, 2, 4\]"),
+    (lambda: nn.GRU(3, 4)(gv.randn(5, 2, 3), gv.zeros(2, 2, 4)), RuntimeError,
+     r"Expected hidden size \(1, 2, 4\), got \[2, 2, 4\]"),
+    (lambda: nn.LSTM(3, 4)(gv.randn(5, 2, 3, 1)), ValueError, "LSTM: Expected input to be 2D or 3D, got 4D instead"),
+    (lambda: nn.LSTM(3, 4)(gv.randn(5, 2, 3, dtype=gv.float64)), ValueError,
+     r"RNN input dtype \(torch.float64\) does not match weight dtype \(torch.float32\)"),
+    (lambda: nn.RNN(3, 4, nonlinearity="gelu"), ValueError,
+     "Unknown nonlinearity 'gelu'. Select from 'tanh' or 'relu'."),
+    (lambda: nn.GRU(3, 4, proj_size=2), ValueError, "proj_size argument is only supported for LSTM, not RNN or GRU"),
+    (lambda: nn.LSTMCell(3, 4)(gv.randn(2, 5)), RuntimeError, "input has inconsistent input_size: got 5 expected 3"),
+    (lambda: nn.GRUCell(3, 4)(gv.randn(2, 3), gv.randn(2, 2)), RuntimeError,
+     "hidden0 has inconsistent hidden_size: got 2, expected 4"),
+    (lambda: nn.LSTMCell(3, 4)(gv.randn(2, 3), (gv.randn(3, 4), gv.randn(3, 4))), RuntimeError,
+     "Input batch size 2 doesn't match hidden0 batch size 3"),
+    (lambda: nn.LSTM(3, 4, dropout=1.5), ValueError, "dropout should be a number in range \\[0, 1\\]"),
+])
+def test_errors_use_pytorch_wording(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
