@@ -176,3 +176,12 @@ def test_parameter_names_shapes_and_init_range():
 def test_errors_use_pytorch_wording(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_one_step_sequence_gives_recurrent_weights_a_zero_gradient(torch, name):
+    # From the zero initial state W_hh contributes nothing; PyTorch still gives it a (zero) gradient, not None.
+    ours, theirs = _same(torch, getattr(nn, name)(3, 2), getattr(torch.nn, name)(3, 2))
+    compare_module(torch, ours, theirs, [pair(torch, (1, 2, 3), 0)])
+    assert ours.weight_hh_l0.grad is not None and not ours.weight_hh_l0.grad.numpy().any()

@@ -5,8 +5,13 @@ import pytest
 
 import gradviz as gv
 import gradviz.nn as nn
-from gradviz.nn.utils import (clip_grad_norm_, clip_grad_value_, get_total_norm, parameters_to_vector,
-                              vector_to_parameters)
+from gradviz.nn.utils import (
+    clip_grad_norm_,
+    clip_grad_value_,
+    get_total_norm,
+    parameters_to_vector,
+    vector_to_parameters,
+)
 
 
 def _params_with_grads(grads):

@@ -509,6 +509,9 @@ def _cat(parts, dim):
 
 
 def _in_projection(query, key, value, e, in_proj_weight, in_proj_bias, separate, wq, wk, wv):
+    if not separate and query is key and key is value:  # self-attention: one packed projection, as PyTorch
+        proj = linear(query, in_proj_weight, in_proj_bias)
+        return proj[..., 0:e], proj[..., e:2 * e], proj[..., 2 * e:]
     bq = bk = bv = None
     if in_proj_bias is not None:
         bq, bk, bv = in_proj_bias[0:e], in_proj_bias[e:2 * e], in_proj_bias[2 * e:]

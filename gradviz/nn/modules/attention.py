@@ -68,8 +68,9 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
-        if self.batch_first and query.ndim == 3:
-            query, key, value = (t.transpose(1, 0) for t in (query, key, value))
+        batched_first = self.batch_first and query.ndim == 3
+        if batched_first:
+            query, key, value = _to_sequence_first(query, key, value)
         out, weights = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
             self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
@@ -77,6 +78,18 @@ class MultiheadAttention(Module):
             attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
             q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
             average_attn_weights=average_attn_weights, is_causal=is_causal)
-        if self.batch_first and query.ndim == 3:
+        if batched_first:
             out = out.transpose(1, 0)
         return out, weights
+
+
+def _to_sequence_first(query, key, value):
+    """(N, L, E) -> (L, N, E), one transpose per distinct tensor so that self-attention (query is key is value)
+    keeps its packed projection."""
+    done = {}
+    out = []
+    for t in (query, key, value):
+        if id(t) not in done:
+            done[id(t)] = t.transpose(1, 0)
+        out.append(done[id(t)])
+    return tuple(out)

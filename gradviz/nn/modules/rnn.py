@@ -24,32 +24,50 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 # ----- one time step: (projected input, state, recurrent weights) -> new state --------------------------------
+# A state of None is the default all-zero initial state of a sequence longer than one step: its recurrent
+# matmul is skipped (it would add only b_hh, and W_hh's gradient from it is 0, while later steps give W_hh
+# one), which saves the work and keeps the step on the input's graph instead of starting a separate graph.
+def _recurrent(h, w_hh, b_hh):
+    if h is None:
+        return b_hh
+    return F.linear(h, w_hh, b_hh)
+
+
+def _plus(a, b):
+    return a if b is None else a + b
+
+
 def _rnn_step(activation):
     def step(xp, state, w_hh, b_hh):
-        h = xp + F.linear(state, w_hh, b_hh)
+        h = _plus(xp, _recurrent(state, w_hh, b_hh))
         return h.tanh() if activation == "tanh" else h.relu()
     return step
 
 
 def _lstm_step(xp, state, w_hh, b_hh):
-    h, c = state
-    gates = xp + F.linear(h, w_hh, b_hh)
-    n = h.shape[-1]
+    h, c = state if state is not None else (None, None)
+    gates = _plus(xp, _recurrent(h, w_hh, b_hh))
+    n = w_hh.shape[-1]
     i = gates[..., 0:n].sigmoid()
     f = gates[..., n:2 * n].sigmoid()
     g = gates[..., 2 * n:3 * n].tanh()
     o = gates[..., 3 * n:].sigmoid()
-    c = f * c + i * g
+    c = i * g if c is None else f * c + i * g
     return o * c.tanh(), c
 
 
 def _gru_step(xp, h, w_hh, b_hh):
-    gh = F.linear(h, w_hh, b_hh)
-    n = h.shape[-1]
-    r = (xp[..., 0:n] + gh[..., 0:n]).sigmoid()
-    z = (xp[..., n:2 * n] + gh[..., n:2 * n]).sigmoid()
-    new = (xp[..., 2 * n:] + r * gh[..., 2 * n:]).tanh()
-    return new + z * (h - new)
+    gh = _recurrent(h, w_hh, b_hh)
+    n = w_hh.shape[-1]
+    if gh is None:  # zero state and no bias: every recurrent term is 0
+        r_in, z_in, new = xp[..., 0:n], xp[..., n:2 * n], xp[..., 2 * n:]
+    else:
+        r_in, z_in = xp[..., 0:n] + gh[..., 0:n], xp[..., n:2 * n] + gh[..., n:2 * n]
+    z = z_in.sigmoid()
+    if gh is not None:
+        new = xp[..., 2 * n:] + r_in.sigmoid() * gh[..., 2 * n:]
+    new = new.tanh()
+    return new - z * new if h is None else new + z * (h - new)
 
 
 def _step_for(mode):
@@ -169,7 +187,9 @@ class RNNBase(Module):
     def _initial_state(self, input, hx):
         expected = (self.num_layers * (2 if self.bidirectional else 1), input.shape[1], self.hidden_size)
         if hx is None:
-            zeros = Variable(np.zeros(expected, dtype=input.dtype))
+            if input.shape[0] > 1:
+                return None  # zeros: each layer's first step skips its recurrent term
+            zeros = Variable(np.zeros(expected, dtype=input.dtype))  # one step: W_hh's gradient is zeros, not None
             return (zeros, Variable(np.zeros(expected, dtype=input.dtype))) if self.mode == "LSTM" else zeros
         if self.mode == "LSTM":
             for k, h in enumerate(hx):
@@ -189,7 +209,7 @@ class RNNBase(Module):
             for direction in range(directions):
                 w_ih, w_hh, b_ih, b_hh = self._weights(layer, direction)
                 k = layer * directions + direction
-                state = (hx[0][k], hx[1][k]) if self.mode == "LSTM" else hx[k]
+                state = None if hx is None else ((hx[0][k], hx[1][k]) if self.mode == "LSTM" else hx[k])
                 projected = F.linear(x, w_ih, b_ih)  # every time step's input projection at once
                 steps = [None] * x.shape[0]
                 for t in (range(x.shape[0] - 1, -1, -1) if direction else range(x.shape[0])):
@@ -332,7 +352,7 @@ class RNNCellBase(Module):
                                f"{self.input_size}")
         out = []
         for k, s in enumerate(states):
-            if s is None:
+            if s is None:  # computed with zeros, as PyTorch does: a single step gives W_hh a zero gradient
                 s = Variable(np.zeros((input.shape[0], self.hidden_size), dtype=input.dtype))
             elif not batched:
                 s = s.unsqueeze(0)
