@@ -27,6 +27,8 @@ RECURRENT = [
     ("LSTM", dict(num_layers=2, bidirectional=True, batch_first=True)),
     ("LSTM", dict()),
     ("LSTM", dict(num_layers=2, bias=False)),
+    ("LSTM", dict(num_layers=2, bidirectional=True, proj_size=2)),
+    ("LSTM", dict(proj_size=3, batch_first=True, bias=False)),
     ("GRU", dict(num_layers=2, bidirectional=True)),
     ("GRU", dict(batch_first=True, bias=False)),
     ("RNN", dict(num_layers=2)),
@@ -47,7 +49,7 @@ def test_recurrent_layers_match_pytorch(torch, name, kwargs, initial):
     inputs = [x]
     if initial:
         layers = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
-        h = pair(torch, (layers, batch, 4), 1)
+        h = pair(torch, (layers, batch, kwargs.get("proj_size", 4)), 1)
         if name == "LSTM":
             c = pair(torch, (layers, batch, 4), 2)
             outs = compare_module(torch, _Wrap(ours), _Wrap(theirs), [x, h, c])

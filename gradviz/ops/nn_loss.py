@@ -136,6 +136,7 @@ class KlDiv(Function):
             if log_target:
                 gt = g * np.exp(target) * (target - x + 1)
             else:
+                # At t = 0 the derivative (log t + 1 - x) is unbounded; PyTorch gives nan there, and so do we.
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    gt = g * np.where(target == 0, 0, np.log(target) + 1 - x)
+                    gt = g * np.where(target == 0, np.nan, np.log(target) + 1 - x)
         return gx, gt

@@ -13,7 +13,6 @@ import numpy as np
 
 from ...autograd.variable import Variable
 from ...dtypes import as_dtype
-from ...errors import UnsupportedError
 from ...ops import shape as _S
 from .. import functional as F
 from .. import init
@@ -38,27 +37,28 @@ def _plus(a, b):
 
 
 def _rnn_step(activation):
-    def step(xp, state, w_hh, b_hh):
+    def step(xp, state, w_hh, b_hh, w_hr=None):
         h = _plus(xp, _recurrent(state, w_hh, b_hh))
         return h.tanh() if activation == "tanh" else h.relu()
     return step
 
 
-def _lstm_step(xp, state, w_hh, b_hh):
+def _lstm_step(xp, state, w_hh, b_hh, w_hr=None):
     h, c = state if state is not None else (None, None)
     gates = _plus(xp, _recurrent(h, w_hh, b_hh))
-    n = w_hh.shape[-1]
+    n = gates.shape[-1] // 4
     i = gates[..., 0:n].sigmoid()
     f = gates[..., n:2 * n].sigmoid()
     g = gates[..., 2 * n:3 * n].tanh()
     o = gates[..., 3 * n:].sigmoid()
     c = i * g if c is None else f * c + i * g
-    return o * c.tanh(), c
+    h = o * c.tanh()
+    return (h if w_hr is None else F.linear(h, w_hr)), c  # proj_size: h is projected by W_hr
 
 
-def _gru_step(xp, h, w_hh, b_hh):
+def _gru_step(xp, h, w_hh, b_hh, w_hr=None):
     gh = _recurrent(h, w_hh, b_hh)
-    n = w_hh.shape[-1]
+    n = xp.shape[-1] // 3
     if gh is None:  # zero state and no bias: every recurrent term is 0
         r_in, z_in, new = xp[..., 0:n], xp[..., n:2 * n], xp[..., 2 * n:]
     else:
@@ -98,8 +98,6 @@ class RNNBase(Module):
             raise ValueError("proj_size should be a positive integer or zero to disable projections")
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
-        if proj_size:
-            raise UnsupportedError("gradviz's LSTM does not implement proj_size")
         if mode not in _GATES:
             raise ValueError("Unrecognized RNN mode: " + mode)
         self.mode = mode
@@ -113,13 +111,16 @@ class RNNBase(Module):
         self.proj_size = proj_size
         dtype = as_dtype(dtype) or np.dtype(np.float32)
         gate_size = _GATES[mode] * hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
         for layer in range(num_layers):
             for suffix in ("", "_reverse")[:2 if bidirectional else 1]:
-                layer_input = input_size if layer == 0 else hidden_size * (2 if bidirectional else 1)
-                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, hidden_size))]
+                layer_input = input_size if layer == 0 else real_hidden * (2 if bidirectional else 1)
+                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, real_hidden))]
                 if bias:
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size > 0:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
                 for kind, shape in shapes:
                     name = f"{kind}_l{layer}{suffix}"
                     setattr(self, name, Parameter(np.empty(shape, dtype=dtype)))
@@ -140,7 +141,7 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (1 if self.proj_size > 0 else 0)
         flat = self._flat_weights
         return [flat[i:i + per] for i in range(0, len(flat), per)]
 
@@ -148,7 +149,7 @@ class RNNBase(Module):
         suffix = "_reverse" if direction else ""
         get = self._parameters.get
         return (get(f"weight_ih_l{layer}{suffix}"), get(f"weight_hh_l{layer}{suffix}"),
-                get(f"bias_ih_l{layer}{suffix}"), get(f"bias_hh_l{layer}{suffix}"))
+                get(f"bias_ih_l{layer}{suffix}"), get(f"bias_hh_l{layer}{suffix}"), get(f"weight_hr_l{layer}{suffix}"))
 
     def forward(self, input, hx=None):
         name = "LSTM" if self.mode == "LSTM" else ("GRU" if self.mode == "GRU" else "RNN")
@@ -185,16 +186,17 @@ class RNNBase(Module):
                                f"{input.shape[-1]}")
 
     def _initial_state(self, input, hx):
-        expected = (self.num_layers * (2 if self.bidirectional else 1), input.shape[1], self.hidden_size)
+        cell = (self.num_layers * (2 if self.bidirectional else 1), input.shape[1], self.hidden_size)
+        expected = cell[:2] + (self.proj_size or self.hidden_size,)
         if hx is None:
             if input.shape[0] > 1:
                 return None  # zeros: each layer's first step skips its recurrent term
             zeros = Variable(np.zeros(expected, dtype=input.dtype))  # one step: W_hh's gradient is zeros, not None
-            return (zeros, Variable(np.zeros(expected, dtype=input.dtype))) if self.mode == "LSTM" else zeros
+            return (zeros, Variable(np.zeros(cell, dtype=input.dtype))) if self.mode == "LSTM" else zeros
         if self.mode == "LSTM":
-            for k, h in enumerate(hx):
-                if tuple(h.shape) != expected:
-                    raise RuntimeError(f"Expected hidden[{k}] size {expected}, got {list(h.shape)}")
+            for k, (h, size) in enumerate(zip(hx, (expected, cell))):
+                if tuple(h.shape) != size:
+                    raise RuntimeError(f"Expected hidden[{k}] size {size}, got {list(h.shape)}")
             return tuple(hx)
         if tuple(hx.shape) != expected:
             raise RuntimeError(f"Expected hidden size {expected}, got {list(hx.shape)}")
@@ -207,13 +209,13 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, direction)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
                 k = layer * directions + direction
                 state = None if hx is None else ((hx[0][k], hx[1][k]) if self.mode == "LSTM" else hx[k])
                 projected = F.linear(x, w_ih, b_ih)  # every time step's input projection at once
                 steps = [None] * x.shape[0]
                 for t in (range(x.shape[0] - 1, -1, -1) if direction else range(x.shape[0])):
-                    state = step(projected[t], state, w_hh, b_hh)
+                    state = step(projected[t], state, w_hh, b_hh, w_hr)
                     steps[t] = _hidden(state)
                 outputs.append(_S.stack(steps, 0))
                 finals.append(state)
@@ -226,6 +228,8 @@ class RNNBase(Module):
 
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
         if self.bias is not True:
