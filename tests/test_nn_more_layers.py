@@ -434,3 +434,39 @@ def test_transformer_layer_trains_with_dropout_and_rejects_unknown_activation():
 def test_errors_use_pytorch_wording(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ----- float32: outputs stay float32 and agree with PyTorch to float tolerance ---------------------------------
+def _float32_modules(mod):
+    return [
+        (mod.LSTM(4, 5, num_layers=2, bidirectional=True, batch_first=True), (2, 6, 4)),
+        (mod.GRU(4, 5), (6, 2, 4)),
+        (mod.BatchNorm2d(3), (4, 3, 5, 5)),
+        (mod.LayerNorm(4), (3, 6, 4)),
+        (mod.GroupNorm(3, 6), (2, 6, 4)),
+        (mod.GELU(), (5, 7)),
+        (mod.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True), (2, 5, 4)),
+        (mod.AdaptiveAvgPool2d(2), (2, 3, 5, 5)),
+    ]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("index", range(8))
+def test_float32_layers_match_pytorch_to_float_tolerance(torch, index):
+    ours, shape = _float32_modules(nn)[index]
+    theirs, _ = _float32_modules(torch.nn)[index]
+    copy_weights(torch, ours, theirs)
+    a = np.random.default_rng(index).standard_normal(shape).astype(np.float32)
+    x, tx = gv.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out, tout = ours(x), theirs(tx)
+    out, tout = (out[0], tout[0]) if isinstance(out, tuple) else (out, tout)
+    assert out.dtype == gv.float32
+    close(out, tout, 1e-5)
+    out.sum().backward()
+    tout.sum().backward()
+    close(x.grad, tx.grad, 1e-4)
+    assert x.grad.dtype == gv.float32
+    tparams = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        assert p.grad.dtype == gv.float32
+        close(p.grad, tparams[name].grad, 1e-4)
