@@ -470,3 +470,11 @@ def test_float32_layers_match_pytorch_to_float_tolerance(torch, index):
     for name, p in ours.named_parameters():
         assert p.grad.dtype == gv.float32
         close(p.grad, tparams[name].grad, 1e-4)
+
+
+def test_packed_projection_rows_gradients():
+    from gradviz.ops.nn_layers import LinearRows
+
+    x, w, b = _var((2, 3, 4), 20), _var((9, 4), 21), _var((9,), 22)
+    assert gradcheck(lambda x, w, b: LinearRows.apply(x, w, b, rows=(3, 6), bias_rows=(3, 6)), (x, w, b))
+    assert gradcheck(lambda x, w: LinearRows.apply(x, w, None, rows=(6, None)), (x, w))

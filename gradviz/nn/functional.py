@@ -512,13 +512,12 @@ def _in_projection(query, key, value, e, in_proj_weight, in_proj_bias, separate,
     if not separate and query is key and key is value:  # self-attention: one packed projection, as PyTorch
         proj = linear(query, in_proj_weight, in_proj_bias)
         return proj[..., 0:e], proj[..., e:2 * e], proj[..., 2 * e:]
-    bq = bk = bv = None
-    if in_proj_bias is not None:
-        bq, bk, bv = in_proj_bias[0:e], in_proj_bias[e:2 * e], in_proj_bias[2 * e:]
     if separate:
-        return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
-    return (linear(query, in_proj_weight[0:e], bq), linear(key, in_proj_weight[e:2 * e], bk),
-            linear(value, in_proj_weight[2 * e:], bv))
+        return tuple(_NL.LinearRows.apply(x, w, in_proj_bias, bias_rows=(i * e, (i + 1) * e))
+                     for i, (x, w) in enumerate(((query, wq), (key, wk), (value, wv))))
+    return tuple(_NL.LinearRows.apply(x, in_proj_weight, in_proj_bias, rows=(i * e, (i + 1) * e),
+                                      bias_rows=(i * e, (i + 1) * e))
+                 for i, x in enumerate((query, key, value)))
 
 
 def _attn_mask(attn_mask, is_causal, tgt_len, src_len, heads_batch, dtype):

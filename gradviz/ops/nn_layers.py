@@ -149,3 +149,46 @@ class FeatureDropout(Function):
     @classmethod
     def name(cls):
         return "MulBackward"
+
+
+class LinearRows(Function):
+    """``x @ weight[rows].T + bias[bias_rows]``: one projection of a packed weight and bias (attention's q, k
+    and v share ``in_proj_weight`` and ``in_proj_bias``). One node that reads the rows directly, so the
+    gradients arrive whole (zeros outside the rows) and no slice of a parameter becomes a graph of its own."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None, rows=(0, None), bias_rows=(0, None)):
+        start, stop = rows
+        x2 = x.reshape(-1, x.shape[-1])
+        out = np.matmul(x2, weight[start:stop].T)
+        if bias is not None:
+            out += bias[bias_rows[0]:bias_rows[1]]
+        need = ctx.needs_input_grad
+        if any(need):
+            ctx.save_for_backward(x if need[1] else None, weight if need[0] else None)
+        ctx._rows = (x.shape, weight.shape, rows, None if bias is None else (bias.shape, bias_rows))
+        ctx._meta = {"rows": f"[{start}:{'' if stop is None else stop}]"}
+        return out.reshape(x.shape[:-1] + (out.shape[-1],))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        x_shape, w_shape, (start, stop), bias_layout = ctx._rows
+        need = ctx.needs_input_grad
+        g2 = grad.reshape(-1, grad.shape[-1])
+        gx = np.matmul(g2, weight[start:stop]).reshape(x_shape) if weight is not None else None
+        gw = gb = None
+        if x is not None:
+            gw = np.zeros(w_shape, dtype=grad.dtype)
+            gw[start:stop] = np.matmul(g2.T, x.reshape(-1, x_shape[-1]))
+        if len(need) > 2 and need[2]:
+            b_shape, (b_start, b_stop) = bias_layout
+            gb = np.zeros(b_shape, dtype=grad.dtype)
+            gb[b_start:b_stop] = g2.sum(axis=0)
+        return gx, gw, gb
+
+    @classmethod
+    def name(cls):
+        return "AddmmBackward"
