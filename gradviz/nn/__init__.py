@@ -27,10 +27,17 @@ from .modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNor
 from .modules.pooling import AdaptiveAvgPool2d, AvgPool2d  # noqa: E402
 from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .modules.sparse import Embedding  # noqa: E402
-from .modules.transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+from .modules.transformer import (  # noqa: E402
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "Softplus", "MultiheadAttention",
             "ModuleDict", "ParameterList", "Dropout2d", "BCEWithLogitsLoss", "HuberLoss", "KLDivLoss",
             "SmoothL1Loss", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "AdaptiveAvgPool2d",
             "AvgPool2d", "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
-            "Embedding", "TransformerEncoder", "TransformerEncoderLayer"]
+            "Embedding", "TransformerEncoder", "TransformerEncoderLayer", "Transformer", "TransformerDecoder",
+            "TransformerDecoderLayer"]
