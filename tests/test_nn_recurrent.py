@@ -8,7 +8,7 @@ import gradviz as gv
 import gradviz.nn as nn
 from gradviz.autograd import gradcheck
 
-from .nn_oracle_helpers import compare_module, copy_weights, pair
+from .nn_oracle_helpers import backward_both, close, compare_module, copy_weights, pair
 
 
 @pytest.fixture
@@ -187,3 +187,77 @@ def test_one_step_sequence_gives_recurrent_weights_a_zero_gradient(torch, name):
     ours, theirs = _same(torch, getattr(nn, name)(3, 2), getattr(torch.nn, name)(3, 2))
     compare_module(torch, ours, theirs, [pair(torch, (1, 2, 3), 0)])
     assert ours.weight_hh_l0.grad is not None and not ours.weight_hh_l0.grad.numpy().any()
+
+
+# ----- variable-length sequences (torch.nn.utils.rnn) ---------------------------------------------------------
+def _sequences(torch, lengths, features=3, seed=0):
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal((n, features)) for n in lengths]
+    ours = [gv.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    return ours, theirs
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,kwargs", [("LSTM", dict(num_layers=2, bidirectional=True)),
+                                         ("GRU", dict(bidirectional=True, batch_first=True)),
+                                         ("RNN", dict(num_layers=2)), ("LSTM", dict(proj_size=2))], ids=str)
+@pytest.mark.parametrize("sorted_input", [True, False])
+@pytest.mark.parametrize("initial", [False, True])
+def test_packed_sequences_match_pytorch(torch, name, kwargs, sorted_input, initial):
+    from gradviz.nn.utils import rnn as R
+
+    TR = torch.nn.utils.rnn
+    ours, theirs = _same(torch, getattr(nn, name)(3, 4, **kwargs), getattr(torch.nn, name)(3, 4, **kwargs))
+    lengths = [5, 3, 3, 1] if sorted_input else [2, 5, 1, 3]
+    seqs, tseqs = _sequences(torch, lengths)
+    bf = kwargs.get("batch_first", False)
+    padded, tpadded = R.pad_sequence(seqs, batch_first=bf), TR.pad_sequence(tseqs, batch_first=bf)
+    packed = R.pack_padded_sequence(padded, gv.tensor(lengths), batch_first=bf, enforce_sorted=sorted_input)
+    tpacked = TR.pack_padded_sequence(tpadded, torch.tensor(lengths), batch_first=bf, enforce_sorted=sorted_input)
+    args, targs = [packed], [tpacked]
+    if initial:
+        layers = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+        h, th = pair(torch, (layers, 4, kwargs.get("proj_size", 4)), 1)
+        if name == "LSTM":
+            c, tc = pair(torch, (layers, 4, 4), 2)
+            args.append((h, c))
+            targs.append((th, tc))
+        else:
+            args.append(h)
+            targs.append(th)
+    out, hidden = ours(*args)
+    tout, thidden = theirs(*targs)
+    assert out.batch_sizes.tolist() == tout.batch_sizes.tolist()
+    unpacked, lens = R.pad_packed_sequence(out, batch_first=True)
+    tunpacked, tlens = TR.pad_packed_sequence(tout, batch_first=True)
+    assert lens.tolist() == tlens.tolist() == lengths
+    outs = [unpacked] + list(hidden if isinstance(hidden, tuple) else (hidden,))
+    touts = [tunpacked] + list(thidden if isinstance(thidden, tuple) else (thidden,))
+    for o, to in zip(outs, touts):
+        close(o, to)
+    backward_both(torch, outs, touts)
+    for s, ts in zip(seqs, tseqs):
+        close(s.grad, ts.grad)
+    tparams = dict(theirs.named_parameters())
+    for pname, p in ours.named_parameters():
+        close(p.grad, tparams[pname].grad)
+    if initial:
+        close(args[1][0].grad if name == "LSTM" else args[1].grad,
+              targs[1][0].grad if name == "LSTM" else targs[1].grad)
+
+
+def test_pack_padded_sequence_errors_use_pytorch_wording():
+    from gradviz.nn.utils import rnn as R
+
+    with pytest.raises(RuntimeError, match="`lengths` array must be sorted in decreasing order when "
+                                           "`enforce_sorted` is True"):
+        R.pack_padded_sequence(gv.zeros(3, 2, 1), [1, 3])
+    with pytest.raises(RuntimeError, match="Length of all samples has to be greater than 0"):
+        R.pack_padded_sequence(gv.zeros(3, 2, 1), [3, 0])
+    packed = R.pack_sequence([gv.ones(3, 1), gv.ones(2, 1)])
+    with pytest.raises(ValueError, match="Expected total_length to be at least the length of the longest sequence"):
+        R.pad_packed_sequence(packed, total_length=2)
+    padded, lengths = R.pad_packed_sequence(packed, total_length=4, padding_value=-1.0)
+    assert padded.shape == (4, 2, 1) and padded.numpy()[:, 1, 0].tolist() == [1.0, 1.0, -1.0, -1.0]
+    assert [s.shape[0] for s in R.unpack_sequence(packed)] == [3, 2]

@@ -13,11 +13,13 @@ import numpy as np
 
 from ...autograd.variable import Variable
 from ...dtypes import as_dtype
+from ...ops import indexing as _I
 from ...ops import shape as _S
 from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -152,6 +154,8 @@ class RNNBase(Module):
                 get(f"bias_ih_l{layer}{suffix}"), get(f"bias_hh_l{layer}{suffix}"), get(f"weight_hr_l{layer}{suffix}"))
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         name = "LSTM" if self.mode == "LSTM" else ("GRU" if self.mode == "GRU" else "RNN")
         if input.ndim not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D "
@@ -174,6 +178,29 @@ class RNNBase(Module):
             output = output.squeeze(1 if not self.batch_first else 0)
             final = tuple(s.squeeze(1) for s in final) if isinstance(final, tuple) else final.squeeze(1)
         return output, final
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence: run on its padded (T, B) grid in sorted order, each sequence's state frozen once it
+        has ended (and, backwards, held at the initial state until it starts); then pack the output again."""
+        rows = packed.layout()
+        data = packed.data
+        zero = Variable(np.zeros((1,) + tuple(data.shape[1:]), dtype=data.dtype))
+        x = _S.cat([data, zero], 0)[np.where(rows < 0, data.shape[0], rows)]  # (T, B, features)
+        self._check_input(x)
+        if hx is not None:
+            _check_batched_hidden(hx, self.mode)
+            if packed.sorted_indices is not None:  # the caller's batch order -> the packed (sorted) order
+                order = packed.sorted_indices._data
+                hx = tuple(h[:, order] for h in hx) if self.mode == "LSTM" else hx[:, order]
+        hx = self._initial_state(x, hx)
+        output, final = self._run(x, hx, active=rows >= 0)
+        time, slot = np.nonzero(rows >= 0)
+        out = PackedSequence(output[time, slot], packed.batch_sizes, packed.sorted_indices,
+                             packed.unsorted_indices)
+        if packed.unsorted_indices is not None:
+            order = packed.unsorted_indices._data
+            final = tuple(h[:, order] for h in final) if self.mode == "LSTM" else final[:, order]
+        return out, final
 
     def _check_input(self, input):
         weight = self._flat_weights[0]
@@ -202,7 +229,8 @@ class RNNBase(Module):
             raise RuntimeError(f"Expected hidden size {expected}, got {list(hx.shape)}")
         return hx
 
-    def _run(self, x, hx):
+    def _run(self, x, hx, active=None):
+        """``active``: a (T, B) mask of the steps each sequence really has (packed input), or None."""
         step = _step_for(self.mode)
         directions = 2 if self.bidirectional else 1
         finals = []
@@ -215,7 +243,10 @@ class RNNBase(Module):
                 projected = F.linear(x, w_ih, b_ih)  # every time step's input projection at once
                 steps = [None] * x.shape[0]
                 for t in (range(x.shape[0] - 1, -1, -1) if direction else range(x.shape[0])):
-                    state = step(projected[t], state, w_hh, b_hh, w_hr)
+                    new = step(projected[t], state, w_hh, b_hh, w_hr)
+                    if active is not None and not active[t].all():
+                        new = _keep_ended(active[t], new, state)
+                    state = new
                     steps[t] = _hidden(state)
                 outputs.append(_S.stack(steps, 0))
                 finals.append(state)
@@ -241,6 +272,14 @@ class RNNBase(Module):
         if self.bidirectional is not False:
             text += f", bidirectional={self.bidirectional}"
         return text
+
+
+def _keep_ended(running, new, old):
+    """The new state where a sequence is still running, the old one (zeros if none yet) where it is not."""
+    if isinstance(new, tuple):
+        return tuple(_keep_ended(running, n, None if old is None else o) for n, o in zip(new, old or (None,) * 2))
+    mask = running[:, None]
+    return _I.where(mask, new, np.zeros(1, dtype=new.dtype) if old is None else old)
 
 
 def _check_sizes(input_size, hidden_size, num_layers, bias, batch_first):
