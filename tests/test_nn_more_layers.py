@@ -478,3 +478,22 @@ def test_packed_projection_rows_gradients():
     x, w, b = _var((2, 3, 4), 20), _var((9, 4), 21), _var((9,), 22)
     assert gradcheck(lambda x, w, b: LinearRows.apply(x, w, b, rows=(3, 6), bias_rows=(3, 6)), (x, w, b))
     assert gradcheck(lambda x, w: LinearRows.apply(x, w, None, rows=(6, None)), (x, w))
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: F.batch_norm(gv.ones(2, 3), None, None), RuntimeError, "running_mean must be defined in evaluation mode"),
+    (lambda: F.avg_pool2d(gv.ones(1, 1, 5, 5), 3, padding=2), RuntimeError,
+     "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1"),
+    (lambda: F.avg_pool2d(gv.ones(1, 1, 5, 5), 2, divisor_override=0), RuntimeError, "divisor must be not zero"),
+    (lambda: F.avg_pool2d(gv.ones(1, 1, 1, 1), 2), RuntimeError,
+     r"Given input size: \(1x1x1\). Calculated output size: \(1x0x0\). Output size is too small"),
+    (lambda: F.adaptive_avg_pool2d(gv.ones(5), 2), RuntimeError,
+     r"adaptive_avg_pool2d\(\): Expected 3D or 4D tensor, but got \[5\]"),
+    (lambda: F.group_norm(gv.ones(2, 5, 3), 2), RuntimeError,
+     r"Expected number of channels in input to be divisible by num_groups, but got input of shape \[2, 5, 3\] and "
+     "num_groups=2"),
+    (lambda: F.hardtanh(gv.ones(2), 2.0, 1.0), ValueError, "min_val cannot be greater than max_val"),
+])
+def test_functional_errors_use_pytorch_wording(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
