@@ -497,3 +497,44 @@ def test_packed_projection_rows_gradients():
 def test_functional_errors_use_pytorch_wording(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# ----- 1-d convolution and pooling, BatchNorm3d ----------------------------------------------------------------
+ONE_D = [
+    ("Conv1d", (2, 3, 3), {}),
+    ("Conv1d", (2, 4, 2), dict(stride=2, padding=1, dilation=2, bias=False)),
+    ("Conv1d", (3, 2, 4), dict(padding="same")),  # even kernel: the extra padding goes last
+    ("MaxPool1d", (3,), dict(stride=2, padding=1)),
+    ("MaxPool1d", (2,), dict(ceil_mode=True)),
+    ("AvgPool1d", (3,), dict(stride=2, padding=1, count_include_pad=False)),
+    ("AdaptiveAvgPool1d", (4,), {}),
+]
+
+
+@pytest.mark.oracle
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")  # torch's note on its own copy
+@pytest.mark.parametrize("name,args,kwargs", ONE_D, ids=[f"{n}-{a}-{k}" for n, a, k in ONE_D])
+@pytest.mark.parametrize("batched", [True, False])
+def test_one_d_layers(torch, name, args, kwargs, batched):
+    ours, theirs = _same(torch, getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs))
+    channels = args[0] if name == "Conv1d" else 2
+    shape = ((3,) if batched else ()) + (channels, 9)
+    compare_module(torch, ours, theirs, [pair(torch, shape, 0)])
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+def test_max_pool1d_indices_and_batch_norm3d(torch):
+    x, tx = pair(torch, (2, 3, 8), 0)
+    values, idx = F.max_pool1d(x, 3, 2, return_indices=True)
+    tvalues, tidx = torch.nn.functional.max_pool1d(tx, 3, 2, return_indices=True)
+    close(values, tvalues)
+    assert idx.tolist() == tidx.tolist()
+    ours, theirs = _same(torch, nn.BatchNorm3d(2), torch.nn.BatchNorm3d(2))
+    compare_module(torch, ours, theirs, [pair(torch, (3, 2, 2, 3, 2), 1)])
+    close(ours.running_var, theirs.running_var)
+    with pytest.raises(ValueError, match=r"expected 5D input \(got 3D input\)"):
+        ours(gv.ones(2, 2, 2))
+    with pytest.raises(RuntimeError, match=r"Expected 2D \(unbatched\) or 3D \(batched\) input to conv1d, but got "
+                                           r"input of size: \[3\]"):
+        F.conv1d(gv.ones(3), gv.ones(2, 3, 1))

@@ -21,10 +21,11 @@ from . import utils  # noqa: E402
 from .modules.activation import ELU, GELU, Hardtanh, LeakyReLU, ReLU6, SiLU, Softplus  # noqa: E402
 from .modules.attention import MultiheadAttention  # noqa: E402
 from .modules.container import ModuleDict, ParameterList  # noqa: E402
+from .modules.conv import Conv1d  # noqa: E402
 from .modules.dropout import Dropout2d  # noqa: E402
 from .modules.loss import BCEWithLogitsLoss, HuberLoss, KLDivLoss, SmoothL1Loss  # noqa: E402
-from .modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: E402
-from .modules.pooling import AdaptiveAvgPool2d, AvgPool2d  # noqa: E402
+from .modules.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm  # noqa: E402
+from .modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d  # noqa: E402
 from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .modules.sparse import Embedding  # noqa: E402
 from .modules.transformer import (  # noqa: E402
@@ -40,4 +41,4 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "SmoothL1Loss", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "AdaptiveAvgPool2d",
             "AvgPool2d", "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
             "Embedding", "TransformerEncoder", "TransformerEncoderLayer", "Transformer", "TransformerDecoder",
-            "TransformerDecoderLayer"]
+            "TransformerDecoderLayer", "Conv1d", "BatchNorm3d", "AdaptiveAvgPool1d", "AvgPool1d", "MaxPool1d"]

@@ -400,6 +400,60 @@ def adaptive_avg_pool2d(input, output_size):
     return _NL.AdaptiveAvgPool2d.apply(input, output_size=size)
 
 
+
+# ----- 1-d convolution and pooling: the 2-d ops on a height-1 plane ----------------------------------------
+def _single(value):
+    return int(value[0]) if isinstance(value, (tuple, list)) else value
+
+
+def _as_plane(input, name, message):
+    """(N, C, L) or unbatched (C, L) -> (N, C, 1, L), with PyTorch's dimension check."""
+    if input.ndim not in (2, 3):
+        raise ShapeError(message.format(name=name, shape=list(input.shape)))
+    x = input if input.ndim == 3 else input.unsqueeze(0)
+    return x.unsqueeze(2)
+
+
+def _from_plane(out, input):
+    out = out.squeeze(2)
+    return out if input.ndim == 3 else out.squeeze(0)
+
+
+_CONV1D_DIMS = "Expected 2D (unbatched) or 3D (batched) input to {name}, but got input of size: {shape}"
+_POOL1D_DIMS = "{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:{shape}"
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    x = _as_plane(input, "conv1d", _CONV1D_DIMS)
+    pad = padding if isinstance(padding, str) else (0, _single(padding))
+    out = conv2d(x, weight.unsqueeze(2), bias, (1, _single(stride)), pad, (1, _single(dilation)), groups)
+    return _from_plane(out, input)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    x = _as_plane(input, "max_pool1d", _POOL1D_DIMS)
+    stride = kernel_size if stride is None or (isinstance(stride, (tuple, list)) and not stride) else stride
+    out = max_pool2d(x, (1, _single(kernel_size)), (1, _single(stride)), (0, _single(padding)),
+                     (1, _single(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        return _from_plane(out[0], input), _from_plane(out[1], input)
+    return _from_plane(out, input)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    x = _as_plane(input, "avg_pool1d", _POOL1D_DIMS)
+    stride = kernel_size if stride is None or (isinstance(stride, (tuple, list)) and not stride) else stride
+    out = avg_pool2d(x, (1, _single(kernel_size)), (1, _single(stride)), (0, _single(padding)), ceil_mode,
+                     count_include_pad)
+    return _from_plane(out, input)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for argument #1 'self' "
+                         "(while checking arguments for adaptive_avg_pool1d)")
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
+
 # ----- attention -------------------------------------------------------------------------------------------
 def _float_mask(mask, name, dtype):
     """A bool mask (True: masked out) as an additive float mask, or a float mask as it is."""
@@ -595,4 +649,4 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "batch_norm", "layer_norm",
             "group_norm", "dropout2d", "embedding", "avg_pool2d", "adaptive_avg_pool2d",
             "scaled_dot_product_attention", "multi_head_attention_forward", "binary_cross_entropy_with_logits",
-            "smooth_l1_loss", "huber_loss", "kl_div"]
+            "smooth_l1_loss", "huber_loss", "kl_div", "conv1d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d"]

@@ -1,4 +1,4 @@
-"""``Conv2d``: 2-d cross-correlation with stride, padding, dilation and bias (groups=1)."""
+"""``Conv2d`` and ``Conv1d``: cross-correlation with stride, padding, dilation and bias (groups=1)."""
 
 import math
 
@@ -65,3 +65,55 @@ class Conv2d(Module):
         if self.bias is None:
             text += ", bias=False"
         return text
+
+
+class Conv1d(Module):
+    """1-d cross-correlation over (N, C, L); runs as a 2-d convolution on a height-1 plane."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if groups != 1:
+            raise UnsupportedError(f"gradviz's Conv1d supports groups=1 only (got groups={groups})")
+        if padding_mode != "zeros":
+            raise UnsupportedError(f"gradviz's Conv1d supports padding_mode='zeros' only (got {padding_mode!r})")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+            if padding == "same" and _single(stride) != (1,):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride)
+        self.padding = padding if isinstance(padding, str) else _single(padding)
+        self.dilation = _single(dilation)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        dtype = as_dtype(dtype) or np.dtype(np.float32)
+        self.weight = Parameter(np.empty((out_channels, in_channels) + self.kernel_size, dtype=dtype))
+        if bias:
+            self.bias = Parameter(np.empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        Conv2d.reset_parameters(self)  # the same rule: kaiming-uniform weight, bias from the fan-in
+
+    def forward(self, input):
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,):
+            text += f", padding={self.padding}"
+        if self.dilation != (1,):
+            text += f", dilation={self.dilation}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+def _single(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
