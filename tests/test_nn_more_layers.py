@@ -538,3 +538,30 @@ def test_max_pool1d_indices_and_batch_norm3d(torch):
     with pytest.raises(RuntimeError, match=r"Expected 2D \(unbatched\) or 3D \(batched\) input to conv1d, but got "
                                            r"input of size: \[3\]"):
         F.conv1d(gv.ones(3), gv.ones(2, 3, 1))
+
+
+TRANSPOSED = [dict(), dict(stride=2, padding=1, output_padding=1), dict(stride=(2, 3), padding=(0, 1), dilation=2),
+              dict(stride=2, bias=False), dict(kernel_size=(2, 4), stride=3, output_padding=2, padding=1)]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("config", TRANSPOSED, ids=str)
+@pytest.mark.parametrize("batched", [True, False])
+def test_conv_transpose2d(torch, config, batched):
+    config = dict({"kernel_size": 3}, **config)
+    ours, theirs = _same(torch, nn.ConvTranspose2d(3, 2, **config), torch.nn.ConvTranspose2d(3, 2, **config))
+    shape = ((2,) if batched else ()) + (3, 4, 5)
+    compare_module(torch, ours, theirs, [pair(torch, shape, 0)])
+    assert repr(ours) == repr(theirs)
+
+
+def test_conv_transpose2d_gradients_and_output_size():
+    x, w, b = _var((2, 2, 3, 4), 30), _var((2, 3, 3, 2), 31), _var((3,), 32)
+    assert gradcheck(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1), (x, w, b))
+    up = nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1)
+    assert tuple(up(gv.randn(1, 4, 5, 5), output_size=[10, 10]).shape) == (1, 2, 10, 10)
+    with pytest.raises(ValueError, match=r"requested an output size of \[12, 12\], but valid sizes range from "
+                                         r"\[9, 9\] to \[10, 10\] \(for an input of torch.Size\(\[5, 5\]\)\)"):
+        up(gv.randn(1, 4, 5, 5), output_size=[12, 12])
+    with pytest.raises(RuntimeError, match="output padding must be smaller than either stride or dilation"):
+        F.conv_transpose2d(gv.randn(1, 2, 3, 3), gv.randn(2, 2, 3, 3), output_padding=1)

@@ -21,7 +21,7 @@ from . import utils  # noqa: E402
 from .modules.activation import ELU, GELU, Hardtanh, LeakyReLU, ReLU6, SiLU, Softplus  # noqa: E402
 from .modules.attention import MultiheadAttention  # noqa: E402
 from .modules.container import ModuleDict, ParameterList  # noqa: E402
-from .modules.conv import Conv1d  # noqa: E402
+from .modules.conv import Conv1d, ConvTranspose2d  # noqa: E402
 from .modules.dropout import Dropout2d  # noqa: E402
 from .modules.loss import BCEWithLogitsLoss, HuberLoss, KLDivLoss, SmoothL1Loss  # noqa: E402
 from .modules.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm  # noqa: E402
@@ -41,4 +41,5 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "SmoothL1Loss", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "AdaptiveAvgPool2d",
             "AvgPool2d", "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
             "Embedding", "TransformerEncoder", "TransformerEncoderLayer", "Transformer", "TransformerDecoder",
-            "TransformerDecoderLayer", "Conv1d", "BatchNorm3d", "AdaptiveAvgPool1d", "AvgPool1d", "MaxPool1d"]
+            "TransformerDecoderLayer", "Conv1d", "BatchNorm3d", "AdaptiveAvgPool1d", "AvgPool1d", "MaxPool1d",
+            "ConvTranspose2d"]

@@ -401,6 +401,31 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed convolution (the gradient of conv2d with respect to its input); ``weight`` is
+    (in_channels, out_channels, kH, kW)."""
+    if groups != 1:
+        raise UnsupportedError(f"gradviz's conv_transpose2d supports groups=1 only (got groups={groups})")
+    if input.ndim == 3:
+        return _unbatched(conv_transpose2d, input, weight, bias, stride, padding, output_padding, groups, dilation)
+    if input.ndim != 4:
+        raise ShapeError(f"Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of "
+                         f"size: {list(input.shape)}")
+    stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
+    output_padding, dilation = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
+    if input.shape[1] != weight.shape[0]:
+        raise ShapeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                         f"{list(input.shape)} to have {weight.shape[0]} channels, but got {input.shape[1]} channels "
+                         "instead")
+    if any(op >= max(st, d) for op, st, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding_height: {output_padding[0]} output_padding_width: {output_padding[1]} "
+                           f"stride_height: {stride[0]} stride_width: {stride[1]} dilation_height: {dilation[0]} "
+                           f"dilation_width: {dilation[1]}")
+    return _NL.ConvolutionTranspose.apply(input, weight, bias, stride=stride, padding=padding,
+                                          output_padding=output_padding, dilation=dilation)
+
 # ----- 1-d convolution and pooling: the 2-d ops on a height-1 plane ----------------------------------------
 def _single(value):
     return int(value[0]) if isinstance(value, (tuple, list)) else value
@@ -649,4 +674,5 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "batch_norm", "layer_norm",
             "group_norm", "dropout2d", "embedding", "avg_pool2d", "adaptive_avg_pool2d",
             "scaled_dot_product_attention", "multi_head_attention_forward", "binary_cross_entropy_with_logits",
-            "smooth_l1_loss", "huber_loss", "kl_div", "conv1d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d"]
+            "smooth_l1_loss", "huber_loss", "kl_div", "conv1d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+            "conv_transpose2d"]

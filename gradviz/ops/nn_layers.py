@@ -7,7 +7,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..errors import ShapeError
-from .nn_ops import _pad, _windows, pool_out_size
+from .nn_ops import _col2im, _im2col, _pad, _windows, pool_out_size
 
 
 class Embedding(Function):
@@ -192,3 +192,46 @@ class LinearRows(Function):
     @classmethod
     def name(cls):
         return "AddmmBackward"
+
+
+class ConvolutionTranspose(Function):
+    """2-d transposed convolution (the gradient of a convolution with respect to its input): each input pixel
+    spreads ``weight``-scaled copies over a window of the output. Forward is one matmul and a col2im; backward
+    one im2col and two matmuls. PyTorch's node is ``ConvolutionBackward`` too (with ``transposed=True``)."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None, stride=(1, 1), padding=(0, 0), output_padding=(0, 0), dilation=(1, 1)):
+        n, cin, h, w = x.shape
+        cout, kernel = weight.shape[1], weight.shape[2:]
+        out_hw = tuple((s - 1) * st - 2 * p + d * (k - 1) + op + 1
+                       for s, st, p, d, k, op in zip((h, w), stride, padding, dilation, kernel, output_padding))
+        pads = (padding[0], padding[0], padding[1], padding[1])
+        rows = x.transpose(0, 2, 3, 1).reshape(n * h * w, cin)
+        cols = np.matmul(rows, weight.reshape(cin, -1))
+        out = _col2im(cols, (n, cout) + out_hw, kernel, stride, pads, dilation, (h, w))
+        if bias is not None:
+            out = out + bias.reshape(1, -1, 1, 1)
+        need = ctx.needs_input_grad
+        if need[0] or need[1]:
+            ctx.save_for_backward(x if need[1] else None, weight if need[0] else None)
+        ctx._geometry = (x.shape, kernel, stride, pads, dilation)
+        ctx._meta = {"stride": tuple(stride), "padding": tuple(padding), "output_padding": tuple(output_padding),
+                     "dilation": tuple(dilation), "transposed": True}
+        return np.ascontiguousarray(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        (n, cin, h, w), kernel, stride, pads, dilation = ctx._geometry
+        gcols = _im2col(grad, kernel, stride, dilation, pads, (h, w))  # (N*H*W, Cout*KH*KW)
+        gx = gw = gb = None
+        if weight is not None:
+            gx = np.matmul(gcols, weight.reshape(cin, -1).T).reshape(n, h, w, cin).transpose(0, 3, 1, 2)
+        if x is not None:
+            rows = x.transpose(0, 2, 3, 1).reshape(n * h * w, cin)
+            gw = np.matmul(rows.T, gcols).reshape((cin, grad.shape[1]) + tuple(kernel))
+        if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+            gb = grad.sum(axis=(0, 2, 3))
+        return gx, gw, gb
