@@ -400,8 +400,6 @@ def adaptive_avg_pool2d(input, output_size):
     return _NL.AdaptiveAvgPool2d.apply(input, output_size=size)
 
 
-
-
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The transposed convolution (the gradient of conv2d with respect to its input); ``weight`` is
     (in_channels, out_channels, kH, kW)."""
@@ -425,6 +423,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"dilation_width: {dilation[1]}")
     return _NL.ConvolutionTranspose.apply(input, weight, bias, stride=stride, padding=padding,
                                           output_padding=output_padding, dilation=dilation)
+
 
 # ----- 1-d convolution and pooling: the 2-d ops on a height-1 plane ----------------------------------------
 def _single(value):
@@ -478,6 +477,7 @@ def adaptive_avg_pool1d(input, output_size):
         raise ShapeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor for argument #1 'self' "
                          "(while checking arguments for adaptive_avg_pool1d)")
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
+
 
 # ----- attention -------------------------------------------------------------------------------------------
 def _float_mask(mask, name, dtype):

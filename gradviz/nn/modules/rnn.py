@@ -61,14 +61,13 @@ def _lstm_step(xp, state, w_hh, b_hh, w_hr=None):
 def _gru_step(xp, h, w_hh, b_hh, w_hr=None):
     gh = _recurrent(h, w_hh, b_hh)
     n = xp.shape[-1] // 3
-    if gh is None:  # zero state and no bias: every recurrent term is 0
-        r_in, z_in, new = xp[..., 0:n], xp[..., n:2 * n], xp[..., 2 * n:]
+    if gh is None:  # zero state and no bias: every recurrent term is 0 (and the reset gate has no effect)
+        z = xp[..., n:2 * n].sigmoid()
+        new = xp[..., 2 * n:].tanh()
     else:
-        r_in, z_in = xp[..., 0:n] + gh[..., 0:n], xp[..., n:2 * n] + gh[..., n:2 * n]
-    z = z_in.sigmoid()
-    if gh is not None:
-        new = xp[..., 2 * n:] + r_in.sigmoid() * gh[..., 2 * n:]
-    new = new.tanh()
+        r = (xp[..., 0:n] + gh[..., 0:n]).sigmoid()
+        z = (xp[..., n:2 * n] + gh[..., n:2 * n]).sigmoid()
+        new = (xp[..., 2 * n:] + r * gh[..., 2 * n:]).tanh()
     return new - z * new if h is None else new + z * (h - new)
 
 
@@ -277,7 +276,8 @@ class RNNBase(Module):
 def _keep_ended(running, new, old):
     """The new state where a sequence is still running, the old one (zeros if none yet) where it is not."""
     if isinstance(new, tuple):
-        return tuple(_keep_ended(running, n, None if old is None else o) for n, o in zip(new, old or (None,) * 2))
+        olds = (None, None) if old is None else old
+        return tuple(_keep_ended(running, n, o) for n, o in zip(new, olds))
     mask = running[:, None]
     return _I.where(mask, new, np.zeros(1, dtype=new.dtype) if old is None else old)
 
