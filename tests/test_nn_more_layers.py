@@ -565,3 +565,52 @@ def test_conv_transpose2d_gradients_and_output_size():
         up(gv.randn(1, 4, 5, 5), output_size=[12, 12])
     with pytest.raises(RuntimeError, match="output padding must be smaller than either stride or dilation"):
         F.conv_transpose2d(gv.randn(1, 2, 3, 3), gv.randn(2, 2, 3, 3), output_padding=1)
+
+
+# ----- the smaller activations ----------------------------------------------------------------------------------
+MORE_ACTIVATIONS = [("SELU", {}), ("CELU", {"alpha": 0.6}), ("Mish", {}), ("Hardswish", {}), ("Hardsigmoid", {}),
+                    ("LogSigmoid", {}), ("Softsign", {}), ("Tanhshrink", {}), ("Threshold", dict(threshold=0.3,
+                                                                                                 value=-2.0)),
+                    ("GLU", {}), ("GLU", {"dim": 1}), ("PReLU", {}), ("PReLU", {"num_parameters": 4, "init": 0.1})]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,kwargs", MORE_ACTIVATIONS, ids=[f"{a}-{b}" for a, b in MORE_ACTIVATIONS])
+def test_more_activation_modules(torch, name, kwargs):
+    ours, theirs = _same(torch, getattr(nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs))
+    compare_module(torch, ours, theirs, [pair(torch, (3, 4, 6), 0, -5, 5)])
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("fn", ["selu", "celu", "mish", "hardswish", "hardsigmoid"])
+def test_more_inplace_activations(torch, fn):
+    x, tx = pair(torch, (3, 4), 1, -4, 4)
+    a, ta = x * 1.0, tx * 1.0
+    assert getattr(F, fn)(a, inplace=True) is a
+    getattr(torch.nn.functional, fn)(ta, inplace=True)
+    close(a, ta)
+    a.sum().backward()
+    ta.sum().backward()
+    close(x.grad, tx.grad)
+
+
+SMALL_ACTIVATIONS = [("selu", F.selu), ("celu", lambda x: F.celu(x, 0.7)), ("mish", F.mish),
+                     ("hardswish", F.hardswish), ("hardsigmoid", F.hardsigmoid), ("logsigmoid", F.logsigmoid),
+                     ("softsign", F.softsign), ("tanhshrink", F.tanhshrink), ("glu", lambda x: F.glu(x, 0))]
+
+
+@pytest.mark.parametrize("name,fn", SMALL_ACTIVATIONS, ids=[a[0] for a in SMALL_ACTIVATIONS])
+def test_small_activation_gradients(name, fn):
+    x = gv.tensor([[-3.7, -2.3, -0.9, -0.31], [0.13, 0.95, 2.2, 3.6]], dtype=gv.float64, requires_grad=True)
+    assert gradcheck(fn, (x,))
+
+
+def test_prelu_gradients_reach_the_slopes():
+    x, w = _var((2, 3, 4), 40), gv.tensor([0.2, -0.5, 1.5], dtype=gv.float64, requires_grad=True)
+    assert gradcheck(F.prelu, (x, w))
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel size. Found parameter "
+                                           "numbers = 2 and channel size = 3."):
+        F.prelu(x, gv.ones(2, dtype=gv.float64))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is size 3"):
+        F.glu(x, 1)

@@ -18,7 +18,26 @@ __all__ = ["functional", "init", "Module", "Parameter", "BCELoss", "Conv2d", "Cr
 
 # ----- issue 8 (nn): recurrent, normalisation, embedding, attention, transformer, more activations and losses --
 from . import utils  # noqa: E402
-from .modules.activation import ELU, GELU, Hardtanh, LeakyReLU, ReLU6, SiLU, Softplus  # noqa: E402
+from .modules.activation import (  # noqa: E402
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softplus,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from .modules.attention import MultiheadAttention  # noqa: E402
 from .modules.container import ModuleDict, ParameterList  # noqa: E402
 from .modules.conv import Conv1d, ConvTranspose2d  # noqa: E402
@@ -42,4 +61,5 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "AvgPool2d", "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
             "Embedding", "TransformerEncoder", "TransformerEncoderLayer", "Transformer", "TransformerDecoder",
             "TransformerDecoderLayer", "Conv1d", "BatchNorm3d", "AdaptiveAvgPool1d", "AvgPool1d", "MaxPool1d",
-            "ConvTranspose2d"]
+            "ConvTranspose2d", "CELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "LogSigmoid", "Mish", "PReLU",
+            "Softsign", "Tanhshrink", "Threshold"]

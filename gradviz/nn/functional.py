@@ -259,6 +259,62 @@ def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+def selu(input, inplace=False):
+    return _maybe_inplace(_NA.Selu, input, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(_NA.Celu, input, inplace, alpha=alpha)
+
+
+def mish(input, inplace=False):
+    return _maybe_inplace(_NA.Mish, input, inplace)
+
+
+def hardswish(input, inplace=False):
+    return _maybe_inplace(_NA.Hardswish, input, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    return _maybe_inplace(_NA.Hardsigmoid, input, inplace)
+
+
+def logsigmoid(input):
+    return _NA.LogSigmoid.apply(input)
+
+
+def softsign(input):
+    return _NA.Softsign.apply(input)
+
+
+def tanhshrink(input):
+    return _NA.Tanhshrink.apply(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _maybe_inplace(_NA.Threshold, input, inplace, threshold=threshold, value=value)
+
+
+def prelu(input, weight):
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                           f"{weight.numel()} and channel size = {channels}.")
+    return _NA.Prelu.apply(input, weight)
+
+
+def glu(input, dim=-1):
+    """The first half of ``dim`` gated by the sigmoid of the second half."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.ndim
+    size = input.shape[d]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
+    lead = (slice(None),) * d
+    return input[lead + (slice(0, size // 2),)] * input[lead + (slice(size // 2, None),)].sigmoid()
+
+
 def _tensor_size(shape):
     return f"torch.Size([{', '.join(str(d) for d in shape)}])"
 
@@ -675,4 +731,6 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "group_norm", "dropout2d", "embedding", "avg_pool2d", "adaptive_avg_pool2d",
             "scaled_dot_product_attention", "multi_head_attention_forward", "binary_cross_entropy_with_logits",
             "smooth_l1_loss", "huber_loss", "kl_div", "conv1d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
-            "conv_transpose2d"]
+            "conv_transpose2d",
+            "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "threshold",
+            "prelu", "glu"]

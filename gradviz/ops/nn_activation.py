@@ -171,3 +171,164 @@ class Hardtanh(Function):
         (x,) = ctx.saved_tensors
         lo, hi = ctx._bounds
         return np.where((x > lo) & (x < hi), grad, 0).astype(grad.dtype, copy=False)
+
+
+# ----- the smaller activations: each a function and its derivative of the saved input ------------------------
+class _Pointwise(Function):
+    """An activation ``y = f(x)`` whose backward is ``grad * f'(x)``; subclasses define ``f`` and ``df``
+    (keyword parameters reach both)."""
+
+    _raw = True
+
+    @classmethod
+    def forward(cls, ctx, x, **params):
+        if ctx.needs_input_grad[0]:
+            ctx.save_for_backward(x)
+        ctx._params = params
+        if params:
+            ctx._meta = dict(params)
+        return np.asarray(cls.f(x, **params), dtype=x.dtype)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (x,) = ctx.saved_tensors
+        return np.asarray(grad * cls.df(x, **ctx._params), dtype=grad.dtype)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+class Selu(_Pointwise):
+    @staticmethod
+    def f(x):
+        return _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0)))
+
+    @staticmethod
+    def df(x):
+        return _SELU_SCALE * np.where(x > 0, 1.0, _SELU_ALPHA * np.exp(np.minimum(x, 0)))
+
+
+class Celu(_Pointwise):
+    @staticmethod
+    def f(x, alpha=1.0):
+        return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0) / alpha))
+
+    @staticmethod
+    def df(x, alpha=1.0):
+        return np.where(x > 0, 1.0, np.exp(np.minimum(x, 0) / alpha))
+
+
+def _softplus(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+class Mish(_Pointwise):
+    """``x * tanh(softplus(x))``."""
+
+    @staticmethod
+    def f(x):
+        return x * np.tanh(_softplus(x))
+
+    @staticmethod
+    def df(x):
+        t = np.tanh(_softplus(x))
+        return t + x * _sigmoid(x) * (1 - t * t)
+
+
+class Hardswish(_Pointwise):
+    """``x * relu6(x + 3) / 6``; PyTorch's derivative is ``x / 3 + 1/2`` on [-3, 3]."""
+
+    @staticmethod
+    def f(x):
+        return x * np.clip(x + 3, 0, 6) / 6
+
+    @staticmethod
+    def df(x):
+        return np.where(x < -3, 0.0, np.where(x <= 3, x / 3 + 0.5, 1.0))
+
+
+class Hardsigmoid(_Pointwise):
+    @staticmethod
+    def f(x):
+        return np.clip(x + 3, 0, 6) / 6
+
+    @staticmethod
+    def df(x):
+        return np.where((x > -3) & (x < 3), 1.0 / 6, 0.0)
+
+
+class LogSigmoid(_Pointwise):
+    """``-softplus(-x)``, stable for large |x|."""
+
+    @staticmethod
+    def f(x):
+        return -_softplus(-x)
+
+    @staticmethod
+    def df(x):
+        return _sigmoid(-x)
+
+
+class Softsign(_Pointwise):
+    @staticmethod
+    def f(x):
+        return x / (1 + np.abs(x))
+
+    @staticmethod
+    def df(x):
+        return 1 / (1 + np.abs(x)) ** 2
+
+
+class Tanhshrink(_Pointwise):
+    @staticmethod
+    def f(x):
+        return x - np.tanh(x)
+
+    @staticmethod
+    def df(x):
+        return np.tanh(x) ** 2
+
+
+class Threshold(_Pointwise):
+    """``x`` where ``x > threshold``, ``value`` elsewhere."""
+
+    @staticmethod
+    def f(x, threshold=0.0, value=0.0):
+        return np.where(x > threshold, x, value)
+
+    @staticmethod
+    def df(x, threshold=0.0, value=0.0):
+        return (x > threshold).astype(x.dtype)
+
+
+class Prelu(Function):
+    """``x`` where positive, ``weight * x`` elsewhere; one learnable slope per channel (dim 1) or one shared."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, weight):
+        w = _channel_view(weight, x.ndim)
+        if any(ctx.needs_input_grad):
+            ctx.save_for_backward(x, weight)
+        return np.where(x > 0, x, w * x).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gx = gw = None
+        if need[0]:
+            gx = np.where(x > 0, grad, _channel_view(weight, x.ndim) * grad)
+        if need[1]:
+            contrib = np.where(x > 0, 0, x * grad)
+            axes = tuple(a for a in range(x.ndim) if not (weight.size > 1 and a == 1))
+            gw = contrib.sum(axis=axes).reshape(weight.shape)
+        return gx, gw
+
+
+def _channel_view(weight, ndim):
+    if weight.size == 1 or ndim < 2:
+        return weight.reshape(())
+    return weight.reshape((1, -1) + (1,) * (ndim - 2))

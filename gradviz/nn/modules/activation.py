@@ -1,8 +1,14 @@
 """Activation modules: ``ReLU``, ``Sigmoid``, ``Tanh``, ``Softmax``, ``LogSoftmax``, ``GELU``, ``SiLU``,
-``LeakyReLU``, ``ELU``, ``Softplus``, ``Hardtanh``, ``ReLU6``."""
+``LeakyReLU``, ``ELU``, ``Softplus``, ``Hardtanh``, ``ReLU6``, ``SELU``, ``CELU``, ``Mish``, ``Hardswish``,
+``Hardsigmoid``, ``LogSigmoid``, ``Softsign``, ``Tanhshrink``, ``Threshold``, ``GLU``, ``PReLU``."""
 
+import numpy as np
+
+from ...dtypes import as_dtype
 from .. import functional as F
+from .. import init as nn_init
 from ..module import Module
+from ..parameter import Parameter
 
 
 class ReLU(Module):
@@ -137,3 +143,115 @@ class ReLU6(Hardtanh):
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
+
+
+# ----- SELU, CELU, Mish, Hardswish, Hardsigmoid, LogSigmoid, Softsign, Tanhshrink, Threshold, GLU, PReLU --------
+class _InplaceActivation(Module):
+    """An activation whose only option is ``inplace``; subclasses name their functional form."""
+
+    _fn = None
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._fn(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_InplaceActivation):
+    _fn = staticmethod(F.selu)
+
+
+class Mish(_InplaceActivation):
+    _fn = staticmethod(F.mish)
+
+
+class Hardswish(_InplaceActivation):
+    _fn = staticmethod(F.hardswish)
+
+    def extra_repr(self):
+        return ""
+
+
+class Hardsigmoid(_InplaceActivation):
+    _fn = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self):
+        return ""
+
+
+class CELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class LogSigmoid(Module):
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class Threshold(Module):
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """LeakyReLU with a learnable slope: one shared (``num_parameters=1``) or one per channel (dim 1)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(np.full(num_parameters, init, dtype=as_dtype(dtype) or np.dtype(np.float32)))
+
+    def reset_parameters(self):
+        nn_init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
