@@ -614,3 +614,78 @@ def test_prelu_gradients_reach_the_slopes():
         F.prelu(x, gv.ones(2, dtype=gv.float64))
     with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is size 3"):
         F.glu(x, 1)
+
+
+# ----- padding, normalize, Unflatten, ParameterDict --------------------------------------------------------------
+PADS = [("constant", (1, 2)), ("constant", (2, 0, -1, 1)), ("reflect", (2, 1, 1, 2)), ("replicate", (0, 3, 2, 1)),
+        ("circular", (1, 2, 2, 0)), ("reflect", (1, 1))]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("mode,amounts", PADS, ids=str)
+def test_pad_matches_pytorch(torch, mode, amounts):
+    x, tx = pair(torch, (2, 3, 4, 5) if len(amounts) == 4 else (3, 4, 5), 0)  # torch's non-constant modes pad
+    # the last dim of 2-d/3-d inputs, the last two of 3-d/4-d ones
+    kwargs = {"value": 1.5} if mode == "constant" else {}
+    out = F.pad(x, amounts, mode=mode, **kwargs)
+    tout = torch.nn.functional.pad(tx, amounts, mode=mode, **kwargs)
+    close(out, tout)
+    g = np.random.default_rng(1).standard_normal(tuple(tout.shape))
+    out.backward(gv.tensor(g))
+    tout.backward(torch.tensor(g))
+    close(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad_gradients(mode):
+    assert gradcheck(lambda a: F.pad(a, (2, 1, 1, 2), mode=mode), (_var((2, 3, 4), 50),))
+
+
+PAD_MODULES = [("ZeroPad2d", (2,)), ("ZeroPad1d", ((1, 2),)), ("ConstantPad1d", ((1, 2), 3.5)),
+               ("ConstantPad2d", (1, -1.0)), ("ReflectionPad1d", (2,)), ("ReflectionPad2d", ((1, 0, 2, 1),)),
+               ("ReplicationPad1d", ((0, 2),)), ("ReplicationPad2d", (1,)), ("CircularPad1d", (1,)),
+               ("CircularPad2d", ((1, 2, 0, 1),))]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,args", PAD_MODULES, ids=[f"{n}-{a}" for n, a in PAD_MODULES])
+def test_padding_modules(torch, name, args):
+    ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+    compare_module(torch, ours, theirs, [pair(torch, (2, 3, 4, 5) if "2d" in name else (3, 4, 5), 2)])
+    assert repr(ours) == repr(theirs)
+
+
+def test_pad_errors_use_pytorch_wording():
+    with pytest.raises(RuntimeError, match="Padding length must be divisible by 2"):
+        F.pad(gv.ones(2, 3), (1,))
+    with pytest.raises(RuntimeError, match="Padding length should be less than or equal to two times the input "
+                                           "dimension but got padding length 6 and input of dimension 2"):
+        F.pad(gv.ones(2, 3), (1, 1, 1, 1, 1, 1))
+    with pytest.raises(RuntimeError, match=r"Argument #4: Padding size should be less than the corresponding input "
+                                           r"dimension, but got: padding \(3, 3\) at dimension 2 of input \[1, 1, 3\]"):
+        F.pad(gv.ones(1, 1, 3), (3, 3), mode="reflect")
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("p,dim", [(2.0, 1), (1.0, -1), (3.0, 0), (float("inf"), 1)])
+def test_normalize(torch, p, dim):
+    x, tx = pair(torch, (3, 4, 2), 3)
+    out, tout = F.normalize(x, p=p, dim=dim), torch.nn.functional.normalize(tx, p=p, dim=dim)
+    close(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    close(x.grad, tx.grad)
+
+
+@pytest.mark.oracle
+def test_unflatten_and_parameter_dict(torch):
+    ours, theirs = nn.Unflatten(1, (2, -1)), torch.nn.Unflatten(1, (2, -1))
+    compare_module(torch, ours, theirs, [pair(torch, (3, 8, 2), 4)])
+    assert repr(ours) == repr(theirs)
+    pd = nn.ParameterDict({"a": nn.Parameter(gv.ones(2)), "b": gv.zeros(3, 2)})
+    tpd = torch.nn.ParameterDict({"a": torch.nn.Parameter(torch.ones(2)), "b": torch.zeros(3, 2)})
+    assert isinstance(pd["b"], nn.Parameter) and list(pd) == ["a", "b"] and "a" in pd
+    assert list(pd.state_dict()) == list(tpd.state_dict())
+    assert repr(pd) == repr(tpd)
+    with pytest.raises(RuntimeError, match="ParameterDict should not be called."):
+        pd()

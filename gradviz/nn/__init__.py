@@ -39,11 +39,24 @@ from .modules.activation import (  # noqa: E402
     Threshold,
 )
 from .modules.attention import MultiheadAttention  # noqa: E402
-from .modules.container import ModuleDict, ParameterList  # noqa: E402
+from .modules.container import ModuleDict, ParameterDict, ParameterList  # noqa: E402
 from .modules.conv import Conv1d, ConvTranspose2d  # noqa: E402
 from .modules.dropout import Dropout2d  # noqa: E402
+from .modules.flatten import Unflatten  # noqa: E402
 from .modules.loss import BCEWithLogitsLoss, HuberLoss, KLDivLoss, SmoothL1Loss  # noqa: E402
 from .modules.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm  # noqa: E402
+from .modules.padding import (  # noqa: E402
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 from .modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d  # noqa: E402
 from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .modules.sparse import Embedding  # noqa: E402
@@ -62,4 +75,6 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "Embedding", "TransformerEncoder", "TransformerEncoderLayer", "Transformer", "TransformerDecoder",
             "TransformerDecoderLayer", "Conv1d", "BatchNorm3d", "AdaptiveAvgPool1d", "AvgPool1d", "MaxPool1d",
             "ConvTranspose2d", "CELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "LogSigmoid", "Mish", "PReLU",
-            "Softsign", "Tanhshrink", "Threshold"]
+            "Softsign", "Tanhshrink", "Threshold", "ParameterDict", "Unflatten", "CircularPad1d", "CircularPad2d",
+            "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
+            "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d"]

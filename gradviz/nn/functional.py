@@ -535,6 +535,48 @@ def adaptive_avg_pool1d(input, output_size):
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
 
 
+# ----- padding and normalising --------------------------------------------------------------------------------
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad) // 2`` dims: ``pad = (left of the last dim, right of it, left of the one before,
+    ...)``; negative amounts crop. Modes: constant (``value``, default 0), reflect, replicate, circular."""
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.ndim}")
+    if mode not in _PAD_MODES:
+        raise UnsupportedError(f"Unrecognised padding mode {mode}")
+    pairs = [(input.ndim - 1 - k, (int(pad[2 * k]), int(pad[2 * k + 1]))) for k in range(len(pad) // 2)]
+    if mode != "constant":
+        if mode == "reflect":
+            for axis, (low, high) in pairs:
+                if low >= input.shape[axis] or high >= input.shape[axis]:
+                    raise RuntimeError("Argument #4: Padding size should be less than the corresponding input "
+                                       f"dimension, but got: padding ({low}, {high}) at dimension {axis} of input "
+                                       f"{list(input.shape)}")
+        if any(low < 0 or high < 0 for _, (low, high) in pairs):
+            raise UnsupportedError(f"gradviz's pad crops (negative padding) in constant mode only, not {mode!r}")
+    return _NL.Pad.apply(input, pads=tuple(pairs), mode=mode, value=0.0 if value is None else value)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p over dim, eps)``."""
+    if out is not None:
+        raise UnsupportedError("gradviz's normalize does not take out=")
+    return input / _p_norm(input, float(p), dim).clamp(min=eps)
+
+
+def _p_norm(input, p, dim):
+    """The p-norm over ``dim``, kept as a size-1 dim (Tensor.norm does p=2 only, for now)."""
+    if p == 2.0:
+        return input.norm(2, dim, keepdim=True)
+    if p == float("inf"):
+        return input.abs().max(dim, keepdim=True)[0]
+    return (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
+
 # ----- attention -------------------------------------------------------------------------------------------
 def _float_mask(mask, name, dtype):
     """A bool mask (True: masked out) as an additive float mask, or a float mask as it is."""
@@ -733,4 +775,4 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "smooth_l1_loss", "huber_loss", "kl_div", "conv1d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
             "conv_transpose2d",
             "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "threshold",
-            "prelu", "glu"]
+            "prelu", "glu", "pad", "normalize"]

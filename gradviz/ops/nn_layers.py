@@ -235,3 +235,55 @@ class ConvolutionTranspose(Function):
         if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
             gb = grad.sum(axis=(0, 2, 3))
         return gx, gw, gb
+
+
+def _source_index(size, low, high, mode):
+    """For each position of a padded axis: the input position it copies (-1: the constant fill)."""
+    i = np.arange(-low, size + high)
+    if mode == "constant":
+        return np.where((i >= 0) & (i < size), i, -1)
+    if mode == "reflect":
+        period = 2 * (size - 1)
+        i = np.abs(np.mod(i, period)) if period else np.zeros_like(i)
+        return np.where(i >= size, period - i, i)
+    if mode == "replicate":
+        return np.clip(i, 0, size - 1)
+    return np.mod(i, size)  # circular
+
+
+class Pad(Function):
+    """``F.pad``: each listed axis extended (or cropped, for a negative amount) by a constant, its reflection,
+    its edge value or its wrap-around. Forward gathers along each axis; backward scatter-adds back."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, pads=(), mode="constant", value=0.0):
+        maps = []
+        out = x
+        for axis, (low, high) in pads:
+            idx = _source_index(x.shape[axis], low, high, mode)
+            out = np.take(out, np.maximum(idx, 0), axis=axis)
+            if mode == "constant" and (idx < 0).any():
+                where = [slice(None)] * out.ndim
+                where[axis] = idx < 0
+                out[tuple(where)] = value
+            maps.append((axis, idx, x.shape[axis]))
+        ctx._maps = maps
+        ctx._meta = {"pad": [list(p) for _, p in pads], "mode": mode}
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad
+        for axis, idx, size in reversed(ctx._maps):
+            keep = idx >= 0
+            shape = list(g.shape)
+            shape[axis] = size
+            back = np.zeros(shape, dtype=grad.dtype)
+            where = [slice(None)] * g.ndim
+            where[axis] = keep
+            lead = (slice(None),) * axis
+            np.add.at(back, lead + (idx[keep],), g[tuple(where)])
+            g = back
+        return g

@@ -1,5 +1,5 @@
-"""Containers: ``Sequential`` (runs its children in order), ``ModuleList`` and ``ModuleDict`` (hold them), and
-``ParameterList``."""
+"""Containers: ``Sequential`` (runs its children in order), ``ModuleList`` and ``ModuleDict`` (hold them),
+``ParameterList`` and ``ParameterDict``."""
 
 import operator
 from collections import OrderedDict
@@ -274,3 +274,73 @@ class ParameterList(Module):
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """Parameters by name; a plain tensor stored becomes a Parameter."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        if isinstance(value, Variable) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        self.register_parameter(key, value)
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def items(self):
+        return self._parameters.items()
+
+    def values(self):
+        return self._parameters.values()
+
+    def get(self, key, default=None):
+        return self._parameters.get(key, default)
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def clear(self):
+        self._parameters.clear()
+
+    def update(self, parameters):
+        pairs = parameters.items() if isinstance(parameters, (dict, ParameterDict)) else parameters
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self):
+        lines = []
+        for k, p in self._parameters.items():
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            size = "x".join(str(d) for d in p.shape)
+            lines.append(f"  ({k}): {kind} containing: [{_torch_type_name(p.dtype)} of size {size}]")
+        return "\n".join(lines)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterDict should not be called.")
+
+
+def _torch_type_name(dtype):
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor"}.get(
+        str(dtype), f"torch.{dtype}")
