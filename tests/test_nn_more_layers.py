@@ -689,3 +689,26 @@ def test_unflatten_and_parameter_dict(torch):
     assert repr(pd) == repr(tpd)
     with pytest.raises(RuntimeError, match="ParameterDict should not be called."):
         pd()
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kwargs", [{}, dict(affine=True), dict(track_running_stats=True),
+                                    dict(affine=True, track_running_stats=True, momentum=0.3)], ids=str)
+@pytest.mark.parametrize("cls,shape", [("InstanceNorm1d", (3, 2, 5)), ("InstanceNorm2d", (2, 2, 3, 4)),
+                                       ("InstanceNorm2d", (2, 3, 4))], ids=str)
+def test_instance_norm(torch, cls, shape, kwargs):
+    ours, theirs = _same(torch, getattr(nn, cls)(2, **kwargs), getattr(torch.nn, cls)(2, **kwargs))
+    if kwargs.get("affine"):
+        with torch.no_grad():
+            theirs.weight.uniform_(0.5, 1.5)
+            theirs.bias.uniform_(-1, 1)
+        ours.load_state_dict({k: gv.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    for step in range(2):
+        compare_module(torch, ours, theirs, [pair(torch, shape, step)])
+        for name, buf in theirs.named_buffers():
+            close(getattr(ours, name), buf)
+    ours.eval()
+    theirs.eval()
+    compare_module(torch, ours, theirs, [pair(torch, shape, 5)])
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours) == repr(theirs)

@@ -44,7 +44,15 @@ from .modules.conv import Conv1d, ConvTranspose2d  # noqa: E402
 from .modules.dropout import Dropout2d  # noqa: E402
 from .modules.flatten import Unflatten  # noqa: E402
 from .modules.loss import BCEWithLogitsLoss, HuberLoss, KLDivLoss, SmoothL1Loss  # noqa: E402
-from .modules.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm  # noqa: E402
+from .modules.normalization import (  # noqa: E402
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
 from .modules.padding import (  # noqa: E402
     CircularPad1d,
     CircularPad2d,
@@ -77,4 +85,4 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "ConvTranspose2d", "CELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "LogSigmoid", "Mish", "PReLU",
             "Softsign", "Tanhshrink", "Threshold", "ParameterDict", "Unflatten", "CircularPad1d", "CircularPad2d",
             "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
-            "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d"]
+            "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d", "InstanceNorm1d", "InstanceNorm2d"]

@@ -352,6 +352,24 @@ def _fold_in(buffer, value, momentum):
     buffer._vc.value += 1
 
 
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) over its spatial dims (a group norm with one channel per group); with
+    ``use_input_stats=False``, normalise with the running statistics instead."""
+    if not use_input_stats:
+        return _NN.BatchNorm.apply(input, weight, bias, running_mean=_array(running_mean),
+                                   running_var=_array(running_var), training=False, eps=eps)
+    spatial = int(np.prod(input.shape[2:]))
+    if spatial <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{_tensor_size(input.shape)}")
+    if running_mean is not None or running_var is not None:
+        flat = input._data.reshape(input.shape[0], input.shape[1], -1)
+        _fold_in(running_mean, flat.mean(axis=(0, 2)), momentum)
+        _fold_in(running_var, flat.var(axis=2, ddof=1).mean(axis=0), momentum)
+    return _NN.GroupNorm.apply(input, weight, bias, num_groups=input.shape[1], eps=eps)
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape):]) != shape or input.ndim < len(shape):
@@ -775,4 +793,4 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "smooth_l1_loss", "huber_loss", "kl_div", "conv1d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
             "conv_transpose2d",
             "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "threshold",
-            "prelu", "glu", "pad", "normalize"]
+            "prelu", "glu", "pad", "normalize", "instance_norm"]

@@ -1,5 +1,7 @@
-"""Normalisation layers: ``BatchNorm1d``/``BatchNorm2d`` (running statistics as buffers), ``LayerNorm`` and
-``GroupNorm``, with PyTorch's parameters, buffers and state_dict keys."""
+"""Normalisation layers: ``BatchNorm1d/2d/3d`` (running statistics as buffers), ``LayerNorm``, ``GroupNorm`` and
+``InstanceNorm1d/2d``, with PyTorch's parameters, buffers and state_dict keys."""
+
+import warnings
 
 import numpy as np
 
@@ -148,3 +150,44 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.ndim != 5:
             raise ValueError(f"expected 5D input (got {input.ndim}D input)")
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-sample, per-channel normalisation over the spatial dims; no affine parameters and no running
+    statistics unless asked for."""
+
+    _spatial_dims = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def _check_input_dim(self, input):
+        low = self._spatial_dims + 1
+        if input.ndim not in (low, low + 1):
+            raise ValueError(f"expected {low}D or {low + 1}D input (got {input.ndim}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        feature_dim = input.ndim - self._spatial_dims - 1
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this "
+                          "warning by not passing in num_features, which is not used because affine=False",
+                          UserWarning, stacklevel=2)
+        unbatched = input.ndim == self._spatial_dims + 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial_dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial_dims = 2
