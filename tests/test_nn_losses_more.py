@@ -202,3 +202,98 @@ def test_kl_div_mean_warns_like_pytorch():
     with pytest.warns(UserWarning, match="reduction: 'mean' divides the total loss by both the batch size and the "
                                          "support size."):
         F.kl_div(gv.randn(2, 3), gv.rand(2, 3))
+
+
+# ----- distances, embedding and ranking losses ------------------------------------------------------------------
+def _signs(torch, n, seed):
+    s = np.where(np.random.default_rng(seed).random(n) < 0.5, -1.0, 1.0)
+    return gv.tensor(s), torch.tensor(s)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("kwargs", [{}, dict(margin=0.5, p=1.0, swap=True), dict(p=3.0, eps=1e-3)], ids=str)
+def test_triplet_margin_loss(torch, reduction, kwargs):
+    (a, ta), (p, tp), (n, tn) = pair(torch, (5, 4), 0), pair(torch, (5, 4), 1), pair(torch, (5, 4), 2)
+    _compare(torch, nn.TripletMarginLoss(reduction=reduction, **kwargs)(a, p, n),
+             torch.nn.TripletMarginLoss(reduction=reduction, **kwargs)(ta, tp, tn), [(a, ta), (p, tp), (n, tn)])
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_pair_losses(torch, reduction):
+    (x1, t1), (x2, t2) = pair(torch, (6, 3), 0), pair(torch, (6, 3), 1)
+    y, ty = _signs(torch, 6, 2)
+    _compare(torch, nn.CosineEmbeddingLoss(margin=0.2, reduction=reduction)(x1, x2, y),
+             torch.nn.CosineEmbeddingLoss(margin=0.2, reduction=reduction)(t1, t2, ty), [(x1, t1), (x2, t2)])
+    (a, ta), (b, tb) = pair(torch, (6,), 3), pair(torch, (6,), 4)
+    _compare(torch, nn.MarginRankingLoss(margin=0.3, reduction=reduction)(a, b, y),
+             torch.nn.MarginRankingLoss(margin=0.3, reduction=reduction)(ta, tb, ty), [(a, ta), (b, tb)])
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_margin_and_label_losses(torch, reduction):
+    (x, tx) = pair(torch, (4, 5), 0)
+    y, ty = _signs(torch, (4, 5), 1)
+    _compare(torch, nn.HingeEmbeddingLoss(margin=0.7, reduction=reduction)(x, y),
+             torch.nn.HingeEmbeddingLoss(margin=0.7, reduction=reduction)(tx, ty), [(x, tx)])
+    x.grad = None
+    tx.grad = None
+    _compare(torch, nn.SoftMarginLoss(reduction=reduction)(x, y),
+             torch.nn.SoftMarginLoss(reduction=reduction)(tx, ty), [(x, tx)])
+    x.grad = None
+    tx.grad = None
+    labels = (np.random.default_rng(3).random((4, 5)) < 0.4).astype(np.float64)
+    w = np.linspace(0.5, 2.0, 5)
+    _compare(torch, nn.MultiLabelSoftMarginLoss(weight=gv.tensor(w), reduction=reduction)(x, gv.tensor(labels)),
+             torch.nn.MultiLabelSoftMarginLoss(weight=torch.tensor(w), reduction=reduction)(tx, torch.tensor(labels)),
+             [(x, tx)])
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("log_input,full", [(True, False), (False, False), (True, True), (False, True)])
+def test_poisson_nll_loss(torch, reduction, log_input, full):
+    x, tx = pair(torch, (4, 3), 0, 0.1, 2.0) if not log_input else pair(torch, (4, 3), 0)
+    counts = np.random.default_rng(1).poisson(2.0, (4, 3)).astype(np.float64)
+    t, tt = gv.tensor(counts, requires_grad=True), torch.tensor(counts, requires_grad=True)
+    _compare(torch, nn.PoissonNLLLoss(log_input=log_input, full=full, reduction=reduction)(x, t),
+             torch.nn.PoissonNLLLoss(log_input=log_input, full=full, reduction=reduction)(tx, tt),
+             [(x, tx)] + ([] if full else [(t, tt)]))
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("var_shape", [(4, 3), (4,), (4, 1)], ids=str)
+def test_gaussian_nll_loss(torch, reduction, var_shape):
+    (x, tx), (t, tt) = pair(torch, (4, 3), 0), pair(torch, (4, 3), 1)
+    v, tv = pair(torch, var_shape, 2, 0.0, 2.0)
+    with torch.no_grad():
+        tv[0] = 1e-9  # below eps: clamped, its gradient still flows
+    v = gv.tensor(tv.detach().numpy(), requires_grad=True)
+    _compare(torch, nn.GaussianNLLLoss(full=True, reduction=reduction)(x, t, v),
+             torch.nn.GaussianNLLLoss(full=True, reduction=reduction)(tx, tt, tv), [(x, tx), (t, tt), (v, tv)])
+
+
+@pytest.mark.oracle
+def test_cosine_similarity_and_pairwise_distance(torch):
+    (a, ta), (b, tb) = pair(torch, (3, 5, 2), 0), pair(torch, (3, 1, 2), 1)
+    _compare(torch, nn.CosineSimilarity(dim=1)(a, b), torch.nn.CosineSimilarity(dim=1)(ta, tb), [(a, ta), (b, tb)])
+    (c, tc), (d, td) = pair(torch, (4, 3), 2), pair(torch, (4, 3), 3)
+    _compare(torch, nn.PairwiseDistance(p=1.0, keepdim=True)(c, d),
+             torch.nn.PairwiseDistance(p=1.0, keepdim=True)(tc, td), [(c, tc), (d, td)])
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: nn.TripletMarginLoss(margin=0), ValueError,
+     "TripletMarginLoss: expected margin to be greater than 0, got 0 instead"),
+    (lambda: F.gaussian_nll_loss(gv.ones(3), gv.ones(3), gv.tensor([1.0, -1.0, 1.0])), ValueError,
+     "var has negative entry/entries"),
+    (lambda: F.gaussian_nll_loss(gv.ones(4, 3), gv.ones(4, 3), gv.ones(2)), ValueError, "var is of incorrect size"),
+    (lambda: F.margin_ranking_loss(gv.ones(3), gv.ones(3), gv.ones(3, 1)), RuntimeError,
+     "margin_ranking_loss : All input tensors should have same dimension but got sizes"),
+])
+def test_more_loss_errors_use_pytorch_wording(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

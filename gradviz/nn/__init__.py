@@ -41,9 +41,23 @@ from .modules.activation import (  # noqa: E402
 from .modules.attention import MultiheadAttention  # noqa: E402
 from .modules.container import ModuleDict, ParameterDict, ParameterList  # noqa: E402
 from .modules.conv import Conv1d, ConvTranspose2d  # noqa: E402
+from .modules.distance import CosineSimilarity, PairwiseDistance  # noqa: E402
 from .modules.dropout import Dropout2d  # noqa: E402
 from .modules.flatten import Unflatten  # noqa: E402
-from .modules.loss import BCEWithLogitsLoss, HuberLoss, KLDivLoss, SmoothL1Loss  # noqa: E402
+from .modules.loss import (  # noqa: E402
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)
 from .modules.normalization import (  # noqa: E402
     BatchNorm1d,
     BatchNorm2d,
@@ -85,4 +99,6 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "ConvTranspose2d", "CELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "LogSigmoid", "Mish", "PReLU",
             "Softsign", "Tanhshrink", "Threshold", "ParameterDict", "Unflatten", "CircularPad1d", "CircularPad2d",
             "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
-            "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d", "InstanceNorm1d", "InstanceNorm2d"]
+            "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d", "InstanceNorm1d", "InstanceNorm2d",
+            "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
+            "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss"]

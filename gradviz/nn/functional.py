@@ -8,6 +8,8 @@ from ..autograd.inplace import apply_inplace
 from ..autograd.variable import Variable
 from ..errors import ShapeError, UnsupportedError
 from ..factories import _rng
+from ..ops import arithmetic as _A
+from ..ops import indexing as _I
 from ..ops import nn_activation as _NA
 from ..ops import nn_layers as _NL
 from ..ops import nn_loss as _NLoss
@@ -787,10 +789,131 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return out
 
 
+# ----- distances and the embedding / ranking losses (built from the engine's ops) ------------------------------
+def _reduced(loss, reduction):
+    _N.check_reduction(reduction)
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``; the inputs are broadcast first, so a
+    norm is taken over the broadcast tensor (PyTorch's order, which shapes the gradient)."""
+    shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    x1 = x1 if tuple(x1.shape) == shape else x1.expand(*shape)
+    x2 = x2 if tuple(x2.shape) == shape else x2.expand(*shape)
+    n1 = x1.norm(2, dim, keepdim=True).clamp(min=eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` over the last dim."""
+    d = _p_norm(x1 - x2 + eps, float(p), -1)
+    return d if keepdim else d.squeeze(-1)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _A.Minimum.apply(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduced((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """``1 - cos`` for pairs labelled 1, ``max(0, cos - margin)`` for pairs labelled -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    eps = 1e-12  # PyTorch's: inside the square root of the squared norms' product
+    dot = (input1 * input2).sum(-1)
+    cos = dot / (((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)).sqrt()
+    t = _array(target)
+    loss = _where(t == 1, 1 - cos, 0.0) + _where(t == -1, (cos - margin).clamp(min=0), 0.0)
+    return _reduced(loss, reduction)
+
+
+def _where(condition, a, b):
+    return _I.where(np.asarray(condition), a, b)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not (input1.ndim == input2.ndim == np.ndim(_array(target))):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {_tensor_size(input1.shape)}, input2: {_tensor_size(input2.shape)}, target: "
+                           f"{_tensor_size(np.shape(_array(target)))} ")
+    return _reduced((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    t = _array(target)
+    loss = _where(t == 1, input, 0.0) + _where(t == -1, (margin - input).clamp(min=0), 0.0)
+    return _reduced(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``log(1 + exp(-y x))``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduced(softplus(-target * input), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Per sample: the mean over classes of ``-(y log sigmoid(x) + (1 - y) log sigmoid(-x))``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduced(loss.mean(dim=input.ndim - 1), reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        t = _array(target)
+        stirling = np.where(t > 1, t * np.log(np.where(t > 1, t, 1)) - t + 0.5 * np.log(2 * np.pi * np.where(
+            t > 1, t, 1)), 0.0).astype(input.dtype)
+        loss = loss + stirling
+    return _reduced(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """``0.5 (log var + (x - y)^2 / var)``; ``var`` is clamped at ``eps`` without changing its gradient's path
+    (PyTorch clamps a clone in place under no_grad)."""
+    if not isinstance(var, Variable):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = Variable(np.full(tuple(input.shape), var, dtype=input.dtype))
+    elif (var._data < 0).any():
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var + Variable(np.maximum(var._data, eps) - var._data)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * float(np.log(2 * np.pi))
+    return _reduced(loss, reduction)
+
+
 __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "batch_norm", "layer_norm",
             "group_norm", "dropout2d", "embedding", "avg_pool2d", "adaptive_avg_pool2d",
             "scaled_dot_product_attention", "multi_head_attention_forward", "binary_cross_entropy_with_logits",
             "smooth_l1_loss", "huber_loss", "kl_div", "conv1d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
             "conv_transpose2d",
             "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "threshold",
-            "prelu", "glu", "pad", "normalize", "instance_norm"]
+            "prelu", "glu", "pad", "normalize", "instance_norm",
+            "cosine_similarity", "pairwise_distance", "triplet_margin_loss", "cosine_embedding_loss",
+            "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+            "poisson_nll_loss", "gaussian_nll_loss"]
