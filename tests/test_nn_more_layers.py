@@ -712,3 +712,71 @@ def test_instance_norm(torch, cls, shape, kwargs):
     compare_module(torch, ours, theirs, [pair(torch, shape, 5)])
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert repr(ours) == repr(theirs)
+
+
+# ----- interpolation ----------------------------------------------------------------------------------------------
+INTERPOLATIONS = [dict(scale_factor=2), dict(scale_factor=1.5), dict(size=(7, 3)), dict(scale_factor=(2.5, 0.5)),
+                  dict(size=(6, 9), mode="nearest-exact"), dict(scale_factor=1.7, mode="bilinear"),
+                  dict(size=(7, 4), mode="bilinear"), dict(size=(8, 2), mode="bilinear", align_corners=True),
+                  dict(scale_factor=2, mode="bilinear", align_corners=True), dict(size=(2, 3), mode="area"),
+                  dict(scale_factor=2.2, mode="bilinear", recompute_scale_factor=True)]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kwargs", INTERPOLATIONS, ids=str)
+def test_interpolate_2d(torch, kwargs):
+    x, tx = pair(torch, (2, 3, 4, 5), 0)
+    out, tout = F.interpolate(x, **kwargs), torch.nn.functional.interpolate(tx, **kwargs)
+    close(out, tout)
+    g = np.random.default_rng(1).standard_normal(tuple(tout.shape))
+    out.backward(gv.tensor(g))
+    tout.backward(torch.tensor(g))
+    close(x.grad, tx.grad)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kwargs", [dict(scale_factor=3), dict(size=7, mode="linear"),
+                                    dict(size=4, mode="linear", align_corners=True), dict(size=3, mode="area")],
+                         ids=str)
+def test_interpolate_1d(torch, kwargs):
+    x, tx = pair(torch, (2, 3, 5), 1)
+    compare_module(torch, _Call(lambda a: F.interpolate(a, **kwargs)),
+                   _Call(lambda a: torch.nn.functional.interpolate(a, **kwargs)), [(x, tx)])
+
+
+class _Call:
+    """A function seen as a parameterless module (for compare_module)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def named_parameters(self):
+        return iter(())
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,kwargs", [("Upsample", dict(scale_factor=2)),
+                                         ("Upsample", dict(size=(3, 4), mode="bilinear", align_corners=True)),
+                                         ("UpsamplingNearest2d", dict(scale_factor=2)),
+                                         ("UpsamplingBilinear2d", dict(size=5))], ids=str)
+def test_upsample_modules(torch, name, kwargs):
+    ours, theirs = getattr(nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs)
+    compare_module(torch, ours, theirs, [pair(torch, (1, 2, 3, 3), 2)])
+    assert repr(ours) == repr(theirs)
+
+
+def test_interpolate_gradients_and_errors():
+    x = _var((1, 2, 3, 4), 60)
+    assert gradcheck(lambda a: F.interpolate(a, scale_factor=1.5, mode="bilinear"), (x,))
+    with pytest.raises(ValueError, match="align_corners option can only be set with the interpolating modes: "
+                                         "linear | bilinear | bicubic | trilinear"):
+        F.interpolate(x, size=4, mode="nearest", align_corners=True)
+    with pytest.raises(ValueError, match="either size or scale_factor should be defined"):
+        F.interpolate(x)
+    with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
+        F.interpolate(x, size=2, scale_factor=2)
+    with pytest.raises(NotImplementedError, match="Got 4D input, but linear mode needs 3D input"):
+        F.interpolate(x, size=5, mode="linear")

@@ -89,6 +89,7 @@ from .modules.transformer import (  # noqa: E402
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
 
 __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "Softplus", "MultiheadAttention",
             "ModuleDict", "ParameterList", "Dropout2d", "BCEWithLogitsLoss", "HuberLoss", "KLDivLoss",
@@ -101,4 +102,5 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
             "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d", "InstanceNorm1d", "InstanceNorm2d",
             "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
-            "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss"]
+            "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
+            "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]

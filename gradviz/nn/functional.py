@@ -789,6 +789,50 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return out
 
 
+# ----- interpolation ------------------------------------------------------------------------------------------
+_LINEAR_FOR_DIMS = {1: "linear", 2: "bilinear"}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims (1 or 2 of them) by ``nearest``, ``nearest-exact``, ``linear``/``bilinear`` or
+    ``area`` (adaptive average pooling), with PyTorch's source-index rules."""
+    spatial = input.ndim - 2
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                             "bicubic | trilinear")
+    elif mode in ("linear", "bilinear", "bicubic", "trilinear"):
+        align_corners = bool(align_corners)
+    else:
+        raise UnsupportedError(f"gradviz's interpolate does not implement mode={mode!r}")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if spatial not in (1, 2) or mode in ("bicubic", "trilinear") or antialias:
+        raise UnsupportedError(f"gradviz's interpolate handles 3-D and 4-D inputs in nearest, linear, bilinear and "
+                               f"area modes (got {input.ndim}-D input, mode={mode!r}, antialias={antialias})")
+    if mode in ("linear", "bilinear") and _LINEAR_FOR_DIMS[spatial] != mode:
+        raise UnsupportedError(f"Got {input.ndim}D input, but {mode} mode needs {3 if mode == 'linear' else 4}D input")
+    in_size = tuple(input.shape[2:])
+    if size is not None:
+        out_size = tuple(int(v) for v in (size if isinstance(size, (tuple, list)) else (size,) * spatial))
+        scales = (None,) * spatial
+    else:
+        factors = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * spatial
+        out_size = tuple(int(np.floor(n * float(f))) for n, f in zip(in_size, factors))
+        scales = (None,) * spatial if recompute_scale_factor else tuple(float(f) for f in factors)
+    if mode == "area":
+        return adaptive_avg_pool2d(input, out_size) if spatial == 2 else adaptive_avg_pool1d(input, out_size[0])
+    return _NL.Interpolate.apply(input, size=out_size, mode=mode, align_corners=bool(align_corners), scales=scales)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", UserWarning,
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
 # ----- distances and the embedding / ranking losses (built from the engine's ops) ------------------------------
 def _reduced(loss, reduction):
     _N.check_reduction(reduction)
@@ -916,4 +960,4 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "prelu", "glu", "pad", "normalize", "instance_norm",
             "cosine_similarity", "pairwise_distance", "triplet_margin_loss", "cosine_embedding_loss",
             "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
-            "poisson_nll_loss", "gaussian_nll_loss"]
+            "poisson_nll_loss", "gaussian_nll_loss", "interpolate", "upsample"]

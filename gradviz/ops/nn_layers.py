@@ -101,25 +101,72 @@ def _adaptive_matrix(size, out, dtype):
     return m
 
 
-class AdaptiveAvgPool2d(Function):
-    """Average pooling to a fixed output size. A rectangle's mean is a row mean of column means, so the op is
-    two small matmuls: ``A_h @ x @ A_w.T``."""
+class _SeparableMap(Function):
+    """``y = rows @ x @ cols.T`` over the last two dims (``rows`` None: the last dim only): resampling that
+    treats each axis on its own, as adaptive average pooling and interpolation do. Backward is the transpose."""
 
     _raw = True
 
     @staticmethod
-    def forward(ctx, x, output_size):
-        oh, ow = output_size
-        ah = _adaptive_matrix(x.shape[-2], oh, x.dtype)
-        aw = _adaptive_matrix(x.shape[-1], ow, x.dtype)
-        ctx._mats = (ah, aw)
-        ctx._meta = {"output_size": (oh, ow)}
-        return np.matmul(np.matmul(ah, x), aw.T)
+    def forward(ctx, x, rows=None, cols=None):
+        ctx._mats = (rows, cols)
+        y = x if rows is None else np.matmul(rows, x)
+        return np.matmul(y, cols.T)
 
     @staticmethod
     def backward(ctx, grad):
-        ah, aw = ctx._mats
-        return np.matmul(np.matmul(ah.T, grad), aw)
+        rows, cols = ctx._mats
+        g = np.matmul(grad, cols)
+        return g if rows is None else np.matmul(rows.T, g)
+
+
+class AdaptiveAvgPool2d(_SeparableMap):
+    """Average pooling to a fixed output size. A rectangle's mean is a row mean of column means, so the op is
+    two small matmuls: ``A_h @ x @ A_w.T``."""
+
+    @staticmethod
+    def forward(ctx, x, output_size):
+        oh, ow = output_size
+        ctx._meta = {"output_size": (oh, ow)}
+        return _SeparableMap.forward(ctx, x, _adaptive_matrix(x.shape[-2], oh, x.dtype),
+                                     _adaptive_matrix(x.shape[-1], ow, x.dtype))
+
+
+def _interpolation_matrix(size, out, mode, align_corners, scale, dtype):
+    """(out, size): how each output position mixes the input positions along one axis (PyTorch's rules)."""
+    dst = np.arange(out, dtype=np.float64)
+    m = np.zeros((out, size), dtype=dtype)
+    if mode in ("nearest", "nearest-exact"):
+        ratio = 1.0 / scale if scale else size / out
+        src = np.floor((dst + (0.5 if mode == "nearest-exact" else 0.0)) * ratio).astype(np.int64)
+        m[np.arange(out), np.minimum(src, size - 1)] = 1.0
+        return m
+    if align_corners:
+        src = dst * ((size - 1) / (out - 1)) if out > 1 else np.zeros(out)
+    else:
+        ratio = 1.0 / scale if scale else size / out
+        src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+    low = np.minimum(np.floor(src).astype(np.int64), size - 1)
+    high = np.minimum(low + 1, size - 1)
+    frac = src - low
+    np.add.at(m, (np.arange(out), low), 1.0 - frac)
+    np.add.at(m, (np.arange(out), high), frac)
+    return m
+
+
+class Interpolate(_SeparableMap):
+    """Nearest or (bi)linear resampling of the last one or two dims."""
+
+    @staticmethod
+    def forward(ctx, x, size=(), mode="nearest", align_corners=False, scales=()):
+        mats = [_interpolation_matrix(n, o, mode, align_corners, sc, x.dtype)
+                for n, o, sc in zip(x.shape[-len(size):], size, scales)]
+        ctx._meta = {"size": tuple(size), "mode": mode, "align_corners": align_corners}
+        return _SeparableMap.forward(ctx, x, *(([None] if len(mats) == 1 else []) + mats))
+
+    @classmethod
+    def name(cls):
+        return "UpsampleBackward"
 
 
 class FeatureDropout(Function):
