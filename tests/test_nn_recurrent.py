@@ -261,3 +261,20 @@ def test_pack_padded_sequence_errors_use_pytorch_wording():
     padded, lengths = R.pad_packed_sequence(packed, total_length=4, padding_value=-1.0)
     assert padded.shape == (4, 2, 1) and padded.numpy()[:, 1, 0].tolist() == [1.0, 1.0, -1.0, -1.0]
     assert [s.shape[0] for s in R.unpack_sequence(packed)] == [3, 2]
+
+
+def test_fused_cell_ops_against_central_differences():
+    from gradviz.ops.nn_recurrent import GruCell, LstmCell
+
+    rng = np.random.default_rng(3)
+
+    def var(*shape):
+        return gv.tensor(rng.standard_normal(shape), requires_grad=True)
+
+    gates, c = var(2, 12), var(2, 3)
+    assert gradcheck(lambda g, c: LstmCell.apply(g, c), (gates, c))
+    assert gradcheck(lambda g: LstmCell.apply(g, None), (gates,))
+    xp, gh, h = var(2, 9), var(2, 9), var(2, 3)
+    assert gradcheck(lambda x, g, h: GruCell.apply(x, g, h), (xp, gh, h))
+    assert gradcheck(lambda x, g: GruCell.apply(x, g, None), (xp, gh))
+    assert gradcheck(lambda x: GruCell.apply(x, None, None), (xp,))

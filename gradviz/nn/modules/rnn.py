@@ -1,8 +1,10 @@
 """Recurrent layers ``RNN``, ``LSTM``, ``GRU`` and their cells, with PyTorch's weight names, gate order (LSTM:
 input, forget, cell, output; GRU: reset, update, new), shapes and initialisation.
 
-They are built from the engine's ops: the input projection of a whole sequence is one matmul per layer and
-direction, then a Python loop over time steps does the recurrent part, so the graph shows every step.
+The input projection of a whole sequence is one matmul per layer and direction; then a Python loop over time
+steps does the recurrent part, so the graph shows every step: the recurrent matmul, then one node for the
+gates' pointwise work (``LstmCell``/``GruCell``, forward and backward side by side; the Elman RNN uses the
+engine's add and tanh/relu).
 """
 
 import math
@@ -14,6 +16,7 @@ import numpy as np
 from ...autograd.variable import Variable
 from ...dtypes import as_dtype
 from ...ops import indexing as _I
+from ...ops import nn_recurrent as _R
 from ...ops import shape as _S
 from .. import functional as F
 from .. import init
@@ -48,27 +51,12 @@ def _rnn_step(activation):
 def _lstm_step(xp, state, w_hh, b_hh, w_hr=None):
     h, c = state if state is not None else (None, None)
     gates = _plus(xp, _recurrent(h, w_hh, b_hh))
-    n = gates.shape[-1] // 4
-    i = gates[..., 0:n].sigmoid()
-    f = gates[..., n:2 * n].sigmoid()
-    g = gates[..., 2 * n:3 * n].tanh()
-    o = gates[..., 3 * n:].sigmoid()
-    c = i * g if c is None else f * c + i * g
-    h = o * c.tanh()
+    h, c = _R.LstmCell.apply(gates, c)  # the gates' pointwise work, one node
     return (h if w_hr is None else F.linear(h, w_hr)), c  # proj_size: h is projected by W_hr
 
 
 def _gru_step(xp, h, w_hh, b_hh, w_hr=None):
-    gh = _recurrent(h, w_hh, b_hh)
-    n = xp.shape[-1] // 3
-    if gh is None:  # zero state and no bias: every recurrent term is 0 (and the reset gate has no effect)
-        z = xp[..., n:2 * n].sigmoid()
-        new = xp[..., 2 * n:].tanh()
-    else:
-        r = (xp[..., 0:n] + gh[..., 0:n]).sigmoid()
-        z = (xp[..., n:2 * n] + gh[..., n:2 * n]).sigmoid()
-        new = (xp[..., 2 * n:] + r * gh[..., 2 * n:]).tanh()
-    return new - z * new if h is None else new + z * (h - new)
+    return _R.GruCell.apply(xp, _recurrent(h, w_hh, b_hh), h)
 
 
 def _step_for(mode):
