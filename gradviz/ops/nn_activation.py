@@ -6,37 +6,12 @@ import math
 import numpy as np
 
 from ..autograd.function import Function
+from .math_special import erf_array as erf
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_CUBIC = 0.044715
-
-
-def erf(x):
-    """The error function to double precision, vectorised: a positive-term series near 0 (no cancellation)
-    and the continued fraction of erfc beyond |x| = 2.5. gradviz's engine has no public erf yet."""
-    x = np.asarray(x, dtype=np.float64)
-    a = np.abs(x)
-    out = np.empty_like(a)
-    near = a <= 2.5
-    if near.any():
-        z = a[near]
-        term = z.copy()
-        total = z.copy()
-        z2 = 2.0 * z * z
-        for n in range(1, 60):  # erf(z) = 2/sqrt(pi) exp(-z^2) sum 2^n z^(2n+1) / (2n+1)!!
-            term = term * z2 / (2 * n + 1)
-            total += term
-        out[near] = 2.0 / math.sqrt(math.pi) * np.exp(-z * z) * total
-    far = ~near
-    if far.any():
-        z = a[far]
-        frac = np.zeros_like(z)
-        for k in range(60, 0, -1):  # erfc(z) = exp(-z^2)/sqrt(pi) / (z + (1/2)/(z + 1/(z + (3/2)/(z + ...))))
-            frac = (k / 2.0) / (z + frac)
-        out[far] = 1.0 - np.exp(-z * z) / math.sqrt(math.pi) / (z + frac)
-    return np.copysign(out, x)
 
 
 def _like(value, x):
