@@ -780,3 +780,42 @@ def test_interpolate_gradients_and_errors():
         F.interpolate(x, size=2, scale_factor=2)
     with pytest.raises(NotImplementedError, match="Got 4D input, but linear mode needs 3D input"):
         F.interpolate(x, size=5, mode="linear")
+
+
+# ----- adaptive max pooling, softmin / softmax2d, pixel shuffle ---------------------------------------------------
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,size,shape", [("AdaptiveMaxPool2d", (2, 3), (2, 3, 5, 7)),
+                                             ("AdaptiveMaxPool2d", 1, (2, 3, 4, 4)),
+                                             ("AdaptiveMaxPool2d", (3, None), (3, 5, 4)),
+                                             ("AdaptiveMaxPool1d", 3, (2, 3, 7))], ids=str)
+def test_adaptive_max_pool(torch, name, size, shape):
+    ours, theirs = getattr(nn, name)(size), getattr(torch.nn, name)(size)
+    compare_module(torch, ours, theirs, [pair(torch, shape, 0)])
+    assert repr(ours) == repr(theirs)
+    x, tx = pair(torch, shape, 1)
+    _, idx = getattr(nn, name)(size, return_indices=True)(x)
+    _, tidx = getattr(torch.nn, name)(size, return_indices=True)(tx)
+    assert idx.tolist() == tidx.tolist()
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name,args,shape", [("Softmin", (1,), (3, 4)), ("Softmax2d", (), (2, 3, 2, 2)),
+                                             ("Softmax2d", (), (3, 2, 2)), ("PixelShuffle", (2,), (2, 8, 3, 2)),
+                                             ("PixelShuffle", (3,), (9, 2, 2)),
+                                             ("PixelUnshuffle", (2,), (2, 3, 4, 6))], ids=str)
+def test_shape_and_softmax_modules(torch, name, args, shape):
+    ours, theirs = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+    compare_module(torch, ours, theirs, [pair(torch, shape, 0)])
+    assert repr(ours) == repr(theirs)
+
+
+def test_pixel_shuffle_errors_use_pytorch_wording():
+    with pytest.raises(RuntimeError, match=r"pixel_shuffle expects its input's 'channel' dimension to be divisible by "
+                                           r"the square of upscale_factor, but input.size\(-3\)=5 is not divisible "
+                                           "by 4"):
+        F.pixel_shuffle(gv.ones(1, 5, 2, 2), 2)
+    with pytest.raises(RuntimeError, match=r"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                                           r"input.size\(-2\)=3 is not divisible by 2"):
+        F.pixel_unshuffle(gv.ones(1, 1, 3, 4), 2)
+    with pytest.raises(ValueError, match="Softmax2d: expected input to be 3D or 4D, got 2D instead"):
+        nn.Softmax2d()(gv.ones(3, 4))

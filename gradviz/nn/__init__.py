@@ -33,6 +33,8 @@ from .modules.activation import (  # noqa: E402
     PReLU,
     ReLU6,
     SiLU,
+    Softmax2d,
+    Softmin,
     Softplus,
     Softsign,
     Tanhshrink,
@@ -79,7 +81,16 @@ from .modules.padding import (  # noqa: E402
     ZeroPad1d,
     ZeroPad2d,
 )
-from .modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d  # noqa: E402
+from .modules.pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: E402
+from .modules.pooling import (  # noqa: E402
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+)
 from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
 from .modules.sparse import Embedding  # noqa: E402
 from .modules.transformer import (  # noqa: E402
@@ -103,4 +114,5 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d", "InstanceNorm1d", "InstanceNorm2d",
             "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
             "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
-            "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+            "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "Softmax2d", "Softmin", "PixelShuffle",
+            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]

@@ -501,6 +501,65 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                           output_padding=output_padding, dilation=dilation)
 
 
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    if input.ndim == 3:
+        return _unbatched(adaptive_max_pool2d, input, output_size, return_indices)
+    if input.ndim != 4:
+        raise ShapeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    size = tuple(input.shape[2 + i] if s is None else int(s) for i, s in enumerate(size))
+    values, indices = _NL.AdaptiveMaxPool2d.apply(input, output_size=size)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got: {list(input.shape)}")
+    out = adaptive_max_pool2d(input.unsqueeze(-2), (1, _single(output_size)), return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def softmin(input, dim=None, dtype=None):
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim)
+    return softmax(-input, dim, dtype)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    k = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W)."""
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    for name, size, dim in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
+                               f"input.size({dim})={size} is not divisible by {r}")
+    k = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
 # ----- 1-d convolution and pooling: the 2-d ops on a height-1 plane ----------------------------------------
 def _single(value):
     return int(value[0]) if isinstance(value, (tuple, list)) else value
@@ -960,4 +1019,5 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "prelu", "glu", "pad", "normalize", "instance_norm",
             "cosine_similarity", "pairwise_distance", "triplet_margin_loss", "cosine_embedding_loss",
             "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
-            "poisson_nll_loss", "gaussian_nll_loss", "interpolate", "upsample"]
+            "poisson_nll_loss", "gaussian_nll_loss", "interpolate", "upsample",
+            "adaptive_max_pool2d", "adaptive_max_pool1d", "softmin", "pixel_shuffle", "pixel_unshuffle"]

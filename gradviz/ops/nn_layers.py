@@ -334,3 +334,42 @@ class Pad(Function):
             np.add.at(back, lead + (idx[keep],), g[tuple(where)])
             g = back
         return g
+
+
+def _adaptive_bins(size, out):
+    """PyTorch's adaptive pooling bins along one axis: [floor(i*size/out), ceil((i+1)*size/out))."""
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+class AdaptiveMaxPool2d(Function):
+    """Max over each adaptive bin (bins may overlap); returns (values, indices into each input plane). A loop
+    over the output bins, each a max over the whole batch and all channels at once."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, output_size):
+        n, c, h, w = x.shape
+        oh, ow = output_size
+        values = np.empty((n, c, oh, ow), dtype=x.dtype)
+        indices = np.empty((n, c, oh, ow), dtype=np.int64)
+        for i, (r0, r1) in enumerate(_adaptive_bins(h, oh)):
+            for j, (c0, c1) in enumerate(_adaptive_bins(w, ow)):
+                window = x[:, :, r0:r1, c0:c1].reshape(n, c, -1)
+                arg = window.argmax(axis=-1)
+                values[:, :, i, j] = np.take_along_axis(window, arg[..., None], axis=-1)[..., 0]
+                indices[:, :, i, j] = (r0 + arg // (c1 - c0)) * w + c0 + arg % (c1 - c0)
+        if ctx.needs_input_grad[0]:
+            ctx.save_for_backward(indices)
+        ctx._shape = x.shape
+        ctx._meta = {"output_size": (oh, ow)}
+        ctx.mark_non_differentiable(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, grad, _grad_indices=None):
+        (indices,) = ctx.saved_tensors
+        n, c, h, w = ctx._shape
+        flat = (indices + (np.arange(n * c) * (h * w)).reshape(n, c, 1, 1)).ravel()
+        gx = np.bincount(flat, weights=grad.ravel(), minlength=n * c * h * w).astype(grad.dtype)
+        return gx.reshape(n, c, h, w)
