@@ -15,6 +15,7 @@ from ..ops import nn_layers as _NL
 from ..ops import nn_loss as _NLoss
 from ..ops import nn_norm as _NN
 from ..ops import nn_ops as _N
+from ..ops import nn_pool as _NP
 from ..ops import reduction as _R
 
 
@@ -464,7 +465,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                            f"pad={max(padding)}, kernel_size={max(kernel)} and dilation=1")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    return _NL.AvgPool2d.apply(input, kernel=kernel, stride=stride, padding=padding, ceil_mode=bool(ceil_mode),
+    return _NP.AvgPool2d.apply(input, kernel=kernel, stride=stride, padding=padding, ceil_mode=bool(ceil_mode),
                                count_include_pad=bool(count_include_pad), divisor_override=divisor_override)
 
 
@@ -473,7 +474,7 @@ def adaptive_avg_pool2d(input, output_size):
         raise ShapeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
     size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
     size = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(size))
-    return _NL.AdaptiveAvgPool2d.apply(input, output_size=size)
+    return _NP.AdaptiveAvgPool2d.apply(input, output_size=size)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -509,7 +510,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
         raise ShapeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
     size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
     size = tuple(input.shape[2 + i] if s is None else int(s) for i, s in enumerate(size))
-    values, indices = _NL.AdaptiveMaxPool2d.apply(input, output_size=size)
+    values, indices = _NP.AdaptiveMaxPool2d.apply(input, output_size=size)
     return (values, indices) if return_indices else values
 
 
@@ -884,7 +885,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scales = (None,) * spatial if recompute_scale_factor else tuple(float(f) for f in factors)
     if mode == "area":
         return adaptive_avg_pool2d(input, out_size) if spatial == 2 else adaptive_avg_pool1d(input, out_size[0])
-    return _NL.Interpolate.apply(input, size=out_size, mode=mode, align_corners=bool(align_corners), scales=scales)
+    return _NP.Interpolate.apply(input, size=out_size, mode=mode, align_corners=bool(align_corners), scales=scales)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
