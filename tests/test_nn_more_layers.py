@@ -819,3 +819,63 @@ def test_pixel_shuffle_errors_use_pytorch_wording():
         F.pixel_unshuffle(gv.ones(1, 1, 3, 4), 2)
     with pytest.raises(ValueError, match="Softmax2d: expected input to be 3D or 4D, got 2D instead"):
         nn.Softmax2d()(gv.ones(3, 4))
+
+
+# ----- EmbeddingBag --------------------------------------------------------------------------------------------------
+BAGS = [dict(mode="mean"), dict(mode="sum"), dict(mode="max"), dict(mode="mean", padding_idx=2),
+        dict(mode="max", padding_idx=0), dict(mode="sum", include_last_offset=True), dict(mode="sum", max_norm=1.0)]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kwargs", BAGS, ids=str)
+@pytest.mark.parametrize("layout", ["offsets", "2d"])
+def test_embedding_bag(torch, kwargs, layout):
+    if layout == "2d" and kwargs.get("include_last_offset"):
+        pytest.skip("include_last_offset needs offsets")
+    ours, theirs = _same(torch, nn.EmbeddingBag(7, 3, **kwargs), torch.nn.EmbeddingBag(7, 3, **kwargs))
+    if layout == "2d":
+        idx = np.array([[1, 2, 2, 0], [3, 3, 6, 5], [2, 2, 2, 2]])
+        args, targs = [gv.tensor(idx)], [torch.tensor(idx)]
+    else:
+        idx = np.array([1, 2, 4, 0, 2, 6, 6, 5, 3])
+        offsets = np.array([0, 3, 3, 5] + ([9] if kwargs.get("include_last_offset") else []))  # bag 1 is empty
+        args, targs = [gv.tensor(idx), gv.tensor(offsets)], [torch.tensor(idx), torch.tensor(offsets)]
+    out, tout = ours(*args), theirs(*targs)
+    close(out, tout)
+    close(ours.weight, theirs.weight)
+    g = np.random.default_rng(0).standard_normal(tuple(tout.shape))
+    out.backward(gv.tensor(g))
+    tout.backward(torch.tensor(g))
+    close(ours.weight.grad, theirs.weight.grad)
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+def test_embedding_bag_per_sample_weights(torch):
+    ours, theirs = _same(torch, nn.EmbeddingBag(6, 2, mode="sum"), torch.nn.EmbeddingBag(6, 2, mode="sum"))
+    idx, offsets = np.array([0, 5, 5, 1, 2]), np.array([0, 2])
+    w, tw = pair(torch, (5,), 1)
+    out = ours(gv.tensor(idx), gv.tensor(offsets), per_sample_weights=w)
+    tout = theirs(torch.tensor(idx), torch.tensor(offsets), per_sample_weights=tw)
+    close(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    close(w.grad, tw.grad)
+    close(ours.weight.grad, theirs.weight.grad)
+    with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum' \\(got "
+                                                  "mode='mean'\\)"):
+        nn.EmbeddingBag(6, 2)(gv.tensor(idx), gv.tensor(offsets), per_sample_weights=w)
+    with pytest.raises(ValueError, match="offsets has to be a 1D Tensor but got None"):
+        ours(gv.tensor(idx))
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        ours(gv.tensor(idx), gv.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_gradients(mode):
+    w = _var((6, 3), 70)
+    idx, offsets = gv.tensor([0, 5, 5, 1, 2, 4]), gv.tensor([0, 2, 2])
+    assert gradcheck(lambda w: F.embedding_bag(idx, w, offsets, mode=mode), (w,))
+    if mode == "sum":
+        psw = _var((6,), 71)
+        assert gradcheck(lambda w, p: F.embedding_bag(idx, w, offsets, mode="sum", per_sample_weights=p), (w, psw))

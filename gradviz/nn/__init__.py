@@ -92,7 +92,7 @@ from .modules.pooling import (  # noqa: E402
     MaxPool1d,
 )
 from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
-from .modules.sparse import Embedding  # noqa: E402
+from .modules.sparse import Embedding, EmbeddingBag  # noqa: E402
 from .modules.transformer import (  # noqa: E402
     Transformer,
     TransformerDecoder,
@@ -115,4 +115,4 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
             "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
             "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "Softmax2d", "Softmin", "PixelShuffle",
-            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag"]

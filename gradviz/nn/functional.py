@@ -431,6 +431,51 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return _NL.Embedding.apply(weight, indices, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Bags of embeddings reduced by ``mode`` (sum, mean, max): the rows of a 2-D ``input``, or the slices of a
+    1-D ``input`` that ``offsets`` start."""
+    if sparse:
+        raise UnsupportedError("gradviz has no sparse tensors: use embedding_bag(..., sparse=False)")
+    if scale_grad_by_freq:
+        raise UnsupportedError("gradviz's embedding_bag does not implement scale_grad_by_freq")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise UnsupportedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                               f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                               "GitHub.")
+    indices = _array(input)
+    if indices.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        n_bags = indices.shape[0]
+        bags = np.repeat(np.arange(n_bags), indices.shape[1])
+        indices = indices.reshape(-1)
+    elif indices.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        starts = _array(offsets)
+        if starts.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        if starts.size and starts[0] != 0:
+            raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                               f"from position 0. However, got {int(starts[0])}")
+        if include_last_offset:
+            starts = starts[:-1]
+        n_bags = len(starts)
+        bags = np.searchsorted(starts, np.arange(len(indices)), side="right") - 1
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {indices.ndim}")
+    if padding_idx is not None:
+        padding_idx = padding_idx % weight.shape[0]
+    if max_norm is not None:
+        _renorm_rows(weight, indices, max_norm, norm_type)
+    return _NL.EmbeddingBag.apply(weight, indices, per_sample_weights, bags=bags, n_bags=n_bags, mode=mode,
+                                  padding_idx=padding_idx)
+
+
 def _torch_tensor_type(dtype):
     return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "bool": "torch.BoolTensor"}.get(
         str(dtype), str(dtype))
@@ -1021,4 +1066,5 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "cosine_similarity", "pairwise_distance", "triplet_margin_loss", "cosine_embedding_loss",
             "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
             "poisson_nll_loss", "gaussian_nll_loss", "interpolate", "upsample",
-            "adaptive_max_pool2d", "adaptive_max_pool1d", "softmin", "pixel_shuffle", "pixel_unshuffle"]
+            "adaptive_max_pool2d", "adaptive_max_pool1d", "softmin", "pixel_shuffle", "pixel_unshuffle",
+            "embedding_bag"]

@@ -1,4 +1,4 @@
-"""Layers behind ``gradviz.nn`` that are one node each: embedding lookup, channel-wise dropout, one projection
+"""Layers behind ``gradviz.nn`` that are one node each: embedding lookup and bags, channel-wise dropout, one projection
 of a packed weight (attention's q, k, v), the transposed convolution and padding."""
 
 import numpy as np
@@ -204,3 +204,69 @@ class Pad(Function):
             np.add.at(back, lead + (idx[keep],), g[tuple(where)])
             g = back
         return g
+
+
+class EmbeddingBag(Function):
+    """Sum, mean or max of the embedding rows in each bag (``bags[k]`` is element k's bag), without ever
+    materialising the rows' intermediate tensor in the graph. Elements equal to ``padding_idx`` are left out
+    (of the mean's count too); an empty bag gives zeros. ``per_sample_weights`` (mode sum) scale each row."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, weight, indices, per_sample_weights=None, bags=None, n_bags=0, mode="mean", padding_idx=None):
+        if indices.size and (indices.min() < 0 or indices.max() >= weight.shape[0]):
+            raise IndexError("index out of range in self")
+        keep = np.ones(indices.shape, dtype=bool) if padding_idx is None else indices != padding_idx
+        idx, bag = indices[keep], bags[keep]
+        rows = weight[idx]
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights[keep][:, None]
+        counts = np.bincount(bag, minlength=n_bags)
+        out = np.zeros((n_bags, weight.shape[1]), dtype=weight.dtype)
+        winner = None
+        if mode == "max":
+            out[:] = -np.inf
+            np.maximum.at(out, bag, rows)
+            out[counts == 0] = 0
+            # the element that gave each (bag, dim) its max: the first one equal to it
+            first = np.full(out.shape, len(idx), dtype=np.int64)
+            hits = rows == out[bag]
+            positions = np.broadcast_to(np.arange(len(idx))[:, None], rows.shape)
+            np.minimum.at(first, (np.broadcast_to(bag[:, None], rows.shape)[hits],
+                                  np.broadcast_to(np.arange(rows.shape[1]), rows.shape)[hits]), positions[hits])
+            picked = idx[np.minimum(first, len(idx) - 1)] if len(idx) else np.full(out.shape, -1)
+            winner = np.where(counts[:, None] > 0, picked, -1)
+        else:
+            np.add.at(out, bag, rows)
+            if mode == "mean":
+                out /= np.maximum(counts, 1)[:, None].astype(out.dtype)
+        need = ctx.needs_input_grad
+        if any(need):
+            ctx.save_for_backward(weight if need[2] else None, per_sample_weights)
+        ctx._bag = (weight.shape, idx, bag, counts, winner, mode, keep)
+        ctx._meta = {"mode": mode}
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        weight, per_sample_weights = ctx.saved_tensors
+        shape, idx, bag, counts, winner, mode, keep = ctx._bag
+        need = ctx.needs_input_grad
+        gw = gp = None
+        if need[0]:
+            gw = np.zeros(shape, dtype=grad.dtype)
+            if mode == "max":
+                has = winner >= 0
+                np.add.at(gw, (winner[has], np.nonzero(has)[1]), grad[has])
+            else:
+                rows = grad[bag]
+                if mode == "mean":
+                    rows = rows / counts[bag][:, None]
+                if per_sample_weights is not None:
+                    rows = rows * per_sample_weights[keep][:, None]
+                np.add.at(gw, idx, rows)
+        if len(need) > 2 and need[2]:
+            gp = np.zeros(keep.shape, dtype=grad.dtype)
+            gp[keep] = (grad[bag] * weight[idx]).sum(axis=1)
+        return gw, None, gp
