@@ -89,3 +89,26 @@ def test_parameters_to_vector_and_back():
     assert model[2].bias.detach().numpy().tolist() == [10.0]
     with pytest.raises(TypeError, match="expected torch.Tensor, but got: list"):
         vector_to_parameters([1.0], model.parameters())
+
+
+@pytest.mark.oracle
+@pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated")
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_matches_pytorch(dim):
+    torch = pytest.importorskip("torch")
+    from .nn_oracle_helpers import close, compare_module, copy_weights, pair
+
+    ours = nn.utils.weight_norm(nn.Conv2d(2, 3, 2).double(), dim=dim)
+    theirs = torch.nn.utils.weight_norm(torch.nn.Conv2d(2, 3, 2).double(), dim=dim)
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == ["bias", "weight_g", "weight_v"]
+    copy_weights(torch, ours, theirs)
+    for step in range(2):  # the weight is recomputed from g and v before each forward
+        ours.zero_grad()
+        theirs.zero_grad()
+        compare_module(torch, ours, theirs, [pair(torch, (2, 2, 4, 4), step)])
+    nn.utils.remove_weight_norm(ours)
+    torch.nn.utils.remove_weight_norm(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    close(ours.weight, theirs.weight)
+    with pytest.raises(ValueError, match="weight_norm of 'weight' not found in"):
+        nn.utils.remove_weight_norm(ours)
