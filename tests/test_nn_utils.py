@@ -112,3 +112,35 @@ def test_weight_norm_matches_pytorch(dim):
     close(ours.weight, theirs.weight)
     with pytest.raises(ValueError, match="weight_norm of 'weight' not found in"):
         nn.utils.remove_weight_norm(ours)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("layer,kwargs,shape", [("Linear", dict(in_features=4, out_features=3), (5, 4)),
+                                                ("Conv2d", dict(in_channels=2, out_channels=3, kernel_size=2),
+                                                 (2, 2, 4, 4)),
+                                                ("ConvTranspose2d", dict(in_channels=3, out_channels=2,
+                                                                         kernel_size=2), (1, 3, 3, 3))], ids=str)
+@pytest.mark.parametrize("iterations", [1, 3])
+def test_spectral_norm_matches_pytorch(layer, kwargs, shape, iterations):
+    torch = pytest.importorskip("torch")
+    from .nn_oracle_helpers import close, compare_module, copy_weights, pair
+
+    ours = nn.utils.spectral_norm(getattr(nn, layer)(**kwargs).double(), n_power_iterations=iterations)
+    theirs = torch.nn.utils.spectral_norm(getattr(torch.nn, layer)(**kwargs).double(), n_power_iterations=iterations)
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    copy_weights(torch, ours, theirs)
+    for step in range(2):  # training: each forward takes power-iteration steps and updates u and v in place
+        ours.zero_grad()
+        theirs.zero_grad()
+        compare_module(torch, ours, theirs, [pair(torch, shape, step)])
+        close(ours.weight_u, theirs.weight_u)
+        close(ours.weight_v, theirs.weight_v)
+    ours.eval()
+    theirs.eval()
+    compare_module(torch, ours, theirs, [pair(torch, shape, 5)])
+    nn.utils.remove_spectral_norm(ours)
+    torch.nn.utils.remove_spectral_norm(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    close(ours.weight, theirs.weight)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found in"):
+        nn.utils.remove_spectral_norm(ours)
