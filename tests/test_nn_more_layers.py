@@ -879,3 +879,33 @@ def test_embedding_bag_gradients(mode):
     if mode == "sum":
         psw = _var((6,), 71)
         assert gradcheck(lambda w, p: F.embedding_bag(idx, w, offsets, mode="sum", per_sample_weights=p), (w, psw))
+
+
+# ----- Unfold / Fold -------------------------------------------------------------------------------------------------
+FOLDS = [dict(kernel_size=2), dict(kernel_size=(2, 3), stride=2, padding=1), dict(kernel_size=3, dilation=2, padding=2)]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("kwargs", FOLDS, ids=str)
+@pytest.mark.parametrize("batched", [True, False])
+def test_unfold_and_fold(torch, kwargs, batched):
+    lead = (2,) if batched else ()
+    ours, theirs = nn.Unfold(**kwargs), torch.nn.Unfold(**kwargs)
+    outs, _ = compare_module(torch, ours, theirs, [pair(torch, lead + (3, 6, 7), 0)])
+    assert repr(ours) == repr(theirs)
+    ours, theirs = nn.Fold((6, 7), **kwargs), torch.nn.Fold((6, 7), **kwargs)
+    compare_module(torch, ours, theirs, [pair(torch, tuple(outs[0].shape), 1)])
+    assert repr(ours) == repr(theirs)
+
+
+def test_unfold_fold_gradients_and_errors():
+    x = _var((1, 2, 4, 5), 80)
+    assert gradcheck(lambda a: F.unfold(a, 2, stride=(1, 2), padding=1), (x,))
+    cols = _var((1, 8, 6), 81)
+    assert gradcheck(lambda c: F.fold(c, (3, 4), 2), (cols,))
+    with pytest.raises(RuntimeError, match=r"Expected size of input's dimension 1 to be divisible by the product of "
+                                           r"kernel_size, but got input.size\(1\)=5 and kernel_size=\(2, 2\)."):
+        F.fold(gv.ones(1, 5, 9), (4, 4), 2)
+    with pytest.raises(RuntimeError, match=r"expected size of input's dimension 2 to match the calculated number of "
+                                           r"sliding blocks 3 \* 3 = 9, but got input.size\(2\)=8."):
+        F.fold(gv.ones(1, 4, 8), (4, 4), 2)

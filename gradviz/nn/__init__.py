@@ -46,6 +46,7 @@ from .modules.conv import Conv1d, ConvTranspose2d  # noqa: E402
 from .modules.distance import CosineSimilarity, PairwiseDistance  # noqa: E402
 from .modules.dropout import Dropout2d  # noqa: E402
 from .modules.flatten import Unflatten  # noqa: E402
+from .modules.fold import Fold, Unfold  # noqa: E402
 from .modules.loss import (  # noqa: E402
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
@@ -115,4 +116,4 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
             "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
             "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "Softmax2d", "Softmin", "PixelShuffle",
-            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag"]
+            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Fold", "Unfold"]

@@ -606,6 +606,55 @@ def pixel_unshuffle(input, downscale_factor):
     x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
     return x.reshape(*lead, c * r * r, h // r, w // r)
 
+
+def _blocks(size, kernel, dilation, padding, stride):
+    """The number of sliding blocks along each spatial dim."""
+    return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1
+                 for s, k, d, p, st in zip(size, kernel, dilation, padding, stride))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding local blocks: (N, C, H, W) -> (N, C * prod(kernel_size), L)."""
+    if input.ndim == 3:
+        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
+    if input.ndim != 4:
+        raise ShapeError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
+    padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
+    out_hw = _blocks(input.shape[2:], kernel, dilation, padding, stride)
+    if out_hw[0] <= 0 or out_hw[1] <= 0:
+        raise ShapeError(f"Given input with spatial size {tuple(input.shape[2:])}, kernel_size={kernel}, "
+                         f"dilation={dilation}, padding={padding}, calculated shape of the array of sliding blocks "
+                         f"as {out_hw}, but its components must be at least one.")
+    pads = (padding[0], padding[0], padding[1], padding[1])
+    return _NL.Unfold.apply(input, kernel=kernel, dilation=dilation, pads=pads, stride=stride, out_hw=out_hw)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Combine sliding local blocks into an image, summing overlaps: (N, C * prod(kernel_size), L) ->
+    (N, C, H, W)."""
+    if input.ndim == 2:
+        return fold(input.unsqueeze(0), output_size, kernel_size, dilation, padding, stride).squeeze(0)
+    if input.ndim != 3:
+        raise ShapeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got "
+                         f"{input.ndim}D)")
+    size, kernel = _pair(output_size, "output_size"), _pair(kernel_size, "kernel_size")
+    dilation, padding, stride = _pair(dilation, "dilation"), _pair(padding, "padding"), _pair(stride, "stride")
+    per_block = kernel[0] * kernel[1]
+    if input.shape[1] % per_block:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={input.shape[1]} and kernel_size={kernel}.")
+    out_hw = _blocks(size, kernel, dilation, padding, stride)
+    if input.shape[2] != out_hw[0] * out_hw[1]:
+        raise RuntimeError(f"Given output_size={size}, kernel_size={kernel}, dilation={dilation}, padding={padding}, "
+                           f"stride={stride}, expected size of input's dimension 2 to match the calculated number of "
+                           f"sliding blocks {out_hw[0]} * {out_hw[1]} = {out_hw[0] * out_hw[1]}, but got "
+                           f"input.size(2)={input.shape[2]}.")
+    image_shape = (input.shape[0], input.shape[1] // per_block) + size
+    pads = (padding[0], padding[0], padding[1], padding[1])
+    return _NL.Fold.apply(input, image_shape=image_shape, kernel=kernel, dilation=dilation, pads=pads,
+                          stride=stride, out_hw=out_hw)
+
 # ----- 1-d convolution and pooling: the 2-d ops on a height-1 plane ----------------------------------------
 def _single(value):
     return int(value[0]) if isinstance(value, (tuple, list)) else value
@@ -1067,4 +1116,4 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
             "poisson_nll_loss", "gaussian_nll_loss", "interpolate", "upsample",
             "adaptive_max_pool2d", "adaptive_max_pool1d", "softmin", "pixel_shuffle", "pixel_unshuffle",
-            "embedding_bag"]
+            "embedding_bag", "unfold", "fold"]

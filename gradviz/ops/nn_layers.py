@@ -1,5 +1,5 @@
 """Layers behind ``gradviz.nn`` that are one node each: embedding lookup and bags, channel-wise dropout, one projection
-of a packed weight (attention's q, k, v), the transposed convolution and padding."""
+of a packed weight (attention's q, k, v), the transposed convolution, padding, and unfold/fold."""
 
 import numpy as np
 
@@ -270,3 +270,43 @@ class EmbeddingBag(Function):
             gp = np.zeros(keep.shape, dtype=grad.dtype)
             gp[keep] = (grad[bag] * weight[idx]).sum(axis=1)
         return gw, None, gp
+
+
+class Unfold(Function):
+    """Sliding blocks to columns (im2col): (N, C, H, W) -> (N, C*kH*kW, L), L blocks in row-major order.
+    Its backward adds each column back onto the pixels it came from; ``Fold`` is the same pair reversed."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, x, kernel, dilation, pads, stride, out_hw):
+        n = x.shape[0]
+        cols = _im2col(x, kernel, stride, dilation, pads, out_hw)
+        ctx._geometry = (x.shape, kernel, stride, pads, dilation, out_hw)
+        ctx._meta = {"kernel_size": tuple(kernel), "stride": tuple(stride), "dilation": tuple(dilation)}
+        return np.ascontiguousarray(cols.reshape(n, out_hw[0] * out_hw[1], -1).transpose(0, 2, 1))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x_shape, kernel, stride, pads, dilation, out_hw = ctx._geometry
+        dcols = grad.transpose(0, 2, 1).reshape(-1, grad.shape[1])
+        return _col2im(dcols, x_shape, kernel, stride, pads, dilation, out_hw)
+
+
+class Fold(Function):
+    """Columns back to an image, summing overlaps (col2im): (N, C*kH*kW, L) -> (N, C, H, W)."""
+
+    _raw = True
+
+    @staticmethod
+    def forward(ctx, cols, image_shape, kernel, dilation, pads, stride, out_hw):
+        dcols = cols.transpose(0, 2, 1).reshape(-1, cols.shape[1])
+        ctx._geometry = (image_shape, kernel, stride, pads, dilation, out_hw)
+        ctx._meta = {"kernel_size": tuple(kernel), "stride": tuple(stride), "dilation": tuple(dilation)}
+        return np.ascontiguousarray(_col2im(dcols, image_shape, kernel, stride, pads, dilation, out_hw))
+
+    @staticmethod
+    def backward(ctx, grad):
+        image_shape, kernel, stride, pads, dilation, out_hw = ctx._geometry
+        cols = _im2col(grad, kernel, stride, dilation, pads, out_hw)
+        return cols.reshape(image_shape[0], out_hw[0] * out_hw[1], -1).transpose(0, 2, 1)
