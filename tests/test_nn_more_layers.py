@@ -909,3 +909,12 @@ def test_unfold_fold_gradients_and_errors():
     with pytest.raises(RuntimeError, match=r"expected size of input's dimension 2 to match the calculated number of "
                                            r"sliding blocks 3 \* 3 = 9, but got input.size\(2\)=8."):
         F.fold(gv.ones(1, 4, 8), (4, 4), 2)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("lead", [(5,), (2, 3), ()], ids=str)
+def test_bilinear(torch, bias, lead):
+    ours, theirs = _same(torch, nn.Bilinear(3, 4, 2, bias=bias), torch.nn.Bilinear(3, 4, 2, bias=bias))
+    compare_module(torch, ours, theirs, [pair(torch, lead + (3,), 0), pair(torch, lead + (4,), 1)])
+    assert repr(ours) == repr(theirs)

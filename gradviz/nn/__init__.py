@@ -47,6 +47,7 @@ from .modules.distance import CosineSimilarity, PairwiseDistance  # noqa: E402
 from .modules.dropout import Dropout2d  # noqa: E402
 from .modules.flatten import Unflatten  # noqa: E402
 from .modules.fold import Fold, Unfold  # noqa: E402
+from .modules.linear import Bilinear  # noqa: E402
 from .modules.loss import (  # noqa: E402
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
@@ -116,4 +117,4 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
             "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
             "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "Softmax2d", "Softmin", "PixelShuffle",
-            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Fold", "Unfold"]
+            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Fold", "Unfold", "Bilinear"]

@@ -655,6 +655,19 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return _NL.Fold.apply(input, image_shape=image_shape, kernel=kernel, dilation=dilation, pads=pads,
                           stride=stride, out_hw=out_hw)
 
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_o = x1 . W_o . x2 + b_o`` over the last dims (leading dims shared), from the engine's matmul."""
+    out_features, in1, in2 = weight.shape
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    mixed = x1.matmul(weight.permute(1, 0, 2).reshape(in1, out_features * in2))  # (M, out * in2)
+    y = (mixed.reshape(-1, out_features, in2) * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, out_features)
+
 # ----- 1-d convolution and pooling: the 2-d ops on a height-1 plane ----------------------------------------
 def _single(value):
     return int(value[0]) if isinstance(value, (tuple, list)) else value
@@ -1116,4 +1129,4 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
             "poisson_nll_loss", "gaussian_nll_loss", "interpolate", "upsample",
             "adaptive_max_pool2d", "adaptive_max_pool1d", "softmin", "pixel_shuffle", "pixel_unshuffle",
-            "embedding_bag", "unfold", "fold"]
+            "embedding_bag", "unfold", "fold", "bilinear"]
