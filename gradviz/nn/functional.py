@@ -757,12 +757,9 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def _p_norm(input, p, dim):
-    """The p-norm over ``dim``, kept as a size-1 dim (Tensor.norm does p=2 only, for now)."""
-    if p == 2.0:
-        return input.norm(2, dim, keepdim=True)
-    if p == float("inf"):
-        return input.abs().max(dim, keepdim=True)[0]
-    return (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
+    """The p-norm over ``dim``, kept as a size-1 dim."""
+    return input.norm(p, dim, keepdim=True)
+
 
 # ----- attention -------------------------------------------------------------------------------------------
 def _float_mask(mask, name, dtype):
