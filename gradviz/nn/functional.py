@@ -668,6 +668,7 @@ def bilinear(input1, input2, weight, bias=None):
         y = y + bias
     return y.reshape(*lead, out_features)
 
+
 # ----- 1-d convolution and pooling: the 2-d ops on a height-1 plane ----------------------------------------
 def _single(value):
     return int(value[0]) if isinstance(value, (tuple, list)) else value
@@ -996,6 +997,7 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", UserWarning,
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
+
 
 # ----- distances and the embedding / ranking losses (built from the engine's ops) ------------------------------
 def _reduced(loss, reduction):
