@@ -918,3 +918,38 @@ def test_bilinear(torch, bias, lead):
     ours, theirs = _same(torch, nn.Bilinear(3, 4, 2, bias=bias), torch.nn.Bilinear(3, 4, 2, bias=bias))
     compare_module(torch, ours, theirs, [pair(torch, lead + (3,), 0), pair(torch, lead + (4,), 1)])
     assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("shape,normalized,kwargs", [((3, 4), 4, {}), ((2, 3, 4), (3, 4), dict(eps=1e-3)),
+                                                     ((2, 5), 5, dict(elementwise_affine=False))], ids=str)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_rms_norm(torch, shape, normalized, kwargs, dtype):
+    ours, theirs = nn.RMSNorm(normalized, **kwargs), torch.nn.RMSNorm(normalized, **kwargs)
+    if dtype == "float64":
+        ours.double()
+        theirs.double()
+    if ours.weight is not None:
+        with torch.no_grad():
+            theirs.weight.uniform_(0.5, 1.5)
+        ours.load_state_dict({k: gv.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    x, tx = gv.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out, tout = ours(x), theirs(tx)
+    tol = 1e-6 if dtype == "float64" else 1e-5
+    close(out, tout, tol)
+    out.sum().backward()
+    tout.sum().backward()
+    close(x.grad, tx.grad, tol)
+    assert repr(ours) == repr(theirs)
+
+
+def test_dropout1d_and_3d_drop_whole_channels():
+    gv.manual_seed(1)
+    out = nn.Dropout1d(0.5)(gv.ones(8, 16, 5)).numpy()
+    assert np.all(out.min(axis=2) == out.max(axis=2)) and 0 < (out[:, :, 0] == 0).mean() < 1
+    out = nn.Dropout3d(0.5)(gv.ones(4, 8, 2, 3, 2)).numpy().reshape(4, 8, -1)
+    assert np.all(out.min(axis=2) == out.max(axis=2)) and 0 < (out[:, :, 0] == 0).mean() < 1
+    assert tuple(F.dropout1d(gv.ones(3, 5), 0.5).shape) == (3, 5)
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a 4D input"):
+        F.dropout1d(gv.ones(2, 3, 4, 5))

@@ -44,7 +44,7 @@ from .modules.attention import MultiheadAttention  # noqa: E402
 from .modules.container import ModuleDict, ParameterDict, ParameterList  # noqa: E402
 from .modules.conv import Conv1d, ConvTranspose2d  # noqa: E402
 from .modules.distance import CosineSimilarity, PairwiseDistance  # noqa: E402
-from .modules.dropout import Dropout2d  # noqa: E402
+from .modules.dropout import Dropout1d, Dropout2d, Dropout3d  # noqa: E402
 from .modules.flatten import Unflatten  # noqa: E402
 from .modules.fold import Fold, Unfold  # noqa: E402
 from .modules.linear import Bilinear  # noqa: E402
@@ -70,6 +70,7 @@ from .modules.normalization import (  # noqa: E402
     InstanceNorm1d,
     InstanceNorm2d,
     LayerNorm,
+    RMSNorm,
 )
 from .modules.padding import (  # noqa: E402
     CircularPad1d,
@@ -117,4 +118,5 @@ __all__ += ["utils", "ELU", "GELU", "Hardtanh", "LeakyReLU", "ReLU6", "SiLU", "S
             "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
             "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
             "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "Softmax2d", "Softmin", "PixelShuffle",
-            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Fold", "Unfold", "Bilinear"]
+            "PixelUnshuffle", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Fold", "Unfold", "Bilinear",
+            "Dropout1d", "Dropout3d", "RMSNorm"]

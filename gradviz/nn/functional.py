@@ -412,6 +412,55 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _NL.FeatureDropout.apply(input, p=p, rng=_rng())
 
 
+def _feature_dropout(input, p, training, inplace):
+    if not training:
+        return input
+    if inplace:
+        return apply_inplace(_NL.FeatureDropout, input, p=p, rng=_rng())
+    return _NL.FeatureDropout.apply(input, p=p, rng=_rng())
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, L) or unbatched (C, L) inputs."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    if input.ndim == 2:
+        return _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
+    return _feature_dropout(input, p, training, inplace)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout of (N, C, D, H, W) or unbatched (C, D, H, W) inputs."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on "
+                      "inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      "4D or 5D inputs).", UserWarning, stacklevel=2)
+    if input.ndim != 5:
+        return _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
+    return _feature_dropout(input, p, training, inplace)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the last ``len(normalized_shape)`` dims; ``eps`` defaults to
+    the dtype's machine epsilon, as in PyTorch."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or input.ndim < len(shape):
+        raise ShapeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+                         f"{', '.join(str(d) for d in shape)}], but got input of size{list(input.shape)}")
+    eps = float(np.finfo(input.dtype).eps) if eps is None else eps
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = input / ((input * input).mean(dim=dims, keepdim=True) + eps).sqrt()
+    return out if weight is None else out * weight
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     if sparse:
@@ -1128,4 +1177,4 @@ __all__ += ["gelu", "silu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6"
             "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
             "poisson_nll_loss", "gaussian_nll_loss", "interpolate", "upsample",
             "adaptive_max_pool2d", "adaptive_max_pool1d", "softmin", "pixel_shuffle", "pixel_unshuffle",
-            "embedding_bag", "unfold", "fold", "bilinear"]
+            "embedding_bag", "unfold", "fold", "bilinear", "dropout1d", "dropout3d", "rms_norm"]

@@ -1,4 +1,5 @@
-"""``Dropout`` and ``Dropout2d``: random zeroing in training mode, the identity in eval mode."""
+"""``Dropout`` and the channel-wise ``Dropout1d/2d/3d``: random zeroing in training mode, the identity in eval
+mode."""
 
 from .. import functional as F
 from ..module import Module
@@ -24,3 +25,17 @@ class Dropout2d(Dropout):
 
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(Dropout):
+    """Zeroes whole channels of (N, C, L) inputs in training mode."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(Dropout):
+    """Zeroes whole channels of (N, C, D, H, W) inputs in training mode."""
+
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)

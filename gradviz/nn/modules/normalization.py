@@ -1,5 +1,5 @@
 """Normalisation layers: ``BatchNorm1d/2d/3d`` (running statistics as buffers), ``LayerNorm``, ``GroupNorm`` and
-``InstanceNorm1d/2d``, with PyTorch's parameters, buffers and state_dict keys."""
+``InstanceNorm1d/2d`` and ``RMSNorm``, with PyTorch's parameters, buffers and state_dict keys."""
 
 import warnings
 
@@ -191,3 +191,24 @@ class InstanceNorm1d(_InstanceNorm):
 
 class InstanceNorm2d(_InstanceNorm):
     _spatial_dims = 2
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the last dims, with an elementwise weight (no bias, no centring)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(shape, dtype=_floats(dtype)))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
