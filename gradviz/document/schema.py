@@ -22,6 +22,7 @@ class TraceFormatError(ValueError):
 # a leading "?" allows null; [T] is a list of T; (T, U) a list of exactly a T and a U; {T} an object of T, {#T}
 # one keyed by ids ("12"); a dict is a nested record. Keys ending in "?" are optional.
 LOCATION = {"file": "str", "line": "int", "text": "str", "function?": "?str"}
+THREAD = {"name": "str", "ident": "?int"}
 SAVED = {"variable": "?int", "kind": "str", "index": "int", "shape": ["int"], "bytes": "int", "version": "int"}
 VARIABLE = {
     "id": "int", "name": "?str", "shape": ["int"], "dtype": "str", "bytes": "int", "requires_grad": "bool",
@@ -39,7 +40,7 @@ NODE = {
 GRAPH = {
     "id": "int", "structure": "?int", "iteration": "int", "nodes": ["int"], "roots": ["int"], "saved_bytes": "int",
     "output_bytes": "int", "freed_by": "?int", "alive_at_end": "bool", "full": "bool",
-    "freed_at_iteration?": "?int", "backwarded?": "bool", "external_inputs?": [["int"]],
+    "freed_at_iteration?": "?int", "backwarded?": "bool", "external_inputs?": [["int"]], "thread?": "?thread",
 }
 STRUCTURE = {"id": "int", "signature": "str", "count": "int", "first_graph": "int", "last_graph": "int",
              "iterations": ["int"], "node_count": "int"}
@@ -49,6 +50,7 @@ BACKWARD = {
     "seq": "int", "kind": "str", "location": "?loc", "visited": ["int"], "grad_norms": "{#num}",
     "leaf_grad_norms": "{#num}",
     "gradient_from": "?int", "error": "?error", "started?": "bool", "graphs?": ["int"], "freed_nodes?": "int",
+    "thread?": "?thread",
 }
 EVENT = {"id": "int", "seq": "int", "kind": "str", "location": "?loc", "iteration": "int"}
 EVENT_FIELDS = {
@@ -79,19 +81,20 @@ BACKWARD_CHECK = {
 }
 BACKWARD_CHECKS = {"enabled": "bool", "budget": "int", "repeats": "int", "over_budget": "int",
                    "checks": [BACKWARD_CHECK]}
+THREADS = {"observed": ["thread"], "unobserved": ["thread"], "note?": "str"}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
     "variables": [VARIABLE], "nodes": [NODE], "graphs": [GRAPH], "structures": [STRUCTURE],
     "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
-    "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS,
+    "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS, "threads?": THREADS,
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.
 MAX_DEPTH = 64
 _NAMES = {"int": "an integer", "str": "a string", "bool": "true or false", "num": "a number", "obj": "an object",
-          "loc": "a location object", "error": "an error object"}
+          "loc": "a location object", "error": "an error object", "thread": "a thread object"}
 
 
 def _describe(spec):
@@ -147,6 +150,8 @@ def _check(value, spec, path):
         _check_record(value, LOCATION, path, "a location object")
     elif spec == "error":
         _check_record(value, ERROR, path, "an error object")
+    elif spec == "thread":
+        _check_record(value, THREAD, path, "a thread object")
     elif not _fits(value, spec):
         if spec in ("obj", "any") and isinstance(value, (dict, list)) or spec == "obj" and isinstance(value, dict):
             _fail(path, f"nested more than {MAX_DEPTH} levels deep")

@@ -27,17 +27,26 @@ Conventions shared by the fact methods:
   optionally, ``storage``: the key of the memory it lives in whether charged or not (a base, its views, its
   ``.data``, its ``detach()`` and a numpy array on it share one) — with the version-counter key, what tells a
   tracked in-place change from a silent one (``.data`` has a counter of its own). A 10-tuple means no storage.
-- Mutable state lives on the builder instance only (records, tables, ``groups``): one lock or one builder per
-  thread can be added around the fact methods without touching the records.
+- Threads: facts may come from several threads. An adapter reports facts between ``builder.acquire()`` and
+  ``builder.release()`` (or inside ``with builder:``): a re-entrant lock (a weak reference callback may report a
+  death in the middle of a fact), and, when the thread holding it is not the one whose state is loaded, a switch
+  of what is per thread by nature — the backward call in progress, the module call stack, the last ``.grad``
+  read (``ThreadState``). The fact methods read those as plain attributes, so they cost nothing per fact; the
+  facts of one backward call must come from the thread that began it. The death callbacks
+  (``variable_handle_died``, ``node_handle_died``) take the lock themselves; ``document()`` builds its records
+  under it (a consistent snapshot, whatever the other threads do).
 """
 
 import itertools
+import threading
+import weakref
 from collections import namedtuple
+from threading import get_ident
 
 from ..document.vocabulary import error_code
 from .checks import BackwardChecks
 from .grouping import Grouping
-from .records import NodeRecord, VarRecord
+from .records import NodeRecord, VarRecord, safe_message
 
 LEAF = "leaf"  # the second half of an edge to a leaf's gradient accumulator: (variable_key, LEAF)
 _NO_EDGE = (None, 0)
@@ -57,6 +66,21 @@ OutputFact.__doc__ = ("One output of an op: ``is_leaf`` is False when the op's n
 
 _new_var = VarRecord.__new__  # _new_var(VarRecord): a record with no Python __init__ frame
 _new_node = NodeRecord.__new__
+
+
+class ThreadState:
+    """What the builder keeps for one thread while another thread's state is loaded (see ``switch_thread``)."""
+
+    __slots__ = ("backward", "visited", "grad_norms", "module_stack", "module_keys", "last_grad_read", "info",
+                 "thread", "listed")
+
+    def __init__(self, thread):
+        self.backward = self.visited = self.grad_norms = self.last_grad_read = None
+        self.module_stack = ()
+        self.module_keys = []
+        self.info = {"name": thread.name, "ident": thread.ident}  # the document's name for the thread
+        self.thread = weakref.ref(thread)
+        self.listed = False  # whether ``builder.threads`` lists it yet
 
 
 class TraceBuilder:
@@ -101,6 +125,80 @@ class TraceBuilder:
         self.internal_errors = []
         self.checks = BackwardChecks()  # custom Functions' backward checks (wrong-backward)
         self.groups = Grouping(self)
+        # threads: the lock around facts, the state of each thread, the threads seen and not seen
+        self.lock = threading.RLock()
+        self._thread = ThreadState(threading.current_thread())  # whose state the attributes above hold
+        self.thread_ident = get_ident()
+        self._thread_states = {self.thread_ident: self._thread}  # ident -> ThreadState
+        self.threads = []  # {"name", "ident"} of every thread that started a graph or ran a backward
+        self._observed = weakref.WeakSet()  # their Thread objects
+        self._running_at_start = []  # (Thread, {"name", "ident", "daemon"}) of the other threads then
+
+    # ----- threads ------------------------------------------------------------------------------------------
+    def acquire(self):
+        """Take the lock for facts from the calling thread (re-entrant), loading that thread's state."""
+        self.lock.acquire()
+        if self.thread_ident != get_ident():
+            self.switch_thread()
+
+    def release(self):
+        self.lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        return False
+
+    def switch_thread(self):
+        """Store the loaded thread's state and load the calling thread's (lock held; adapters that inline
+        ``acquire`` call this when ``thread_ident`` is not ``threading.get_ident()``)."""
+        old = self._thread
+        old.backward, old.visited, old.grad_norms = self.backward, self._visited, self._grad_norms
+        old.module_stack, old.module_keys, old.last_grad_read = self.module_stack, self._module_keys, \
+            self._last_grad_read
+        ident = get_ident()
+        thread = threading.current_thread()
+        new = self._thread_states.get(ident)
+        if new is None or new.thread() is not thread:  # a new thread (perhaps with an ended one's ident)
+            new = self._thread_states[ident] = ThreadState(thread)
+        self.backward, self._visited, self._grad_norms = new.backward, new.visited, new.grad_norms
+        self.module_stack, self._module_keys, self._last_grad_read = new.module_stack, new.module_keys, \
+            new.last_grad_read
+        self._thread = new
+        self.thread_ident = ident
+
+    def thread(self):
+        """``{"name", "ident"}`` of the thread whose facts are being reported (graphs and backward calls say
+        which thread built them)."""
+        state = self._thread
+        if not state.listed:
+            state.listed = True
+            self.threads.append(state.info)
+            thread = state.thread()
+            if thread is not None:
+                self._observed.add(thread)
+        return state.info
+
+    def note_running_threads(self):
+        """The trace starts: remember the other threads running now. Their context was made before the trace,
+        so an adapter that attaches per context or per new thread cannot observe them (``unobserved_threads``)."""
+        me = threading.current_thread()
+        self._running_at_start = [(t, {"name": t.name, "ident": t.ident, "daemon": t.daemon})
+                                  for t in threading.enumerate() if t is not me]
+
+    def unobserved_threads(self):
+        """Threads running when the trace started that reported nothing to it (their ops, if any, are not
+        in the document)."""
+        observed = self._observed
+        return [info for thread, info in self._running_at_start if thread not in observed]
+
+    def internal_error(self, where, exc):
+        """The tracer failed at ``where`` (an adapter callback): recorded, never raised into the user's code."""
+        if len(self.internal_errors) < 100:  # a bug that fires on every op must not grow without bound
+            self.internal_errors.append({"where": where, "type": type(exc).__name__, "message": safe_message(exc)})
 
     # ----- the engine -------------------------------------------------------------------------------------
     def engine(self, name, version=None, devices=()):
@@ -174,8 +272,15 @@ class TraceBuilder:
 
     def variable_handle_died(self, handle):
         """``variable_died(handle.key, handle)``: for adapters whose handles know their key (a weak reference's
-        callback can then be this method itself)."""
-        self.variable_died(handle.key, handle)
+        callback can then be this method itself). Takes the lock: the object may die on any thread."""
+        lock = self.lock
+        lock.acquire()
+        try:
+            self.variable_died(handle.key, handle)
+        except Exception as exc:  # a weak reference callback: nobody to raise to
+            self.internal_error("variable_died", exc)
+        finally:
+            lock.release()
 
     def variable_state(self, key, name=None, requires_grad=None, is_parameter=None):
         """What the engine says now about a live variable: the name the user gave it (``x.name = ...``),
@@ -393,7 +498,14 @@ class TraceBuilder:
 
     def node_handle_died(self, handle):
         """``node_died(handle.key, handle)`` (see ``variable_handle_died``)."""
-        self.node_died(handle.key, handle)
+        lock = self.lock
+        lock.acquire()
+        try:
+            self.node_died(handle.key, handle)
+        except Exception as exc:
+            self.internal_error("node_died", exc)
+        finally:
+            lock.release()
 
     def has_node(self, key):
         return key in self.live_nodes
@@ -783,7 +895,7 @@ class TraceBuilder:
              "root_nodes": [None if n is None else nodes[n].id for n in root_nodes],
              "retain_graph": bool(retain_graph), "started": retain_graph is not None, "kind": kind,
              "location": location, "visited": [], "grad_norms": {}, "leaf_grad_norms": {},
-             "gradient_from": gradient_from, "error": None, "freed_nodes": 0}
+             "gradient_from": gradient_from, "error": None, "freed_nodes": 0, "thread": self.thread()}
         self.backward = b
         self._visited = b["visited"]  # appended to by every backward step
         self._grad_norms = b["grad_norms"]
@@ -954,6 +1066,14 @@ class TraceBuilder:
 
     def document(self, with_diagnostics=True):
         """The ``gradviz-trace`` document (docs/trace-format.md), with diagnostics unless told otherwise."""
-        from .document import build_document
+        from .document import add_diagnostics, build_document
 
-        return build_document(self, with_diagnostics=with_diagnostics)
+        lock = self.lock
+        lock.acquire()  # a consistent snapshot: other threads' facts wait (the diagnostics read the copy)
+        try:
+            doc = build_document(self, with_diagnostics=False)
+        finally:
+            lock.release()
+        if with_diagnostics:
+            add_diagnostics(doc)
+        return doc

@@ -68,7 +68,7 @@ def graph_dict(graph, structure, nodes, stopped):
     return {"id": graph.id, "structure": None if structure is None else structure.id, "iteration": graph.iteration,
             "nodes": ids, "roots": roots, "saved_bytes": graph.saved_bytes, "output_bytes": graph.output_bytes,
             "freed_by": graph.freed_by, "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive,
-            "backwarded": graph.backwarded, "full": graph.full,
+            "backwarded": graph.backwarded, "full": graph.full, "thread": graph.thread and dict(graph.thread),
             "external_inputs": [[a, b] for a, b in graph.external_inputs]}
 
 
@@ -166,10 +166,22 @@ def build_document(trace, with_diagnostics=True):
         "dropped": dict(g.dropped, note=_drop_note(g)),
         "internal_errors": list(trace.internal_errors),
         "backward_checks": trace.checks.section(_loc),
+        "threads": threads_section(trace),
     })
     if with_diagnostics:
-        _add_diagnostics(doc)
+        add_diagnostics(doc)
     return doc
+
+
+def threads_section(builder):
+    """Which threads the trace saw build graphs or run backward, and those it could not observe."""
+    section = {"observed": [dict(t) for t in builder.threads]}
+    unobserved = [dict(t) for t in builder.unobserved_threads()]
+    section["unobserved"] = unobserved
+    if unobserved:
+        section["note"] = (f"{len(unobserved)} thread(s) were already running when the trace started and are not "
+                           "observed by it: ops they ran, if any, are not in this document")
+    return section
 
 
 def engine_section(builder):
@@ -194,7 +206,7 @@ def _drop_note(g):
             "event) and ids that refer to their records may be missing")
 
 
-def _add_diagnostics(doc):
+def add_diagnostics(doc):
     """Diagnostics are computed from the document; a failure there must never lose the trace itself."""
     try:
         from ..diagnose import diagnose

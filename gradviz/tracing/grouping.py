@@ -143,6 +143,7 @@ class Grouping:
 
     def new_graph(self):
         graph = GraphRecord(next(self._graph_ids), self.iteration)
+        graph.thread = self.trace.thread()
         self.graphs[graph.id] = graph
         self._iter_graphs[self.iteration].append(graph)
         self.graph_count += 1

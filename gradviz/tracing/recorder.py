@@ -9,6 +9,9 @@ from .adapters import engine_names, make_adapter
 from .builder import TraceBuilder
 from .frames import user_frame
 
+_ACTIVE_ERROR = ("this gradviz.trace is already active: a trace records one block at a time (`with tr:` inside "
+                 "`with tr:`, or start() twice); use one block, or a new gradviz.trace() for the inner one")
+
 
 class Trace:
     """Record every variable, graph node, backward call and notable event while active.
@@ -17,9 +20,21 @@ class Trace:
     which engine to watch: ``"gradviz"`` (its own engine), ``"auto"`` (today the same), ``"torch"`` (real
     PyTorch, when its adapter is available); ``check_backward`` whether each custom ``Function``'s backward is
     checked numerically the first time it runs with given input shapes and dtypes (the wrong-backward diagnosis).
+
+    Threads: ops from every thread the traced code starts (``threading.Thread``, executors, ``asyncio.to_thread``)
+    are recorded; threads already running when the trace started are not, and the document lists them
+    (``threads``). ``stop()`` may be called from any thread. Entering a trace that is already active raises
+    ``RuntimeError`` (see docs/api.md).
     """
 
     def __init__(self, window=3, engine="auto", check_backward=True):
+        if isinstance(window, bool) or not isinstance(window, int):
+            raise TypeError(f"gradviz.trace(): window must be an int (iterations kept in full at each end of a "
+                            f"loop), got {type(window).__name__} {window!r}")
+        if window < 1:
+            raise ValueError(f"gradviz.trace(): window must be at least 1, got {window}")
+        if not isinstance(engine, str):
+            raise TypeError(f"gradviz.trace(): engine must be a string, got {type(engine).__name__} {engine!r}")
         self.window = window
         self.engine = engine
         self.active = False
@@ -29,7 +44,12 @@ class Trace:
 
     # ----- lifecycle ------------------------------------------------------------------------------------
     def start(self):
-        if not self.active:
+        """Start recording (in this context, and in every thread started from now on). Raises RuntimeError if
+        the trace is already active; a stopped trace may be started again (the records go on)."""
+        with self.builder:
+            if self.active:
+                raise RuntimeError(_ACTIVE_ERROR)
+            self.builder.note_running_threads()
             for adapter in self.adapters:
                 adapter.attach()
             self.active = True
@@ -37,13 +57,22 @@ class Trace:
         return self
 
     def stop(self):
-        if self.active:
+        """Stop recording, everywhere (from any thread: every context and thread the trace is attached in stops
+        reporting). Stopping a stopped trace does nothing."""
+        with self.builder:  # no callback is half way; none starts after this
+            if not self.active:
+                for adapter in self.adapters:  # stopped elsewhere: leave this context too
+                    adapter.detach()
+                return self
             frame = user_frame(2)
             for adapter in self.adapters:
                 adapter.detach()
             self.active = False
-            for adapter in self.adapters:
-                adapter.finish(frame)
+            try:
+                for adapter in self.adapters:
+                    adapter.finish(frame)
+            except Exception as exc:  # names and final states are a nicety: the trace must still stop
+                self.builder.internal_error("stop", exc)
             self.builder.stop()
         return self
 
@@ -52,7 +81,11 @@ class Trace:
 
     def __exit__(self, exc_type, exc, tb):
         if exc is not None:  # a summary only: the exception's traceback would keep the user's frames alive
-            self.adapters[0].raised(exc, tb)
+            try:
+                with self.builder:
+                    self.adapters[0].raised(exc, tb)
+            except Exception as error:  # never replace the user's exception with one of ours
+                self.builder.internal_error("raised", error)
         self.stop()
         return False
 
@@ -84,15 +117,19 @@ class Trace:
 
     # ----- results ------------------------------------------------------------------------------------------
     def _document(self, with_diagnostics):
-        if self.active:
-            frame = user_frame(3)
-            for adapter in self.adapters:
-                adapter.name_from_frame(frame)
-                adapter.refresh()
-        else:  # stopped: what the variables were at the stop stands, but a name given since is taken
-            for adapter in self.adapters:
-                adapter.refresh(requires_grad=False)
-        return self.builder.document(with_diagnostics=with_diagnostics)
+        frame = user_frame(3) if self.active else None
+        with self.builder:  # what the engine says now, without another thread's facts half way
+            try:
+                if self.active:
+                    for adapter in self.adapters:
+                        adapter.name_from_frame(frame)
+                        adapter.refresh()
+                else:  # stopped: what the variables were at the stop stands, but a name given since is taken
+                    for adapter in self.adapters:
+                        adapter.refresh(requires_grad=False)
+            except Exception as exc:  # names are a nicety: the document must still be built
+                self.builder.internal_error("refresh", exc)
+        return self.builder.document(with_diagnostics=with_diagnostics)  # its records: a snapshot under the lock
 
     def to_dict(self):
         """The trace document (``gradviz-trace`` version 1, see docs/trace-format.md), with diagnostics."""
@@ -109,33 +146,46 @@ class Trace:
         """``{"peak_retained_bytes", "final_retained_bytes", "series", "graphs"}`` (see docs/trace-format.md)."""
         from .document import memory_section
 
-        return memory_section(self.builder)
+        with self.builder:
+            return memory_section(self.builder)
 
     @property
     def diagnostics(self):
         return self.to_dict()["diagnostics"]
 
     def why_none(self, variable):
-        """Why ``variable.grad`` is None: the classified cause, with the edge or line where the path breaks."""
+        """Why ``variable.grad`` is None: the classified cause, with the edge or line where the path breaks.
+        ``variable`` is a Variable (Tensor) or its id in the trace document."""
         from ..diagnose import why_none
 
-        vid = variable if isinstance(variable, int) else self.variable_id(variable)
+        if isinstance(variable, int) and not isinstance(variable, bool):
+            vid = variable
+        else:
+            vid = self._variable_id(variable, "why_none(): variable")
         return why_none(self._document(False), vid)
 
     def variable_id(self, variable):
         """The id this trace gives ``variable`` (recording it now if it was never seen)."""
-        for adapter in self.adapters:
-            key = adapter.key_for_variable(variable)
-            if key is not None:
-                return self.builder.live_variables[key].id
-        raise TypeError(f"not a variable of a traced engine: {type(variable).__name__}")
+        return self._variable_id(variable, "variable_id(): variable")
+
+    def _variable_id(self, variable, what):
+        with self.builder:
+            for adapter in self.adapters:
+                key = adapter.key_for_variable(variable)
+                if key is not None:
+                    return self.builder.live_variables[key].id
+        raise TypeError(f"{what} must be a Tensor of a traced engine or a variable id (int), got "
+                        f"{type(variable).__name__}{_shown(variable)}")
 
     def node_id(self, node):
-        for adapter in self.adapters:
-            key = adapter.key_for_node(node)
-            if key is not None:
-                return self.builder.live_nodes[key].id
-        raise TypeError(f"not a graph node of a traced engine: {type(node).__name__}")
+        """The id this trace gives graph node ``node`` (a ``grad_fn``), recording it now if it was never seen."""
+        with self.builder:
+            for adapter in self.adapters:
+                key = adapter.key_for_node(node)
+                if key is not None:
+                    return self.builder.live_nodes[key].id
+        raise TypeError(f"node_id(): node must be a graph node (a grad_fn) of a traced engine, got "
+                        f"{type(node).__name__}{_shown(node)}")
 
     def _repr_html_(self):
         """Jupyter shows a trace as its summary, graph and diagnostics."""
@@ -148,3 +198,10 @@ class Trace:
         state = "active" if self.active else ("stopped" if self.stopped else "not started")
         return (f"<gradviz.trace {state}: {s['nodes']} nodes, {s['graphs']} graphs, {s['backward_calls']} backward "
                 f"calls, {s['iterations']} iterations>")
+
+
+def _shown(value):
+    """`` 'y1'`` for a short str or number in an error message, nothing for anything else."""
+    if isinstance(value, (str, int, float)) and len(repr(value)) <= 40:
+        return f" {value!r}"
+    return ""

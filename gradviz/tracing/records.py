@@ -27,7 +27,7 @@ class GraphRecord:
 
     __slots__ = ("id", "iteration", "nodes", "accumulators", "parent", "backwarded", "alive", "saved_bytes",
                  "output_bytes", "owner_keys", "freed_by", "freed_at_iteration", "structure", "full", "pinned",
-                 "external_inputs", "alive_at_stop")
+                 "external_inputs", "alive_at_stop", "thread")
 
     def __init__(self, gid, iteration):
         self.id = gid
@@ -47,6 +47,7 @@ class GraphRecord:
         self.pinned = False
         self.external_inputs = []
         self.alive_at_stop = None
+        self.thread = None  # {"name", "ident"} of the thread whose op started it
 
     def find(self):
         g = self
@@ -81,3 +82,15 @@ def json_float(value):
     if math.isfinite(value):
         return value
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def safe_message(exc):
+    """The first line of ``str(exc)``, for a document: an exception whose ``__str__`` raises (or returns a
+    non-string) is described as such (Python's own traceback printer says the same), never re-raised."""
+    try:
+        text = str(exc)
+    except Exception:
+        return "<exception str() failed>"
+    if not isinstance(text, str):
+        return "<exception str() failed>"
+    return text.split("\n")[0]

@@ -7,11 +7,17 @@ reports the death, so the trace never keeps a graph alive.
 
 Per op: one cached frame walk (none inside gradviz's own modules: the user frame found when the outermost
 module was called is reused), one fact, and one BLAS dot product for the NaN/Inf check.
+
+Threads: the engine calls a ``Guard`` (guard.py), which holds the builder's lock around each callback here,
+switches the per-thread state of the builder and of this adapter when the calling thread changes (the module
+calls in progress with their user frame, the ``.grad`` backward just made, the last op's class, the root module
+being called: see ``switch_thread``), and records what fails here instead of raising it. Threads started while
+attached run with the guard attached (threads.py).
 """
 
 import weakref
 from collections import OrderedDict
-from threading import get_ident
+from threading import current_thread, get_ident
 
 import numpy as np
 
@@ -33,8 +39,11 @@ from ..frames import (
     names_in_frame,
     user_frame,
 )
+from ..records import safe_message
+from . import threads
 from .gradviz_probe import run_check
 from .gradviz_probe import signature as probe_signature
+from .guard import Guard
 from .modules import ModuleNames
 from .numpy_values import _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
 
@@ -100,20 +109,46 @@ class GradvizAdapter(Observer):
         self._watch = {}
         self._watched = {}
         self._last_fn = None
+        self._thread_ref = weakref.ref(current_thread())
+        self.thread_ident = get_ident()  # whose state the attributes above hold (see switch_thread)
+        self._thread_states = {}  # ident -> (Thread weakref, calls, new grad, last fn, module tree) of the others
+        self.guard = Guard(self, builder)  # what the engine calls (see the module docstring)
         self._var_gone = builder.variable_handle_died  # the weak references' callbacks, bound once
         self._node_gone = builder.node_handle_died
 
     # ----- lifecycle --------------------------------------------------------------------------------------
     def attach(self):
+        """Start watching: in this context, and in every thread started from now on."""
         from ...autograd.observer import attach
 
-        attach(self)
+        self.guard.active = True
+        attach(self.guard)
+        threads.adopt(self.guard)
 
     def detach(self):
+        """Stop watching, in every context the guard is attached in (its flag), and leave this context. Call
+        with the builder's lock held (no callback is half way)."""
         from ...autograd.observer import detach
 
-        detach(self)
-        self._calls = [(m, None, None) for m, _, _ in self._calls]
+        self.guard.active = False
+        detach(self.guard)
+        threads.release(self.guard)
+        self._calls = [(m, None, None) for m, _, _ in self._calls]  # no thread's frames are held past the trace
+        for ident, state in list(self._thread_states.items()):
+            self._thread_states[ident] = state[:1] + ([(m, None, None) for m, _, _ in state[1]],) + state[2:]
+
+    def switch_thread(self):
+        """Store the loaded thread's per-thread state and load the calling thread's (lock held)."""
+        states = self._thread_states
+        states[self.thread_ident] = (self._thread_ref, self._calls, self._new_grad, self._last_fn, self.names.tree)
+        ident = get_ident()
+        thread = current_thread()
+        state = states.pop(ident, None)
+        if state is None or state[0]() is not thread:  # a new thread (perhaps with an ended one's ident)
+            state = (None, [], None, None, None)
+        _, self._calls, self._new_grad, self._last_fn, self.names.tree = state
+        self._thread_ref = weakref.ref(thread)
+        self.thread_ident = ident
 
     def finish(self, frame):
         """The trace stops: name what the user's frame binds, and note what the live Variables are now."""
@@ -132,7 +167,7 @@ class GradvizAdapter(Observer):
             state(key, name=obj._name, requires_grad=obj._requires_grad if requires_grad else None)
 
     def raised(self, exc, tb):
-        self.builder.raised(type(exc).__name__, str(exc).split("\n")[0], _raise_location(tb))
+        self.builder.raised(type(exc).__name__, safe_message(exc), _raise_location(tb))
 
     # ----- records ----------------------------------------------------------------------------------------
     def _new_var(self, var, origin, location, node=None, module=None):
@@ -654,7 +689,7 @@ class GradvizAdapter(Observer):
             return
         info = None
         if error is not None:
-            info = {"type": type(error).__name__, "message": str(error).split("\n")[0]}
+            info = {"type": type(error).__name__, "message": safe_message(error)}
             node = getattr(error, "node", None)
             if node is not None:
                 info["node"] = self.node_key(node)
