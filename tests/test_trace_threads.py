@@ -1,0 +1,384 @@
+"""The tracer and threads: ops from every kind of thread are recorded safely (or the document says which threads it
+could not observe), concurrent backward calls keep their own state, the user's code never sees the tracer raise,
+and the report is written whatever a thread is still doing. Also the trace's API contracts (re-entering, stop()
+from another thread, bad arguments)."""
+
+import asyncio
+import contextvars
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import gradviz
+from gradviz.document import load_trace, validate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _data(seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((6, 4)), rng.standard_normal((3, 4)), rng.standard_normal(3)
+
+
+def _train(seed, steps):
+    """A small model trained for ``steps`` backward calls; returns its gradients after the last one (float64)."""
+    x, w, b = _data(seed)
+    weight = gradviz.tensor(w, requires_grad=True)
+    bias = gradviz.tensor(b, requires_grad=True)
+    inputs = gradviz.tensor(x)
+    for _ in range(steps):
+        weight.grad = None
+        bias.grad = None
+        loss = ((inputs @ weight.T + bias).tanh() ** 2).sum()
+        loss.backward()
+    return weight.grad.numpy().copy(), bias.grad.numpy().copy()
+
+
+def _threads_of(doc, kind):
+    return Counter(item["thread"]["name"] for item in doc[kind] if item.get("thread"))
+
+
+def _backwards_by_thread(doc):
+    return Counter(b["thread"]["name"] for b in doc["backwards"]) + Counter()
+
+
+def _check_clean(doc):
+    validate(doc)
+    assert doc["internal_errors"] == []
+
+
+# ----- each kind of thread ---------------------------------------------------------------------------------------
+def test_a_plain_thread_started_inside_the_trace_is_observed():
+    out = {}
+    with gradviz.trace() as tr:
+        t = threading.Thread(target=lambda: out.update(grads=_train(1, 2)), name="worker-a")
+        t.start()
+        t.join()
+    doc = tr.to_dict()
+    _check_clean(doc)
+    assert _backwards_by_thread(doc) == {"worker-a": 2}
+    assert set(_threads_of(doc, "graphs")) == {"worker-a"}
+    assert [t["name"] for t in doc["threads"]["observed"]] == ["worker-a"]
+    assert doc["threads"]["unobserved"] == []
+    np.testing.assert_allclose(out["grads"][0], _train(1, 2)[0])
+
+
+def test_a_thread_does_not_inherit_the_starting_threads_grad_mode():
+    # only the trace is attached in the new thread, not the starting thread's context: no_grad stays behind
+    out = {}
+    with gradviz.trace() as tr, gradviz.no_grad():
+        t = threading.Thread(target=lambda: out.update(grads=_train(2, 1)), name="under-no-grad")
+        t.start()
+        t.join()
+    assert out["grads"][1].shape == (3,)
+    assert _backwards_by_thread(tr.to_dict()) == {"under-no-grad": 1}
+
+
+def test_asyncio_to_thread_is_observed():
+    async def main():
+        return await asyncio.gather(asyncio.to_thread(_train, 3, 2), asyncio.to_thread(_train, 4, 2))
+
+    with gradviz.trace(window=100) as tr:
+        results = asyncio.run(main())
+    doc = tr.to_dict()
+    _check_clean(doc)
+    assert sum(_backwards_by_thread(doc).values()) == 4
+    assert all(name.startswith("asyncio_") for name in _backwards_by_thread(doc))
+    np.testing.assert_allclose(results[1][0], _train(4, 2)[0])
+
+
+def test_a_thread_pool_executor_is_observed():
+    with gradviz.trace(window=100) as tr:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool") as ex:
+            results = list(ex.map(_train, [5, 6, 7, 8], [3, 3, 3, 3]))
+    doc = tr.to_dict()
+    _check_clean(doc)
+    by_thread = _backwards_by_thread(doc)
+    assert sum(by_thread.values()) == 12
+    assert set(by_thread) <= {"pool_0", "pool_1"}
+    for seed, (gw, gb) in zip([5, 6, 7, 8], results):
+        want_w, want_b = _train(seed, 3)
+        np.testing.assert_allclose(gw, want_w)
+        np.testing.assert_allclose(gb, want_b)
+
+
+def test_a_thread_inheriting_the_context_runs_alongside_the_users_backward():
+    # issue 9: a thread with the trace's context made the user's own backward fail inside the recorder
+    results = {}
+    with gradviz.trace(window=100) as tr:
+        ctx = contextvars.copy_context()  # the trace's context, as asyncio.to_thread and executors hand it on
+        t = threading.Thread(target=lambda: results.update(side=ctx.run(_train, 9, 40)), name="inheriting")
+        t.start()
+        results["main"] = _train(10, 40)
+        t.join()
+    doc = tr.to_dict()
+    _check_clean(doc)
+    assert _backwards_by_thread(doc) == {"inheriting": 40, "MainThread": 40}
+    np.testing.assert_allclose(results["main"][0], _train(10, 40)[0])
+    np.testing.assert_allclose(results["side"][0], _train(9, 40)[0])
+
+
+def test_a_thread_running_before_the_trace_is_listed_as_unobserved():
+    go, done = threading.Event(), threading.Event()
+
+    def early():
+        go.wait(5)
+        _train(11, 1)
+        done.set()
+
+    t = threading.Thread(target=early, name="early-bird")
+    t.start()
+    with gradviz.trace() as tr:
+        go.set()
+        done.wait(5)
+        _train(12, 1)
+    t.join()
+    doc = tr.to_dict()
+    _check_clean(doc)
+    assert _backwards_by_thread(doc) == {"MainThread": 1}
+    assert [u["name"] for u in doc["threads"]["unobserved"]] == ["early-bird"]
+    assert doc["threads"]["note"].startswith("1 thread(s) were already running when the trace started")
+
+
+def test_thread_start_is_restored_when_the_trace_stops():
+    original = threading.Thread.start
+    with gradviz.trace():
+        assert threading.Thread.start is not original
+    assert threading.Thread.start is original
+    # a thread started after the stop is not traced, and a trace keeps nothing from it
+    with gradviz.trace() as tr:
+        pass
+    t = threading.Thread(target=_train, args=(13, 1))
+    t.start()
+    t.join()
+    assert tr.to_dict()["backwards"] == []
+
+
+# ----- concurrent backward calls ---------------------------------------------------------------------------------
+def _concurrent_run(steps, seeds):
+    barrier = threading.Barrier(len(seeds))
+    results = {}
+
+    def worker(seed):
+        barrier.wait(5)
+        results[seed] = _train(seed, steps)
+
+    threads = [threading.Thread(target=worker, args=(s,), name=f"w{s}") for s in seeds]
+    with gradviz.trace(window=1000) as tr:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    return tr.to_dict(), results
+
+
+def test_concurrent_backward_calls_get_their_own_gradients_and_records():
+    steps = 25
+    doc, results = _concurrent_run(steps, [21, 22])
+    _check_clean(doc)
+    for seed in (21, 22):
+        want_w, want_b = _train(seed, steps)
+        np.testing.assert_allclose(results[seed][0], want_w)
+        np.testing.assert_allclose(results[seed][1], want_b)
+    assert _backwards_by_thread(doc) == {"w21": steps, "w22": steps}
+    graphs = {g["id"]: g for g in doc["graphs"]}
+    nodes = {n["id"]: n for n in doc["nodes"]}
+    for b in doc["backwards"]:
+        assert b["error"] is None
+        # every graph a backward went through was built by the thread that ran it
+        assert b["graphs"] and all(graphs[g]["thread"] == b["thread"] for g in b["graphs"])
+        # and every node it visited belongs to those graphs (no step of the other thread's backward mixed in)
+        assert {nodes[n]["graph"] for n in b["visited"] if nodes[n]["op"] != "AccumulateGrad"} == set(b["graphs"])
+    # each backward visits tanh, pow, sum, add, mm (+ t) and two accumulators: the same count in both threads
+    assert len({len(b["visited"]) for b in doc["backwards"]}) == 1
+
+
+def test_repeated_concurrent_runs_shake_out_races():
+    for round_ in range(6):
+        seeds = [30 + round_, 40 + round_, 50 + round_]
+        doc, results = _concurrent_run(8, seeds)
+        _check_clean(doc)
+        assert sorted(_backwards_by_thread(doc).values()) == [8, 8, 8]
+        for seed in seeds:
+            np.testing.assert_allclose(results[seed][0], _train(seed, 8)[0])
+
+
+def test_a_document_built_while_a_thread_keeps_working_is_consistent():
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            _train(60, 1)
+
+    with gradviz.trace() as tr:
+        t = threading.Thread(target=busy, daemon=True)
+        t.start()
+        docs = [tr.to_dict() for _ in range(5)]
+    stop.set()
+    t.join(5)
+    for doc in docs + [tr.to_dict()]:
+        _check_clean(doc)
+        ids = {n["id"] for n in doc["nodes"]}
+        # a snapshot: every backward's visited node that was kept is a node of the same document
+        assert all(g["nodes"] for g in doc["graphs"] if g["full"])
+        assert all(set(g["nodes"]) <= ids for g in doc["graphs"] if g["full"])
+
+
+def test_a_daemon_thread_still_running_at_exit_leaves_a_complete_report(tmp_path):
+    script = tmp_path / "daemon.py"
+    script.write_text(textwrap.dedent("""
+        import threading, time
+        import gradviz
+
+        def forever():
+            w = gradviz.randn(8, 8, requires_grad=True)
+            while True:
+                loss = (w @ w).tanh().sum()
+                loss.backward()
+
+        threading.Thread(target=forever, daemon=True, name="forever").start()
+        time.sleep(0.3)
+        x = gradviz.randn(3, requires_grad=True)
+        (x * 2).sum().backward()
+        print("script done")
+    """))
+    for attempt in range(3):  # the issue saw the report lost in 2 of 6 runs
+        out = tmp_path / f"out{attempt}"
+        proc = subprocess.run([sys.executable, "-m", "gradviz", "run", "--no-render", "--out", str(out), str(script)],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": ROOT})
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        doc = load_trace(out / "report.json")
+        assert doc["status"]["completed"] is True
+        by_thread = Counter(b["thread"]["name"] for b in doc["backwards"])
+        assert by_thread["MainThread"] == 1 and by_thread["forever"] >= 1
+        assert doc["internal_errors"] == []
+        json.loads((out / "report.json").read_text())
+
+
+# ----- the tracer never raises into the user's code ------------------------------------------------------------------
+def test_an_internal_error_is_recorded_not_raised(monkeypatch):
+    from gradviz.tracing.builder import TraceBuilder
+
+    def broken(self, *args, **kwargs):
+        raise KeyError("boom inside the tracer")
+
+    monkeypatch.setattr(TraceBuilder, "backward_step", broken)
+    with gradviz.trace() as tr:
+        grads = _train(70, 2)
+    np.testing.assert_allclose(grads[0], _train(70, 2)[0])
+    errors = tr.to_dict()["internal_errors"]
+    assert errors and errors[0] == {"where": "on_backward_step", "type": "KeyError",
+                                    "message": "'boom inside the tracer'"}
+
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no str for you")
+
+
+def test_an_exception_whose_str_raises_passes_through_the_trace():
+    with pytest.raises(_Unprintable):
+        with gradviz.trace() as tr:
+            raise _Unprintable()
+    status = tr.to_dict()["status"]
+    assert status["completed"] is False
+    assert status["exception"]["type"] == "_Unprintable"
+    assert status["exception"]["message"] == "<exception str() failed>"
+
+
+def test_a_backward_error_whose_str_raises_is_recorded():
+    x = gradviz.tensor([1.0, 2.0], requires_grad=True)
+
+    def hook(grad):
+        raise _Unprintable()
+
+    with gradviz.trace() as tr:
+        y = (x * 3).sum()
+        x.register_hook(hook)
+        with pytest.raises(_Unprintable):
+            y.backward()
+    doc = tr.to_dict()
+    assert doc["internal_errors"] == []
+    assert doc["backwards"][0]["error"]["message"] == "<exception str() failed>"
+
+
+# ----- API contracts --------------------------------------------------------------------------------------------------
+def test_entering_an_active_trace_raises_and_leaves_it_recording():
+    tr = gradviz.trace()
+    with tr:
+        with pytest.raises(RuntimeError, match=r"^this gradviz.trace is already active"):
+            with tr:
+                pass
+        with pytest.raises(RuntimeError, match="already active"):
+            tr.start()
+        assert tr.active
+        _train(80, 1)  # still recorded: the failed inner entry did not stop the outer block
+    assert len(tr.to_dict()["backwards"]) == 1
+    tr.start()  # a stopped trace may start again
+    tr.stop()
+
+
+def test_stop_from_another_thread_stops_recording_everywhere():
+    tr = gradviz.trace()
+    with tr:
+        _train(81, 1)
+        stopper = threading.Thread(target=tr.stop)
+        stopper.start()
+        stopper.join()
+        assert not tr.active and tr.stopped
+        nodes = tr.stats["nodes"]
+        _train(82, 3)  # this context still has the trace attached: its flag says no
+        assert tr.stats["nodes"] == nodes
+    doc = tr.to_dict()
+    assert len(doc["backwards"]) == 1
+    from gradviz.autograd import observer
+
+    assert observer.active() == ()  # the block's exit left this context too
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"window": "3"}, TypeError, "gradviz.trace(): window must be an int (iterations kept in full at each end of a "
+                                 "loop), got str '3'"),
+    ({"window": True}, TypeError, "gradviz.trace(): window must be an int (iterations kept in full at each end of a "
+                                  "loop), got bool True"),
+    ({"window": 2.5}, TypeError, "gradviz.trace(): window must be an int (iterations kept in full at each end of a "
+                                 "loop), got float 2.5"),
+    ({"window": -1}, ValueError, "gradviz.trace(): window must be at least 1, got -1"),
+    ({"window": 0}, ValueError, "gradviz.trace(): window must be at least 1, got 0"),
+    ({"engine": "bogus"}, ValueError, "engine must be one of 'auto', 'gradviz', 'torch', got 'bogus'"),
+    ({"engine": 3}, TypeError, "gradviz.trace(): engine must be a string, got int 3"),
+])
+def test_bad_trace_arguments_get_one_line_errors(kwargs, error, message):
+    with pytest.raises(error) as info:
+        gradviz.trace(**kwargs)
+    assert str(info.value) == message
+
+
+def test_why_none_and_ids_name_a_wrong_argument():
+    x = gradviz.tensor([1.0], requires_grad=True)
+    with gradviz.trace() as tr:
+        y1 = x * 2
+        y1.sum().backward()
+    with pytest.raises(TypeError) as info:
+        tr.why_none("y1")
+    assert str(info.value) == ("why_none(): variable must be a Tensor of a traced engine or a variable id (int), "
+                               "got str 'y1'")
+    with pytest.raises(TypeError, match=r"^why_none\(\): variable must be .* got bool True$"):
+        tr.why_none(True)
+    with pytest.raises(TypeError, match=r"^variable_id\(\): variable must be .* got list$"):
+        tr.variable_id([1, 2])
+    with pytest.raises(TypeError, match=r"^node_id\(\): node must be a graph node \(a grad_fn\) .* got str 'x'$"):
+        tr.node_id("x")
+    with pytest.raises(ValueError, match=r"^no Variable v999 in this trace"):
+        tr.why_none(999)
+    assert tr.why_none(y1)["cause"] == "non-leaf"
