@@ -259,8 +259,9 @@ def test_a_daemon_thread_still_running_at_exit_leaves_a_complete_report(tmp_path
         assert "Traceback" not in proc.stderr
         doc = load_trace(out / "report.json")
         assert doc["status"]["completed"] is True
-        by_thread = Counter(b["thread"]["name"] for b in doc["backwards"])
-        assert by_thread["MainThread"] == 1 and by_thread["forever"] >= 1
+        # the daemon's thousands of iterations push the main thread's one backward out of the window
+        assert {t["name"] for t in doc["threads"]["observed"]} == {"MainThread", "forever"}
+        assert len(doc["backwards"]) + doc["dropped"]["backwards"] >= 2
         assert doc["internal_errors"] == []
         json.loads((out / "report.json").read_text())
 
