@@ -383,3 +383,35 @@ def test_why_none_and_ids_name_a_wrong_argument():
     with pytest.raises(ValueError, match=r"^no Variable v999 in this trace"):
         tr.why_none(999)
     assert tr.why_none(y1)["cause"] == "non-leaf"
+
+
+def test_a_custom_function_whose_forward_waits_for_traced_threads_does_not_deadlock():
+    # the wrong-backward probe runs the user's forward while the trace is active: not under the tracer's lock
+    class PoolSquare(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            with ThreadPoolExecutor(max_workers=1) as ex:  # a worker that runs ops of its own
+                ex.submit(lambda: (gradviz.randn(2, requires_grad=True) * 2).sum().backward()).result(timeout=20)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    x = gradviz.tensor([1.0, -2.0], dtype=gradviz.float64, requires_grad=True)
+    done = []
+
+    def run():
+        with gradviz.trace() as tr:
+            PoolSquare.apply(x).sum().backward()
+        done.append(tr.to_dict())
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    assert done, "the trace deadlocked"
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, -4.0])
+    checks = done[0]["backward_checks"]["checks"]
+    assert [c["status"] for c in checks] == ["passed"]

@@ -72,11 +72,11 @@ def location_of(frame):
 
 def location_at(code, line):
     lines = _locations.get(code)
-    if lines is None:
-        lines = _locations[code] = {}
+    if lines is None:  # setdefault: two threads making the first Location of a line share the same one
+        lines = _locations.setdefault(code, {})
     loc = lines.get(line)
     if loc is None:
-        loc = lines[line] = Location(code.co_filename, line or 0, code.co_name)
+        loc = lines.setdefault(line, Location(code.co_filename, line or 0, code.co_name))
     return loc
 
 

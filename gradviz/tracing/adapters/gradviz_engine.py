@@ -374,10 +374,24 @@ class GradvizAdapter(Observer):
         builder = self.builder
         if not builder.wants_backward_check(f"{cls.__module__}.{cls.__qualname__}", sig):
             return
-        result = run_check(cls, inputs, kwargs)
+        result = self._unlocked(run_check, cls, inputs, kwargs)
         code = getattr(cls.backward, "__code__", None)
         defined = None if code is None else location_at(code, definition_line(code))
         builder.backward_check(id(node), cls.__qualname__, sig, result, location, defined)
+
+    def _unlocked(self, fn, *args):
+        """``fn(*args)`` without the builder's lock (the user's code runs there: a Function whose forward waits
+        for threads that run ops would otherwise wait for itself), then this thread's state loaded again."""
+        lock = self.builder.lock
+        if not lock._is_owned():  # called without the guard (a test feeding callbacks directly)
+            return fn(*args)
+        lock.release()
+        try:
+            return fn(*args)
+        finally:
+            self.builder.acquire()
+            if self.thread_ident != get_ident():
+                self.switch_thread()
 
     def _unrecorded(self, node, inputs, outputs, location):
         """An op that built no graph node. Its outputs matter to 'why is there no gradient' only when some
