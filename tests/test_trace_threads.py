@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gradviz
-from gradviz.document import load_trace, validate
+from gradviz.document import TraceFormatError, load_trace, validate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -415,3 +415,19 @@ def test_a_custom_function_whose_forward_waits_for_traced_threads_does_not_deadl
     np.testing.assert_allclose(x.grad.numpy(), [2.0, -4.0])
     checks = done[0]["backward_checks"]["checks"]
     assert [c["status"] for c in checks] == ["passed"]
+
+
+def test_the_thread_fields_are_part_of_the_checked_format():
+    with gradviz.trace() as tr:
+        _train(90, 1)
+    doc = tr.to_dict()
+    me = {"name": threading.current_thread().name, "ident": threading.get_ident()}
+    assert all(g["thread"] == me for g in doc["graphs"])
+    assert doc["backwards"][0]["thread"] == me
+    doc["graphs"][0]["thread"] = {"name": 7, "ident": 1}
+    with pytest.raises(TraceFormatError, match=r"^graphs\[0\]\.thread\.name: expected a string$"):
+        validate(doc)
+    doc["graphs"][0]["thread"] = me
+    doc["threads"]["unobserved"] = "none"
+    with pytest.raises(TraceFormatError, match=r"^threads\.unobserved: expected a list$"):
+        validate(doc)
