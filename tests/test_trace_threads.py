@@ -431,3 +431,29 @@ def test_the_thread_fields_are_part_of_the_checked_format():
     doc["threads"]["unobserved"] = "none"
     with pytest.raises(TraceFormatError, match=r"^threads\.unobserved: expected a list$"):
         validate(doc)
+
+
+def test_traces_in_two_threads_each_keep_their_own_records():
+    barrier = threading.Barrier(2)
+    docs = {}
+
+    def traced(seed):
+        barrier.wait(5)
+        with gradviz.trace(window=100) as tr:
+            _train(seed, 3)
+            child = threading.Thread(target=_train, args=(seed + 1, 2), name=f"child-of-{seed}")
+            child.start()
+            child.join()
+        docs[seed] = tr.to_dict()
+
+    threads = [threading.Thread(target=traced, args=(s,), name=f"tracer-{s}") for s in (100, 200)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert threading.Thread.start.__module__ == "threading"  # the wrapper is gone once both stopped
+    for seed in (100, 200):
+        doc = docs[seed]
+        _check_clean(doc)
+        # its own thread's backward calls and its own child's, not the other trace's
+        assert _backwards_by_thread(doc) == {f"tracer-{seed}": 3, f"child-of-{seed}": 2}

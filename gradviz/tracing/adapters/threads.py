@@ -2,10 +2,11 @@
 
 The engine finds its observers in a context variable, and a ``threading.Thread`` starts with an empty context:
 without help, ops in a thread the traced code starts would never be seen. While at least one observer asks for it
-(``adopt``), ``Thread.start`` is wrapped so that the new thread attaches those observers in its own context before
-its ``run`` and nothing else: the new thread does not inherit the starting thread's context (a thread started
-under ``no_grad()`` still records a graph, as without gradviz). ``release`` undoes it; the wrapper is removed once
-nobody asks (left in place, doing nothing, only if someone else wrapped ``Thread.start`` over it since).
+(``adopt``), ``Thread.start`` is wrapped: a thread started where such an observer is attached (the traced code,
+or a thread it started) attaches it in its own context before its ``run`` — that, and nothing else of the
+starting thread's context (a thread started under ``no_grad()`` still records a graph, as without gradviz). So
+two traces running in two threads each get their own threads. ``release`` undoes it; the wrapper is removed
+once nobody asks (left in place, doing nothing, only if someone else wrapped ``Thread.start`` over it since).
 
 Threads that inherit a context (``asyncio.to_thread``, ``contextvars.copy_context().run``) need none of this;
 threads already running when the trace started cannot be reached (the document lists them, see builder.py).
@@ -15,37 +16,41 @@ import threading
 
 from ...autograd import observer as _observer
 
-_adopting = []  # observers that want every thread started from now on, in the order they asked
+_adopting = []  # observers that want the threads started where they are attached, in the order they asked
 _original_start = threading.Thread.start  # what the wrapper calls (taken again when it is installed)
 _installed = False
+_lock = threading.Lock()  # two traces starting or stopping in two threads at once
 
 
 def adopt(obs):
-    """Threads started from now on attach ``obs`` (until ``release(obs)``)."""
+    """Threads started where ``obs`` is attached attach it too (until ``release(obs)``)."""
     global _original_start, _installed
-    if obs in _adopting:
-        return
-    _adopting.append(obs)
-    if not _installed:
-        _original_start = threading.Thread.start
-        threading.Thread.start = _start
-        _installed = True
+    with _lock:
+        if obs in _adopting:
+            return
+        _adopting.append(obs)
+        if not _installed:
+            _original_start = threading.Thread.start
+            threading.Thread.start = _start
+            _installed = True
 
 
 def release(obs):
     """Threads started from now on no longer attach ``obs``."""
     global _installed
-    if obs in _adopting:
-        _adopting.remove(obs)
-    if not _adopting and _installed and threading.Thread.start is _start:
-        threading.Thread.start = _original_start
-        _installed = False
+    with _lock:
+        if obs in _adopting:
+            _adopting.remove(obs)
+        if not _adopting and _installed and threading.Thread.start is _start:
+            threading.Thread.start = _original_start
+            _installed = False
 
 
 def _start(self):
-    observers = tuple(_adopting)
-    if observers:
-        self.run = _observed_run(self, self.run, "run" in self.__dict__, observers)
+    if _adopting:
+        observers = tuple(o for o in _observer.active() if o in _adopting)
+        if observers:
+            self.run = _observed_run(self, self.run, "run" in self.__dict__, observers)
     return _original_start(self)
 
 
