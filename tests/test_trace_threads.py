@@ -145,7 +145,7 @@ def test_a_thread_running_before_the_trace_is_listed_as_unobserved():
     _check_clean(doc)
     assert _backwards_by_thread(doc) == {"MainThread": 1}
     assert [u["name"] for u in doc["threads"]["unobserved"]] == ["early-bird"]
-    assert doc["threads"]["note"].startswith("1 thread(s) were already running when the trace started")
+    assert doc["threads"]["note"].startswith("1 thread(s) ran beside the trace without it (already running")
 
 
 def test_thread_start_is_restored_when_the_trace_stops():
@@ -457,3 +457,25 @@ def test_traces_in_two_threads_each_keep_their_own_records():
         _check_clean(doc)
         # its own thread's backward calls and its own child's, not the other trace's
         assert _backwards_by_thread(doc) == {f"tracer-{seed}": 3, f"child-of-{seed}": 2}
+
+
+def test_a_thread_started_by_an_unobserved_thread_is_listed_too():
+    go, done = threading.Event(), threading.Event()
+
+    def early():  # started before the trace: what it starts is not the traced code's either
+        go.wait(5)
+        t = threading.Thread(target=_train, args=(14, 1), name="grandchild")
+        t.start()
+        t.join()
+        done.set()
+
+    starter = threading.Thread(target=early, name="starter")
+    starter.start()
+    with gradviz.trace() as tr:
+        go.set()
+        done.wait(5)
+    starter.join()
+    doc = tr.to_dict()
+    assert doc["backwards"] == []
+    assert [(u["name"], u["ident"] is not None) for u in doc["threads"]["unobserved"]] == [("starter", True),
+                                                                                          ("grandchild", True)]

@@ -189,11 +189,20 @@ class TraceBuilder:
         self._running_at_start = [(t, {"name": t.name, "ident": t.ident, "daemon": t.daemon})
                                   for t in threading.enumerate() if t is not me]
 
+    def note_thread(self, thread):
+        """A thread started while tracing by code the trace does not observe (it will not be observed either,
+        unless it reports facts some other way): listed by ``unobserved_threads`` if it reports nothing."""
+        self._running_at_start.append((thread, {"name": thread.name, "ident": None, "daemon": thread.daemon}))
+
     def unobserved_threads(self):
-        """Threads running when the trace started that reported nothing to it (their ops, if any, are not
-        in the document)."""
+        """Threads running when the trace started, or started by code it does not observe, that reported
+        nothing to it (their ops, if any, are not in the document)."""
         observed = self._observed
-        return [info for thread, info in self._running_at_start if thread not in observed]
+        found = []
+        for thread, info in self._running_at_start:
+            if thread not in observed:
+                found.append(dict(info, ident=thread.ident))  # known once started
+        return found
 
     def internal_error(self, where, exc):
         """The tracer failed at ``where`` (an adapter callback): recorded, never raised into the user's code."""

@@ -179,8 +179,9 @@ def threads_section(builder):
     unobserved = [dict(t) for t in builder.unobserved_threads()]
     section["unobserved"] = unobserved
     if unobserved:
-        section["note"] = (f"{len(unobserved)} thread(s) were already running when the trace started and are not "
-                           "observed by it: ops they ran, if any, are not in this document")
+        section["note"] = (f"{len(unobserved)} thread(s) ran beside the trace without it (already running when it "
+                           "started, or started by code it does not observe): ops they ran, if any, are not in this "
+                           "document")
     return section
 
 

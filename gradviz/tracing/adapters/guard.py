@@ -60,5 +60,9 @@ class Guard(Observer):
         callback.__name__ = name
         return callback
 
+    def missed(self, thread):
+        """``thread`` was started by code the trace does not observe (threads.py): the document lists it."""
+        self.builder.note_thread(thread)
+
     def __repr__(self):
         return f"<gradviz trace guard {'active' if self.active else 'stopped'} for {type(self.adapter).__name__}>"

@@ -48,9 +48,13 @@ def release(obs):
 
 def _start(self):
     if _adopting:
-        observers = tuple(o for o in _observer.active() if o in _adopting)
+        attached = _observer.active()
+        observers = tuple(o for o in _adopting if o in attached)
         if observers:
             self.run = _observed_run(self, self.run, "run" in self.__dict__, observers)
+        for obs in _adopting:
+            if obs not in observers:  # started by code that trace does not observe: it says so
+                obs.missed(self)
     return _original_start(self)
 
 
