@@ -479,3 +479,19 @@ def test_a_thread_started_by_an_unobserved_thread_is_listed_too():
     assert doc["backwards"] == []
     assert [(u["name"], u["ident"] is not None) for u in doc["threads"]["unobserved"]] == [("starter", True),
                                                                                           ("grandchild", True)]
+
+
+def test_internal_errors_are_bounded(monkeypatch):
+    from gradviz.tracing.builder import TraceBuilder
+
+    def broken(self, *args, **kwargs):
+        raise ValueError("every op")
+
+    monkeypatch.setattr(TraceBuilder, "op", broken)
+    with gradviz.trace() as tr:
+        grads = _train(91, 30)  # 150 ops, each failing inside the tracer
+    np.testing.assert_allclose(grads[0], _train(91, 30)[0])
+    errors = tr.to_dict()["internal_errors"]
+    assert len(errors) == 101
+    assert errors[0] == {"where": "on_function", "type": "ValueError", "message": "every op"}
+    assert errors[-1]["message"] == "more internal errors happened and were not recorded"

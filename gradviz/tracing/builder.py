@@ -206,8 +206,12 @@ class TraceBuilder:
 
     def internal_error(self, where, exc):
         """The tracer failed at ``where`` (an adapter callback): recorded, never raised into the user's code."""
-        if len(self.internal_errors) < 100:  # a bug that fires on every op must not grow without bound
-            self.internal_errors.append({"where": where, "type": type(exc).__name__, "message": safe_message(exc)})
+        errors = self.internal_errors
+        if len(errors) < 100:  # a bug that fires on every op must not grow without bound
+            errors.append({"where": where, "type": type(exc).__name__, "message": safe_message(exc)})
+        elif len(errors) == 100:
+            errors.append({"where": "tracer", "type": "TooManyErrors",
+                           "message": "more internal errors happened and were not recorded"})
 
     # ----- the engine -------------------------------------------------------------------------------------
     def engine(self, name, version=None, devices=()):

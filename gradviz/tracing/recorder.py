@@ -73,7 +73,10 @@ class Trace:
                     adapter.finish(frame)
             except Exception as exc:  # names and final states are a nicety: the trace must still stop
                 self.builder.internal_error("stop", exc)
-            self.builder.stop()
+            try:
+                self.builder.stop()
+            except Exception as exc:  # never raised into the user's code: the document says so instead
+                self.builder.internal_error("stop", exc)
         return self
 
     def __enter__(self):
