@@ -33,9 +33,9 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
             from .torch_shim import TorchShim
 
             stack.enter_context(TorchShim())
-        if progress and output is not None:
-            stack.enter_context(_live_progress(output, tr))
         tr.__enter__()
+        if progress and output is not None:  # started by traced code: its refresh thread is not "unobserved"
+            stack.enter_context(_live_progress(output, tr))
         result = None
         try:
             result = run_code(code, path, args)
