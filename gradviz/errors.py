@@ -92,3 +92,31 @@ def dtype_name(dtype):
     """PyTorch's spelling of a numpy dtype in messages: ``torch.FloatTensor`` style is gone; use ``float32``."""
     return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
             "bool": "torch.BoolTensor"}.get(str(dtype), str(dtype))
+
+
+# ----- names and devices gradviz does not provide ---------------------------------------------------------------
+def supported_command(name):
+    """The command that lists the supported names next to ``name`` (``torch.nn.LSTMM`` -> ``torch.nn``)."""
+    parent = name.rpartition(".")[0] or name
+    return f"gradviz supported {'torch.Tensor' if parent == 'Tensor' else parent}"
+
+
+class UnsupportedNameError(GradvizError):
+    """A PyTorch name gradviz's engine does not provide: one line naming it, the closest supported name when
+    there is one, and the command that lists the rest (``torch_name`` holds the name)."""
+
+    def __init__(self, name, closest=None):
+        hint = f"did you mean `{closest}`? " if closest else ""
+        super().__init__(f"`{name}` is not supported by gradviz's engine; {hint}"
+                         f"`{supported_command(name)}` lists the supported names")
+        self.torch_name = name
+        self.closest = closest
+
+
+class UnsupportedTensorAttribute(UnsupportedNameError, AttributeError):
+    """``x.xyz`` for a Tensor method or attribute gradviz lacks (an AttributeError: ``hasattr`` still works)."""
+
+
+class DeviceError(GradvizError, RuntimeError, AssertionError):
+    """A device other than the CPU. PyTorch built without CUDA raises AssertionError for ``cuda`` and
+    RuntimeError for other missing backends; this is both."""
