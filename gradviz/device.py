@@ -89,7 +89,7 @@ def as_device(value):
     dev = value if isinstance(value, device) else device(value)
     if dev.type == "cpu":
         return dev
-    raise DeviceError(_not_available(dev))
+    raise DeviceError(_not_available(dev), f"device('{dev}')")
 
 
 def _not_available(dev):

@@ -119,4 +119,9 @@ class UnsupportedTensorAttribute(UnsupportedNameError, AttributeError):
 
 class DeviceError(GradvizError, RuntimeError, AssertionError):
     """A device other than the CPU. PyTorch built without CUDA raises AssertionError for ``cuda`` and
-    RuntimeError for other missing backends; this is both."""
+    RuntimeError for other missing backends; this is both. ``torch_name`` names what was asked for
+    (``device('cuda')``)."""
+
+    def __init__(self, message, torch_name=None):
+        super().__init__(message)
+        self.torch_name = torch_name

@@ -494,7 +494,58 @@ def test_torch_unsupported_name_is_one_line_naming_it(cli, tmp_path):
     result = cli("run", "--torch", "--no-render", name)
     assert result.exit_code == 1
     assert stderr_of(result) == (f"gradviz: error: {name}:4: `torch.fft` is not supported by gradviz's engine; "
-                             "supported names: docs/api.md#supported-pytorch-names\n")
+                                 "`gradviz supported torch` lists the supported names\n")
+    # the report must not read as a clean bill of health: the run stopped there, nothing after it was checked
+    assert "nothing suspicious" not in result.stdout
+    assert (f"The run stopped at {name}:4: `torch.fft` is not supported by gradviz's engine. No diagnostics "
+            "before that point; nothing after it was checked.") in result.stdout
+    doc = json.loads((tmp_path / "gradviz-out" / "script" / "report.json").read_text())
+    assert doc["status"]["unsupported"] == "torch.fft"
+
+
+MISSING_TENSOR_METHOD = """\
+import torch
+
+x = torch.ones(3, requires_grad=True)
+y = x.sigmod()
+"""
+
+
+def test_torch_missing_tensor_method_is_one_line_with_the_closest_name(cli, tmp_path):
+    name = script(tmp_path, MISSING_TENSOR_METHOD)
+    result = cli("run", "--torch", "--no-render", name)
+    assert result.exit_code == 1
+    assert stderr_of(result) == (f"gradviz: error: {name}:4: `Tensor.sigmod` is not supported by gradviz's engine; "
+                                 "did you mean `Tensor.sigmoid`? `gradviz supported torch.Tensor` lists the "
+                                 "supported names\n")
+    assert "Traceback" not in result.stderr
+    assert f"The run stopped at {name}:4: `Tensor.sigmod` is not supported" in result.stdout
+
+
+def test_cuda_device_is_one_line_and_stops_the_check(cli, tmp_path):
+    name = script(tmp_path, "import torch\n\nx = torch.zeros(2, device='cuda')\n")
+    result = cli("run", "--torch", "--no-render", name)
+    assert result.exit_code == 1
+    assert stderr_of(result) == (f"gradviz: error: {name}:3: Torch not compiled with CUDA enabled: gradviz's "
+                                 "engine runs on the CPU only (device `cuda`)\n")
+    assert f"The run stopped at {name}:3: `device('cuda')` is not supported" in result.stdout
+
+
+def test_supported_lists_names_by_prefix(cli):
+    result = cli("supported", "torch.nn.functional.l")
+    assert (result.exit_code, result.stdout) == (0, "torch.nn.functional.l1_loss\ntorch.nn.functional.linear\n"
+                                                    "torch.nn.functional.log_softmax\n")
+    assert cli("supported", "nn.functional.l").stdout == result.stdout  # `torch.` may be left out
+    every = cli("supported").stdout.splitlines()
+    assert "torch.sin" in every and "torch.Tensor.backward" in every and "torch.trace" not in every
+    assert len(every) == len(set(every))
+
+
+def test_supported_with_an_unknown_prefix_says_so(cli):
+    result = cli("supported", "torch.fft")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert stderr_of(result) == ("gradviz: error: no supported PyTorch name starts with `torch.fft`; "
+                                 "`gradviz supported` lists them all\n")
 
 
 def test_without_torch_flag_import_torch_is_the_real_one_or_missing(cli, tmp_path):

@@ -11,7 +11,7 @@ from gradviz.cli import torch_shim
 from gradviz.cli.runner import compile_script, run_code
 from gradviz.cli.torch_shim import TorchNameNotSupported, TorchShim, UnsupportedTorchAttribute, UnsupportedTorchModule
 
-NOT_SUPPORTED = "is not supported by gradviz's engine; supported names: docs/api.md#supported-pytorch-names"
+NOT_SUPPORTED = "is not supported by gradviz's engine; `gradviz supported torch` lists the supported names"
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,9 +67,14 @@ def test_unknown_attribute_names_itself_and_keeps_hasattr_working():
 
         assert not hasattr(torch, "fft")
         with pytest.raises(UnsupportedTorchAttribute) as info:
-            torch.cuda.is_available()
-    assert str(info.value) == f"`torch.cuda` {NOT_SUPPORTED}"
+            torch.fft.fft(torch.ones(2))
+        with pytest.raises(UnsupportedTorchAttribute) as near:
+            torch.nn.Linaer(2, 2)
+    assert str(info.value) == f"`torch.fft` {NOT_SUPPORTED}"
     assert isinstance(info.value, AttributeError) and isinstance(info.value, TorchNameNotSupported)
+    # the closest supported name, and the command listing that module's names (never a repository path)
+    assert str(near.value) == ("`torch.nn.Linaer` is not supported by gradviz's engine; did you mean "
+                               "`torch.nn.Linear`? `gradviz supported torch.nn` lists the supported names")
 
 
 def test_unknown_module_import_names_itself():
@@ -80,6 +85,35 @@ def test_unknown_module_import_names_itself():
             from torch import distributions  # noqa: F401
     assert str(info.value) == f"`torch.fft` {NOT_SUPPORTED}"
     assert "`torch.distributions` is not supported" in str(from_info.value)
+
+
+def test_names_are_derived_from_gradviz_namespaces_not_a_list(monkeypatch):
+    # ops the top-level namespace has (gradviz.functions) are behind the shim without being listed anywhere
+    names = torch_shim.exposed_names("torch")
+    for name in ("sin", "cat", "where", "is_tensor", "numel", "device", "save", "load", "Generator",
+                 "LongTensor", "set_default_dtype", "cuda", "utils"):
+        assert name in names
+    # a layer another part of gradviz adds appears at once, at its PyTorch place
+    layer = type("Bilinear", (gradviz.nn.Module,), {"__module__": "gradviz.nn.modules.linear"})
+    monkeypatch.setattr(gradviz.nn, "Bilinear", layer, raising=False)
+    assert "Bilinear" in torch_shim.exposed_names("torch.nn")
+    assert "torch.nn.Bilinear" in torch_shim.supported_names("torch.nn.B")
+    # engine helpers a module imports for itself are not its PyTorch names
+    assert "Variable" not in torch_shim.exposed_names("torch.nn.functional")
+    assert "as_device" not in torch_shim.exposed_names("torch.cuda")
+
+
+def test_process_level_modules_resolve_under_the_shim():
+    with TorchShim():
+        import torch
+        import torch.backends.mps
+        from torch.utils.data import DataLoader, TensorDataset
+
+        assert torch.cuda.is_available() is False and torch.cuda.device_count() == 0
+        assert torch.accelerator.is_available() is False and torch.accelerator.current_accelerator() is None
+        assert torch.backends.mps.is_available() is False
+        assert DataLoader is gradviz.utils.data.DataLoader and TensorDataset is gradviz.utils.data.TensorDataset
+        assert torch.device("cpu") == gradviz.device("cpu")
 
 
 def test_gradviz_only_names_are_not_exposed_as_torch_names():

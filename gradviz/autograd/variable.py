@@ -483,9 +483,11 @@ class Variable:
 
     def type(self, dtype=None):
         if dtype is None:
-            names = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+            names = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool"}
             return f"torch.{names.get(str(self.dtype), str(self.dtype))}Tensor"
-        return self.to(dtype)
+        from ..legacy import legacy_dtype
+
+        return self._cast(legacy_dtype(dtype) or as_dtype(dtype))
 
     def _cast(self, dtype):
         if dtype == self._data.dtype:

@@ -3,10 +3,16 @@
 A meta-path finder placed first on ``sys.meta_path`` answers for ``torch`` and every ``torch.*`` name, ahead of
 any real PyTorch installed; real ``torch`` modules already imported are set aside and put back afterwards. Each
 PyTorch module gradviz mirrors becomes a proxy that exposes exactly the names gradviz supports there. Any other
-name fails with an error naming it (an ``AttributeError`` subclass for attributes, so ``hasattr`` still works,
-and a ``ModuleNotFoundError`` subclass for imports) — never a silently different result.
+name fails with an error naming it and the closest supported name (an ``AttributeError`` subclass for
+attributes, so ``hasattr`` still works, and a ``ModuleNotFoundError`` subclass for imports) — never a silently
+different result.
+
+The names are derived from gradviz's own namespaces (every public name a mirrored gradviz module has, minus the
+debugger's), so a new op or layer appears behind the shim, in ``gradviz supported`` and in docs/api.md without a
+list to keep; a test checks that each one exists at the same place in PyTorch.
 """
 
+import difflib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -14,9 +20,7 @@ import importlib.util
 import sys
 import types
 
-from ..errors import GradvizError
-
-DOCS_ANCHOR = "docs/api.md#supported-pytorch-names"
+from ..errors import UnsupportedNameError
 
 # PyTorch module -> the gradviz module standing in for it (used only where the gradviz module exists).
 MODULES = {
@@ -28,11 +32,17 @@ MODULES = {
     "torch.nn.utils": "gradviz.nn.utils",
     "torch.optim": "gradviz.optim",
     "torch.optim.lr_scheduler": "gradviz.optim.lr_scheduler",
+    "torch.utils": "gradviz.utils",
+    "torch.utils.data": "gradviz.utils.data",
+    "torch.cuda": "gradviz.cuda",
+    "torch.accelerator": "gradviz.accelerator",
+    "torch.backends": "gradviz.backends",
+    "torch.backends.mps": "gradviz.backends.mps",
 }
 
 # Public gradviz names that are not PyTorch's (or mean something else there: ``torch.trace`` is a matrix trace).
 _NOT_TORCH = {"trace", "load_trace", "explain", "render", "diagnose", "snapshot", "GradcheckError",
-              "GradvizError"}
+              "GradvizError", "default_generator"}
 # Engine names that PyTorch keeps elsewhere (``torch.autograd.Function``, not ``torch.Function``).
 _NOT_TORCH_IN = {"torch": {"Function", "Variable"}, "torch.autograd": {"Tensor", "is_grad_enabled"}}
 # Tensor attributes gradviz adds (``creator`` is the seed's old PyTorch name for ``grad_fn``).
@@ -45,12 +55,8 @@ _DEBUGGER_PACKAGES = ("gradviz.trace", "gradviz.tracing", "gradviz.diagnose", "g
 _ENGINE_INTERNALS = ("gradviz.errors", "gradviz.autograd")
 
 
-class TorchNameNotSupported(GradvizError):
-    """A PyTorch name that gradviz's engine does not provide."""
-
-    def __init__(self, name):
-        super().__init__(f"`{name}` is not supported by gradviz's engine; supported names: {DOCS_ANCHOR}")
-        self.torch_name = name
+class TorchNameNotSupported(UnsupportedNameError):
+    """A PyTorch module or module attribute that gradviz's engine does not provide."""
 
 
 class UnsupportedTorchAttribute(TorchNameNotSupported, AttributeError):
@@ -78,15 +84,16 @@ def exposed_names(torch_name):
     PyTorch's, plus the mirrored submodules."""
     target = importlib.import_module(MODULES[torch_name])
     mirrored = set(available_modules())
-    candidates = getattr(target, "__all__", None) or dir(target)
+    # dir(), not a hand-kept __all__: every public name the gradviz module has is a candidate
+    candidates = set(dir(target)) | set(getattr(target, "__all__", ()))
     # helpers a module imported for its own use (``Variable`` in nn.functional) are not its PyTorch names
     foreign = _ENGINE_INTERNALS if torch_name not in ("torch", "torch.autograd") else ("gradviz.errors",)
     names = set()
     for name in candidates:
         if name.startswith("_") or name in _NOT_TORCH or name in _NOT_TORCH_IN.get(torch_name, ()):
             continue
-        value = getattr(target, name)
-        if isinstance(value, types.ModuleType):
+        value = getattr(target, name, None)
+        if value is None or isinstance(value, types.ModuleType):
             continue  # submodules are added below, only where PyTorch has them
         defined_in = getattr(value, "__module__", None) or ""
         if defined_in.startswith(_DEBUGGER_PACKAGES) or defined_in.startswith(foreign):
@@ -125,7 +132,9 @@ class TorchProxy(types.ModuleType):
             value = self._gradviz_shim.proxy(child) if child in MODULES else getattr(self._gradviz_target, name)
             setattr(self, name, value)
             return value
-        raise UnsupportedTorchAttribute(f"{self.__name__}.{name}")
+        if name.startswith("__"):  # protocol probes (copy, pickle, inspect): plain and cheap
+            raise AttributeError(f"module '{self.__name__}' has no attribute '{name}'")
+        raise UnsupportedTorchAttribute(f"{self.__name__}.{name}", closest_name(self.__name__, name))
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | self._gradviz_names)
@@ -179,7 +188,8 @@ class TorchShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if fullname != "torch" and not fullname.startswith("torch."):
             return None
         if fullname not in self._available:
-            raise UnsupportedTorchModule(fullname)
+            parent, _, leaf = fullname.rpartition(".")
+            raise UnsupportedTorchModule(fullname, closest_name(parent, leaf) if parent in self._available else None)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
@@ -187,6 +197,22 @@ class TorchShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         """Nothing to run: the proxy reads gradviz's module on demand."""
+
+
+def closest_name(torch_name, name):
+    """The supported name in ``torch_name`` closest to ``name`` (``torch.nn.LSTMM`` -> ``torch.nn.LSTM``), if any."""
+    match = difflib.get_close_matches(name, exposed_names(torch_name), n=1, cutoff=0.75)
+    return f"{torch_name}.{match[0]}" if match else None
+
+
+def supported_names(prefix=""):
+    """Every supported PyTorch name, dotted in full (``torch.nn.Linear``, ``torch.Tensor.add_``), that starts
+    with ``prefix``, in module order then alphabetical."""
+    names = []
+    for torch_name in available_modules():
+        names.extend(f"{torch_name}.{n}" for n in exposed_names(torch_name))
+    names.extend(f"torch.Tensor.{n}" for n in tensor_methods())
+    return [n for n in names if n.startswith(prefix)]
 
 
 def supported_names_markdown():
