@@ -87,6 +87,10 @@ def seed():
     return default_generator.seed()
 
 
+__all__ += ["device", "get_default_device", "set_default_device", "get_default_dtype", "set_default_dtype", "int",
+            "Generator", "default_generator", "initial_seed", "seed", "FloatTensor", "DoubleTensor", "LongTensor",
+            "IntTensor", "BoolTensor"]
+
 _LAZY.update({
     "cuda": ("gradviz.cuda", None),
     "accelerator": ("gradviz.accelerator", None),

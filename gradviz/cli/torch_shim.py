@@ -95,9 +95,13 @@ def exposed_names(torch_name):
         value = getattr(target, name, None)
         if value is None or isinstance(value, types.ModuleType):
             continue  # submodules are added below, only where PyTorch has them
+        if isinstance(value, (str, bytes, int, float)) and not isinstance(value, bool):
+            continue  # message texts and constants a module keeps for itself
         defined_in = getattr(value, "__module__", None) or ""
         if defined_in.startswith(_DEBUGGER_PACKAGES) or defined_in.startswith(foreign):
             continue
+        if defined_in and not defined_in.startswith("gradviz"):
+            continue  # a helper imported from the standard library or numpy (Counter, bisect_right)
         names.add(name)
     for module_name in mirrored:
         parent, _, leaf = module_name.rpartition(".")
