@@ -95,7 +95,7 @@ def _encode_tensor(tensor, arrays, seen):
     index = seen.get(id(tensor))
     if index is None:
         index = seen[id(tensor)] = len(arrays)
-        arrays.append(np.ascontiguousarray(tensor._data))
+        arrays.append(np.asarray(tensor._data))
     from .nn.parameter import Parameter
 
     kind = "parameter" if isinstance(tensor, Parameter) else "tensor"
