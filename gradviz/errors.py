@@ -103,14 +103,25 @@ def supported_command(name):
 
 class UnsupportedNameError(GradvizError):
     """A PyTorch name gradviz's engine does not provide: one line naming it, the closest supported name when
-    there is one, and the command that lists the rest (``torch_name`` holds the name)."""
+    there is one, and the command that lists the rest (``torch_name`` holds the name).
+
+    ``closest`` may be a function computing it: ``hasattr`` probes then cost nothing until the message is read."""
 
     def __init__(self, name, closest=None):
-        hint = f"did you mean `{closest}`? " if closest else ""
-        super().__init__(f"`{name}` is not supported by gradviz's engine; {hint}"
-                         f"`{supported_command(name)}` lists the supported names")
+        super().__init__(name)
         self.torch_name = name
-        self.closest = closest
+        self._closest = closest
+
+    @property
+    def closest(self):
+        if callable(self._closest):
+            self._closest = self._closest()
+        return self._closest
+
+    def __str__(self):
+        hint = f"did you mean `{self.closest}`? " if self.closest else ""
+        return (f"`{self.torch_name}` is not supported by gradviz's engine; {hint}"
+                f"`{supported_command(self.torch_name)}` lists the supported names")
 
 
 class UnsupportedTensorAttribute(UnsupportedNameError, AttributeError):

@@ -1370,11 +1370,15 @@ class Variable:
         # only reached when normal lookup failed; private and dunder probes (numpy, copy) stay cheap
         if name.startswith("_"):
             raise AttributeError(f"'Tensor' object has no attribute '{name}'")
-        import difflib
+        raise UnsupportedTensorAttribute(f"Tensor.{name}", lambda: _closest_method(type(self), name))
 
-        public = [n for n in dir(type(self)) if not n.startswith("_")]
-        closest = difflib.get_close_matches(name, public, n=1, cutoff=0.7)
-        raise UnsupportedTensorAttribute(f"Tensor.{name}", closest and f"Tensor.{closest[0]}")
+
+def _closest_method(cls, name):
+    import difflib
+
+    public = [n for n in dir(cls) if not n.startswith("_")]
+    match = difflib.get_close_matches(name, public, n=1, cutoff=0.7)
+    return f"Tensor.{match[0]}" if match else None
 
 
 def _is_size(data, sizes):
