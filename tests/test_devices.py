@@ -174,3 +174,35 @@ def test_devices_and_legacy_constructors_match_torch():
     with pytest.raises(AssertionError) as ours:
         gv.zeros(1, device="cuda")
     assert str(ours.value).startswith(str(theirs.value) + ": ")
+
+
+def test_factory_methods_and_device_attributes():
+    x = gv.ones(2, dtype=gv.float64)
+    assert (x.is_cuda, x.is_cpu, x.get_device()) == (False, True, -1)
+    assert x.new_tensor([1, 2]).dtype == gv.float64 and x.new_tensor([1, 2]).tolist() == [1.0, 2.0]
+    assert x.new_zeros(2, 3).shape == (2, 3) and x.new_zeros((2, 3)).dtype == gv.float64
+    assert x.new_ones(2, dtype=gv.int64).dtype == gv.int64 and x.new_empty(4).shape == (4,)
+    assert x.new_full((2,), 3).tolist() == [3.0, 3.0] and x.new_zeros(1, requires_grad=True).requires_grad
+    assert gv.ones(2).type_as(x).dtype == gv.float64
+    with pytest.raises(DeviceError):
+        x.new_zeros(2, device="cuda")
+
+
+@pytest.mark.oracle
+def test_factory_methods_match_torch():
+    torch = pytest.importorskip("torch")
+    for dtype in ("float32", "float64", "int64"):
+        ours, theirs = gv.ones(2, dtype=getattr(gv, dtype)), torch.ones(2, dtype=getattr(torch, dtype))
+        for make in (lambda t: t.new_tensor([1, 2]), lambda t: t.new_zeros(2, 3), lambda t: t.new_full((2,), 3),
+                     lambda t: t.new_ones((1, 2))):
+            a, b = make(ours), make(theirs)
+            assert (tuple(a.shape), str(a.dtype), a.tolist()) == (tuple(b.shape), str(b.dtype)[6:], b.tolist())
+
+
+def test_seed_era_positional_flags(monkeypatch):
+    monkeypatch.setattr("gradviz.autograd.variable._warned_volatile", False)  # it warns once per process
+    with pytest.warns(DeprecationWarning):
+        v = gv.Variable(gv.ones(2), False, True)
+    assert v.volatile and not v.requires_grad
+    with pytest.raises(TypeError, match="^new\\(\\): data must be a sequence or a size, not str after the data$"):
+        gv.Variable(gv.ones(2), "x")

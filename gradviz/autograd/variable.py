@@ -109,7 +109,7 @@ class Variable:
             # the legacy size constructor, torch.Tensor(5, 3): uninitialised, in the default float dtype
             data = np.empty(_legacy_size(data, sizes), dtype=as_dtype(dtype) or default_float())
         elif sizes:
-            requires_grad = _old_positional_requires_grad(sizes, requires_grad)
+            requires_grad, volatile = _old_positional_flags(sizes, volatile)
         if data is None:
             data = np.zeros(0, dtype=as_dtype(dtype) or default_float())
         elif dtype is None and isinstance(data, (list, tuple, float, int)):
@@ -1365,6 +1365,46 @@ class Variable:
 
         return random.multinomial(self, num_samples, replacement, generator)
 
+    # ----- devices, casts and factory methods (the CPU is the only device) -----------------------------------
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_cpu(self):
+        return True
+
+    def get_device(self):
+        return -1  # PyTorch's answer for a CPU tensor
+
+    def type_as(self, other):
+        return self._cast(other.dtype)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        from ..factories import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        from ..factories import zeros
+
+        return zeros(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        from ..factories import ones
+
+        return ones(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        from ..factories import empty
+
+        return empty(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        from ..factories import full
+
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
     # ----- a name the engine lacks: one line naming it, with the closest supported name ---------------------
     def __getattr__(self, name):
         # only reached when normal lookup failed; private and dunder probes (numpy, copy) stay cheap
@@ -1396,10 +1436,11 @@ def _legacy_size(data, sizes):
     return tuple(int(d) for d in data) if isinstance(data, Size) else (int(data),) + tuple(int(s) for s in sizes)
 
 
-def _old_positional_requires_grad(sizes, requires_grad):
-    """``Variable(data, True)``: the seed-era constructor took requires_grad positionally."""
-    if len(sizes) == 1 and isinstance(sizes[0], bool):
-        return sizes[0]
+def _old_positional_flags(sizes, volatile):
+    """``Variable(data, True)``, ``Variable(data, False, True)``: the seed-era constructor took requires_grad and
+    volatile positionally."""
+    if len(sizes) <= 2 and all(isinstance(s, bool) for s in sizes):
+        return sizes[0], sizes[1] if len(sizes) == 2 else volatile
     raise TypeError(f"new(): data must be a sequence or a size, not {type(sizes[0]).__name__} after the data")
 
 
