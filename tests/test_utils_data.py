@@ -9,7 +9,21 @@ import numpy as np
 import pytest
 
 import gradviz as gv
-from gradviz.utils.data import ConcatDataset, DataLoader, Dataset, Subset, TensorDataset, default_collate, random_split
+from gradviz.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    default_collate,
+    random_split,
+)
 
 Pair = namedtuple("Pair", "x y")
 
@@ -151,3 +165,63 @@ def test_random_split_lengths_match_torch():
     for n, lengths in ((10, [0.33, 0.33, 0.34]), (11, [0.5, 0.5]), (7, [0.1, 0.2, 0.7]), (10, [3, 7])):
         assert [len(p) for p in random_split(range(n), lengths)] == \
             [len(p) for p in torch.utils.data.random_split(range(n), lengths)]
+
+
+class Countdown(IterableDataset):
+    def __init__(self, lib, n):
+        self.lib, self.n = lib, n
+
+    def __iter__(self):
+        return iter([(self.lib.ones(2) * i, i) for i in range(self.n, 0, -1)])
+
+    def __len__(self):
+        return self.n
+
+
+def test_samplers():
+    assert list(SequentialSampler(range(3))) == [0, 1, 2]
+    assert list(BatchSampler(SequentialSampler(range(7)), 3, False)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert list(BatchSampler(range(7), 3, True)) == [[0, 1, 2], [3, 4, 5]] and len(BatchSampler(range(7), 3, True)) == 2
+    drawn = list(RandomSampler(range(5), num_samples=12, generator=gv.Generator().manual_seed(0)))
+    assert len(drawn) == 12 and sorted(drawn[:10]) == sorted(list(range(5)) * 2)  # whole permutations chained
+    with_replacement = list(RandomSampler(range(3), replacement=True, num_samples=50))
+    assert len(with_replacement) == 50 and set(with_replacement) <= {0, 1, 2}
+    assert sorted(SubsetRandomSampler([7, 3, 9])) == [3, 7, 9]
+    assert set(WeightedRandomSampler([0.0, 0.0, 2.0], 6)) == {2}
+    assert sorted(WeightedRandomSampler([1.0, 1.0, 1.0], 3, replacement=False)) == [0, 1, 2]
+    loader = DataLoader(range(10), batch_size=4, shuffle=True)
+    assert isinstance(loader.sampler, RandomSampler) and isinstance(loader.batch_sampler, BatchSampler)
+    with pytest.raises(ValueError, match="^num_samples should be a positive integer value, but got num_samples=0$"):
+        RandomSampler(range(3), num_samples=0)
+
+
+def test_iterable_dataset_is_batched_in_its_own_order():
+    loader = DataLoader(Countdown(gv, 5), batch_size=2)
+    assert [b[1].tolist() for b in loader] == [[5, 4], [3, 2], [1]] and len(loader) == 3
+    assert [b[1].tolist() for b in DataLoader(Countdown(gv, 5), batch_size=2, drop_last=True)] == [[5, 4], [3, 2]]
+    with pytest.raises(ValueError, match="^DataLoader with IterableDataset: expected unspecified shuffle option, "
+                                         "but got shuffle=True$"):
+        DataLoader(Countdown(gv, 2), shuffle=True)
+
+
+@pytest.mark.oracle
+def test_iterable_dataset_and_batch_sampler_match_torch():
+    torch = pytest.importorskip("torch")
+    tud = torch.utils.data
+
+    class TorchCountdown(tud.IterableDataset):
+        def __iter__(self):
+            return iter(Countdown(torch, 5))
+
+        def __len__(self):
+            return 5
+
+    for kwargs in (dict(batch_size=2), dict(batch_size=2, drop_last=True), dict(batch_size=None)):
+        assert [structure(b) for b in DataLoader(Countdown(gv, 5), **kwargs)] == \
+            [structure(b) for b in tud.DataLoader(TorchCountdown(), **kwargs)]
+    for args in ((range(7), 3, False), (range(7), 3, True), (range(6), 2, False)):
+        assert list(BatchSampler(*args)) == list(tud.BatchSampler(*args))
+        assert len(BatchSampler(*args)) == len(tud.BatchSampler(*args))
+    for kwargs in (dict(batch_size=3, sampler=[4, 1, 2, 0]), dict(batch_sampler=[[1, 2], [0]])):
+        assert [structure(b) for b in DataLoader(Mixed(gv), **kwargs)] == \
+            [structure(b) for b in tud.DataLoader(Mixed(torch), **kwargs)]

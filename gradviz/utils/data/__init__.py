@@ -6,7 +6,9 @@ PyTorch's ``default_collate`` does, so a training loop sees the same structure, 
 
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader
-from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
+from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "ConcatDataset", "DataLoader", "random_split", "default_collate",
-           "default_convert"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "DataLoader", "random_split",
+           "default_collate", "default_convert", "Sampler", "SequentialSampler", "RandomSampler",
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]

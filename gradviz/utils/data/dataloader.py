@@ -1,13 +1,17 @@
-"""``DataLoader``: batches of a map-style dataset, in order or shuffled by a generator, collated.
+"""``DataLoader``: batches of a dataset, in order or shuffled by a generator, collated.
 
-Everything runs in the calling process: ``num_workers > 0`` is accepted (scripts set it for speed) and says once
-on stderr that loading happens in-process; the batches are the same either way.
+Like PyTorch's, a map-style dataset is read through a sampler (``SequentialSampler``, or ``RandomSampler`` when
+shuffling) grouped by a ``BatchSampler``; an ``IterableDataset`` is read in its own order. Everything runs in
+the calling process: ``num_workers > 0`` is accepted (scripts set it for speed) and says once on stderr that
+loading happens in-process; the batches are the same either way.
 """
 
-import math
+import itertools
 import sys
 
 from .collate import default_collate, default_convert
+from .dataset import IterableDataset
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 _noted_workers = [False]
 
@@ -20,23 +24,34 @@ class DataLoader:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              "multiprocessing.")
-        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
-                                       or batch_size <= 0):
-            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        iterable = isinstance(dataset, IterableDataset)
+        if iterable:
+            for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
+                if value not in (None, False):
+                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified {name} option, but got "
+                                     f"{name}={value}")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
-        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
-            raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
-                             "drop_last")
         if batch_sampler is not None:
-            batch_size = None
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+                                 "and drop_last")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
+                             "drop_last")
+        if not iterable and sampler is None:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if not iterable and batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        elif batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
+            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
         self.dataset = dataset
         self.batch_size = batch_size
-        self.shuffle = bool(shuffle)
+        self.drop_last = drop_last
         self.sampler = sampler
         self.batch_sampler = batch_sampler
         self.num_workers = num_workers
-        self.drop_last = drop_last
         self.generator = generator
         self.pin_memory = pin_memory
         self.timeout = timeout
@@ -44,50 +59,45 @@ class DataLoader:
         self.persistent_workers = persistent_workers
         self.prefetch_factor = prefetch_factor
         if collate_fn is None:
-            collate_fn = default_collate if batch_size is not None or batch_sampler is not None else default_convert
+            collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         if num_workers > 0:
             _note_in_process(num_workers)
 
-    def _indices(self):
-        """One epoch's sample indices: the sampler's, a fresh permutation, or 0..n-1."""
-        if self.sampler is not None:
-            return iter(self.sampler)
-        n = len(self.dataset)
-        if self.shuffle:
-            from ...factories import randperm
-
-            return iter(randperm(n, generator=self.generator).tolist())
-        return iter(range(n))
-
-    def _batches(self):
-        if self.batch_sampler is not None:
-            yield from self.batch_sampler
-            return
-        batch = []
-        for index in self._indices():
-            batch.append(index)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
-            yield batch
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None or (isinstance(self.dataset, IterableDataset)
+                                                  and self.batch_size is not None)
 
     def __iter__(self):
-        if self.batch_size is None and self.batch_sampler is None:
-            for index in self._indices():
+        if isinstance(self.dataset, IterableDataset):
+            yield from self._iterate_stream()
+        elif self.batch_sampler is not None:
+            for indices in self.batch_sampler:
+                yield self.collate_fn([self.dataset[i] for i in indices])
+        else:
+            for index in self.sampler:
                 yield self.collate_fn(self.dataset[index])
+
+    def _iterate_stream(self):
+        samples = iter(self.dataset)
+        if self.batch_size is None:
+            for sample in samples:
+                yield self.collate_fn(sample)
             return
-        for indices in self._batches():
-            yield self.collate_fn([self.dataset[i] for i in indices])
+        while True:
+            batch = list(itertools.islice(samples, self.batch_size))
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
+            yield self.collate_fn(batch)
 
     def __len__(self):
-        if self.batch_sampler is not None:
-            return len(self.batch_sampler)
-        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
-        if self.batch_size is None:
-            return n
-        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+        if isinstance(self.dataset, IterableDataset):
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
 
 
 def _note_in_process(num_workers):

@@ -16,6 +16,13 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
+class IterableDataset(Dataset):
+    """A dataset read as a stream: ``__iter__`` yields the samples (a DataLoader batches them in that order)."""
+
+    def __iter__(self):
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+
 class TensorDataset(Dataset):
     """Samples are tuples of the tensors' rows: ``dataset[i] == (a[i], b[i])``."""
 
