@@ -194,8 +194,8 @@ def stopped_note(doc):
         return None
     location = (status.get("exception") or {}).get("location")
     at = f" at {where(location)}" if location else ""
-    count = len(doc.get("diagnostics", []))
-    found = "No diagnostics before that point" if not count else f"The {_plural(count, 'diagnostic')} above"
+    found = "The diagnostics above cover the code before that point" if doc.get("diagnostics") else \
+        "No diagnostics before that point"
     return _data(f"The run stopped{at}: `{name}` is not supported by gradviz's engine. {found}; nothing after "
                  "it was checked.", style="bold yellow")
 
