@@ -73,7 +73,8 @@ __all__ += ["cat", "concat", "stack", "flatten", "narrow", "split", "chunk", "un
 from .device import device, get_default_device, set_default_device  # noqa: E402
 from .dtypes import get_default_dtype, set_default_dtype  # noqa: E402
 from .dtypes import int32 as int  # noqa: E402,A001 - PyTorch's name
-from .generator import Generator, default_generator  # noqa: E402
+from .generator import (Generator, are_deterministic_algorithms_enabled, default_generator,  # noqa: E402
+                        is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
 from .legacy import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
 
 
@@ -89,7 +90,8 @@ def seed():
 
 __all__ += ["device", "get_default_device", "set_default_device", "get_default_dtype", "set_default_dtype", "int",
             "Generator", "default_generator", "initial_seed", "seed", "FloatTensor", "DoubleTensor", "LongTensor",
-            "IntTensor", "BoolTensor"]
+            "IntTensor", "BoolTensor", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+            "is_deterministic_algorithms_warn_only_enabled"]
 
 _LAZY.update({
     "cuda": ("gradviz.cuda", None),

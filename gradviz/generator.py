@@ -58,3 +58,20 @@ def _entropy_seed():
 # The default generator starts from fresh entropy (as gradviz always has); manual_seed makes it reproducible.
 default_generator = Generator()
 default_generator.manual_seed(_entropy_seed())
+
+
+# ----- torch.use_deterministic_algorithms: every gradviz op is deterministic already (numpy on the CPU) --------
+_deterministic = {"enabled": False, "warn_only": False}
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Recorded and reported back as in PyTorch; there is no nondeterministic op to refuse."""
+    _deterministic.update(enabled=bool(mode), warn_only=bool(warn_only))
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic["enabled"]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _deterministic["warn_only"]

@@ -206,3 +206,13 @@ def test_seed_era_positional_flags(monkeypatch):
     assert v.volatile and not v.requires_grad
     with pytest.raises(TypeError, match="^new\\(\\): data must be a sequence or a size, not str after the data$"):
         gv.Variable(gv.ones(2), "x")
+
+
+def test_seeding_boilerplate_runs():
+    gv.backends.cudnn.deterministic = True
+    gv.backends.cudnn.benchmark = False
+    assert gv.backends.cudnn.is_available() is False and gv.backends.cudnn.version() is None
+    gv.use_deterministic_algorithms(True, warn_only=True)
+    assert gv.are_deterministic_algorithms_enabled() and gv.is_deterministic_algorithms_warn_only_enabled()
+    gv.use_deterministic_algorithms(False)
+    assert not gv.are_deterministic_algorithms_enabled()

@@ -38,6 +38,7 @@ MODULES = {
     "torch.accelerator": "gradviz.accelerator",
     "torch.backends": "gradviz.backends",
     "torch.backends.mps": "gradviz.backends.mps",
+    "torch.backends.cudnn": "gradviz.backends.cudnn",
 }
 
 # Public gradviz names that are not PyTorch's (or mean something else there: ``torch.trace`` is a matrix trace).
