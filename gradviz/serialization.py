@@ -37,12 +37,21 @@ _ZIP_MAGIC = b"PK\x03\x04"
 
 
 class SaveError(GradvizError, TypeError):
-    """An object ``save`` cannot store safely (a module, a function, a numpy array…)."""
+    """An object ``save`` cannot store safely (a module, a function, a numpy array…); ``torch_name`` says what
+    was asked for (``torch.save(Linear)``), as for the other things gradviz lacks."""
+
+    def __init__(self, message, kind=None):
+        super().__init__(message)
+        self.torch_name = f"torch.save({kind})" if kind else None
 
 
 class LoadError(GradvizError, pickle.UnpicklingError):
     """A file ``load`` will not read: not written by ``gradviz.save``, or damaged. (PyTorch raises
     ``UnpicklingError`` when ``weights_only=True`` refuses a file.)"""
+
+    def __init__(self, message, foreign=False):
+        super().__init__(message)
+        self.torch_name = "torch.load of a file gradviz.save did not write" if foreign else None
 
 
 # ----- save ---------------------------------------------------------------------------------------------------
@@ -87,7 +96,8 @@ def _encode(value, arrays, seen, where):
         return _encode(value.item(), arrays, seen, where)
     raise SaveError(f"gradviz.save stores tensors, numbers, strings and lists/tuples/dicts of them (what "
                     f"torch.load(weights_only=True) reads), not {_describe(value)} at {where}"
-                    + ("; save its state_dict() instead" if hasattr(value, "state_dict") else ""))
+                    + ("; save its state_dict() instead" if hasattr(value, "state_dict") else ""),
+                    type(value).__name__)
 
 
 def _encode_tensor(tensor, arrays, seen):
@@ -145,12 +155,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     data = _read_bytes(f)
     if not data.startswith(_ZIP_MAGIC):
         raise LoadError(f"`{name}` was not written by gradviz.save (gradviz's engine loads only its own safe "
-                        "format, never a pickle)")
+                        "format, never a pickle)", foreign=True)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             if MANIFEST not in archive.namelist():
                 raise LoadError(f"`{name}` is not a gradviz.save file (a PyTorch file? gradviz's engine loads only "
-                                "its own safe format: save it with gradviz.save, e.g. under `gradviz run --torch`)")
+                                "its own safe format: save it with gradviz.save, e.g. under `gradviz run --torch`)",
+                                foreign=True)
             manifest = json.loads(archive.read(MANIFEST))
             if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
                 raise LoadError(f"`{name}`: unsupported gradviz.save format {manifest.get('format')!r} version "

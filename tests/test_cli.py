@@ -793,3 +793,14 @@ def test_graph_unwritable_output_is_one_line(cli, tmp_path):
     result = cli("graph", name, "-o", "a_file/sub/g.svg")
     assert (result.exit_code, result.stdout) == (1, "")
     assert stderr_of(result) == "gradviz: error: cannot create output folder `a_file/sub`: Not a directory\n"
+
+
+def test_saving_a_whole_module_is_one_line_and_stops_the_check(cli, tmp_path):
+    name = script(tmp_path, "import torch\n\nmodel = torch.nn.Linear(2, 2)\ntorch.save(model, 'model.pt')\n")
+    result = cli("run", "--torch", "--no-render", name)
+    assert result.exit_code == 1
+    assert stderr_of(result) == (
+        f"gradviz: error: {name}:4: gradviz.save stores tensors, numbers, strings and lists/tuples/dicts of them "
+        "(what torch.load(weights_only=True) reads), not an object of type gradviz.nn.modules.linear.Linear at obj; "
+        "save its state_dict() instead\n")
+    assert f"The run stopped at {name}:4: `torch.save(Linear)` is not supported" in result.stdout

@@ -106,7 +106,7 @@ def _interrupted(written, out_dir, json_only):
 def _report_script_failure(output, result):
     """The script's own exception: its traceback trimmed to the user's lines, or one line for a PyTorch name
     or device gradviz lacks."""
-    from ..errors import DeviceError, UnsupportedNameError
+    from ..errors import GradvizError
     from .runner import location_of
 
     if result.exit_message:
@@ -114,7 +114,7 @@ def _report_script_failure(output, result):
     exc = result.exception
     if exc is None:
         return
-    if isinstance(exc, (UnsupportedNameError, DeviceError)):
+    if isinstance(exc, GradvizError) and getattr(exc, "torch_name", None):  # what gradviz lacks, named
         where = location_of(exc)
         output.error(f"{where}: {exc}" if where else str(exc))
     else:
