@@ -43,7 +43,7 @@ MODULES = {
 
 # Public gradviz names that are not PyTorch's (or mean something else there: ``torch.trace`` is a matrix trace).
 _NOT_TORCH = {"trace", "load_trace", "explain", "render", "diagnose", "snapshot", "GradcheckError",
-              "GradvizError", "default_generator"}
+              "GradvizError"}
 # Engine names that PyTorch keeps elsewhere (``torch.autograd.Function``, not ``torch.Function``).
 _NOT_TORCH_IN = {"torch": {"Function", "Variable"}, "torch.autograd": {"Tensor", "is_grad_enabled"}}
 # Tensor attributes gradviz adds (``creator`` is the seed's old PyTorch name for ``grad_fn``).
