@@ -139,7 +139,8 @@ class TorchProxy(types.ModuleType):
             return value
         if name.startswith("__"):  # protocol probes (copy, pickle, inspect): plain and cheap
             raise AttributeError(f"module '{self.__name__}' has no attribute '{name}'")
-        raise UnsupportedTorchAttribute(f"{self.__name__}.{name}", closest_name(self.__name__, name))
+        module = self.__name__  # the closest name is looked for only when the message is read (hasattr stays cheap)
+        raise UnsupportedTorchAttribute(f"{module}.{name}", lambda: closest_name(module, name))
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | self._gradviz_names)
