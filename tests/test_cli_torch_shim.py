@@ -158,3 +158,19 @@ def test_every_mirrored_module_is_listed_in_the_docs():
     text = (ROOT / "docs" / "api.md").read_text()
     for module in torch_shim.available_modules():
         assert f"### `{module}`" in text
+
+
+def test_every_top_level_op_and_functional_form_is_exposed():
+    # nothing gradviz defines as a torch-namespace function or functional form is left out by the derivation
+    import types
+
+    import gradviz.functions
+    import gradviz.nn.functional
+
+    for module, torch_name, skip in ((gradviz.functions, "torch", {"Variable"}),
+                                     (gradviz.nn.functional, "torch.nn.functional", set())):
+        exposed = set(torch_shim.exposed_names(torch_name))
+        own = {n for n in dir(module) if not n.startswith("_") and n not in skip
+               and not isinstance(getattr(module, n), types.ModuleType)
+               and getattr(getattr(module, n), "__module__", "") == module.__name__}
+        assert own and own <= exposed, sorted(own - exposed)
