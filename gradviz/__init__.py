@@ -88,9 +88,19 @@ def seed():
     return default_generator.seed()
 
 
+def get_rng_state():
+    """The default generator's state as a uint8 tensor, for ``set_rng_state``."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
+
+
 __all__ += ["device", "get_default_device", "set_default_device", "get_default_dtype", "set_default_dtype", "int",
             "Generator", "default_generator", "initial_seed", "seed", "FloatTensor", "DoubleTensor", "LongTensor",
-            "IntTensor", "BoolTensor", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+            "IntTensor", "BoolTensor", "get_rng_state", "set_rng_state", "use_deterministic_algorithms",
+            "are_deterministic_algorithms_enabled",
             "is_deterministic_algorithms_warn_only_enabled"]
 
 _LAZY.update({

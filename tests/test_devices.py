@@ -216,3 +216,11 @@ def test_seeding_boilerplate_runs():
     assert gv.are_deterministic_algorithms_enabled() and gv.is_deterministic_algorithms_warn_only_enabled()
     gv.use_deterministic_algorithms(False)
     assert not gv.are_deterministic_algorithms_enabled()
+
+
+def test_rng_state_round_trip():
+    gv.manual_seed(11)
+    state = gv.get_rng_state()
+    first = gv.randn(5).tolist()
+    gv.set_rng_state(state)
+    assert gv.randn(5).tolist() == first and state.dtype == gv.uint8 and state.ndim == 1
