@@ -96,8 +96,9 @@ def exposed_names(torch_name):
         value = getattr(target, name, None)
         if value is None or isinstance(value, types.ModuleType):
             continue  # submodules are added below, only where PyTorch has them
-        if isinstance(value, (str, bytes, int, float)) and not isinstance(value, bool):
-            continue  # message texts and constants a module keeps for itself
+        if isinstance(value, (str, bytes, int, float, list, tuple, dict, set, frozenset)) and \
+                not isinstance(value, bool):
+            continue  # message texts, constants and name lists a module keeps for itself (POINTWISE_NAMES)
         defined_in = getattr(value, "__module__", None) or ""
         if defined_in.startswith(_DEBUGGER_PACKAGES) or defined_in.startswith(foreign):
             continue
