@@ -224,3 +224,15 @@ def test_rng_state_round_trip():
     first = gv.randn(5).tolist()
     gv.set_rng_state(state)
     assert gv.randn(5).tolist() == first and state.dtype == gv.uint8 and state.ndim == 1
+
+
+@pytest.mark.oracle
+def test_promotion_follows_the_default_dtype_as_in_torch(float64_default):
+    torch = pytest.importorskip("torch")
+    torch.set_default_dtype(torch.float64)
+    try:
+        for make in (lambda lib: lib.ones(2, dtype=lib.int64) * 0.5, lambda lib: lib.arange(3) / 2,
+                     lambda lib: lib.tensor([1.0, 2.0]), lambda lib: lib.Tensor(2, 2)):
+            assert str(make(gv).dtype) == str(make(torch).dtype).replace("torch.", "")
+    finally:
+        torch.set_default_dtype(torch.float32)
