@@ -537,7 +537,8 @@ def test_supported_lists_names_by_prefix(cli):
                                                     "torch.nn.functional.log_softmax\n")
     assert cli("supported", "nn.functional.l").stdout == result.stdout  # `torch.` may be left out
     every = cli("supported").stdout.splitlines()
-    assert "torch.sin" in every and "torch.Tensor.backward" in every and "torch.trace" not in every
+    assert "torch.sin" in every and "torch.Tensor.backward" in every and "torch.trace" in every  # the matrix trace
+    assert "torch.load_trace" not in every and "torch.explain" not in every
     assert len(every) == len(set(every))
 
 

@@ -117,16 +117,19 @@ def test_process_level_modules_resolve_under_the_shim():
 
 
 def test_gradviz_only_names_are_not_exposed_as_torch_names():
-    # torch.trace is a matrix trace in PyTorch: exposing gradviz's tracer there would be a silent wrong result
+    # torch.trace is a matrix trace in PyTorch: behind the shim it is the engine's, never gradviz's tracer
     names = torch_shim.exposed_names("torch")
-    for name in ("trace", "load_trace", "explain", "render", "Function", "Variable", "errors", "ops"):
+    for name in ("load_trace", "explain", "render", "Function", "Variable", "errors", "ops"):
         assert name not in names
     with TorchShim():
         import torch
 
-        with pytest.raises(UnsupportedTorchAttribute, match="`torch.trace` is not supported"):
-            torch.trace  # noqa: B018
+        assert torch.trace is gradviz.ops.linalg.trace
+        assert torch.trace(torch.eye(3) * 2).item() == 6.0
+        with pytest.raises(UnsupportedTorchAttribute, match="`torch.load_trace` is not supported"):
+            torch.load_trace  # noqa: B018
         assert torch.autograd.Function is gradviz.Function
+    assert callable(gradviz.trace().__enter__)  # gradviz's own name is still the tracer
 
 
 def test_script_run_under_the_shim_sees_gradviz(tmp_path, capsys):

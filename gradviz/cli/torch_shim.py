@@ -46,6 +46,9 @@ _NOT_TORCH = {"trace", "load_trace", "explain", "render", "diagnose", "snapshot"
               "GradvizError"}
 # Engine names that PyTorch keeps elsewhere (``torch.autograd.Function``, not ``torch.Function``).
 _NOT_TORCH_IN = {"torch": {"Function", "Variable"}, "torch.autograd": {"Tensor", "is_grad_enabled"}}
+# PyTorch names whose gradviz namesake is something else: behind the shim they are the engine's op
+# (``torch.trace`` is the matrix trace; ``gradviz.trace`` stays the tracer).
+_TORCH_MEANING = {"torch": {"trace": ("gradviz.ops.linalg", "trace")}}
 # Tensor attributes gradviz adds (``creator`` is the seed's old PyTorch name for ``grad_fn``).
 TENSOR_EXTRAS = {"creator", "is_view", "version"}
 # Names whose objects come from these gradviz packages belong to the debugger, not to the engine.
@@ -109,7 +112,14 @@ def exposed_names(torch_name):
         parent, _, leaf = module_name.rpartition(".")
         if parent == torch_name:
             names.add(leaf)
+    names.update(_TORCH_MEANING.get(torch_name, ()))
     return sorted(names)
+
+
+def _torch_meaning(torch_name, name):
+    """The engine object standing for ``torch_name.name`` when it is not gradviz's namesake, else None."""
+    where = _TORCH_MEANING.get(torch_name, {}).get(name)
+    return getattr(importlib.import_module(where[0]), where[1]) if where else None
 
 
 def tensor_methods(extras=False):
@@ -135,7 +145,8 @@ class TorchProxy(types.ModuleType):
     def __getattr__(self, name):
         if name in self._gradviz_names:
             child = f"{self.__name__}.{name}"
-            value = self._gradviz_shim.proxy(child) if child in MODULES else getattr(self._gradviz_target, name)
+            value = self._gradviz_shim.proxy(child) if child in MODULES else \
+                _torch_meaning(self.__name__, name) or getattr(self._gradviz_target, name)
             setattr(self, name, value)
             return value
         if name.startswith("__"):  # protocol probes (copy, pickle, inspect): plain and cheap
