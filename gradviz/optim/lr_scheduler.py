@@ -11,7 +11,7 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer as _Optimizer
 
 STEP_ORDER_WARNING = (
     "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, you should "
@@ -43,7 +43,7 @@ class LRScheduler:
     _is_initial = False
 
     def __init__(self, optimizer, last_epoch=-1):
-        if not isinstance(optimizer, Optimizer):
+        if not isinstance(optimizer, _Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
         if last_epoch == -1:
@@ -227,7 +227,7 @@ class ReduceLROnPlateau(LRScheduler):
                  cooldown=0, min_lr=0, eps=1e-8):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
-        if not isinstance(optimizer, Optimizer):
+        if not isinstance(optimizer, _Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         if mode not in ("min", "max"):
             raise ValueError("mode " + mode + " is unknown!")
@@ -303,7 +303,7 @@ class OneCycleLR(LRScheduler):
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
                  anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95,
                  div_factor=25.0, final_div_factor=1e4, three_phase=False, last_epoch=-1):
-        if not isinstance(optimizer, Optimizer):
+        if not isinstance(optimizer, _Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
         self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
