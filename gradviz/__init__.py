@@ -68,3 +68,51 @@ __all__ += ["cat", "concat", "stack", "flatten", "narrow", "split", "chunk", "un
             "cumprod", "prod", "logsumexp", "norm", "amax", "amin", "all", "any", "bmm", "addmm", "baddbmm",
             "einsum", "outer", "ger", "dot", "tril", "triu", "diag", "logspace", "rand_like", "randn_like",
             "multinomial", "bernoulli", "normal"]
+
+# ----- devices, defaults, generators, legacy constructors, saving (PyTorch's process-level names) -------------
+from .device import device, get_default_device, set_default_device  # noqa: E402
+from .dtypes import get_default_dtype, set_default_dtype  # noqa: E402
+from .dtypes import int32 as int  # noqa: E402,A001 - PyTorch's name
+from .generator import (Generator, are_deterministic_algorithms_enabled, default_generator,  # noqa: E402
+                        is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
+from .legacy import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
+
+
+def initial_seed():
+    """The seed the default generator started from (or was last given with ``manual_seed``)."""
+    return default_generator.initial_seed()
+
+
+def seed():
+    """Reseed the default generator from fresh entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def get_rng_state():
+    """The default generator's state as a uint8 tensor, for ``set_rng_state``."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
+
+
+__all__ += ["device", "get_default_device", "set_default_device", "get_default_dtype", "set_default_dtype", "int",
+            "Generator", "default_generator", "initial_seed", "seed", "FloatTensor", "DoubleTensor", "LongTensor",
+            "IntTensor", "BoolTensor", "get_rng_state", "set_rng_state", "use_deterministic_algorithms",
+            "are_deterministic_algorithms_enabled",
+            "is_deterministic_algorithms_warn_only_enabled"]
+
+_LAZY.update({
+    "cuda": ("gradviz.cuda", None),
+    "accelerator": ("gradviz.accelerator", None),
+    "backends": ("gradviz.backends", None),
+    "utils": ("gradviz.utils", None),
+    "save": ("gradviz.serialization", "save"),
+    "load": ("gradviz.serialization", "load"),
+})
+
+
+def __dir__():
+    # the lazily loaded names are part of the namespace too (the --torch shim derives its names from it)
+    return sorted(set(globals()) | set(_LAZY))

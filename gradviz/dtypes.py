@@ -163,3 +163,18 @@ def cast_operand(x, dtype):
     if isinstance(x, np.generic):
         return x.item()
     return x
+
+
+# ----- torch.set_default_dtype / get_default_dtype: the settable default lives in _DEFAULT_FLOAT above ----------
+def set_default_dtype(dtype):
+    """``torch.set_default_dtype``: float32 or float64 (what a Python float and the float factories become)."""
+    resolved = as_dtype(dtype)
+    if resolved not in (float32, float64):
+        if resolved.kind == "f":
+            raise TypeError(f"gradviz supports float32 and float64 as the default dtype, not {resolved}")
+        raise TypeError("only floating-point types are supported as the default type")
+    _DEFAULT_FLOAT[0] = resolved
+
+
+def get_default_dtype():
+    return _DEFAULT_FLOAT[0]

@@ -92,3 +92,47 @@ def dtype_name(dtype):
     """PyTorch's spelling of a numpy dtype in messages: ``torch.FloatTensor`` style is gone; use ``float32``."""
     return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "int64": "torch.LongTensor",
             "bool": "torch.BoolTensor"}.get(str(dtype), str(dtype))
+
+
+# ----- names and devices gradviz does not provide ---------------------------------------------------------------
+def supported_command(name):
+    """The command that lists the supported names next to ``name`` (``torch.nn.LSTMM`` -> ``torch.nn``)."""
+    parent = name.rpartition(".")[0] or name
+    return f"gradviz supported {'torch.Tensor' if parent == 'Tensor' else parent}"
+
+
+class UnsupportedNameError(GradvizError):
+    """A PyTorch name gradviz's engine does not provide: one line naming it, the closest supported name when
+    there is one, and the command that lists the rest (``torch_name`` holds the name).
+
+    ``closest`` may be a function computing it: ``hasattr`` probes then cost nothing until the message is read."""
+
+    def __init__(self, name, closest=None):
+        super().__init__(name)
+        self.torch_name = name
+        self._closest = closest
+
+    @property
+    def closest(self):
+        if callable(self._closest):
+            self._closest = self._closest()
+        return self._closest
+
+    def __str__(self):
+        hint = f"did you mean `{self.closest}`? " if self.closest else ""
+        return (f"`{self.torch_name}` is not supported by gradviz's engine; {hint}"
+                f"`{supported_command(self.torch_name)}` lists the supported names")
+
+
+class UnsupportedTensorAttribute(UnsupportedNameError, AttributeError):
+    """``x.xyz`` for a Tensor method or attribute gradviz lacks (an AttributeError: ``hasattr`` still works)."""
+
+
+class DeviceError(GradvizError, RuntimeError, AssertionError):
+    """A device other than the CPU. PyTorch built without CUDA raises AssertionError for ``cuda`` and
+    RuntimeError for other missing backends; this is both. ``torch_name`` names what was asked for
+    (``device('cuda')``)."""
+
+    def __init__(self, message, torch_name=None):
+        super().__init__(message)
+        self.torch_name = torch_name

@@ -1,22 +1,35 @@
-"""Tensor factories (``zeros``, ``randn``…) and the random generator ``manual_seed`` sets."""
+"""Tensor factories (``zeros``, ``randn``…) and the random generator ``manual_seed`` sets.
+
+Every factory takes PyTorch's ``device=`` (the CPU, or a one-line error) and makes floats in the default dtype
+(``set_default_dtype``)."""
 
 import numpy as np
 
 from .autograd import observer
 from .autograd.variable import Variable, _to_array
-from .dtypes import as_dtype, float32, int64
-
-_generator = [np.random.default_rng()]
+from .device import as_device
+from .dtypes import as_dtype, default_float, int64
+from .generator import Generator, default_generator
 
 
 def manual_seed(seed):
-    """Seed gradviz's generator (used by rand*, parameter initialisation and dropout)."""
-    _generator[0] = np.random.default_rng(int(seed))
-    return _generator[0]
+    """Seed gradviz's default generator (used by rand*, parameter initialisation, dropout and shuffling);
+    returns it, as PyTorch does."""
+    return default_generator.manual_seed(seed)
 
 
-def _rng():
-    return _generator[0]
+def _rng(generator=None):
+    """The numpy generator behind ``generator`` (a ``gradviz.Generator``), or the default one."""
+    if generator is None:
+        return default_generator._rng
+    if not isinstance(generator, Generator):
+        raise TypeError(f"expected a torch.Generator, but got {type(generator).__name__}")
+    return generator._rng
+
+
+def _float(dtype):
+    """``dtype`` resolved, or the default float dtype."""
+    return as_dtype(dtype) or default_float()
 
 
 def _shape(size):
@@ -37,12 +50,14 @@ def _make(array, requires_grad=False, origin="factory"):
     return v
 
 
-def tensor(data, requires_grad=False, dtype=None):
+def tensor(data, requires_grad=False, dtype=None, device=None):
     """A new leaf holding a copy of ``data`` (PyTorch's ``torch.tensor``)."""
+    as_device(device)
     return _make(_to_array(data, as_dtype(dtype), copy=True), requires_grad, "new")
 
 
-def as_tensor(data, dtype=None):
+def as_tensor(data, dtype=None, device=None):
+    as_device(device)
     return _make(_to_array(data, as_dtype(dtype)), False, "new")
 
 
@@ -51,79 +66,93 @@ def from_numpy(array):
     return _make(np.asarray(array), False, "new")
 
 
-def zeros(*size, requires_grad=False, dtype=None):
-    return _make(np.zeros(_shape(size), dtype=as_dtype(dtype) or float32), requires_grad)
+def zeros(*size, requires_grad=False, dtype=None, device=None):
+    as_device(device)
+    return _make(np.zeros(_shape(size), dtype=_float(dtype)), requires_grad)
 
 
-def ones(*size, requires_grad=False, dtype=None):
-    return _make(np.ones(_shape(size), dtype=as_dtype(dtype) or float32), requires_grad)
+def ones(*size, requires_grad=False, dtype=None, device=None):
+    as_device(device)
+    return _make(np.ones(_shape(size), dtype=_float(dtype)), requires_grad)
 
 
-def empty(*size, requires_grad=False, dtype=None):
-    return _make(np.empty(_shape(size), dtype=as_dtype(dtype) or float32), requires_grad)
+def empty(*size, requires_grad=False, dtype=None, device=None):
+    as_device(device)
+    return _make(np.empty(_shape(size), dtype=_float(dtype)), requires_grad)
 
 
-def full(size, fill_value, requires_grad=False, dtype=None):
-    dtype = as_dtype(dtype) or (float32 if isinstance(fill_value, float) else None)
+def full(size, fill_value, requires_grad=False, dtype=None, device=None):
+    as_device(device)
+    dtype = as_dtype(dtype) or (default_float() if isinstance(fill_value, float) else None)
     return _make(np.full(_shape((size,)), fill_value, dtype=dtype) if dtype is not None
                  else _to_array(np.full(_shape((size,)), fill_value)), requires_grad)
 
 
-def zeros_like(x, requires_grad=False, dtype=None):
+def zeros_like(x, requires_grad=False, dtype=None, device=None):
+    as_device(device)
     return _make(np.zeros(x.shape, dtype=as_dtype(dtype) or x.dtype), requires_grad)
 
 
-def ones_like(x, requires_grad=False, dtype=None):
+def ones_like(x, requires_grad=False, dtype=None, device=None):
+    as_device(device)
     return _make(np.ones(x.shape, dtype=as_dtype(dtype) or x.dtype), requires_grad)
 
 
-def full_like(x, fill_value, requires_grad=False, dtype=None):
+def full_like(x, fill_value, requires_grad=False, dtype=None, device=None):
+    as_device(device)
     return _make(np.full(x.shape, fill_value, dtype=as_dtype(dtype) or x.dtype), requires_grad)
 
 
-def eye(n, m=None, requires_grad=False, dtype=None):
-    return _make(np.eye(n, m, dtype=as_dtype(dtype) or float32), requires_grad)
+def eye(n, m=None, requires_grad=False, dtype=None, device=None):
+    as_device(device)
+    return _make(np.eye(n, m, dtype=_float(dtype)), requires_grad)
 
 
-def arange(start, end=None, step=1, requires_grad=False, dtype=None):
+def arange(start, end=None, step=1, requires_grad=False, dtype=None, device=None):
+    as_device(device)
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)
-    dtype = as_dtype(dtype) or (int64 if values.dtype.kind in "iu" else float32)
+    dtype = as_dtype(dtype) or (int64 if values.dtype.kind in "iu" else default_float())
     return _make(values.astype(dtype), requires_grad)
 
 
-def linspace(start, end, steps, requires_grad=False, dtype=None):
-    return _make(np.linspace(start, end, int(steps)).astype(as_dtype(dtype) or float32), requires_grad)
+def linspace(start, end, steps, requires_grad=False, dtype=None, device=None):
+    as_device(device)
+    return _make(np.linspace(start, end, int(steps)).astype(_float(dtype)), requires_grad)
 
 
-def rand(*size, requires_grad=False, dtype=None):
-    return _make(_rng().random(_shape(size)).astype(as_dtype(dtype) or float32), requires_grad)
+def rand(*size, generator=None, requires_grad=False, dtype=None, device=None):
+    as_device(device)
+    return _make(_rng(generator).random(_shape(size)).astype(_float(dtype)), requires_grad)
 
 
-def randn(*size, requires_grad=False, dtype=None):
-    return _make(_rng().standard_normal(_shape(size)).astype(as_dtype(dtype) or float32), requires_grad)
+def randn(*size, generator=None, requires_grad=False, dtype=None, device=None):
+    as_device(device)
+    return _make(_rng(generator).standard_normal(_shape(size)).astype(_float(dtype)), requires_grad)
 
 
-def randint(low, high=None, size=None, dtype=None):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    as_device(device)
+    if size is None and isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high  # randint(high, size)
     if high is None:
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
-    return _make(_rng().integers(low, high, size=_shape((size,))).astype(as_dtype(dtype) or int64))
+    return _make(_rng(generator).integers(low, high, size=_shape((size,))).astype(as_dtype(dtype) or int64),
+                 requires_grad)
 
 
-def randperm(n, dtype=None):
-    return _make(_rng().permutation(int(n)).astype(as_dtype(dtype) or int64))
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    as_device(device)
+    return _make(_rng(generator).permutation(int(n)).astype(as_dtype(dtype) or int64), requires_grad)
 
 
 # ----- opsb: logspace and the random *_like factories -----------------------------------------------------------
 def _cpu_only(device):
-    """``device=`` as the factories take it: the CPU (by any spelling) only."""
-    if device is not None and not str(device).startswith("cpu"):
-        from .errors import UnsupportedError
-
-        raise UnsupportedError(f"gradviz runs on the CPU only (device={str(device)!r})")
+    """``device=`` as the factories take it: the CPU only (another device is ``DeviceError``, one line)."""
+    as_device(device)
 
 
 def logspace(start, end, steps, base=10.0, requires_grad=False, dtype=None, device=None):

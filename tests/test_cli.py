@@ -185,7 +185,7 @@ def test_help_lists_the_commands(cli):
     result = cli("--help")
     assert result.exit_code == 0
     commands = [line.split()[0] for line in result.stdout.split("Commands:\n")[1].splitlines() if line.strip()]
-    assert commands == ["explain", "graph", "run"]
+    assert commands == ["explain", "graph", "run", "supported"]
 
 
 def test_help_does_not_import_the_heavy_parts():
@@ -494,7 +494,58 @@ def test_torch_unsupported_name_is_one_line_naming_it(cli, tmp_path):
     result = cli("run", "--torch", "--no-render", name)
     assert result.exit_code == 1
     assert stderr_of(result) == (f"gradviz: error: {name}:4: `torch.fft` is not supported by gradviz's engine; "
-                             "supported names: docs/api.md#supported-pytorch-names\n")
+                                 "`gradviz supported torch` lists the supported names\n")
+    # the report must not read as a clean bill of health: the run stopped there, nothing after it was checked
+    assert "nothing suspicious" not in result.stdout
+    assert (f"The run stopped at {name}:4: `torch.fft` is not supported by gradviz's engine. No diagnostics "
+            "before that point; nothing after it was checked.") in result.stdout
+    doc = json.loads((tmp_path / "gradviz-out" / "script" / "report.json").read_text())
+    assert doc["status"]["unsupported"] == "torch.fft"
+
+
+MISSING_TENSOR_METHOD = """\
+import torch
+
+x = torch.ones(3, requires_grad=True)
+y = x.sigmod()
+"""
+
+
+def test_torch_missing_tensor_method_is_one_line_with_the_closest_name(cli, tmp_path):
+    name = script(tmp_path, MISSING_TENSOR_METHOD)
+    result = cli("run", "--torch", "--no-render", name)
+    assert result.exit_code == 1
+    assert stderr_of(result) == (f"gradviz: error: {name}:4: `Tensor.sigmod` is not supported by gradviz's engine; "
+                                 "did you mean `Tensor.sigmoid`? `gradviz supported torch.Tensor` lists the "
+                                 "supported names\n")
+    assert "Traceback" not in result.stderr
+    assert f"The run stopped at {name}:4: `Tensor.sigmod` is not supported" in result.stdout
+
+
+def test_cuda_device_is_one_line_and_stops_the_check(cli, tmp_path):
+    name = script(tmp_path, "import torch\n\nx = torch.zeros(2, device='cuda')\n")
+    result = cli("run", "--torch", "--no-render", name)
+    assert result.exit_code == 1
+    assert stderr_of(result) == (f"gradviz: error: {name}:3: Torch not compiled with CUDA enabled: gradviz's "
+                                 "engine runs on the CPU only (device `cuda`)\n")
+    assert f"The run stopped at {name}:3: `device('cuda')` is not supported" in result.stdout
+
+
+def test_supported_lists_names_by_prefix(cli):
+    result = cli("supported", "torch.cuda.is_")
+    assert (result.exit_code, result.stdout) == (0, "torch.cuda.is_available\ntorch.cuda.is_initialized\n")
+    assert cli("supported", "cuda.is_").stdout == result.stdout  # `torch.` may be left out
+    every = cli("supported").stdout.splitlines()
+    assert "torch.sin" in every and "torch.Tensor.backward" in every and "torch.trace" in every  # the matrix trace
+    assert "torch.load_trace" not in every and "torch.explain" not in every
+    assert len(every) == len(set(every))
+
+
+def test_supported_with_an_unknown_prefix_says_so(cli):
+    result = cli("supported", "torch.fft")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert stderr_of(result) == ("gradviz: error: no supported PyTorch name starts with `torch.fft`; "
+                                 "`gradviz supported` lists them all\n")
 
 
 def test_without_torch_flag_import_torch_is_the_real_one_or_missing(cli, tmp_path):
@@ -742,3 +793,14 @@ def test_graph_unwritable_output_is_one_line(cli, tmp_path):
     result = cli("graph", name, "-o", "a_file/sub/g.svg")
     assert (result.exit_code, result.stdout) == (1, "")
     assert stderr_of(result) == "gradviz: error: cannot create output folder `a_file/sub`: Not a directory\n"
+
+
+def test_saving_a_whole_module_is_one_line_and_stops_the_check(cli, tmp_path):
+    name = script(tmp_path, "import torch\n\nmodel = torch.nn.Linear(2, 2)\ntorch.save(model, 'model.pt')\n")
+    result = cli("run", "--torch", "--no-render", name)
+    assert result.exit_code == 1
+    assert stderr_of(result) == (
+        f"gradviz: error: {name}:4: gradviz.save stores tensors, numbers, strings and lists/tuples/dicts of them "
+        "(what torch.load(weights_only=True) reads), not an object of type gradviz.nn.modules.linear.Linear at obj; "
+        "save its state_dict() instead\n")
+    assert f"The run stopped at {name}:4: `torch.save(Linear)` is not supported" in result.stdout

@@ -6,6 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+pytestmark = pytest.mark.oracle
+
 from gradviz.cli.torch_shim import available_modules, exposed_names, tensor_methods  # noqa: E402
 
 

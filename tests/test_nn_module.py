@@ -9,7 +9,7 @@ import pytest
 import gradviz as gv
 import gradviz.nn as nn
 from gradviz.autograd import observer
-from gradviz.errors import UnsupportedError
+from gradviz.errors import DeviceError, UnsupportedError
 
 
 class Block(nn.Module):
@@ -136,8 +136,9 @@ def test_double_and_float_convert_in_place_keeping_parameter_objects():
     assert out.dtype == gv.float64
     assert net.to(gv.float32).first.fc.weight.dtype == gv.float32
     assert net.to("cpu") is net
-    with pytest.raises(UnsupportedError, match="CPU only"):
+    with pytest.raises(DeviceError, match="^Torch not compiled with CUDA enabled: gradviz's engine runs on the CPU"):
         net.to("cuda")
+    assert isinstance(DeviceError("x"), AssertionError)  # what PyTorch built without CUDA raises
 
 
 def test_deepcopy_and_pickle_give_independent_equal_modules():

@@ -11,7 +11,8 @@ import weakref
 import numpy as np
 
 from ..dtypes import as_dtype as _as_dtype
-from ..errors import DtypeError, UnsupportedError
+from ..dtypes import default_float
+from ..errors import DtypeError, UnsupportedError, UnsupportedTensorAttribute
 from . import grad_mode, observer
 
 _grad_enabled = grad_mode._grad_enabled
@@ -76,7 +77,7 @@ def _to_array(data, dtype=None, copy=False):
     if dtype is not None:
         return arr.astype(dtype, copy=False)
     if arr.dtype.kind == "f":
-        return arr.astype(np.float32, copy=False)
+        return arr.astype(default_float(), copy=False)
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64, copy=False)
     if arr.dtype == object:
@@ -100,9 +101,19 @@ class Variable:
     __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray + Variable -> Variable
     __hash__ = object.__hash__  # == is elementwise, yet Variables stay usable as dict keys
 
-    def __init__(self, data=None, requires_grad=False, volatile=False, name=None, dtype=None):
+    def __init__(self, data=None, *sizes, requires_grad=False, volatile=False, name=None, dtype=None,
+                 device=None):
+        if device is not None:
+            _as_device(device)
+        if _is_size(data, sizes):
+            # the legacy size constructor, torch.Tensor(5, 3): uninitialised, in the default float dtype
+            data = np.empty(_legacy_size(data, sizes), dtype=as_dtype(dtype) or default_float())
+        elif sizes:
+            requires_grad, volatile = _old_positional_flags(sizes, volatile)
         if data is None:
-            data = np.zeros(0, dtype=np.float32)
+            data = np.zeros(0, dtype=as_dtype(dtype) or default_float())
+        elif dtype is None and isinstance(data, (list, tuple, float, int)):
+            dtype = default_float()  # torch.Tensor([1, 2]) is a float tensor, as every legacy constructor
         source = data if isinstance(data, Variable) else None
         self._init(_to_array(data, dtype))
         if source is not None and self._data is source._data:
@@ -438,7 +449,7 @@ class Variable:
 
     @property
     def device(self):
-        return "cpu"
+        return _CPU
 
     def size(self, dim=None):
         if dim is None:
@@ -460,23 +471,23 @@ class Variable:
     def contiguous(self):
         return self
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         return self
 
-    def to(self, *args, **kwargs):
-        dtype = kwargs.get("dtype")
-        for a in args:
-            if isinstance(a, (np.dtype, type)) or (isinstance(a, str) and a not in ("cpu",)):
-                dtype = a
-        if dtype is None:
-            return self  # .to("cpu") / .to(device)
-        return self._cast(np.dtype(dtype))
+    def to(self, *args, copy=False, non_blocking=False, memory_format=None, **kwargs):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``: the CPU is the only device, so
+        only a dtype change makes a new tensor (or ``copy=True``)."""
+        _, dtype, _ = _parse_to(args, kwargs)
+        out = self if dtype is None else self._cast(as_dtype(dtype))
+        return out.clone() if copy and out is self else out
 
     def type(self, dtype=None):
         if dtype is None:
-            names = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+            names = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool"}
             return f"torch.{names.get(str(self.dtype), str(self.dtype))}Tensor"
-        return self.to(dtype)
+        from ..legacy import legacy_dtype
+
+        return self._cast(legacy_dtype(dtype) or as_dtype(dtype))
 
     def _cast(self, dtype):
         if dtype == self._data.dtype:
@@ -501,8 +512,8 @@ class Variable:
     def half(self):
         raise UnsupportedError("gradviz supports float32 and float64, not float16 (Tensor.half)")
 
-    def cuda(self, *args, **kwargs):
-        raise UnsupportedError("gradviz runs on the CPU only (Tensor.cuda)")
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        _as_device("cuda" if device is None else device)  # raises: the engine runs on the CPU only
 
     # ----- arithmetic: operators live here, their ops in gradviz.ops -----------------------------------
     def __add__(self, other):
@@ -1354,6 +1365,84 @@ class Variable:
 
         return random.multinomial(self, num_samples, replacement, generator)
 
+    # ----- devices, casts and factory methods (the CPU is the only device) -----------------------------------
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_cpu(self):
+        return True
+
+    def get_device(self):
+        return -1  # PyTorch's answer for a CPU tensor
+
+    def type_as(self, other):
+        return self._cast(other.dtype)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        from ..factories import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        from ..factories import zeros
+
+        return zeros(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        from ..factories import ones
+
+        return ones(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        from ..factories import empty
+
+        return empty(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        from ..factories import full
+
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    # ----- a name the engine lacks: one line naming it, with the closest supported name ---------------------
+    def __getattr__(self, name):
+        # only reached when normal lookup failed; private and dunder probes (numpy, copy) stay cheap
+        if name.startswith("_"):
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        raise UnsupportedTensorAttribute(f"Tensor.{name}", lambda: _closest_method(type(self), name))
+
+
+def _closest_method(cls, name):
+    import difflib
+
+    public = [n for n in dir(cls) if not n.startswith("_")]
+    match = difflib.get_close_matches(name, public, n=1, cutoff=0.7)
+    return f"Tensor.{match[0]}" if match else None
+
+
+def _is_size(data, sizes):
+    """``Tensor(5, 3)`` / ``Tensor(torch.Size([5, 3]))``: sizes, not data (ints, bools excluded)."""
+    if isinstance(data, Size):
+        return not sizes
+    return _is_int(data) and all(_is_int(s) for s in sizes)
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _legacy_size(data, sizes):
+    return tuple(int(d) for d in data) if isinstance(data, Size) else (int(data),) + tuple(int(s) for s in sizes)
+
+
+def _old_positional_flags(sizes, volatile):
+    """``Variable(data, True)``, ``Variable(data, False, True)``: the seed-era constructor took requires_grad and
+    volatile positionally."""
+    if len(sizes) <= 2 and all(isinstance(s, bool) for s in sizes):
+        return sizes[0], sizes[1] if len(sizes) == 2 else volatile
+    raise TypeError(f"new(): data must be a sequence or a size, not {type(sizes[0]).__name__} after the data")
+
 
 def _fill_random(var, draw):
     from ..factories import _rng
@@ -1428,6 +1517,10 @@ def format_variable(var):
 
 
 # Imported last: the op modules build on Function, which needs Variable defined above.
+from ..device import CPU as _CPU  # noqa: E402
+from ..device import as_device as _as_device  # noqa: E402
+from ..device import parse_to as _parse_to  # noqa: E402
+from ..dtypes import as_dtype  # noqa: E402
 from ..ops import arithmetic as _A  # noqa: E402
 from ..ops import binary_math as _B  # noqa: E402
 from ..ops import indexing as _I  # noqa: E402

@@ -7,6 +7,7 @@ from .explain import explain
 from .graph import graph
 from .output import OneLineUsageErrors
 from .run import run
+from .supported import supported
 
 
 @click.group(cls=OneLineUsageErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,6 +19,7 @@ def main():
 main.add_command(run)
 main.add_command(graph)
 main.add_command(explain)
+main.add_command(supported)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -105,16 +105,16 @@ def _interrupted(written, out_dir, json_only):
 
 def _report_script_failure(output, result):
     """The script's own exception: its traceback trimmed to the user's lines, or one line for a PyTorch name
-    gradviz lacks under --torch."""
+    or device gradviz lacks."""
+    from ..errors import GradvizError
     from .runner import location_of
-    from .torch_shim import TorchNameNotSupported
 
     if result.exit_message:
         output.stderr_text(result.exit_message + "\n")
     exc = result.exception
     if exc is None:
         return
-    if isinstance(exc, TorchNameNotSupported):
+    if isinstance(exc, GradvizError) and getattr(exc, "torch_name", None):  # what gradviz lacks, named
         where = location_of(exc)
         output.error(f"{where}: {exc}" if where else str(exc))
     else:

@@ -73,6 +73,9 @@ def _complete_document(doc, path, result):
     status["exit_code"] = result.exit_code
     if result.exit_message:
         status["exit_message"] = result.exit_message
+    unsupported = getattr(exc, "torch_name", None)
+    if unsupported:
+        status["unsupported"] = unsupported  # the report says the run stopped there, unchecked after it
     doc["status"] = status
 
 

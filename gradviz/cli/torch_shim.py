@@ -3,10 +3,16 @@
 A meta-path finder placed first on ``sys.meta_path`` answers for ``torch`` and every ``torch.*`` name, ahead of
 any real PyTorch installed; real ``torch`` modules already imported are set aside and put back afterwards. Each
 PyTorch module gradviz mirrors becomes a proxy that exposes exactly the names gradviz supports there. Any other
-name fails with an error naming it (an ``AttributeError`` subclass for attributes, so ``hasattr`` still works,
-and a ``ModuleNotFoundError`` subclass for imports) — never a silently different result.
+name fails with an error naming it and the closest supported name (an ``AttributeError`` subclass for
+attributes, so ``hasattr`` still works, and a ``ModuleNotFoundError`` subclass for imports) — never a silently
+different result.
+
+The names are derived from gradviz's own namespaces (every public name a mirrored gradviz module has, minus the
+debugger's), so a new op or layer appears behind the shim, in ``gradviz supported`` and in docs/api.md without a
+list to keep; a test checks that each one exists at the same place in PyTorch.
 """
 
+import difflib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -14,9 +20,7 @@ import importlib.util
 import sys
 import types
 
-from ..errors import GradvizError
-
-DOCS_ANCHOR = "docs/api.md#supported-pytorch-names"
+from ..errors import UnsupportedNameError
 
 # PyTorch module -> the gradviz module standing in for it (used only where the gradviz module exists).
 MODULES = {
@@ -28,6 +32,13 @@ MODULES = {
     "torch.nn.utils": "gradviz.nn.utils",
     "torch.optim": "gradviz.optim",
     "torch.optim.lr_scheduler": "gradviz.optim.lr_scheduler",
+    "torch.utils": "gradviz.utils",
+    "torch.utils.data": "gradviz.utils.data",
+    "torch.cuda": "gradviz.cuda",
+    "torch.accelerator": "gradviz.accelerator",
+    "torch.backends": "gradviz.backends",
+    "torch.backends.mps": "gradviz.backends.mps",
+    "torch.backends.cudnn": "gradviz.backends.cudnn",
 }
 
 # Public gradviz names that are not PyTorch's (or mean something else there: ``torch.trace`` is a matrix trace).
@@ -35,6 +46,9 @@ _NOT_TORCH = {"trace", "load_trace", "explain", "render", "diagnose", "snapshot"
               "GradvizError"}
 # Engine names that PyTorch keeps elsewhere (``torch.autograd.Function``, not ``torch.Function``).
 _NOT_TORCH_IN = {"torch": {"Function", "Variable"}, "torch.autograd": {"Tensor", "is_grad_enabled"}}
+# PyTorch names whose gradviz namesake is something else: behind the shim they are the engine's op
+# (``torch.trace`` is the matrix trace; ``gradviz.trace`` stays the tracer).
+_TORCH_MEANING = {"torch": {"trace": ("gradviz.ops.linalg", "trace")}}
 # Tensor attributes gradviz adds (``creator`` is the seed's old PyTorch name for ``grad_fn``).
 TENSOR_EXTRAS = {"creator", "is_view", "version"}
 # Names whose objects come from these gradviz packages belong to the debugger, not to the engine.
@@ -45,12 +59,8 @@ _DEBUGGER_PACKAGES = ("gradviz.trace", "gradviz.tracing", "gradviz.diagnose", "g
 _ENGINE_INTERNALS = ("gradviz.errors", "gradviz.autograd")
 
 
-class TorchNameNotSupported(GradvizError):
-    """A PyTorch name that gradviz's engine does not provide."""
-
-    def __init__(self, name):
-        super().__init__(f"`{name}` is not supported by gradviz's engine; supported names: {DOCS_ANCHOR}")
-        self.torch_name = name
+class TorchNameNotSupported(UnsupportedNameError):
+    """A PyTorch module or module attribute that gradviz's engine does not provide."""
 
 
 class UnsupportedTorchAttribute(TorchNameNotSupported, AttributeError):
@@ -78,25 +88,38 @@ def exposed_names(torch_name):
     PyTorch's, plus the mirrored submodules."""
     target = importlib.import_module(MODULES[torch_name])
     mirrored = set(available_modules())
-    candidates = getattr(target, "__all__", None) or dir(target)
+    # dir(), not a hand-kept __all__: every public name the gradviz module has is a candidate
+    candidates = set(dir(target)) | set(getattr(target, "__all__", ()))
     # helpers a module imported for its own use (``Variable`` in nn.functional) are not its PyTorch names
     foreign = _ENGINE_INTERNALS if torch_name not in ("torch", "torch.autograd") else ("gradviz.errors",)
     names = set()
     for name in candidates:
         if name.startswith("_") or name in _NOT_TORCH or name in _NOT_TORCH_IN.get(torch_name, ()):
             continue
-        value = getattr(target, name)
-        if isinstance(value, types.ModuleType):
+        value = getattr(target, name, None)
+        if value is None or isinstance(value, types.ModuleType):
             continue  # submodules are added below, only where PyTorch has them
+        if isinstance(value, (str, bytes, int, float, list, tuple, dict, set, frozenset)) and \
+                not isinstance(value, bool):
+            continue  # message texts, constants and name lists a module keeps for itself (POINTWISE_NAMES)
         defined_in = getattr(value, "__module__", None) or ""
         if defined_in.startswith(_DEBUGGER_PACKAGES) or defined_in.startswith(foreign):
             continue
+        if defined_in and not defined_in.startswith("gradviz"):
+            continue  # a helper imported from the standard library or numpy (Counter, bisect_right)
         names.add(name)
     for module_name in mirrored:
         parent, _, leaf = module_name.rpartition(".")
         if parent == torch_name:
             names.add(leaf)
+    names.update(_TORCH_MEANING.get(torch_name, ()))
     return sorted(names)
+
+
+def _torch_meaning(torch_name, name):
+    """The engine object standing for ``torch_name.name`` when it is not gradviz's namesake, else None."""
+    where = _TORCH_MEANING.get(torch_name, {}).get(name)
+    return getattr(importlib.import_module(where[0]), where[1]) if where else None
 
 
 def tensor_methods(extras=False):
@@ -122,10 +145,14 @@ class TorchProxy(types.ModuleType):
     def __getattr__(self, name):
         if name in self._gradviz_names:
             child = f"{self.__name__}.{name}"
-            value = self._gradviz_shim.proxy(child) if child in MODULES else getattr(self._gradviz_target, name)
+            value = self._gradviz_shim.proxy(child) if child in MODULES else \
+                _torch_meaning(self.__name__, name) or getattr(self._gradviz_target, name)
             setattr(self, name, value)
             return value
-        raise UnsupportedTorchAttribute(f"{self.__name__}.{name}")
+        if name.startswith("__"):  # protocol probes (copy, pickle, inspect): plain and cheap
+            raise AttributeError(f"module '{self.__name__}' has no attribute '{name}'")
+        module = self.__name__  # the closest name is looked for only when the message is read (hasattr stays cheap)
+        raise UnsupportedTorchAttribute(f"{module}.{name}", lambda: closest_name(module, name))
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | self._gradviz_names)
@@ -179,7 +206,8 @@ class TorchShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if fullname != "torch" and not fullname.startswith("torch."):
             return None
         if fullname not in self._available:
-            raise UnsupportedTorchModule(fullname)
+            parent, _, leaf = fullname.rpartition(".")
+            raise UnsupportedTorchModule(fullname, closest_name(parent, leaf) if parent in self._available else None)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
@@ -187,6 +215,22 @@ class TorchShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         """Nothing to run: the proxy reads gradviz's module on demand."""
+
+
+def closest_name(torch_name, name):
+    """The supported name in ``torch_name`` closest to ``name`` (``torch.nn.LSTMM`` -> ``torch.nn.LSTM``), if any."""
+    match = difflib.get_close_matches(name, exposed_names(torch_name), n=1, cutoff=0.75)
+    return f"{torch_name}.{match[0]}" if match else None
+
+
+def supported_names(prefix=""):
+    """Every supported PyTorch name, dotted in full (``torch.nn.Linear``, ``torch.Tensor.add_``), that starts
+    with ``prefix``, in module order then alphabetical."""
+    names = []
+    for torch_name in available_modules():
+        names.extend(f"{torch_name}.{n}" for n in exposed_names(torch_name))
+    names.extend(f"torch.Tensor.{n}" for n in tensor_methods())
+    return [n for n in names if n.startswith(prefix)]
 
 
 def supported_names_markdown():

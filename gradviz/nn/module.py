@@ -328,17 +328,9 @@ class Module:
     def to(self, *args, **kwargs):
         """``to(dtype)`` converts the floating-point parameters and buffers; devices other than the CPU are
         refused. The Parameter objects stay the same (an optimizer built before keeps working)."""
-        dtype = kwargs.get("dtype")
-        device = kwargs.get("device")
-        for a in args:
-            if isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda", "mps"):
-                device = a
-            elif isinstance(a, Variable):
-                dtype = a.dtype
-            else:
-                dtype = a
-        if device is not None and str(device).split(":")[0] != "cpu":
-            raise UnsupportedError(f"gradviz runs on the CPU only (Module.to({device!r}))")
+        from ..device import parse_to
+
+        _, dtype, _ = parse_to(args, kwargs)  # a device other than the CPU raises here
         if dtype is None:
             return self
         dtype = as_dtype(dtype)
@@ -359,7 +351,9 @@ class Module:
         return self
 
     def cuda(self, device=None):
-        raise UnsupportedError("gradviz runs on the CPU only (Module.cuda)")
+        from ..device import as_device
+
+        as_device("cuda" if device is None else device)  # raises: the engine runs on the CPU only
 
     def _cast_floats(self, dtype):
         for t in itertools.chain(self.parameters(), self.buffers()):

@@ -5,3 +5,11 @@ from .optimizer import Optimizer
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+
+# ----- more optimizers and the learning-rate schedulers ---------------------------------------------------------
+from . import lr_scheduler  # noqa: E402
+from .adadelta import Adadelta  # noqa: E402
+from .adagrad import Adagrad  # noqa: E402
+from .rmsprop import RMSprop  # noqa: E402
+
+__all__ += ["RMSprop", "Adagrad", "Adadelta", "lr_scheduler"]

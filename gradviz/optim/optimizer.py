@@ -95,6 +95,7 @@ class Optimizer:
         else:
             for group in self.param_groups:
                 self._update_group(group)
+        self._opt_called = True  # a scheduler stepped before any optimizer step warns, as in PyTorch
         self._notify("step")
         return loss
 
@@ -177,6 +178,13 @@ def state_tensor(array):
     v = Variable.__new__(Variable)
     v._init(array)
     return v
+
+
+def scalar_step():
+    """A fresh ``state["step"]``: a 0-dim tensor, float32 (float64 when that is the default dtype), as PyTorch."""
+    from ..dtypes import default_float
+
+    return state_tensor(np.zeros((), dtype=np.float64 if default_float() == np.float64 else np.float32))
 
 
 def bump_version(param):

@@ -156,8 +156,9 @@ def diagnostics_table(doc):
     """One block per diagnostic: severity, code and ``file:line`` aligned on one line, then the message, the
     offending source line and the hint (ending with ``gradviz explain CODE``)."""
     diagnostics = doc.get("diagnostics", [])
+    stopped = stopped_note(doc)
     if not diagnostics:
-        return Text("No diagnostics: nothing suspicious was found.", style="green")
+        return stopped or Text("No diagnostics: nothing suspicious was found.", style="green")
     severities = [terminal_safe(d.get("severity")) or "" for d in diagnostics]
     codes = [terminal_safe(d.get("code")) or "" for d in diagnostics]
     widths = [max(len("severity"), *map(len, severities)), max(len("code"), *map(len, codes))]
@@ -179,7 +180,24 @@ def diagnostics_table(doc):
             block.append(Padding(source, (0, 0, 0, 5), expand=False))
         block.append(Padding(_data("hint: " + explain_hint(diag), style="green"), (0, 0, 0, 3), expand=False))
         parts.append(Padding(Group(*block), (1 if number else 0, 0, 0, 1), expand=False))
+    if stopped:
+        parts.append(Padding(stopped, (1, 0, 0, 0), expand=False))
     return Group(*parts)
+
+
+def stopped_note(doc):
+    """When the run stopped at a name gradviz's engine lacks: say so, and that nothing after it was checked
+    (an empty diagnostics list there is no clean bill of health)."""
+    status = doc.get("status") or {}
+    name = status.get("unsupported")
+    if not name:
+        return None
+    location = (status.get("exception") or {}).get("location")
+    at = f" at {where(location)}" if location else ""
+    found = "The diagnostics above cover the code before that point" if doc.get("diagnostics") else \
+        "No diagnostics before that point"
+    return _data(f"The run stopped{at}: `{name}` is not supported by gradviz's engine. {found}; nothing after "
+                 "it was checked.", style="bold yellow")
 
 
 def memory_table(doc, width=40):

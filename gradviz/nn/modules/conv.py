@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ...dtypes import as_dtype
+from ...dtypes import as_dtype, default_float
 from ...errors import UnsupportedError
 from .. import functional as F
 from .. import init
@@ -38,7 +38,7 @@ class Conv2d(Module):
         self.dilation = _pair(dilation)
         self.groups = groups
         self.padding_mode = padding_mode
-        dtype = as_dtype(dtype) or np.dtype(np.float32)
+        dtype = as_dtype(dtype) or default_float()  # torch.set_default_dtype applies to new layers
         self.weight = Parameter(np.empty((out_channels, in_channels) + self.kernel_size, dtype=dtype))
         if bias:
             self.bias = Parameter(np.empty(out_channels, dtype=dtype))

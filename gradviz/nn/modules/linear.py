@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ...dtypes import as_dtype
+from ...dtypes import as_dtype, default_float
 from .. import functional as F
 from .. import init
 from ..module import Module
@@ -25,7 +25,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        dtype = as_dtype(dtype) or np.dtype(np.float32)
+        dtype = as_dtype(dtype) or default_float()  # torch.set_default_dtype applies to new layers
         self.weight = Parameter(np.empty((out_features, in_features), dtype=dtype))
         if bias:
             self.bias = Parameter(np.empty(out_features, dtype=dtype))
