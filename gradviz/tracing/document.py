@@ -4,6 +4,7 @@ import numpy as np
 
 from .._version import __version__
 from ..document.model import FORMAT, VERSION, TraceDocument, write_json  # noqa: F401 - the contract owns them
+from .elide import GRAPH_NODE_LIMIT, elide, points_of
 from .records import json_float
 
 
@@ -56,7 +57,7 @@ def node_dict(rec):
             "external": rec.external, "iteration": rec.iteration}
 
 
-def graph_dict(graph, structure, nodes, stopped):
+def graph_dict(graph, structure, nodes, stopped, elided=()):
     ids = sorted(graph.nodes)
     consumed = set()
     for nid in ids:
@@ -65,7 +66,11 @@ def graph_dict(graph, structure, nodes, stopped):
             consumed.update(n for n, _ in rec.inputs if n is not None)
     roots = [nid for nid in ids if nid not in consumed and nid not in graph.accumulators]
     alive = graph.alive_at_stop if stopped and graph.alive_at_stop is not None else graph.alive > 0
-    return {"id": graph.id, "structure": None if structure is None else structure.id, "iteration": graph.iteration,
+    extra = {}
+    if elided:  # a giant graph: only its ends and diagnostic points are listed (tracing/elide.py)
+        ids = [nid for nid in ids if nid not in elided]
+        extra["elided"] = {"nodes": len(elided)}
+    return {**extra, "id": graph.id, "structure": None if structure is None else structure.id, "iteration": graph.iteration,
             "nodes": ids, "roots": roots, "saved_bytes": graph.saved_bytes, "output_bytes": graph.output_bytes,
             "freed_by": graph.freed_by, "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive,
             "backwarded": graph.backwarded, "full": graph.full, "thread": graph.thread and dict(graph.thread),
@@ -78,9 +83,15 @@ def structure_dict(s):
             "node_count": s.node_count}
 
 
-def backward_dict(b):
+def backward_dict(b, elided=()):
     out = {k: v for k, v in b.items()}
     out["location"] = _loc(b["location"])
+    if elided:
+        visited = [n for n in b["visited"] if n not in elided]
+        if len(visited) < len(b["visited"]):
+            out["elided_visits"] = len(b["visited"]) - len(visited)
+            out["visited"] = visited
+            b = dict(b, visited=visited, grad_norms={k: v for k, v in b["grad_norms"].items() if k not in elided})
     out["grad_norms"] = {str(k): json_float(v) for k, v in b["grad_norms"].items()}
     out["leaf_grad_norms"] = {str(k): json_float(v) for k, v in b["leaf_grad_norms"].items()}
     out["visited"] = list(b["visited"])
@@ -133,12 +144,31 @@ def build_document(trace, with_diagnostics=True):
         by_id[s.id] = s
     stopped = trace.stopped and g.at_stop is not None
     graphs = []
+    points = None
+    elided = set()
     for graph in sorted(g.graphs.values(), key=lambda x: x.id):
         if graph.parent is None:
             s = pending.get(graph.id)
             if s is None and graph.structure is not None:
                 s = by_id.get(graph.structure.id)
-            graphs.append(graph_dict(graph, s, trace.nodes, stopped))
+            gone = ()
+            if len(graph.nodes) > GRAPH_NODE_LIMIT:
+                if points is None:
+                    points = points_of(trace)
+                gone = elide(graph, trace.nodes, points)
+                elided |= gone
+            graphs.append(graph_dict(graph, s, trace.nodes, stopped, gone))
+    variables = trace.variables.values()
+    nodes = trace.nodes.values()
+    dropped = dict(g.dropped, note=_drop_note(g))
+    if elided:
+        variables = [r for r in variables if r.node not in elided or r.pinned or r.named_by_user]
+        nodes = [r for r in nodes if r.id not in elided]
+        dropped["elided_nodes"] = len(elided)
+        dropped["elided_variables"] = len(trace.variables) - len(variables)
+        elided_note = (f"{len(elided)} nodes of graphs above {GRAPH_NODE_LIMIT} nodes were elided (each such graph "
+                       "lists its ends and the nodes diagnostics point at, see graphs[].elided)")
+        dropped["note"] = (elided_note if not g.dropped["iterations"] else f"{dropped['note']}; {elided_note}")
     exception = trace.exception
     doc = TraceDocument()
     doc.update({
@@ -152,18 +182,18 @@ def build_document(trace, with_diagnostics=True):
         "iterations": g.iteration + 1,
         "window": trace.window,
         "modules": dict(trace.modules),
-        "variables": [variable_dict(r) for r in trace.variables.values()],
-        "nodes": [node_dict(r) for r in trace.nodes.values()],
+        "variables": [variable_dict(r) for r in variables],
+        "nodes": [node_dict(r) for r in nodes],
         "graphs": graphs,
         "structures": [structure_dict(s) for s in sorted(by_id.values(), key=lambda s: s.id)],
-        "backwards": [backward_dict(b) for b in trace.backwards.values()],
+        "backwards": [backward_dict(b, elided) for b in trace.backwards.values()],
         "events": [event_dict(e) for e in trace.events.values()],
         "event_summary": [{"kind": kind, "location": _loc(loc), "count": c[0], "iterations": [c[1], c[2]]}
                           for (kind, loc), c in g.event_counts.items()],
         "first_nonfinite": trace.first_nonfinite and dict(trace.first_nonfinite),
         "diagnostics": [],
         "memory": memory_section(trace),
-        "dropped": dict(g.dropped, note=_drop_note(g)),
+        "dropped": dropped,
         "internal_errors": list(trace.internal_errors),
         "backward_checks": trace.checks.section(_loc),
         "threads": threads_section(trace),
