@@ -66,15 +66,16 @@ def graph_dict(graph, structure, nodes, stopped, elided=()):
             consumed.update(n for n, _ in rec.inputs if n is not None)
     roots = [nid for nid in ids if nid not in consumed and nid not in graph.accumulators]
     alive = graph.alive_at_stop if stopped and graph.alive_at_stop is not None else graph.alive > 0
-    extra = {}
     if elided:  # a giant graph: only its ends and diagnostic points are listed (tracing/elide.py)
         ids = [nid for nid in ids if nid not in elided]
-        extra["elided"] = {"nodes": len(elided)}
-    return {**extra, "id": graph.id, "structure": None if structure is None else structure.id, "iteration": graph.iteration,
+    out = {"id": graph.id, "structure": None if structure is None else structure.id, "iteration": graph.iteration,
             "nodes": ids, "roots": roots, "saved_bytes": graph.saved_bytes, "output_bytes": graph.output_bytes,
             "freed_by": graph.freed_by, "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive,
             "backwarded": graph.backwarded, "full": graph.full, "thread": graph.thread and dict(graph.thread),
             "external_inputs": [[a, b] for a, b in graph.external_inputs]}
+    if elided:
+        out["elided"] = {"nodes": len(elided)}
+    return out
 
 
 def structure_dict(s):
