@@ -621,9 +621,27 @@ class TraceBuilder:
         if owners and not freed:
             owners = rec.owners = tuple(owners.items())
             groups = self.groups
-            groups.memory.hold(owners)
-            if rec.graph is not None:
-                groups.charge(rec.graph, owners)
+            book = groups.memory  # MemoryBook.hold and Grouping.charge, inline: once per op
+            counts = book.counts
+            graph = rec.graph
+            if graph is not None:
+                while graph.parent is not None:
+                    graph = graph.parent
+                keys = graph.owner_keys
+                if keys is None:
+                    keys = graph.owner_keys = {}
+            for block, nbytes in owners:
+                entry = counts.get(block)
+                if entry is None:
+                    counts[block] = [1, nbytes]
+                    book.now += nbytes
+                else:
+                    entry[0] += 1
+                if graph is not None and block not in keys:
+                    keys[block] = nbytes
+                    graph.saved_bytes += nbytes
+            if book.now > book.peak:
+                book.peak = book.now
         if counters is not None:
             rec.counters = counters
         if storages is not None:

@@ -92,7 +92,7 @@ class Grouping:
         self.pinned_backwards = set()
         self.event_counts = {}  # (kind, location) -> [count, first iteration, last iteration]
         self.at_stop = None
-        self._trail_keys = {}  # graph trail (see ``trail``) -> structure key
+        self._trail_keys = {}  # graph trail (see ``trail``) -> (structure key, its live StructureRecord or None)
 
     # ----- placing nodes ----------------------------------------------------------------------------------
     def place(self, rec, children):
@@ -384,14 +384,14 @@ class Grouping:
         live = structures is None
         structures = self.structures if live else structures
         trail = self.trail(graph)
-        key = self._trail_keys.get(trail) if trail is not None else None
-        if key is None:
+        known = self._trail_keys.get(trail) if trail is not None else None
+        if known is None:
             key = self.structure_key(graph)
-            if trail is not None:
-                if len(self._trail_keys) >= TRAIL_LIMIT:
-                    self._trail_keys.clear()
-                self._trail_keys[trail] = key
-        s = structures.get(key)
+            s = structures.get(key)
+        else:
+            key, s = known
+            if not live or s is None:
+                s = structures.get(key)
         if s is None:
             signature = hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
             s = StructureRecord(len(structures), signature, graph, len(key))
@@ -405,6 +405,12 @@ class Grouping:
         s.count += 1
         if live:
             graph.structure = s
+        if trail is not None and (known is None or (live and known[1] is not s)):
+            if len(self._trail_keys) >= TRAIL_LIMIT:
+                self._trail_keys.clear()
+            # a repeated graph then costs one hash of its trail (structure keys are long tuples: hashing one
+            # again costs as much as the trail)
+            self._trail_keys[trail] = (key, s if live else None)
         return s
 
     def _maybe_drop_superseded(self, gid, structure):
