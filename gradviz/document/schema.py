@@ -41,6 +41,7 @@ GRAPH = {
     "id": "int", "structure": "?int", "iteration": "int", "nodes": ["int"], "roots": ["int"], "saved_bytes": "int",
     "output_bytes": "int", "freed_by": "?int", "alive_at_end": "bool", "full": "bool",
     "freed_at_iteration?": "?int", "backwarded?": "bool", "external_inputs?": [["int"]], "thread?": "?thread",
+    "elided?": {"nodes": "int"},
 }
 STRUCTURE = {"id": "int", "signature": "str", "count": "int", "first_graph": "int", "last_graph": "int",
              "iterations": ["int"], "node_count": "int"}
@@ -50,7 +51,7 @@ BACKWARD = {
     "seq": "int", "kind": "str", "location": "?loc", "visited": ["int"], "grad_norms": "{#num}",
     "leaf_grad_norms": "{#num}",
     "gradient_from": "?int", "error": "?error", "started?": "bool", "graphs?": ["int"], "freed_nodes?": "int",
-    "thread?": "?thread",
+    "thread?": "?thread", "elided_visits?": "int",
 }
 EVENT = {"id": "int", "seq": "int", "kind": "str", "location": "?loc", "iteration": "int"}
 EVENT_FIELDS = {

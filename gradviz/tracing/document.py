@@ -4,7 +4,7 @@ import numpy as np
 
 from .._version import __version__
 from ..document.model import FORMAT, VERSION, TraceDocument, write_json  # noqa: F401 - the contract owns them
-from .elide import GRAPH_NODE_LIMIT, elide, points_of
+from . import elide as _elide
 from .records import json_float
 
 
@@ -69,10 +69,10 @@ def graph_dict(graph, structure, nodes, stopped, elided=()):
     if elided:  # a giant graph: only its ends and diagnostic points are listed (tracing/elide.py)
         ids = [nid for nid in ids if nid not in elided]
     out = {"id": graph.id, "structure": None if structure is None else structure.id, "iteration": graph.iteration,
-            "nodes": ids, "roots": roots, "saved_bytes": graph.saved_bytes, "output_bytes": graph.output_bytes,
-            "freed_by": graph.freed_by, "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive,
-            "backwarded": graph.backwarded, "full": graph.full, "thread": graph.thread and dict(graph.thread),
-            "external_inputs": [[a, b] for a, b in graph.external_inputs]}
+           "nodes": ids, "roots": roots, "saved_bytes": graph.saved_bytes, "output_bytes": graph.output_bytes,
+           "freed_by": graph.freed_by, "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive,
+           "backwarded": graph.backwarded, "full": graph.full, "thread": graph.thread and dict(graph.thread),
+           "external_inputs": [[a, b] for a, b in graph.external_inputs]}
     if elided:
         out["elided"] = {"nodes": len(elided)}
     return out
@@ -153,10 +153,10 @@ def build_document(trace, with_diagnostics=True):
             if s is None and graph.structure is not None:
                 s = by_id.get(graph.structure.id)
             gone = ()
-            if len(graph.nodes) > GRAPH_NODE_LIMIT:
+            if len(graph.nodes) > _elide.GRAPH_NODE_LIMIT:
                 if points is None:
-                    points = points_of(trace)
-                gone = elide(graph, trace.nodes, points)
+                    points = _elide.points_of(trace)
+                gone = _elide.elide(graph, trace.nodes, points)
                 elided |= gone
             graphs.append(graph_dict(graph, s, trace.nodes, stopped, gone))
     variables = trace.variables.values()
@@ -167,8 +167,8 @@ def build_document(trace, with_diagnostics=True):
         nodes = [r for r in nodes if r.id not in elided]
         dropped["elided_nodes"] = len(elided)
         dropped["elided_variables"] = len(trace.variables) - len(variables)
-        elided_note = (f"{len(elided)} nodes of graphs above {GRAPH_NODE_LIMIT} nodes were elided (each such graph "
-                       "lists its ends and the nodes diagnostics point at, see graphs[].elided)")
+        elided_note = (f"{len(elided)} nodes of graphs above {_elide.GRAPH_NODE_LIMIT} nodes were elided (each such "
+                       "graph lists its ends and the nodes diagnostics point at, see graphs[].elided)")
         dropped["note"] = (elided_note if not g.dropped["iterations"] else f"{dropped['note']}; {elided_note}")
     exception = trace.exception
     doc = TraceDocument()
