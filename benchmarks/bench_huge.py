@@ -6,8 +6,9 @@
 case (target: traced at most 4x the time and 3x the peak memory of the plain run, report.json bounded).
 ``tensor``: a 512 MiB float32 tensor through a broadcasting op and backward (target: traced peak memory within
 1.3x the plain run: the NaN/Inf check and the gradient norms must not copy it). Each run is its own process; peak
-memory is that process's own maximum resident set (``wait4``), time is wall time of the whole process (start-up
-included). With ``--repeat`` the median of R runs of each, plain and traced alternating.
+memory is that process's own maximum resident set (``wait4``), time is the whole process's (start-up included), as
+wall time and as CPU time (user + system: steadier than wall time on a shared machine). With ``--repeat`` the
+median of R runs of each, plain and traced alternating.
 """
 
 import argparse
@@ -42,7 +43,7 @@ loss.backward()
 
 
 def run(argv, checkout, cwd):
-    """(seconds, peak RSS in bytes) of one process."""
+    """(wall seconds, CPU seconds (user + system), peak RSS in bytes) of one process."""
     env = dict(os.environ, PYTHONPATH=checkout, OMP_NUM_THREADS="1")
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -51,7 +52,7 @@ def run(argv, checkout, cwd):
     seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(argv)} failed: {stderr.decode(errors='replace').strip()[-2000:]}")
-    return seconds, usage.ru_maxrss * 1024
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
 def measure(name, source, checkout, repeat, folder):
@@ -66,13 +67,10 @@ def measure(name, source, checkout, repeat, folder):
     for _ in range(repeat):
         plain.append(run(plain_argv, checkout, folder))
         traced.append(run(traced_argv, checkout, folder))
-    p_time = statistics.median(s for s, _ in plain)
-    p_mem = statistics.median(m for _, m in plain)
-    t_time = statistics.median(s for s, _ in traced)
-    t_mem = statistics.median(m for _, m in traced)
+    medians = [statistics.median(run[i] for run in runs) for runs in (plain, traced) for i in range(3)]
     json_size = os.path.getsize(os.path.join(out, "report.json"))
     html_size = os.path.getsize(os.path.join(out, "report.html"))
-    return p_time, p_mem, t_time, t_mem, json_size, html_size
+    return (*medians, json_size, html_size)
 
 
 def main():
@@ -89,14 +87,17 @@ def main():
         cases.append(("512 MiB tensor, broadcast gradient", "tensor", TENSOR))
     checkouts = ([("baseline", args.baseline)] if args.baseline else []) + [("this checkout", HERE)]
     mib = 2**20
-    print(f"{'case':36} {'checkout':14} {'plain s':>8} {'traced s':>9} {'ratio':>6} {'plain MiB':>10} "
-          f"{'traced MiB':>11} {'ratio':>6} {'json MiB':>9} {'html MiB':>9}")
+    print("wall and CPU (user + system) seconds of the whole process, peak RSS; plain = python SCRIPT, traced = "
+          "gradviz run --no-render SCRIPT")
+    print(f"{'case':36} {'checkout':14} {'wall':>6} {'traced':>7} {'ratio':>6} {'CPU':>6} {'traced':>7} {'ratio':>6} "
+          f"{'MiB':>6} {'traced':>7} {'ratio':>6} {'json MiB':>9} {'html MiB':>9}")
     with tempfile.TemporaryDirectory() as folder:
         for title, name, source in cases:
             for label, checkout in checkouts:
-                p_t, p_m, t_t, t_m, js, hs = measure(name, source, checkout, args.repeat, folder)
-                print(f"{title:36} {label:14} {p_t:8.2f} {t_t:9.2f} {t_t / p_t:5.2f}x {p_m / mib:10.0f} "
-                      f"{t_m / mib:11.0f} {t_m / p_m:5.2f}x {js / mib:9.2f} {hs / mib:9.3f}", flush=True)
+                p_t, p_c, p_m, t_t, t_c, t_m, js, hs = measure(name, source, checkout, args.repeat, folder)
+                print(f"{title:36} {label:14} {p_t:6.2f} {t_t:7.2f} {t_t / p_t:5.2f}x {p_c:6.2f} {t_c:7.2f} "
+                      f"{t_c / p_c:5.2f}x {p_m / mib:6.0f} {t_m / mib:7.0f} {t_m / p_m:5.2f}x {js / mib:9.2f} "
+                      f"{hs / mib:9.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -268,6 +268,9 @@ def _summary(doc):
     built = sum(s.get("count", 1) for s in structures) or len(graphs)   # as the terminal summary counts them
     parts = [f"{built:,} graphs built, {len(structures)} distinct structure{'s' * (len(structures) != 1)}",
              f"{len(doc.get('nodes', [])):,} nodes recorded", f"{len(doc.get('backwards', []))} backward calls"]
+    elided = (doc.get("dropped") or {}).get("elided_nodes")
+    if elided:  # a giant graph's middle (tracing/elide.py)
+        parts.insert(2, f"{elided:,} more nodes elided")
     if exc:
         parts.append(f"stopped by {exc.get('type')}: {exc.get('message')}")
     if _ending(doc):

@@ -94,7 +94,10 @@ def summary(doc):
     grid.add_row("graphs", f"{built:,} built, {_plural(len(structures), 'distinct structure')}")
     for structure in structures:
         grid.add_row("", _data(structure_line(structure)))
-    grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded")
+    elided = (doc.get("dropped") or {}).get("elided_nodes")
+    grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded" + (
+        f", {elided:,} more elided (a graph above 5,000 nodes keeps its ends and diagnostic points)"
+        if elided else ""))
     grid.add_row("backward calls", f"{len(doc.get('backwards', [])):,}")
     if ending(doc):
         grid.add_row("script ended", _data(ending(doc)))
