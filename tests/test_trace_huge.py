@@ -75,3 +75,29 @@ def test_norms_of_kept_nodes_are_unchanged(small_limit, monkeypatch):
     norms, all_norms = doc["backwards"][0]["grad_norms"], full["backwards"][0]["grad_norms"]
     assert norms and all(math.isclose(v, all_norms[k]) for k, v in norms.items())
     assert np.isclose(len(all_norms) - len(norms), doc["backwards"][0]["elided_visits"])
+
+
+def test_a_dead_giant_graph_lets_go_of_its_elided_records(small_limit):
+    x = gradviz.ones(4, requires_grad=True)
+    with gradviz.trace() as tr:
+        y = x
+        for _ in range(400):
+            y = y * 1.0000001
+        y.sum().backward()
+        while_alive = len(tr.builder.nodes)
+        del y  # the chain dies; it is counted under its structure when the next iteration begins
+        for _ in range(3):
+            (x * 2).sum().backward()
+        after = len(tr.builder.nodes)
+    assert while_alive == 402 and after < 70  # 61 kept of the chain, a few of the small graphs
+    doc = tr.to_dict()
+    chain = doc["graphs"][0]
+    assert chain["elided"] == {"nodes": 341} and len(chain["nodes"]) == 61
+    assert doc["dropped"]["elided_nodes"] == 341 and doc["dropped"]["elided_variables"] == 341
+    first = doc["backwards"][0]
+    assert first["elided_visits"] == 341 and len(first["visited"]) == 61
+    assert {int(k) for k in first["grad_norms"]} <= set(chain["nodes"])
+    assert doc["structures"][0]["node_count"] == 401 and doc["structures"][0]["count"] == 1
+    # the small graphs share the leaf's accumulator with the chain: it stays
+    acc = next(n["id"] for n in doc["nodes"] if n["op"] == "AccumulateGrad")
+    assert all(acc in g["nodes"] for g in doc["graphs"])

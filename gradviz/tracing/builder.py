@@ -44,6 +44,7 @@ from collections import namedtuple
 from threading import get_ident
 
 from ..document.vocabulary import error_code
+from . import elide as _elide
 from .checks import BackwardChecks
 from .grouping import Grouping
 from .records import NodeRecord, VarRecord, safe_message
@@ -508,6 +509,8 @@ class TraceBuilder:
             graph.alive -= 1
             if graph.alive == 0:
                 self.groups.graphs_alive -= 1
+                if graph.structure is not None and len(graph.nodes) > _elide.GRAPH_NODE_LIMIT:
+                    _elide.prune(self, graph)  # a dead giant graph: let go of the records its document elides
 
     def node_handle_died(self, handle):
         """``node_died(handle.key, handle)`` (see ``variable_handle_died``)."""

@@ -73,8 +73,8 @@ def graph_dict(graph, structure, nodes, stopped, elided=()):
            "freed_by": graph.freed_by, "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive,
            "backwarded": graph.backwarded, "full": graph.full, "thread": graph.thread and dict(graph.thread),
            "external_inputs": [[a, b] for a, b in graph.external_inputs]}
-    if elided:
-        out["elided"] = {"nodes": len(elided)}
+    if elided or graph.elided:
+        out["elided"] = {"nodes": len(elided) + graph.elided}
     return out
 
 
@@ -90,7 +90,7 @@ def backward_dict(b, elided=()):
     if elided:
         visited = [n for n in b["visited"] if n not in elided]
         if len(visited) < len(b["visited"]):
-            out["elided_visits"] = len(b["visited"]) - len(visited)
+            out["elided_visits"] = b.get("elided_visits", 0) + len(b["visited"]) - len(visited)
             out["visited"] = visited
             b = dict(b, visited=visited, grad_norms={k: v for k, v in b["grad_norms"].items() if k not in elided})
     out["grad_norms"] = {str(k): json_float(v) for k, v in b["grad_norms"].items()}
@@ -156,7 +156,7 @@ def build_document(trace, with_diagnostics=True):
             if len(graph.nodes) > _elide.GRAPH_NODE_LIMIT:
                 if points is None:
                     points = _elide.points_of(trace)
-                gone = _elide.elide(graph, trace.nodes, points)
+                gone = _elide.elide(graph, trace.nodes, points, _elide.shared_accumulators(g.graphs.values(), graph))
                 elided |= gone
             graphs.append(graph_dict(graph, s, trace.nodes, stopped, gone))
     variables = trace.variables.values()
@@ -165,10 +165,11 @@ def build_document(trace, with_diagnostics=True):
     if elided:
         variables = [r for r in variables if r.node not in elided or r.pinned or r.named_by_user]
         nodes = [r for r in nodes if r.id not in elided]
-        dropped["elided_nodes"] = len(elided)
-        dropped["elided_variables"] = len(trace.variables) - len(variables)
-        elided_note = (f"{len(elided)} nodes of graphs above {_elide.GRAPH_NODE_LIMIT} nodes were elided (each such "
-                       "graph lists its ends and the nodes diagnostics point at, see graphs[].elided)")
+        dropped["elided_nodes"] = dropped.get("elided_nodes", 0) + len(elided)
+        dropped["elided_variables"] = dropped.get("elided_variables", 0) + len(trace.variables) - len(variables)
+    if dropped.get("elided_nodes"):
+        elided_note = (f"{dropped['elided_nodes']} nodes of graphs above {_elide.GRAPH_NODE_LIMIT} nodes were elided "
+                       "(each such graph lists its ends and the nodes diagnostics point at, see graphs[].elided)")
         dropped["note"] = (elided_note if not g.dropped["iterations"] else f"{dropped['note']}; {elided_note}")
     exception = trace.exception
     doc = TraceDocument()

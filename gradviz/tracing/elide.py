@@ -14,6 +14,10 @@ loop with no backward until the end). Such a graph keeps in the document:
 The rest is *elided*: counted in the graph's ``elided`` field and in ``dropped``, left out of ``nodes``,
 ``variables`` (their outputs) and the backward calls' ``visited`` / ``grad_norms``. Kept nodes still name elided
 ones among their inputs (readers tolerate missing ids, as for dropped iterations).
+
+While the graph lives, the tracer keeps a record per node (the engine holds every node too). Once it is dead and
+counted under its structure (``prune``), the elided records are let go, so a giant graph early in a long run
+does not keep its per-node records for the rest of the run.
 """
 
 GRAPH_NODE_LIMIT = 5000  # a graph with more nodes than this is elided down to about this many
@@ -41,8 +45,9 @@ def points_of(trace):
     return found
 
 
-def elide(graph, nodes, points):
-    """The ids of ``graph``'s nodes left out of the document (a set; empty when the graph is small enough)."""
+def elide(graph, nodes, points, shared=()):
+    """The ids of ``graph``'s nodes left out of the document (a set; empty when the graph is small enough).
+    ``shared``: accumulator ids that other graphs list (never elided: the record belongs to the leaf)."""
     ids = graph.nodes
     if len(ids) <= GRAPH_NODE_LIMIT:
         return set()
@@ -81,4 +86,46 @@ def elide(graph, nodes, points):
         rec = nodes.get(nid)
         if rec is not None:
             keep.update(n for n, _ in rec.inputs if n in accumulators)
-    return {nid for nid in ids if nid not in keep}
+    return {nid for nid in ids if nid not in keep and nid not in shared}
+
+
+def shared_accumulators(graphs, graph):
+    """Accumulator ids that graphs other than ``graph`` list."""
+    found = set()
+    for other in graphs:
+        if other is not graph and other.parent is None:
+            found |= other.accumulators
+    return found
+
+
+def prune(trace, graph):
+    """Let go of the elided records of ``graph``, a dead giant graph already counted under its structure: what
+    its document entry would leave out anyway. Backward calls through it forget those nodes too."""
+    gone = elide(graph, trace.nodes, points_of(trace), shared_accumulators(trace.groups.graphs.values(), graph))
+    if not gone:
+        return
+    nodes = trace.nodes
+    variables = trace.variables
+    dropped = trace.groups.dropped
+    for nid in gone:
+        rec = nodes.pop(nid, None)
+        if rec is None:
+            continue
+        for vid in rec.outputs:
+            var = variables.get(vid)
+            if var is not None and not (var.pinned or var.named_by_user):
+                del variables[vid]
+                dropped["elided_variables"] = dropped.get("elided_variables", 0) + 1
+    graph.nodes = [nid for nid in graph.nodes if nid not in gone]
+    graph.accumulators -= gone
+    graph.elided += len(gone)
+    dropped["elided_nodes"] = dropped.get("elided_nodes", 0) + len(gone)
+    for b in trace.backwards.values():
+        visited = b["visited"]
+        if any(n in gone for n in visited):
+            kept = [n for n in visited if n not in gone]
+            b["elided_visits"] = b.get("elided_visits", 0) + len(visited) - len(kept)
+            visited[:] = kept  # the same list: a backward in progress keeps appending to it
+            norms = b["grad_norms"]
+            for n in [n for n in norms if n in gone]:
+                del norms[n]

@@ -15,6 +15,7 @@
 import hashlib
 import itertools
 
+from . import elide as _elide
 from .records import GraphRecord, StructureRecord
 
 PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, bounded in long loops
@@ -270,6 +271,8 @@ class Grouping:
         for g in self._iter_graphs.get(iteration, ()):
             if g.parent is None and g.structure is None:
                 self._classify(g)
+                if g.alive == 0 and len(g.nodes) > _elide.GRAPH_NODE_LIMIT:
+                    _elide.prune(self.trace, g)  # a dead giant graph: let go of the records its document elides
         self._add_point(self.point(iteration))
 
     def point(self, iteration):

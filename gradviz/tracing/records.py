@@ -27,7 +27,7 @@ class GraphRecord:
 
     __slots__ = ("id", "iteration", "nodes", "accumulators", "parent", "backwarded", "alive", "saved_bytes",
                  "output_bytes", "owner_keys", "freed_by", "freed_at_iteration", "structure", "full", "pinned",
-                 "external_inputs", "alive_at_stop", "thread")
+                 "external_inputs", "alive_at_stop", "thread", "elided")
 
     def __init__(self, gid, iteration):
         self.id = gid
@@ -48,6 +48,7 @@ class GraphRecord:
         self.external_inputs = []
         self.alive_at_stop = None
         self.thread = None  # {"name", "ident"} of the thread whose op started it
+        self.elided = 0  # nodes whose records were let go once the giant graph died (tracing/elide.py)
 
     def find(self):
         g = self
