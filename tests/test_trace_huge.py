@@ -93,6 +93,7 @@ def test_a_dead_giant_graph_lets_go_of_its_elided_records(small_limit):
     doc = tr.to_dict()
     chain = doc["graphs"][0]
     assert chain["elided"] == {"nodes": 341} and len(chain["nodes"]) == 61
+    assert chain["roots"] == [max(n for n in chain["nodes"])]  # the sum, not a kept node whose consumer went
     assert doc["dropped"]["elided_nodes"] == 341 and doc["dropped"]["elided_variables"] == 341
     first = doc["backwards"][0]
     assert first["elided_visits"] == 341 and len(first["visited"]) == 61

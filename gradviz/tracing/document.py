@@ -65,6 +65,8 @@ def graph_dict(graph, structure, nodes, stopped, elided=()):
         if rec is not None:
             consumed.update(n for n, _ in rec.inputs if n is not None)
     roots = [nid for nid in ids if nid not in consumed and nid not in graph.accumulators]
+    if graph.roots is not None:  # records let go (tracing/elide.prune): the roots found before
+        roots = list(graph.roots)
     alive = graph.alive_at_stop if stopped and graph.alive_at_stop is not None else graph.alive > 0
     if elided:  # a giant graph: only its ends and diagnostic points are listed (tracing/elide.py)
         ids = [nid for nid in ids if nid not in elided]

@@ -105,6 +105,12 @@ def prune(trace, graph):
     if not gone:
         return
     nodes = trace.nodes
+    consumed = set()
+    for nid in graph.nodes:
+        rec = nodes.get(nid)
+        if rec is not None:
+            consumed.update(n for n, _ in rec.inputs)
+    graph.roots = [nid for nid in sorted(graph.nodes) if nid not in consumed and nid not in graph.accumulators]
     variables = trace.variables
     dropped = trace.groups.dropped
     for nid in gone:

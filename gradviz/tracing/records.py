@@ -27,7 +27,7 @@ class GraphRecord:
 
     __slots__ = ("id", "iteration", "nodes", "accumulators", "parent", "backwarded", "alive", "saved_bytes",
                  "output_bytes", "owner_keys", "freed_by", "freed_at_iteration", "structure", "full", "pinned",
-                 "external_inputs", "alive_at_stop", "thread", "elided")
+                 "external_inputs", "alive_at_stop", "thread", "elided", "roots")
 
     def __init__(self, gid, iteration):
         self.id = gid
@@ -49,6 +49,7 @@ class GraphRecord:
         self.alive_at_stop = None
         self.thread = None  # {"name", "ident"} of the thread whose op started it
         self.elided = 0  # nodes whose records were let go once the giant graph died (tracing/elide.py)
+        self.roots = None  # its roots, remembered then (they cannot be found again from the kept records)
 
     def find(self):
         g = self
