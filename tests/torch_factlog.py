@@ -1,0 +1,117 @@
+"""A builder double that logs facts (for testing the torch adapter's mechanisms in isolation)."""
+import itertools
+
+
+class FactLog:
+    def __init__(self):
+        self.facts = []
+        self.live_variables = {}
+        self.live_nodes = {}
+        self.internal_errors = []
+        self._ids = itertools.count()
+
+    def _log(self, fact, **kw):
+        self.facts.append((fact, kw))
+
+    def of(self, name):
+        return [kw for n, kw in self.facts if n == name]
+
+    def engine(self, name, version=None, devices=()):
+        self._log("engine", name=name, version=version)
+
+    def device(self, name, device):
+        self._log("device", device=device)
+
+    def variable(self, key, origin, shape, dtype, nbytes, requires_grad, location, **kw):
+        self.live_variables[key] = rec = type("R", (), {})()
+        rec.id, rec.name, rec.origin = next(self._ids), None, origin
+        self._log("variable", key=key, origin=origin, shape=shape, dtype=dtype, nbytes=nbytes, location=location, **kw)
+        return rec
+
+    def variable_died(self, key):
+        self.live_variables.pop(key, None)
+        self._log("variable_died", key=key)
+
+    def variable_state(self, key, **kw):
+        self._log("variable_state", key=key, **kw)
+
+    def name_variables(self, names):
+        self._log("names", names=names)
+
+    def parameter_names(self, names):
+        self._log("parameter_names", names=names)
+
+    def op(self, key, op, class_name, custom, edges, input_variables, outputs, saved, location, **kw):
+        self.live_nodes[key] = True
+        for o in outputs:
+            self.live_variables[o.key] = rec = type("R", (), {})()
+            rec.id, rec.name, rec.origin = next(self._ids), None, "op"
+        self._log("op", key=key, op=op, class_name=class_name, custom=custom, edges=edges,
+                  input_variables=input_variables, outputs=outputs, saved=saved, location=location, **kw)
+
+    def unrecorded_op(self, op, input_variables, outputs, location, **kw):
+        for o in outputs:
+            self.live_variables[o.key] = rec = type("R", (), {})()
+            rec.id, rec.name, rec.origin = next(self._ids), None, "op"
+        self._log("unrecorded_op", op=op, outputs=outputs, location=location)
+
+    def external_node(self, key, op, class_name, custom, **kw):
+        self.live_nodes[key] = True
+        self._log("external_node", key=key, op=op, **kw)
+
+    def node_inputs(self, key, edges, input_shapes=()):
+        self._log("node_inputs", key=key, edges=edges)
+
+    def node_saved(self, key, saved, freed=False):
+        self._log("node_saved", key=key, saved=saved, freed=freed)
+
+    def node_died(self, key):
+        self.live_nodes.pop(key, None)
+        self._log("node_died", key=key)
+
+    def module_enter(self, key, path, class_name):
+        self._log("module_enter", path=path, class_name=class_name)
+
+    def module_exit(self, key):
+        self._log("module_exit", key=key)
+
+    def inplace(self, variable, old_version, new_version, counter, location, **kw):
+        self._log("inplace", variable=variable, old_version=old_version, new_version=new_version, counter=counter,
+                  location=location, **kw)
+
+    def parameter_update(self, variable, old_version, new_version, counter, location, optimizer):
+        self._log("parameter_update", variable=variable, optimizer=optimizer, location=location)
+
+    def cut(self, source, how, location, result=None):
+        self._log("cut", source=source, how=how, location=location, result=result)
+        return self.live_variables[source].id
+
+    def wrapped(self, key, source_id):
+        self._log("wrapped", key=key, source_id=source_id)
+
+    def hook(self, variable, event, location, **kw):
+        self._log("hook", variable=variable, event=event, location=location, **kw)
+
+    def grad_read(self, variable, location, **kw):
+        self._log("grad_read", variable=variable, location=location, **kw)
+
+    def grad_write(self, variable, location, **kw):
+        self._log("grad_write", variable=variable, location=location, **kw)
+
+    def optimizer(self, event, location, optimizer, parameters):
+        self._log("optimizer", event=event, location=location, optimizer=optimizer, parameters=parameters)
+
+    def backward_begin(self, roots, root_nodes, location, **kw):
+        self._log("backward_begin", roots=roots, root_nodes=root_nodes, location=location, **kw)
+
+    def backward_step(self, node, norm, nonfinite=False):
+        self._log("backward_step", node=node, norm=norm, nonfinite=nonfinite)
+
+    def accumulate(self, variable, norm, nonfinite=False, grad=None):
+        self._log("accumulate", variable=variable, norm=norm, grad=grad)
+
+    def buffers_freed(self, node):
+        self._log("buffers_freed", node=node)
+
+    def backward_end(self, error=None):
+        self._log("backward_end", error=error)
