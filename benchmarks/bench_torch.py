@@ -1,0 +1,109 @@
+"""Cost of tracing real PyTorch: untraced, PyTorch's anomaly mode, and ``gradviz.trace(engine="torch")``.
+
+    python benchmarks/bench_torch.py [--quick] [--steps K] [--threads N]
+
+Two workloads, each timed with the three contenders interleaved in one run (see common.py):
+
+- the MLP training step (784-256-128-10, batch 64, float32, cross-entropy, SGD), in loops of K steps;
+- a 2,000-op elementwise chain (mul, add, tanh on a (4,) float32 tensor), forward and backward.
+
+Anomaly mode is switched on and off around its loop (``torch.autograd.set_detect_anomaly``); the trace is started
+and stopped around its loop, and building its document (diagnostics included) is on the clock too.
+Targets (issue 7): below anomaly mode on both; the MLP step at most 1.3x untraced; the chain at most 3x.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+import mlp  # noqa: E402
+
+CHAIN_LENGTH = 2000
+
+
+def mlp_loop(steps):
+    x, y = mlp.make_data()
+    params = mlp.make_params()
+    step = mlp.torch_step(params, x, y)
+
+    def loop():
+        for _ in range(steps):
+            step()
+
+    return loop
+
+
+def chain_loop(n=CHAIN_LENGTH):
+    import torch
+
+    x = torch.randn(4, requires_grad=True)
+    c = torch.full((4,), 0.9)
+
+    def loop():
+        y = x
+        for i in range(n):
+            k = i % 3
+            y = y * c if k == 0 else (y + c if k == 1 else y.tanh())
+        y.sum().backward()
+        x.grad = None
+
+    return loop
+
+
+def contenders(work):
+    import torch
+
+    import gradviz
+
+    untraced, anomalous, traced = work(), work(), work()
+
+    def anomaly():
+        with torch.autograd.detect_anomaly(check_nan=True):
+            anomalous()
+
+    def trace():
+        with gradviz.trace(engine="torch") as tr:
+            traced()
+        tr.to_dict()
+
+    return {"untraced": untraced, "anomaly mode": anomaly, "gradviz.trace(engine='torch')": trace}
+
+
+def report(title, samples, per):
+    base = common.median(samples["untraced"]) / per
+    rows = []
+    for name, s in samples.items():
+        value = common.median(s) / per
+        rows.append([name, common.format_time(value), f"±{common.spread(s) * 50:.0f}%",
+                     common.ratio_text(value, base)])
+    print(common.table(title, rows, ["contender", "per step", "iqr/2", "vs untraced"]))
+    print()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run, not a measurement")
+    parser.add_argument("--steps", type=int, default=20, help="MLP training steps per timed loop (default 20)")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS / torch intra-op threads (default 1)")
+    args = parser.parse_args(argv)
+    rounds = 4 if args.quick else 21
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
+    with common.matched_threads(args.threads) as note:
+        print(note)
+        print(common.machine_info())
+        print()
+        samples = common.run_rounds(contenders(lambda: mlp_loop(args.steps)), rounds=rounds, warmup=2)
+        report(f"MLP training step (torch.nn + SGD), loops of {args.steps} steps, {rounds} rounds: median per step",
+               samples, args.steps)
+        samples = common.run_rounds(contenders(chain_loop), rounds=rounds, warmup=2)
+        report(f"{CHAIN_LENGTH}-op elementwise chain, forward + backward, {rounds} rounds: median per chain",
+               samples, 1)
+
+
+if __name__ == "__main__":
+    main()
