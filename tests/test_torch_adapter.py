@@ -32,11 +32,13 @@ def _line_of(text):
 class traced:
     def __enter__(self):
         self.log = FactLog()
-        self.adapter = TorchAdapter(self.log).start()
+        self.adapter = TorchAdapter(self.log)
+        self.adapter.attach()
         return self.log
 
     def __exit__(self, *exc):
-        self.adapter.stop()
+        self.adapter.detach()
+        self.adapter.finish(None)
         assert not self.log.internal_errors, self.log.internal_errors
         return False
 
@@ -245,10 +247,11 @@ def test_stop_removes_the_mode_from_under_a_later_one():
             return func(*args, **(kwargs or {}))
 
     log = FactLog()
-    adapter = TorchAdapter(log).start()
+    adapter = TorchAdapter(log)
+    adapter.attach()
     other = Other()
     other.__enter__()
-    adapter.stop()
+    adapter.detach()
     assert torch._C._len_torch_function_stack() == 1
     other.__exit__(None, None, None)
     assert torch._C._len_torch_function_stack() == 0
@@ -295,13 +298,14 @@ def test_dataloader_workers_fork_and_record_nothing(tmp_path):
         data = TensorDataset(torch.arange(16.).reshape(8, 2), torch.arange(8))
         expected = [b[0].sum().item() for b in DataLoader(data, batch_size=2, num_workers=2)]
         log = FactLog()
-        adapter = TorchAdapter(log).start()
+        adapter = TorchAdapter(log)
+        adapter.attach()
         w = torch.randn(2, requires_grad=True)
         got = []
         for xb, yb in DataLoader(data, batch_size=2, num_workers=2):
             got.append(xb.sum().item())
             (xb @ w).sum().backward()
-        adapter.stop()
+        adapter.detach()
         assert got == expected, (got, expected)
         assert len(log.of("backward_begin")) == 4 and not log.internal_errors
         print("ok")
@@ -319,7 +323,8 @@ def test_a_thread_still_running_at_exit_does_not_abort_the_process(tmp_path):
         from tests.torch_factlog import FactLog
         from gradviz.tracing.adapters.torch_engine import TorchAdapter
 
-        adapter = TorchAdapter(FactLog()).start()
+        adapter = TorchAdapter(FactLog())
+        adapter.attach()
         stop = threading.Event()
         def spin():
             x = torch.randn(3, requires_grad=True)
@@ -328,7 +333,7 @@ def test_a_thread_still_running_at_exit_does_not_abort_the_process(tmp_path):
         t = threading.Thread(target=spin, daemon=True)
         t.start()
         time.sleep(0.2)
-        adapter.stop()
+        adapter.detach()
         time.sleep(0.1)
         stop.set()
         t.join()

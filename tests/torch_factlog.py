@@ -2,6 +2,11 @@
 import itertools
 
 
+class Rec:
+    def __init__(self, rid, origin=None, handle=None, name=None):
+        self.id, self.origin, self.handle, self.name = rid, origin, handle, name
+
+
 class FactLog:
     def __init__(self):
         self.facts = []
@@ -23,8 +28,7 @@ class FactLog:
         self._log("device", device=device)
 
     def variable(self, key, origin, shape, dtype, nbytes, requires_grad, location, **kw):
-        self.live_variables[key] = rec = type("R", (), {})()
-        rec.id, rec.name, rec.origin = next(self._ids), None, origin
+        self.live_variables[key] = rec = Rec(next(self._ids), origin, kw.get("handle"), kw.get("name"))
         self._log("variable", key=key, origin=origin, shape=shape, dtype=dtype, nbytes=nbytes, location=location, **kw)
         return rec
 
@@ -42,21 +46,19 @@ class FactLog:
         self._log("parameter_names", names=names)
 
     def op(self, key, op, class_name, custom, edges, input_variables, outputs, saved, location, **kw):
-        self.live_nodes[key] = True
+        self.live_nodes[key] = Rec(key, handle=kw.get("handle"))
         for o in outputs:
-            self.live_variables[o.key] = rec = type("R", (), {})()
-            rec.id, rec.name, rec.origin = next(self._ids), None, "op"
+            self.live_variables[o.key] = Rec(next(self._ids), "op", o.handle)
         self._log("op", key=key, op=op, class_name=class_name, custom=custom, edges=edges,
                   input_variables=input_variables, outputs=outputs, saved=saved, location=location, **kw)
 
     def unrecorded_op(self, op, input_variables, outputs, location, **kw):
         for o in outputs:
-            self.live_variables[o.key] = rec = type("R", (), {})()
-            rec.id, rec.name, rec.origin = next(self._ids), None, "op"
+            self.live_variables[o.key] = Rec(next(self._ids), "op", o.handle)
         self._log("unrecorded_op", op=op, outputs=outputs, location=location)
 
     def external_node(self, key, op, class_name, custom, **kw):
-        self.live_nodes[key] = True
+        self.live_nodes[key] = Rec(key, handle=kw.get("handle"))
         self._log("external_node", key=key, op=op, **kw)
 
     def node_inputs(self, key, edges, input_shapes=()):
@@ -112,6 +114,9 @@ class FactLog:
 
     def buffers_freed(self, node):
         self._log("buffers_freed", node=node)
+
+    def existing_output(self, variable, node):
+        self._log("existing_output", variable=variable, node=node)
 
     def backward_end(self, error=None):
         self._log("backward_end", error=error)

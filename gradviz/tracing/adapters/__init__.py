@@ -42,3 +42,22 @@ def make_adapter(name, builder):
         module, _, cls = target.partition(":")
         target = _REGISTRY[name] = getattr(importlib.import_module(module), cls)
     return target(builder)
+
+
+# Real PyTorch (imported only when a trace asks for it). engine="auto" watches it too: at once when torch is
+# imported already, else from the moment it is imported (torch_lazy), when it is installed.
+def _torch_imported():
+    import sys
+
+    return "torch" in sys.modules
+
+
+def _torch_installed_not_imported():
+    from .torch_lazy import torch_engines
+
+    return torch_engines() == ["torch-when-imported"]
+
+
+register("torch", "gradviz.tracing.adapters.torch_engine:TorchAdapter", auto_when=_torch_imported)
+register("torch-when-imported", "gradviz.tracing.adapters.torch_lazy:TorchWhenImported",
+         auto_when=_torch_installed_not_imported)

@@ -2,11 +2,9 @@
 
 A node wrapper (``out.grad_fn``) keeps the node and its saved tensors alive, cannot be weakly referenced, and
 ``id()`` of a wrapper is reused, so nodes are never held. Each node we know carries a ``NodeTag`` in its
-``metadata`` dict: our id, and, through a weak reference to the tag, a callback when the node dies. The tag is
-also the node's backward prehook (it reports the gradient the node received).
+``metadata`` dict: our key for it, and, through a weak reference to the tag, a callback when the node dies.
+The tag is also the node's backward prehook (it reports the gradient the node is about to receive).
 """
-
-import weakref
 
 KEY = "gradviz"  # the key of our tag in node.metadata
 
@@ -15,16 +13,48 @@ class NodeTag:
     """Stored in ``node.metadata[KEY]``; lives exactly as long as the node. Called by autograd as the node's
     prehook with the gradients it is about to receive."""
 
-    __slots__ = ("id", "report", "owner", "leaf", "__weakref__")
+    __slots__ = ("id", "owner", "leaf", "__weakref__")
 
-    def __init__(self, nid, report, owner):
+    def __init__(self, nid, owner):
         self.id = nid
-        self.report = report  # report(id, grad_outputs)
         self.owner = owner  # the adapter that tagged the node (a tag from an earlier trace is not ours)
         self.leaf = None  # for a leaf's AccumulateGrad: a weak reference to the leaf
 
     def __call__(self, grad_outputs):
-        self.report(self.id, grad_outputs)
+        owner = self.owner
+        call = owner.backward_call
+        if call is not None and owner.attached:
+            call.visit(self.id, grad_outputs, None)
+
+
+class NodeInfo:
+    """What every node of one class shares: PyTorch's name (``AddmmBackward0``), the class name gradviz shows
+    (a custom Function's own name), whether user code defined it, and its raw saved-tensor attributes."""
+
+    __slots__ = ("name", "class_name", "custom", "saved", "accumulator")
+
+    def __init__(self, node):
+        name = node.name()
+        self.accumulator = name == "torch::autograd::AccumulateGrad"
+        self.name = name.rpartition("::")[2]
+        forward_cls = getattr(type(node), "_forward_cls", None)
+        if forward_cls is not None:
+            self.custom = not (getattr(forward_cls, "__module__", "") or "").startswith("torch")
+            self.class_name = forward_cls.__name__
+        else:
+            self.custom = False
+            self.class_name = self.name
+        self.saved = tuple(a for a in dir(node) if a.startswith("_raw_saved_"))
+
+
+_infos = {}
+
+
+def info(node):
+    found = _infos.get(type(node))
+    if found is None:
+        found = _infos[type(node)] = NodeInfo(node)
+    return found
 
 
 def tag_of(node, owner):
@@ -36,8 +66,11 @@ def tag_of(node, owner):
 def new_nodes(root, owner):
     """The nodes reachable from ``root`` through ``next_functions`` that ``owner`` has not tagged, inputs first
     (an op like ``F.cross_entropy`` builds two; a custom ``Function`` or a compiled region shows up as one)."""
-    if tag_of(root, owner) is not None:
-        return []
+    for child, _ in root.next_functions:  # the usual case: every input is known (or a leaf's accumulator)
+        if child is not None and tag_of(child, owner) is None:
+            break
+    else:
+        return [root]
     order, pending, seen = [], [(root, False)], {id(root)}
     held = [root]  # ids are only stable while the wrappers are alive: hold them for the walk
     while pending:
@@ -55,38 +88,17 @@ def new_nodes(root, owner):
     return order
 
 
-def is_accumulator(node):
-    return type(node).__name__ == "AccumulateGrad" or node.name() == "torch::autograd::AccumulateGrad"
-
-
-def node_name(node):
-    """PyTorch's own name for the node (``AddmmBackward0``); ``AccumulateGrad`` without its C++ namespace."""
-    name = node.name()
-    return name.rpartition("::")[2] if "::" in name else name
-
-
-_saved_attrs = {}  # node class -> names of its raw saved-tensor attributes
-
-
-def saved_attrs(node):
-    cls = type(node)
-    names = _saved_attrs.get(cls)
-    if names is None:
-        names = _saved_attrs[cls] = tuple(a for a in dir(node) if a.startswith("_raw_saved_"))
-    return names
-
-
-def saved_tensors(node):
+def saved_tensors(node, attrs):
     """``[(attribute, index, tensor)]`` for what the node saved; ``tensor`` is None once backward freed it.
 
     Read right after the op ran, so each tensor's ``_version`` is the version PyTorch saved it at."""
     found = []
-    for attr in saved_attrs(node):
+    for attr in attrs:
         try:
             value = getattr(node, attr)
         except RuntimeError:  # freed already
             continue
-        if isinstance(value, (list, tuple)):
+        if type(value) is list or type(value) is tuple:
             for i, item in enumerate(value):
                 found.append((attr, i, getattr(item, "data", None)))
         else:
@@ -96,36 +108,20 @@ def saved_tensors(node):
 
 def is_freed(node):
     """Whether backward released this node's saved tensors (its raw saved data reads as None)."""
-    saved = saved_tensors(node)
+    saved = saved_tensors(node, info(node).saved)
     return bool(saved) and all(t is None for _, _, t in saved)
 
 
 def storage_key(tensor):
     """What identifies a block of memory: (device, address of its storage), and that storage's size in bytes."""
     storage = tensor.untyped_storage()
-    return (str(tensor.device), storage.data_ptr()), storage.nbytes()
+    return (tensor.device.type, tensor.get_device(), storage.data_ptr()), storage.nbytes()
 
 
-class DeathWatch:
-    """Weak references to node tags, each calling ``on_death(node id)`` when its node is freed."""
-
-    def __init__(self, on_death):
-        self._refs = {}
-        self._on_death = on_death
-
-    def watch(self, tag):
-        refs = self._refs
-        nid = tag.id
-        on_death = self._on_death
-
-        def died(_ref, nid=nid):
-            refs.pop(nid, None)
-            on_death(nid)
-
-        refs[nid] = weakref.ref(tag, died)
-
-    def alive(self, nid):
-        return nid in self._refs
-
-    def forget(self):
-        self._refs.clear()
+def output_meta(node):
+    """Shape and dtype name of a node's output, from the metadata of the gradient it expects."""
+    try:
+        meta = node._input_metadata[0]
+        return tuple(meta.shape), str(meta.dtype).rpartition(".")[2]
+    except (AttributeError, IndexError, RuntimeError, TypeError):
+        return (), None

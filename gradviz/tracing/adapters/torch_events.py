@@ -1,0 +1,513 @@
+"""The torch adapter's handlers for everything but ops building nodes: in-place changes, tensors made from
+nothing, cuts, hooks, ``.grad`` reads and writes, module calls, optimizer steps and backward calls.
+
+A mixin of ``TorchAdapter`` (torch_engine.py), which owns identity (``var``, ``node_key``) and the builder.
+Reads, writes and hook registrations made by torch's own code (an optimizer reading ``p.grad``) are not the
+user's and are not reported, as on gradviz's engine.
+"""
+
+import re
+import warnings
+import weakref
+
+from ..frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
+from . import torch_graph as tg
+from .torch_frames import caller_is_internal, user_frame
+from .torch_patches import forked
+
+_CUT_MEMORY = 256  # how many recent cuts (.data/.detach/.numpy) are remembered to spot re-wrapping
+_NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward before their norms are taken
+_NEW = frozenset(("tensor", "as_tensor", "from_numpy", "asarray", "Tensor"))
+_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
+
+
+def _here(depth):
+    frame = user_frame(depth + 1)
+    return frame, (None if frame is None else location_at(frame.f_code, frame.f_lineno))
+
+
+class TorchEvents:
+    def __init__(self):
+        self._cut = {}  # id(cut result) -> (weakref, id of the variable it belongs to, how)
+        self._global_names = {}  # id(globals dict) -> (its size, names bound to tensors) at the last full pass
+        self.backward_call = None  # the backward in progress (see Backward)
+        self.mode = None
+        self.handles = []
+        self._is_compiling = self.torch.compiler.is_compiling
+
+    def observing(self):
+        """Attached, in the process that attached (not a forked worker), and not inside dynamo's compilation."""
+        return self.attached and not forked() and not self._is_compiling()
+
+    # ----- forward side ----------------------------------------------------------------------------------------
+    def created(self, func, args, outs):
+        """A tensor made from nothing (a factory, ``torch.tensor``) by the user's code."""
+        if caller_is_internal():
+            return
+        origin = "new" if getattr(func, "__name__", "") in _NEW else "factory"
+        _, location = _here(3)
+        live = self.builder.live_variables
+        for o in outs:
+            if id(o) in live:
+                continue
+            self.new_var(o, origin, location)
+            if origin == "new" and args and self._cut:
+                cut = self._cut.get(id(args[0]))
+                if cut is not None and cut[0]() is args[0]:
+                    self.builder.wrapped(id(o), cut[1])
+
+    def unrecorded(self, func, tensors, outs, location):
+        """An op that built no node although an input requires grad (``no_grad``, a non-differentiable op)."""
+        in_keys = [self.var(t) for t in tensors]
+        live = self.builder.live_variables
+        facts = [self.output(o, True) for o in outs if id(o) not in live]
+        if facts:
+            self.builder.unrecorded_op(getattr(func, "__name__", str(func)), in_keys, facts, location,
+                                       grad_mode=self.torch.is_grad_enabled())
+
+    def inplace(self, func, t, old_version, location):
+        key = self.var(t)
+        fn = t.grad_fn
+        node = None if fn is None else self.node_key(fn, location)
+        base = t._base
+        base_key = base_node = None
+        if base is not None and node is not None and base.grad_fn is not None:
+            base_key = self.var(base)
+            base_node = self.node_key(base.grad_fn, location)
+        # through .data the version counter is its own: PyTorch will not notice, not a stale-version case
+        counter = None if self._from_data(t) else tg.storage_key(t)[0]
+        self.builder.inplace(key, old_version, t._version, counter, location, node=node,
+                             op=getattr(func, "__name__", None), base=base_key, base_node=base_node)
+
+    def _from_data(self, t):
+        for x in (t, t._base):
+            if x is not None:
+                cut = self._cut.get(id(x))
+                if cut is not None and cut[2] == "data" and cut[0]() is x:
+                    return True
+        return False
+
+    # ----- cuts, hooks, .grad -------------------------------------------------------------------------------
+    def cut(self, func, args, kwargs, how):
+        result = func(*args, **kwargs)
+        if not self.attached or caller_is_internal():
+            return result
+        try:
+            with self.lock:
+                source = args[0]
+                _, location = _here(2)
+                skey = self.var(source)
+                rkey = None
+                if isinstance(result, self._Tensor):
+                    if result is source:
+                        rkey = skey
+                    else:
+                        self.new_var(result, how, location)
+                        rkey = id(result)
+                owner = self.builder.cut(skey, how, location, result=rkey)
+                self._remember_cut(result, owner, how)
+        except Exception as exc:
+            self.internal_error("cut", exc)
+        return result
+
+    def _remember_cut(self, value, owner, how):
+        try:
+            ref = weakref.ref(value)
+        except TypeError:  # a Python number: nothing can wrap its memory
+            return
+        self._cut[id(value)] = (ref, owner, how)
+        if len(self._cut) > _CUT_MEMORY:
+            del self._cut[next(iter(self._cut))]
+
+    def grad_get(self, func, args, kwargs):
+        t = args[0]
+        if not self.attached or caller_is_internal():
+            return func(*args, **kwargs)
+        frame = user_frame(1)
+        if t.is_leaf or t.retains_grad:
+            grad = func(*args, **kwargs)
+        else:  # PyTorch warns here; under a mode the warning would point at our line: re-issue it at the user's
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                grad = func(*args, **kwargs)
+            _reissue(caught, frame)
+        try:
+            with self.lock:
+                location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+                key = self.var(t)
+                name = None
+                if frame is not None and self.builder.live_variables[key].name is None:
+                    name = names_in_frame(frame, self._Tensor).get(key)
+                self.builder.grad_read(key, location, was_none=grad is None, is_leaf=bool(t.is_leaf),
+                                       retains_grad=bool(t.retains_grad), requires_grad=bool(t.requires_grad),
+                                       name=name)
+        except Exception as exc:
+            self.internal_error("grad_read", exc)
+        return grad
+
+    def grad_set(self, func, args, kwargs):
+        result = func(*args, **kwargs)
+        if not self.attached or caller_is_internal():
+            return result
+        try:
+            with self.lock:
+                _, location = _here(2)
+                self.builder.grad_write(self.var(args[0]), location, is_none=args[1] is None)
+        except Exception as exc:
+            self.internal_error("grad_write", exc)
+        return result
+
+    def hook_register(self, func, args, kwargs, retain_grad):
+        if not self.attached or caller_is_internal(func):
+            return func(*args, **kwargs)
+        t = args[0]
+        hook = None
+        if not retain_grad:
+            hook = args[1] if len(args) > 1 else kwargs.pop("hook", None)
+            args = (t, _HookCall(self, t, hook)) + tuple(args[2:])
+        result = func(*args, **kwargs)
+        try:
+            with self.lock:
+                _, location = _here(2)
+                self.builder.hook(self.var(t), "register", location, retain_grad=retain_grad,
+                                  hook_name=_hook_name(hook), hook_location=_hook_location(hook))
+        except Exception as exc:
+            self.internal_error("hook", exc)
+        return result
+
+    def hook_called(self, t, hook):
+        if not self.attached:
+            return
+        try:
+            with self.lock:
+                call = self.backward_call
+                key = id(t)
+                if key in self.builder.live_variables:
+                    self.builder.hook(key, "call", None if call is None else call.location,
+                                      hook_name=_hook_name(hook), hook_location=_hook_location(hook))
+        except Exception as exc:
+            self.internal_error("hook", exc)
+
+    # ----- modules and optimizers ---------------------------------------------------------------------------
+    def _calls(self):
+        calls = getattr(self.tls, "calls", None)
+        if calls is None:
+            calls = self.tls.calls = []
+        return calls
+
+    def module_enter(self, module, inputs):
+        if not self.observing():
+            return None
+        try:
+            with self.lock:
+                calls = self._calls()
+                parent, parent_path = calls[-1] if calls else (None, None)
+                path = self.names.path(module, parent, parent_path, user_frame)
+                calls.append((module, path))
+                self.builder.module_enter(id(module), path, type(module).__name__)
+                found = self.names.take_new_parameters()
+                if found:
+                    self.builder.parameter_names({id(p): path for p, path in found.values()})
+        except Exception as exc:
+            self.internal_error("module", exc)
+        return None
+
+    def module_exit(self, module, inputs, output):
+        if not self.observing():
+            return None
+        try:
+            with self.lock:
+                calls = self._calls()
+                for i in range(len(calls) - 1, -1, -1):
+                    if calls[i][0] is module:
+                        del calls[i:]
+                        break
+                self.builder.module_exit(id(module))
+        except Exception as exc:
+            self.internal_error("module", exc)
+        return None
+
+    def _params_of(self, optimizer):
+        params = []
+        for group in getattr(optimizer, "param_groups", ()):
+            params.extend([p for p in group.get("params", ()) if isinstance(p, self._Tensor)])
+        return params
+
+    def step_begin(self, optimizer, args, kwargs):
+        if not self.observing():
+            return
+        tls = self.tls
+        if getattr(tls, "step", None) is None:  # (a step that raised never reached step_end)
+            tls.quiet = getattr(tls, "quiet", 0) + 1  # its own ops are the update, reported at the end
+        tls.step = [(p, p._version) for p in self._params_of(optimizer)]
+
+    def step_end(self, optimizer, args, kwargs):
+        tls = self.tls
+        before = getattr(tls, "step", None)
+        if before is None:
+            return
+        tls.step = None
+        tls.quiet -= 1
+        if not self.observing():
+            return
+        try:
+            with self.lock:
+                _, location = _here(1)
+                name = type(optimizer).__name__
+                keys = []
+                for p, version in before:
+                    key = self.var(p)
+                    keys.append(key)
+                    if p._version != version:
+                        self.builder.parameter_update(key, version, p._version, tg.storage_key(p)[0], location,
+                                                      name)
+                self.builder.optimizer("step", location, name, keys)
+        except Exception as exc:
+            self.internal_error("optimizer", exc)
+
+    def zero_grad_called(self, owner):
+        if not self.observing():
+            return
+        try:
+            with self.lock:
+                _, location = _here(2)
+                if isinstance(owner, self.torch.nn.Module):
+                    params = list(owner.parameters())
+                else:
+                    params = self._params_of(owner)
+                self.builder.optimizer("zero_grad", location, type(owner).__name__, [self.var(p) for p in params])
+        except Exception as exc:
+            self.internal_error("optimizer", exc)
+
+    # ----- backward -------------------------------------------------------------------------------------------
+    def backward(self, func, args, kwargs, kind):
+        """``Tensor.backward`` (``kind="method"``), ``torch.autograd.backward`` or ``torch.autograd.grad``."""
+        if not self.attached:
+            return func(*args, **kwargs)
+        try:
+            with self.lock:
+                call = self._backward_begin(args, kwargs, kind)
+        except Exception as exc:
+            self.internal_error("backward", exc)
+            return func(*args, **kwargs)
+        error = None
+        try:
+            return func(*args, **kwargs)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            try:
+                with self.lock:
+                    self._backward_end(call, error)
+            except Exception as exc:
+                self.internal_error("backward", exc)
+
+    def _backward_begin(self, args, kwargs, kind):
+        Tensor = self._Tensor
+        if kind == "grad":
+            names = ("outputs", "inputs", "grad_outputs", "retain_graph", "create_graph")
+            roots_name, grads_name = "outputs", "grad_outputs"
+        else:
+            names = ("tensors", "grad_tensors", "retain_graph", "create_graph", "inputs")
+            roots_name, grads_name = "tensors", "grad_tensors"
+        bound = dict(zip(names, args))
+        bound.update({k: v for k, v in kwargs.items() if k in names})
+        if "gradient" in kwargs:  # Tensor.backward's name for it
+            bound["grad_tensors"] = kwargs["gradient"]
+        roots = bound.get(roots_name)
+        roots = [roots] if isinstance(roots, Tensor) else [r for r in (roots or ()) if isinstance(r, Tensor)]
+        grads = bound.get(grads_name)
+        grads = [grads] if grads is None or isinstance(grads, Tensor) else list(grads)
+        retain = bound.get("retain_graph")
+        keep = bool(bound.get("create_graph")) if retain is None else bool(retain)
+        frame, location = _here(3)
+        self._name_from_frame(frame, quick=True)
+        keys = [self.var(r) for r in roots]
+        root_nodes = [None if r.grad_fn is None else self.node_key(r.grad_fn, None) for r in roots]
+        # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all
+        starts = all(r.grad_fn is not None or r.requires_grad for r in roots) and \
+            all(r.numel() == 1 or (i < len(grads) and grads[i] is not None) for i, r in enumerate(roots))
+        self.builder.backward_begin(keys, root_nodes, location, retain_graph=keep if starts else None,
+                                    kind="grad" if kind == "grad" else "backward",
+                                    gradient_none=any(g is None for g in grads))
+        call = self.backward_call = Backward(location, keep, keys, self.torch)
+        return call
+
+    def _backward_end(self, call, error):
+        if call is None:
+            return
+        self.backward_call = None
+        b = self.builder
+        live_vars, live_nodes = b.live_variables, b.live_nodes
+        for key, leaf_ref, norm in call.steps():
+            finite = norm - norm == 0
+            if leaf_ref is None:
+                if key in live_nodes:
+                    b.backward_step(key, norm, nonfinite=not finite)
+                continue
+            if key not in live_vars:
+                continue
+            leaf = leaf_ref()
+            grad = None if leaf is None else leaf.grad
+            gkey = None
+            if grad is not None and id(grad) not in live_vars:
+                gkey = id(grad)
+                self.new_var(grad, "grad", call.location)
+            b.accumulate(key, norm, nonfinite=not finite, grad=gkey)
+        if not call.keep:
+            for key in call.nodes:
+                b.buffers_freed(key)
+        b.backward_end(None if error is None else _error(error, call))
+
+    # ----- names ------------------------------------------------------------------------------------------------
+    def _name_from_frame(self, frame, quick=False):
+        """Give unnamed live tensors the name the user's frame binds them to (at each backward, ``quick``: only
+        the global names that held tensors at the last full pass while the globals keep their size)."""
+        if frame is None:
+            return
+        Tensor = self._Tensor
+        scope = frame.f_globals
+        if quick:
+            known = self._global_names.get(id(scope))
+            if known is not None and known[0] == len(scope):
+                found = {}
+                for key in known[1]:
+                    value = scope.get(key)
+                    if isinstance(value, Tensor):
+                        found.setdefault(id(value), key)
+                if frame.f_code.co_flags & _CO_OPTIMIZED:
+                    for key, value in _locals(frame):
+                        if isinstance(value, Tensor) and not key.startswith("__"):
+                            found.setdefault(id(value), key)
+                self.builder.name_variables(found)
+                return
+        found = names_in_frame(frame, Tensor)
+        self._global_names[id(scope)] = (len(scope), tuple(
+            key for key, value in scope.items() if isinstance(value, Tensor) and not key.startswith("__")))
+        self.builder.name_variables(found)
+
+    def name_from_frame(self, frame):
+        self._name_from_frame(frame)
+
+
+class Backward:
+    """One backward call in progress: the nodes it runs, in order, with the gradients they received. Norms are
+    taken in batches (``torch._foreach_norm``) when the held gradients pass a budget and at the end: no Python
+    norm call and no host sync per node, one transfer per device at the end."""
+
+    __slots__ = ("location", "keep", "roots", "torch", "nodes", "_order", "_grads", "_norms", "_held")
+
+    def __init__(self, location, keep, roots, torch):
+        self.location = location
+        self.keep = keep
+        self.roots = roots
+        self.torch = torch
+        self.nodes = []  # keys of the op nodes run, in order
+        self._order = []  # (key, leaf weakref or None, index of its norm or -1)
+        self._grads = []
+        self._norms = []
+        self._held = 0
+
+    def visit(self, key, grad_outputs, leaf):
+        index = -1
+        g = grad_outputs[0] if len(grad_outputs) == 1 else None
+        if g is None:
+            found = [x for x in grad_outputs if x is not None]
+            if len(found) == 1:
+                g = found[0]
+            elif found:
+                g = self.torch.cat([x.reshape(-1) for x in found])
+        if g is not None:
+            index = len(self._norms) + len(self._grads)
+            self._grads.append(g)
+            self._held += g.numel() * g.element_size()
+            if self._held > _NORM_BUDGET:
+                self._flush()
+        self._order.append((key, leaf, index))
+        if leaf is None:
+            self.nodes.append(key)
+
+    def _flush(self):
+        if self._grads:
+            grads = [g if g.is_floating_point() or g.is_complex() else g.float() for g in self._grads]
+            self._norms.extend(self.torch._foreach_norm(grads))
+            self._grads = []
+            self._held = 0
+
+    def steps(self):
+        """``(key, leaf weakref or None, norm)`` in the order backward ran them."""
+        self._flush()
+        values = _floats(self.torch, self._norms)
+        self._norms = []
+        return [(key, leaf, 0.0 if index < 0 else values[index]) for key, leaf, index in self._order]
+
+
+def _floats(torch, norms):
+    """The norms as Python floats: one transfer per device."""
+    if not norms:
+        return []
+    by_device = {}
+    for i, n in enumerate(norms):
+        by_device.setdefault(n.device, []).append(i)
+    values = [0.0] * len(norms)
+    for indices in by_device.values():
+        for i, v in zip(indices, torch.stack([norms[i].float() for i in indices]).tolist()):
+            values[i] = v
+    return values
+
+
+class _HookCall:
+    """A user's tensor hook, wrapped to report each call; returns what the hook returns."""
+
+    __slots__ = ("adapter", "tensor", "hook", "__weakref__")
+
+    def __init__(self, adapter, tensor, hook):
+        self.adapter = adapter
+        self.tensor = weakref.ref(tensor)
+        self.hook = hook
+
+    def __call__(self, grad):
+        t = self.tensor()
+        if t is not None:
+            self.adapter.hook_called(t, self.hook)
+        return self.hook(grad)
+
+
+def _hook_name(hook):
+    return None if hook is None else getattr(hook, "__qualname__", type(hook).__name__)
+
+
+def _hook_location(hook):
+    code = getattr(hook, "__code__", None)
+    return None if code is None else {"file": code.co_filename, "line": code.co_firstlineno}
+
+
+def _error(error, call):
+    """PyTorch's backward errors are RuntimeErrors: classified by their (stable) wording."""
+    message = str(error).split("\n")[0]
+    info = {"type": type(error).__name__, "message": message, "code": None}
+    last = call.nodes[-1] if call.nodes else None
+    if "modified by an inplace operation" in message:
+        info.update(code="stale-version", node=last)
+        found = _VERSIONS.search(message)
+        if found:
+            info["current"], info["expected"] = int(found.group(1)), int(found.group(2))
+    elif "backward through the graph a second time" in message or "have already been freed" in message:
+        info.update(code="graph-freed", node=last)
+    elif "implicitly created only for scalar outputs" in message:
+        info.update(code="nonscalar-backward", variable=call.roots[0] if call.roots else None)
+    elif "does not require grad and does not have a grad_fn" in message:
+        info.update(code="no-requires-grad", variable=call.roots[0] if call.roots else None)
+    return info
+
+
+def _reissue(caught, frame):
+    for w in caught:
+        if frame is None:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        module = frame.f_globals.get("__name__", "__main__")
+        registry = frame.f_globals.setdefault("__warningregistry__", {})
+        warnings.warn_explicit(w.message, w.category, frame.f_code.co_filename, frame.f_lineno, module=module,
+                               registry=registry)

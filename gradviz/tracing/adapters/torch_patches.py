@@ -1,0 +1,239 @@
+"""How the torch adapter gets into PyTorch, and out again: the function mode, global module and optimizer
+hooks, and the few functions the mode cannot see, wrapped while a trace is attached and restored after.
+
+- The mode is per thread. The thread that attaches gets one; a thread started while attached gets one for its
+  run (``Thread._bootstrap_inner`` wrapped); it is always popped again, even from under modes pushed after it:
+  a mode left on a thread's stack at exit aborts the interpreter.
+- ``Function.apply`` (custom Functions, compiled regions) bypasses the mode: wrapped, it reports the call.
+  A torch Function's own forward (a compiled region's) runs quiet: its ops are not the user's.
+- ``Optimizer.zero_grad`` / ``Module.zero_grad``: wrapped to report the call.
+- In a forked child (DataLoader workers) and while dynamo compiles, everything steps aside.
+"""
+
+import os
+import threading
+
+_forked = [False]  # set in a forked child: it records nothing
+_current = [None]  # the attached TorchAdapter (the wrapped functions find it here)
+_saved = []  # (owner, attribute, original) of what install() replaced
+
+
+def _after_fork_in_child():
+    _forked[0] = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def forked():
+    return _forked[0]
+
+
+def install(adapter):
+    import torch
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    if _current[0] is not None and _current[0] is not adapter:
+        _current[0].detach()  # one torch trace at a time: the newest one watches
+    _current[0] = adapter
+    adapter.handles = [register_module_forward_pre_hook(adapter.module_enter),
+                       register_module_forward_hook(adapter.module_exit, always_call=True),
+                       register_optimizer_step_pre_hook(adapter.step_begin),
+                       register_optimizer_step_post_hook(adapter.step_end)]
+    if not _saved:
+        Function = torch.autograd.function.Function
+        _replace(Function, "apply", classmethod(_traced_apply(Function.__dict__["apply"].__func__)))
+        for owner in (torch.optim.Optimizer, torch.nn.Module):
+            _replace(owner, "zero_grad", _traced_zero_grad(owner.__dict__["zero_grad"]))
+        _replace(threading.Thread, "_bootstrap_inner", _traced_thread(threading.Thread._bootstrap_inner))
+    adapter.mode = observing_mode(adapter)
+    adapter.mode.__enter__()
+
+
+def uninstall(adapter):
+    try:
+        remove_mode(adapter.torch, adapter.mode)
+    finally:
+        adapter.mode = None
+        for h in getattr(adapter, "handles", ()):
+            h.remove()
+        adapter.handles = []
+        if _current[0] is adapter:
+            _current[0] = None
+            while _saved:
+                owner, name, value = _saved.pop()
+                setattr(owner, name, value)
+
+
+def _replace(owner, name, value):
+    _saved.append((owner, name, owner.__dict__[name]))
+    setattr(owner, name, value)
+
+
+def special_functions(torch):
+    """The calls the mode treats specially, keyed by what PyTorch passes as ``func``; and the type of the other
+    property reads (``shape``, ``requires_grad``, ``grad_fn``…), which have nothing to report."""
+    T = torch.Tensor
+    special = {
+        T.grad.__get__: lambda a, f, args, kw: a.grad_get(f, args, kw),
+        T.grad.__set__: lambda a, f, args, kw: a.grad_set(f, args, kw),
+        T.data.__get__: lambda a, f, args, kw: a.cut(f, args, kw, "data"),
+        T.detach: lambda a, f, args, kw: a.cut(f, args, kw, "detach"),
+        T.detach_: lambda a, f, args, kw: a.cut(f, args, kw, "detach"),
+        T.numpy: lambda a, f, args, kw: a.cut(f, args, kw, "numpy"),
+        T.item: lambda a, f, args, kw: a.cut(f, args, kw, "item"),
+        T.tolist: lambda a, f, args, kw: a.cut(f, args, kw, "tolist"),
+        T.register_hook: lambda a, f, args, kw: a.hook_register(f, args, kw, False),
+        T.retain_grad: lambda a, f, args, kw: a.hook_register(f, args, kw, True),
+        T.backward: lambda a, f, args, kw: a.backward(f, args, kw, "method"),
+        torch.autograd.backward: lambda a, f, args, kw: a.backward(f, args, kw, "backward"),
+        torch.autograd.grad: lambda a, f, args, kw: a.backward(f, args, kw, "grad"),
+    }
+    return special, type(T.grad.__get__)
+
+
+_mode_class = []
+
+
+def observing_mode(adapter):
+    """A fresh mode for one thread, reporting to ``adapter``."""
+    if not _mode_class:
+        _mode_class.append(_make_mode_class())
+    return _mode_class[0](adapter)
+
+
+def _make_mode_class():
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    special, passthrough = special_functions(torch)
+    is_compiling = torch.compiler.is_compiling
+
+    class GradvizMode(TorchFunctionMode):
+        def __init__(self, adapter):
+            super().__init__()
+            self.adapter = adapter
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if kwargs is None:
+                kwargs = {}
+            adapter = self.adapter
+            if not adapter.attached or _forked[0] or is_compiling() or getattr(adapter.tls, "quiet", 0):
+                return func(*args, **kwargs)
+            handler = special.get(func)
+            if handler is not None:
+                return handler(adapter, func, args, kwargs)
+            if type(func) is passthrough:
+                return func(*args, **kwargs)
+            return adapter.op(func, args, kwargs)
+
+    return GradvizMode
+
+
+def remove_mode(torch, mode):
+    """Pop ``mode`` from this thread's stack, even from under modes pushed after it (put back as they were)."""
+    if mode is None:
+        return
+    from torch.overrides import _get_current_function_mode_stack
+
+    if mode not in _get_current_function_mode_stack():
+        return
+    above = []
+    while True:
+        top = torch._C._pop_torch_function_stack()
+        if top is mode:
+            break
+        above.append(top)
+    for m in reversed(above):
+        torch._C._push_on_torch_function_stack(m)
+
+
+def _traced_apply(apply):
+    from ..frames import location_at
+    from .torch_frames import user_frame
+
+    def traced_apply(cls, *args, **kwargs):
+        adapter = _current[0]
+        if adapter is None or not adapter.observing():
+            return apply(cls, *args, **kwargs)
+        internal = (getattr(cls, "__module__", "") or "").startswith("torch")
+        tls = adapter.tls
+        if internal:  # a compiled region's CompiledFunction: the ops it runs are not the user's
+            tls.quiet = getattr(tls, "quiet", 0) + 1
+        try:
+            outputs = apply(cls, *args, **kwargs)
+        finally:
+            if internal:
+                tls.quiet -= 1
+        try:
+            with adapter.lock:
+                frame = user_frame(1)
+                location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+                adapter.on_custom_function(cls, args, outputs, location)
+        except Exception as exc:
+            adapter.internal_error("Function.apply", exc)
+        return outputs
+
+    traced_apply.__wrapped__ = apply
+    traced_apply.__doc__ = apply.__doc__
+    return traced_apply
+
+
+def _traced_zero_grad(original):
+    def zero_grad(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        adapter = _current[0]
+        if adapter is not None:
+            adapter.zero_grad_called(self)
+        return result
+
+    zero_grad.__wrapped__ = original
+    zero_grad.__doc__ = original.__doc__
+    return zero_grad
+
+
+def _traced_thread(original):
+    def _bootstrap_inner(self):
+        adapter = _current[0]
+        if adapter is None or _forked[0]:
+            return original(self)
+        try:
+            mode = observing_mode(adapter)
+            mode.__enter__()
+        except Exception:
+            return original(self)
+        try:
+            return original(self)
+        finally:
+            try:
+                remove_mode(adapter.torch, mode)
+            except Exception:
+                pass
+
+    _bootstrap_inner.__wrapped__ = original
+    return _bootstrap_inner
+
+
+class AccumulatorHook:
+    """A leaf's AccumulateGrad post hook: the gradient just accumulated into ``.grad``."""
+
+    __slots__ = ("tag",)
+
+    def __init__(self, tag):
+        self.tag = tag
+
+    def __call__(self, grad_inputs, grad_outputs):
+        tag = self.tag
+        adapter = tag.owner
+        call = adapter.backward_call
+        if call is not None and adapter.attached:
+            call.visit(tag.id, grad_outputs, tag.leaf)
+
+
+def next_sequence_nr(torch):
+    """The sequence number the next node built on this thread will get."""
+    with torch.enable_grad():
+        probe = torch.zeros((), requires_grad=True) * 1
+    return probe.grad_fn._sequence_nr() + 1
