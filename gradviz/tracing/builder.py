@@ -695,6 +695,13 @@ class TraceBuilder:
                                     "backward": None if self.backward is None else self.backward["id"]}
             self.groups.pin_node(rec)
 
+    def nonfinite_output(self, node):
+        """Node ``node``'s output holds NaN/Inf, found after the op (an adapter that checks outputs in batches,
+        to avoid a host sync per op, reports it this way instead of through ``op(nonfinite=True)``)."""
+        rec = self.live_nodes.get(node)
+        if rec is not None:
+            self._nonfinite(rec, "forward")
+
     # ----- modules ------------------------------------------------------------------------------------------
     def module_enter(self, key, path, class_name):
         """A module call began: ``key`` identifies the module object, ``path`` is its dotted path from the root

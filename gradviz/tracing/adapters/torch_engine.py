@@ -23,6 +23,7 @@ unchanged; a failure of our own bookkeeping is recorded in ``internal_errors`` i
 (``torch.compiler.is_compiling()``) and in forked child processes (DataLoader workers) every handler steps aside.
 """
 
+import gc
 import itertools
 import os
 import threading
@@ -33,7 +34,7 @@ from ..frames import location_at
 from . import torch_graph as tg
 from . import torch_patches
 from .modules import ModuleNames
-from .torch_events import TorchEvents
+from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, user_frame
 
 SUPPORTED = (2, 4)  # the oldest torch this adapter is written for (tested with 2.13.0)
@@ -80,14 +81,16 @@ class TorchAdapter(TorchEvents):
         self.lock = threading.RLock()  # facts are not thread-safe; hooks may run on autograd's device threads
         self._keys = itertools.count(1)  # node keys: never reused (unlike id())
         self.names = ModuleNames()
-        self.tls = threading.local()  # per thread: module calls, quiet sections (optimizer steps, compiled code)
+        self.tls = PerThread()
         self._devices = set()
         self._start_seq = {}  # thread id -> the sequence number of the first node built after attach
+        self._froze = False
         self._Tensor = torch.Tensor
         self._Parameter = torch.nn.Parameter
         self._var_gone = self._var_died  # bound once: the weak references' callbacks
         self._node_gone = self._node_died
         TorchEvents.__init__(self)
+        self.checks = OutputChecks(torch, builder)
         builder.engine("torch", torch.__version__, ())
 
     # ----- lifecycle ------------------------------------------------------------------------------------
@@ -99,11 +102,17 @@ class TorchAdapter(TorchEvents):
         self._start_seq[threading.get_ident()] = torch_patches.next_sequence_nr(torch)
         self.attached = True
         torch_patches.install(self)
+        self._froze = _freeze_heap()
 
     def detach(self):
         if self.attached:
             self.attached = False
             torch_patches.uninstall(self)
+            with self.lock:
+                self.checks.flush()
+            if self._froze:
+                gc.unfreeze()
+                self._froze = False
 
     def finish(self, frame):
         """The trace stops: name what the user's frame binds, and note what the live tensors are now."""
@@ -207,7 +216,7 @@ class TorchAdapter(TorchEvents):
         """Report ``root`` and the unknown nodes it reaches, inputs first. Nodes built before the trace started
         are ``external``; the others were built by the op being reported (``op_facts``: its tensor arguments,
         outputs and call instruction): one op can build several (``F.cross_entropy``)."""
-        start = self._start_seq.get(threading.get_ident(), -1)
+        start = self._start_seq.get(threading.get_ident(), -1) if self._start_seq else -1
         for node in tg.new_nodes(root, self):
             info = tg.info(node)
             if info.accumulator:
@@ -256,7 +265,7 @@ class TorchAdapter(TorchEvents):
             self.builder.node_saved(tag.id, saved, freed=tg.is_freed(node))
         node.register_prehook(tag)
 
-    def _op_node(self, node, info, is_root, location, tensors=(), outputs=(), lasti=-1, nonfinite=False):
+    def _op_node(self, node, info, is_root, location, tensors=(), outputs=(), lasti=-1, checks=None):
         edges = self._edges(node)
         tag, ref = self._tag(node)
         var = self.var
@@ -275,6 +284,8 @@ class TorchAdapter(TorchEvents):
             if mine or is_root:
                 outs.append(self.output(o, not mine))
         hidden = None
+        if is_root and outs and checks is not None:
+            checks.add(tag.id, outputs[0])
         if not outs:
             # a value that never reached Python as its own tensor: the log_softmax inside cross_entropy, or an
             # in-place op's result before it was written into its target (gradviz's engine records that too)
@@ -285,7 +296,7 @@ class TorchAdapter(TorchEvents):
             outs.append(OutputFact(*fields, None) if _OUTPUT_HANDLE else OutputFact(*fields))
         saved = self._saved(node, info, tensors) if info.saved else ()
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
-                        nonfinite=nonfinite and is_root, lasti=lasti, handle=ref)
+                        lasti=lasti, handle=ref)
         if hidden is not None:
             self.builder.variable_died(hidden)
         node.register_prehook(tag)
@@ -374,7 +385,7 @@ class TorchAdapter(TorchEvents):
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         if roots:
             facts = {"tensors": tensors, "outputs": outs, "lasti": -1 if frame is None else frame.f_lasti,
-                     "nonfinite": _nonfinite(outs)}
+                     "checks": self.checks}
             for fn in roots:
                 self.node_key(fn, location, **facts)
         elif outs and not changed:
@@ -394,7 +405,7 @@ class TorchAdapter(TorchEvents):
         for o in outs:
             fn = o.grad_fn
             if fn is not None:
-                self.node_key(fn, location, tensors=tensors, outputs=outs, lasti=-1, nonfinite=_nonfinite(outs))
+                self.node_key(fn, location, tensors=tensors, outputs=outs, lasti=-1, checks=self.checks)
                 break
 
     def internal_error(self, where, exc):
@@ -410,6 +421,20 @@ class TorchAdapter(TorchEvents):
             self.builder.existing_output(key, self.node_key(fn, None))
 
 
+def _freeze_heap():
+    """Move what exists now (torch's ~10^5 objects, the program's) out of the collector's sight until detach.
+
+    A trace keeps small records per op; enough of them trigger full collections, and each one walks every
+    object in the process (over 100 ms with torch loaded): most of the tracing cost on long graphs. Frozen
+    objects are not collected until detach (a cycle that became garbage before the trace started waits for
+    it); everything made during the trace is collected as usual. Nothing happens when the collector is off
+    or the program froze objects itself."""
+    if not gc.isenabled() or gc.get_freeze_count():
+        return False
+    gc.freeze()
+    return True
+
+
 def _nbytes(t):
     try:
         return t.numel() * t.element_size()
@@ -422,20 +447,6 @@ def _numel(shape):
     for d in shape:
         n *= d
     return n
-
-
-def _nonfinite(outs):
-    """Whether the first floating output holds NaN/Inf: one reduction, on CPU only (on a GPU it would be a host
-    sync per op; there the backward norms, taken in batches, still find non-finite gradients)."""
-    for o in outs:
-        if o.is_floating_point():
-            if o.device.type != "cpu" or not o.numel():
-                return False
-            s = o.detach().sum().item()
-            if s - s != 0:  # NaN or ±Inf (a sum can overflow: then look at the values themselves)
-                return not bool(o.detach().isfinite().all())
-            return False
-    return False
 
 
 def _is_parameter_storage(t):

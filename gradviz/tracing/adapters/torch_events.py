@@ -7,6 +7,7 @@ user's and are not reported, as on gradviz's engine.
 """
 
 import re
+import threading
 import warnings
 import weakref
 
@@ -24,6 +25,15 @@ _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 def _here(depth):
     frame = user_frame(depth + 1)
     return frame, (None if frame is None else location_at(frame.f_code, frame.f_lineno))
+
+
+class PerThread(threading.local):
+    """What the adapter keeps per thread: its module calls, and whether it is inside a quiet section (an
+    optimizer step, a compiled region), when ops are not the user's."""
+
+    quiet = 0
+    step = None
+    calls = None
 
 
 class TorchEvents:
@@ -190,7 +200,7 @@ class TorchEvents:
 
     # ----- modules and optimizers ---------------------------------------------------------------------------
     def _calls(self):
-        calls = getattr(self.tls, "calls", None)
+        calls = self.tls.calls
         if calls is None:
             calls = self.tls.calls = []
         return calls
@@ -237,13 +247,13 @@ class TorchEvents:
         if not self.observing():
             return
         tls = self.tls
-        if getattr(tls, "step", None) is None:  # (a step that raised never reached step_end)
-            tls.quiet = getattr(tls, "quiet", 0) + 1  # its own ops are the update, reported at the end
+        if tls.step is None:  # (a step that raised never reached step_end)
+            tls.quiet += 1  # its own ops are the update, reported at the end
         tls.step = [(p, p._version) for p in self._params_of(optimizer)]
 
     def step_end(self, optimizer, args, kwargs):
         tls = self.tls
-        before = getattr(tls, "step", None)
+        before = tls.step
         if before is None:
             return
         tls.step = None
@@ -323,6 +333,7 @@ class TorchEvents:
         keep = bool(bound.get("create_graph")) if retain is None else bool(retain)
         frame, location = _here(3)
         self._name_from_frame(frame, quick=True)
+        self.checks.flush()  # a NaN made in forward is reported before the backward that meets it
         keys = [self.var(r) for r in roots]
         root_nodes = [None if r.grad_fn is None else self.node_key(r.grad_fn, None) for r in roots]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all
@@ -430,8 +441,7 @@ class Backward:
 
     def _flush(self):
         if self._grads:
-            grads = [g if g.is_floating_point() or g.is_complex() else g.float() for g in self._grads]
-            self._norms.extend(self.torch._foreach_norm(grads))
+            self._norms.extend(norms(self.torch, self._grads))
             self._grads = []
             self._held = 0
 
@@ -441,6 +451,45 @@ class Backward:
         values = _floats(self.torch, self._norms)
         self._norms = []
         return [(key, leaf, 0.0 if index < 0 else values[index]) for key, leaf, index in self._order]
+
+
+def norms(torch, tensors):
+    """L2 norms of ``tensors`` as 0-d tensors on their devices, in one batched call where possible."""
+    tensors = [t if t.is_floating_point() or t.is_complex() else t.float() for t in tensors]
+    try:
+        return list(torch._foreach_norm(tensors))
+    except (RuntimeError, TypeError):  # mixed layouts or dtypes the batched kernel refuses
+        return [torch.linalg.vector_norm(t) for t in tensors]
+
+
+class OutputChecks:
+    """Ops' outputs waiting for the NaN/Inf check, done in batches (their norms, one transfer per device) when
+    the held outputs pass a budget, at each backward and when the trace stops: no host sync per op."""
+
+    __slots__ = ("torch", "builder", "pending", "held")
+
+    def __init__(self, torch, builder):
+        self.torch = torch
+        self.builder = builder
+        self.pending = []  # (node key, detached output)
+        self.held = 0
+
+    def add(self, key, output):
+        self.pending.append((key, output.detach()))
+        self.held += output.nbytes
+        if self.held > _NORM_BUDGET or len(self.pending) > 4096:
+            self.flush()
+
+    def flush(self):
+        pending = [(key, t) for key, t in self.pending if t.is_floating_point() and t.numel()]
+        self.pending = []
+        self.held = 0
+        if not pending:
+            return
+        values = _floats(self.torch, norms(self.torch, [t for _, t in pending]))
+        for (key, t), v in zip(pending, values):
+            if v - v != 0 and not bool(t.isfinite().all()):  # a norm can overflow: then the values decide
+                self.builder.nonfinite_output(key)
 
 
 def _floats(torch, norms):

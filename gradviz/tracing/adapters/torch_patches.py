@@ -120,7 +120,7 @@ def _make_mode_class():
             if kwargs is None:
                 kwargs = {}
             adapter = self.adapter
-            if not adapter.attached or _forked[0] or is_compiling() or getattr(adapter.tls, "quiet", 0):
+            if not adapter.attached or _forked[0] or is_compiling() or adapter.tls.quiet:
                 return func(*args, **kwargs)
             handler = special.get(func)
             if handler is not None:
@@ -161,7 +161,7 @@ def _traced_apply(apply):
         internal = (getattr(cls, "__module__", "") or "").startswith("torch")
         tls = adapter.tls
         if internal:  # a compiled region's CompiledFunction: the ops it runs are not the user's
-            tls.quiet = getattr(tls, "quiet", 0) + 1
+            tls.quiet += 1
         try:
             outputs = apply(cls, *args, **kwargs)
         finally:
