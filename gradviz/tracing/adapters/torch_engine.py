@@ -381,7 +381,7 @@ class TorchAdapter(TorchEvents):
                 if not tensors and outs:
                     self.created(func, args, outs)
                 return
-        frame = user_frame(2)
+        frame = user_frame(0)
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         if roots:
             facts = {"tensors": tensors, "outputs": outs, "lasti": -1 if frame is None else frame.f_lasti,

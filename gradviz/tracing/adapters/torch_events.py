@@ -22,8 +22,9 @@ _NEW = frozenset(("tensor", "as_tensor", "from_numpy", "asarray", "Tensor"))
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 
 
-def _here(depth):
-    frame = user_frame(depth + 1)
+def _here():
+    """The user's frame and line: the first frame outside gradviz and torch, looking outwards from here."""
+    frame = user_frame(0)
     return frame, (None if frame is None else location_at(frame.f_code, frame.f_lineno))
 
 
@@ -55,7 +56,7 @@ class TorchEvents:
         if caller_is_internal():
             return
         origin = "new" if getattr(func, "__name__", "") in _NEW else "factory"
-        _, location = _here(3)
+        _, location = _here()
         live = self.builder.live_variables
         for o in outs:
             if id(o) in live:
@@ -65,6 +66,18 @@ class TorchEvents:
                 cut = self._cut.get(id(args[0]))
                 if cut is not None and cut[0]() is args[0]:
                     self.builder.wrapped(id(o), cut[1])
+
+    def constructed(self, kind, args, t):
+        """``Variable(...)`` or ``nn.Parameter(...)`` made ``t``, at the user's line (for a parameter made inside
+        a module's ``__init__``, the line that made the module)."""
+        if id(t) in self.builder.live_variables:
+            return
+        _, location = _here()
+        self.new_var(t, "parameter" if kind == "Parameter" else "new", location)
+        if kind == "Variable" and args and self._cut:
+            cut = self._cut.get(id(args[0]))
+            if cut is not None and cut[0]() is args[0]:
+                self.builder.wrapped(id(t), cut[1])
 
     def unrecorded(self, func, tensors, outs, location):
         """An op that built no node although an input requires grad (``no_grad``, a non-differentiable op)."""
@@ -86,8 +99,10 @@ class TorchEvents:
             base_node = self.node_key(base.grad_fn, location)
         # through .data the version counter is its own: PyTorch will not notice, not a stale-version case
         counter = None if self._from_data(t) else tg.storage_key(t)[0]
-        self.builder.inplace(key, old_version, t._version, counter, location, node=node,
-                             op=getattr(func, "__name__", None), base=base_key, base_node=base_node)
+        op = tg.info(fn).name if fn is not None and node is not None and fn.metadata.get(tg.KEY).id == node \
+            else _node_name_of(func)
+        self.builder.inplace(key, old_version, t._version, counter, location, node=node, op=op, base=base_key,
+                             base_node=base_node)
 
     def _from_data(self, t):
         for x in (t, t._base):
@@ -105,7 +120,7 @@ class TorchEvents:
         try:
             with self.lock:
                 source = args[0]
-                _, location = _here(2)
+                _, location = _here()
                 skey = self.var(source)
                 rkey = None
                 if isinstance(result, self._Tensor):
@@ -133,7 +148,7 @@ class TorchEvents:
         t = args[0]
         if not self.attached or caller_is_internal():
             return func(*args, **kwargs)
-        frame = user_frame(1)
+        frame = user_frame(0)
         if t.is_leaf or t.retains_grad:
             grad = func(*args, **kwargs)
         else:  # PyTorch warns here; under a mode the warning would point at our line: re-issue it at the user's
@@ -161,7 +176,7 @@ class TorchEvents:
             return result
         try:
             with self.lock:
-                _, location = _here(2)
+                _, location = _here()
                 self.builder.grad_write(self.var(args[0]), location, is_none=args[1] is None)
         except Exception as exc:
             self.internal_error("grad_write", exc)
@@ -178,7 +193,7 @@ class TorchEvents:
         result = func(*args, **kwargs)
         try:
             with self.lock:
-                _, location = _here(2)
+                _, location = _here()
                 self.builder.hook(self.var(t), "register", location, retain_grad=retain_grad,
                                   hook_name=_hook_name(hook), hook_location=_hook_location(hook))
         except Exception as exc:
@@ -262,7 +277,7 @@ class TorchEvents:
             return
         try:
             with self.lock:
-                _, location = _here(1)
+                _, location = _here()
                 name = type(optimizer).__name__
                 keys = []
                 for p, version in before:
@@ -280,7 +295,7 @@ class TorchEvents:
             return
         try:
             with self.lock:
-                _, location = _here(2)
+                _, location = _here()
                 if isinstance(owner, self.torch.nn.Module):
                     params = list(owner.parameters())
                 else:
@@ -331,7 +346,7 @@ class TorchEvents:
         grads = [grads] if grads is None or isinstance(grads, Tensor) else list(grads)
         retain = bound.get("retain_graph")
         keep = bool(bound.get("create_graph")) if retain is None else bool(retain)
-        frame, location = _here(3)
+        frame, location = _here()
         self._name_from_frame(frame, quick=True)
         self.checks.flush()  # a NaN made in forward is reported before the backward that meets it
         keys = [self.var(r) for r in roots]
@@ -521,6 +536,19 @@ class _HookCall:
         if t is not None:
             self.adapter.hook_called(t, self.hook)
         return self.hook(grad)
+
+
+def _node_name_of(func):
+    """The name PyTorch gives the node of an in-place call that built none (under ``no_grad``, on ``.grad``):
+    ``zero_`` -> ``ZeroBackward0``, ``__iadd__`` -> ``AddBackward0``, ``fill_`` -> ``FillBackward0``."""
+    name = getattr(func, "__name__", None) or ""
+    name = name.strip("_")
+    if name.startswith("i") and name[1:] in ("add", "sub", "mul", "truediv", "div", "pow", "and", "or", "xor"):
+        name = name[1:]
+    name = {"truediv": "div"}.get(name, name)
+    if not name:
+        return None
+    return "".join(part.capitalize() for part in name.split("_")) + "Backward0"
 
 
 def _hook_name(hook):

@@ -48,6 +48,10 @@ def install(adapter):
         for owner in (torch.optim.Optimizer, torch.nn.Module):
             _replace(owner, "zero_grad", _traced_zero_grad(owner.__dict__["zero_grad"]))
         _replace(threading.Thread, "_bootstrap_inner", _traced_thread(threading.Thread._bootstrap_inner))
+        Variable = torch.autograd.variable.Variable  # the legacy constructor, not an op the mode sees
+        _replace(Variable, "__new__", staticmethod(_traced_new(torch._C._LegacyVariableBase.__new__, "Variable")))
+        Parameter = torch.nn.Parameter  # made inside a module's __init__: located at the line making the module
+        _replace(Parameter, "__new__", staticmethod(_traced_new(Parameter.__dict__["__new__"], "Parameter")))
     adapter.mode = observing_mode(adapter)
     adapter.mode.__enter__()
 
@@ -64,11 +68,17 @@ def uninstall(adapter):
             _current[0] = None
             while _saved:
                 owner, name, value = _saved.pop()
-                setattr(owner, name, value)
+                if value is _MISSING:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, value)
+
+
+_MISSING = object()
 
 
 def _replace(owner, name, value):
-    _saved.append((owner, name, owner.__dict__[name]))
+    _saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
     setattr(owner, name, value)
 
 
@@ -169,7 +179,7 @@ def _traced_apply(apply):
                 tls.quiet -= 1
         try:
             with adapter.lock:
-                frame = user_frame(1)
+                frame = user_frame(0)
                 location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
                 adapter.on_custom_function(cls, args, outputs, location)
         except Exception as exc:
@@ -181,12 +191,37 @@ def _traced_apply(apply):
     return traced_apply
 
 
+def _traced_new(new, kind):
+    """A constructor the mode does not see: ``torch.autograd.Variable(data, requires_grad=...)``, a new tensor
+    sharing ``data``'s memory (the seed's ``Variable(y1.data, ...)`` that cuts a graph in two), or
+    ``nn.Parameter(...)``."""
+    new = getattr(new, "__func__", new)
+
+    def __new__(cls, *args, **kwargs):
+        result = new(cls, *args, **kwargs)
+        adapter = _current[0]
+        if adapter is not None and adapter.observing():
+            try:
+                with adapter.lock:
+                    adapter.constructed(kind, args, result)
+            except Exception as exc:
+                adapter.internal_error(kind, exc)
+        return result
+
+    return __new__
+
+
 def _traced_zero_grad(original):
     def zero_grad(self, *args, **kwargs):
-        result = original(self, *args, **kwargs)
         adapter = _current[0]
-        if adapter is not None:
-            adapter.zero_grad_called(self)
+        if adapter is None:
+            return original(self, *args, **kwargs)
+        adapter.tls.quiet += 1  # its writes to .grad (zero_, detach_) are torch's, not the user's
+        try:
+            result = original(self, *args, **kwargs)
+        finally:
+            adapter.tls.quiet -= 1
+        adapter.zero_grad_called(self)
         return result
 
     zero_grad.__wrapped__ = original
