@@ -7,6 +7,7 @@ import sys
 import click
 
 from .artifacts import FORMATS
+from .engine import ENGINES
 from .output import one_line
 
 
@@ -24,11 +25,13 @@ from .output import one_line
 @click.option("--show-grads", is_flag=True, help="Label edges with the gradient norm that flowed through them.")
 @click.option("--forward", is_flag=True, help="Draw the forward data flow instead of the backward graph.")
 @click.option("--open", "open_after", is_flag=True, help="Open the picture when it is written.")
-@click.option("--torch", "use_torch", is_flag=True, help="Make `import torch` resolve to gradviz for this run.")
+@click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
+              help="Run the script on gradviz's engine, on real PyTorch, or auto (as for `run`).")
+@click.option("--torch", "use_torch", is_flag=True, help="Same as --engine gradviz.")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
               help="Collapse graphs larger than this by module depth.")
-def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads, forward, open_after, use_torch,
-          max_nodes):
+def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads, forward, open_after, engine,
+          use_torch, max_nodes):
     """Draw the graph of SOURCE: a Python script (run under a trace) or a saved trace (.json).
 
     Options may come before or after SOURCE; arguments for the script go after `--`:
@@ -38,7 +41,7 @@ def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads,
 
     output = Output()
     fmt = _format(out_file, fmt)
-    doc, exit_code = _document(output, source, args, use_torch)
+    doc, exit_code = _document(output, source, args, use_torch, engine)
     options = {"iteration": iteration, "depth": depth, "show_saved": show_saved, "show_grads": show_grads,
                "forward": forward, "max_nodes": max_nodes}
     path = _draw(output, doc, source, out_file, fmt, options)
@@ -56,18 +59,19 @@ def _format(out_file, fmt):
     return suffix if suffix in FORMATS else "svg"
 
 
-def _document(output, source, args, use_torch):
+def _document(output, source, args, use_torch, engine="auto"):
     """The trace document to draw, and the exit status (the script's own, when one was run)."""
     if source.endswith(".json"):
         if args:
             output.abort(f"a trace file takes no script arguments (got `{' '.join(args)}`)")
         return _load(output, source), 0
-    from .run import _report_script_failure
+    from .run import _report_script_failure, choose_engine
     from .runner import ScriptError
     from .session import trace_script
 
+    choice = choose_engine(output, engine, source, use_torch)
     try:
-        traced = trace_script(source, args, torch=use_torch)
+        traced = trace_script(source, args, torch=choice.shim, engine=choice.trace)
     except ScriptError as exc:
         output.abort(str(exc))
     _report_script_failure(output, traced.result)

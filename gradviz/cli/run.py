@@ -6,6 +6,7 @@ import click
 
 from ..document.vocabulary import severity_rank
 from .artifacts import FORMATS, shown_path
+from .engine import ENGINES
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -15,8 +16,11 @@ from .artifacts import FORMATS, shown_path
               help="Folder for pictures, report.json and report.html  [default: gradviz-out/<script-stem>/]")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="svg", show_default=True,
               help="Picture format.")
+@click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
+              help="Run on gradviz's engine, on real PyTorch, or auto: PyTorch when the script imports it and it "
+                   "is installed.")
 @click.option("--torch", "use_torch", is_flag=True,
-              help="Make `import torch` resolve to gradviz for this run (unmodified PyTorch scripts).")
+              help="Same as --engine gradviz: `import torch` resolves to gradviz for this run.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default="error", show_default=True,
               help="Exit 1 if any diagnostic is at or above this severity.")
 @click.option("--json-only", is_flag=True, help="Print the trace document as JSON to stdout and nothing else.")
@@ -26,7 +30,8 @@ from .artifacts import FORMATS, shown_path
               help="Collapse graphs larger than this by module depth.")
 @click.option("--no-check-backward", is_flag=True,
               help="Don't check custom autograd Functions' backward numerically (the wrong-backward diagnosis).")
-def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_render, max_nodes, no_check_backward):
+def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
+        no_check_backward):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
     Everything after SCRIPT is passed to the script as its own arguments.
@@ -37,6 +42,7 @@ def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_ren
 
     output = Output(quiet=quiet or json_only)
     show_progress = output.is_terminal and not (quiet or json_only)
+    choice = choose_engine(output, engine, script, use_torch)
     # resolved before the script runs: it may change or even delete the working folder
     out_dir = os.path.abspath(out_dir or default_out_dir(script))
     written = None
@@ -45,10 +51,11 @@ def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_ren
             if json_only:
                 # stdout carries the JSON document alone: the script's prints, and its children's, go to stderr
                 with script_stdout_to_stderr():
-                    traced = trace_script(script, args, torch=use_torch, check_backward=not no_check_backward)
+                    traced = trace_script(script, args, torch=choice.shim, check_backward=not no_check_backward,
+                                          engine=choice.trace)
             else:
-                traced = trace_script(script, args, torch=use_torch, output=output, progress=show_progress,
-                                      check_backward=not no_check_backward)
+                traced = trace_script(script, args, torch=choice.shim, output=output, progress=show_progress,
+                                      check_backward=not no_check_backward, engine=choice.trace)
         except ScriptError as exc:
             output.abort(str(exc))
         doc, result = traced.doc, traced.result
@@ -90,6 +97,20 @@ def run(script, args, out_dir, fmt, use_torch, fail_on, json_only, quiet, no_ren
     if folder_error and code == 0:
         code = 1
     raise click.exceptions.Exit(code)
+
+
+def choose_engine(output, engine, script, use_torch):
+    """The engine for this run (``cli/engine.py``); a one-line error when it cannot run, a note when auto falls
+    back to gradviz's engine."""
+    from .engine import choose
+
+    try:
+        choice = choose(engine, script, use_torch)
+    except ValueError as exc:
+        output.abort(str(exc))
+    if choice.note:
+        output.note(choice.note)
+    return choice
 
 
 def _interrupted(written, out_dir, json_only):

@@ -153,10 +153,25 @@ def _trim(te, seen):
     if id(te) in seen:
         return
     seen.add(id(te))
-    te.stack = traceback.StackSummary.from_list([f for f in te.stack if _is_user_frame(f.filename)])
+    te.stack = traceback.StackSummary.from_list(_without_dispatch([f for f in te.stack]))
     for chained in (te.__cause__, te.__context__):
         if chained is not None:
             _trim(chained, seen)
+
+
+def _without_dispatch(frames):
+    """The frames that are not gradviz's, and not PyTorch's hand-over to gradviz's function mode either (the
+    ``return handle_torch_function(...)`` line and ``handle_torch_function`` itself, right before a gradviz
+    frame): what the traceback would be without the trace."""
+    kept = []
+    for f in frames:
+        if _is_user_frame(f.filename):
+            kept.append(f)
+            continue
+        while kept and (kept[-1].name == "handle_torch_function" or
+                        (kept[-1].line or "").lstrip().startswith("return handle_torch_function(")):
+            kept.pop()
+    return kept
 
 
 def _is_user_frame(filename):

@@ -17,16 +17,17 @@ class TracedRun:
     result: RunResult
 
 
-def trace_script(path, args=(), torch=False, output=None, progress=False, check_backward=True):
+def trace_script(path, args=(), torch=False, output=None, progress=False, check_backward=True, engine="gradviz"):
     """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
 
-    ``torch=True`` makes ``import torch`` resolve to gradviz for the run. ``progress=True`` shows a live line
+    ``torch=True`` makes ``import torch`` resolve to gradviz for the run; ``engine`` is the trace's (``auto``,
+    ``gradviz``, ``torch``: see ``cli/engine.py``). ``progress=True`` shows a live line
     (backward calls, iterations, retained memory) on ``output``'s console while the script runs.
     """
     import gradviz
 
     code = compile_script(path)
-    tr = gradviz.trace(check_backward=check_backward)
+    tr = gradviz.trace(check_backward=check_backward, engine=engine)
     tr.script = path
     with ExitStack() as stack:
         if torch:

@@ -161,7 +161,7 @@ class GradvizAdapter(Observer):
         state = self.builder.variable_state
         for key, rec in list(self.builder.live_variables.items()):
             ref = rec.handle
-            obj = ref() if ref is not None else None
+            obj = ref() if type(ref) is _Ref else None  # (under engine="auto" the torch adapter's records too)
             if obj is None:
                 continue
             state(key, name=obj._name, requires_grad=obj._requires_grad if requires_grad else None)

@@ -1,0 +1,66 @@
+"""``--engine auto|gradviz|torch``: which engine a script runs on, decided before it runs.
+
+- ``gradviz``: gradviz's own engine; ``import torch`` resolves to gradviz (the import shim, ``torch_shim.py``).
+  ``--torch`` is kept as an alias.
+- ``torch``: real PyTorch, watched by the torch adapter (it must be installed).
+- ``auto`` (the default): a script whose source imports torch runs on real PyTorch when it is installed, and on
+  gradviz's engine through the import shim when it is not, with a one-line note; any other script is traced
+  with ``engine="auto"`` (gradviz's engine, and PyTorch too if something it imports brings torch in).
+"""
+
+import ast
+import importlib.util
+
+ENGINES = ("auto", "gradviz", "torch")
+NO_TORCH = "--engine torch needs PyTorch, which is not installed: pip install 'gradviz[torch]'"
+NOTE_SHIM = "PyTorch is not installed: running {script} on gradviz's engine through its `import torch` shim"
+
+
+class EngineChoice:
+    """``trace``: the ``engine=`` given to ``gradviz.trace``; ``shim``: install the import shim; ``note``: a line
+    to print, or None."""
+
+    def __init__(self, trace, shim, note=None):
+        self.trace, self.shim, self.note = trace, shim, note
+
+
+def torch_installed():
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def imports_torch(path):
+    """Whether the script's source imports torch anywhere (``import torch``, ``from torch... import``)."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "torch":
+            return True
+    return False
+
+
+def choose(engine, script, use_torch_shim=False):
+    """The engine for running ``script``; ``use_torch_shim`` is the old ``--torch`` flag (= ``gradviz``).
+    Raises ``ValueError`` with one line when the choice cannot run."""
+    if use_torch_shim:
+        if engine not in ("auto", "gradviz"):
+            raise ValueError(f"--torch is --engine gradviz; it cannot be combined with --engine {engine}")
+        engine = "gradviz"
+    if engine == "gradviz":
+        return EngineChoice("gradviz", shim=True)
+    if engine == "torch":
+        if not torch_installed():
+            raise ValueError(NO_TORCH)
+        return EngineChoice("torch", shim=False)
+    if imports_torch(script):
+        if torch_installed():
+            return EngineChoice("torch", shim=False)
+        return EngineChoice("gradviz", shim=True, note=NOTE_SHIM.format(script=script))
+    return EngineChoice("auto", shim=False)
