@@ -443,17 +443,18 @@ class TraceBuilder:
             orec.inputs = in_ids
 
     def external_node(self, key, op, class_name, custom, *, shape=(), dtype=None, meta=None, external=True,
-                      handle=None):
+                      handle=None, module=()):
         """A node first seen as someone's input: built before the trace started (``external``, no location) or
         an engine-made node no op reported (gradviz's ``CopySlices``, ``external=False``, with the shape and
         dtype it produces). Report its inputs with ``node_inputs`` and its saved tensors with ``node_saved``
-        after every node it points at is known. Returns the record."""
+        after every node it points at is known; ``module`` is its module stack when the adapter can tell (a
+        snapshot given the model: the module owning a parameter the node uses). Returns the record."""
         rec = _new_node(NodeRecord)
         rec.id = nid = next(self._node_ids)
         rec.key = key
         rec.op, rec.class_name, rec.custom = op, class_name, custom
         rec.location = None
-        rec.module = ()
+        rec.module = tuple(module)
         rec.iteration = self.groups.iteration
         rec.inputs = rec.input_variables = rec.outputs = rec.saved = ()
         rec.shape = shape

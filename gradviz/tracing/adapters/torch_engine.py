@@ -91,6 +91,7 @@ class TorchAdapter(TorchEvents):
         self._node_gone = self._node_died
         TorchEvents.__init__(self)
         self.checks = OutputChecks(torch, builder)
+        self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
         builder.engine("torch", torch.__version__, ())
 
     # ----- lifecycle ------------------------------------------------------------------------------------
@@ -257,8 +258,15 @@ class TorchAdapter(TorchEvents):
     def _external(self, node, info):
         tag, ref = self._tag(node)
         shape, dtype = tg.output_meta(node)
+        module = ()
+        if self.owners:  # a snapshot given the model: the module owning a parameter the node uses
+            for child, _ in node.next_functions:
+                if child is not None and tg.info(child).accumulator:
+                    module = self.owners.get(id(child.variable), ())
+                    if module:
+                        break
         self.builder.external_node(tag.id, info.name, info.class_name, info.custom, shape=shape, dtype=dtype,
-                                   handle=ref)
+                                   handle=ref, module=module)
         self.builder.node_inputs(tag.id, self._edges(node))
         saved = self._saved(node, info, ())
         if saved:
