@@ -35,7 +35,7 @@ from . import torch_graph as tg
 from . import torch_patches
 from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
-from .torch_frames import set_torch_dir, user_frame
+from .torch_frames import call_site, set_torch_dir, user_frame
 
 SUPPORTED = (2, 4)  # the oldest torch this adapter is written for (tested with 2.13.0)
 _OUTPUT_HANDLE = "handle" in OutputFact._fields
@@ -218,12 +218,19 @@ class TorchAdapter(TorchEvents):
         are ``external``; the others were built by the op being reported (``op_facts``: its tensor arguments,
         outputs and call instruction): one op can build several (``F.cross_entropy``)."""
         start = self._start_seq.get(threading.get_ident(), -1) if self._start_seq else -1
-        for node in tg.new_nodes(root, self):
+        nodes = tg.new_nodes(root, self)
+        for i, node in enumerate(nodes):
             info = tg.info(node)
             if info.accumulator:
                 self._accumulator(node)
             elif location is None or 0 <= node._sequence_nr() < start:
                 self._external(node, info)
+            elif len(nodes) > 1 and op_facts:
+                # one call building several nodes (linear: t() of the weight, the matmul, the bias add) may
+                # start several graphs from one call site: each gets its own site, or the builder would take
+                # the second for a loop's next iteration
+                facts = dict(op_facts, lasti=(op_facts.get("lasti", -1), i))
+                self._op_node(node, info, node is root, location, **facts)
             else:
                 self._op_node(node, info, node is root, location, **op_facts)
 
@@ -392,7 +399,7 @@ class TorchAdapter(TorchEvents):
         frame = user_frame(0)
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         if roots:
-            facts = {"tensors": tensors, "outputs": outs, "lasti": -1 if frame is None else frame.f_lasti,
+            facts = {"tensors": tensors, "outputs": outs, "lasti": call_site(frame),
                      "checks": self.checks}
             for fn in roots:
                 self.node_key(fn, location, **facts)

@@ -53,6 +53,25 @@ def user_frame(depth):
     return None
 
 
+def call_site(frame):
+    """What tells two calls on one user line apart: the user frame's instruction and, when torch's own Python
+    code made the call (an op inside ``nn.MultiheadAttention.forward``), where in that code, every frame of it
+    (a helper called from two places is two sites): every op of a module call shares the user's line."""
+    if frame is None:
+        return -1
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_GRADVIZ_DIR):
+        f = f.f_back
+    if f is frame:
+        return frame.f_lasti
+    site = [frame.f_lasti]
+    while f is not None and f is not frame:
+        site.append(id(f.f_code))
+        site.append(f.f_lasti)
+        f = f.f_back
+    return tuple(site)
+
+
 def caller_is_internal(func=None):
     """Whether the code that called ``func`` (the first frame outside gradviz, and outside ``func`` itself when it
     is a Python method such as ``Tensor.register_hook``, looking outwards from here) is torch's own (an optimizer
