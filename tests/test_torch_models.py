@@ -1,9 +1,9 @@
 """Models gradviz's engine cannot run, traced on real PyTorch: each clean program gives no warning or error, and
 the same program with one planted mistake gives that mistake's diagnostic at its line. Each is drawn too.
 
-The programs are templates in tests/torch_models/ (``NAME.py.in``); a placeholder in capitals (``DETACH``, ``INPLACE``…) is replaced by the
-clean line or by the mistake. Sizes are tiny: each runs in well under a second (torch.compile's first call
-aside, with the quick ``aot_eager`` backend).
+The programs are templates in tests/torch_models/ (``NAME.py.in``): a placeholder in capitals (``DETACH``,
+``INPLACE``…) is replaced by the clean line or by the mistake. Sizes are tiny: each runs in well under a second
+(torch.compile's first call aside, with the quick ``aot_eager`` backend).
 """
 
 import os
