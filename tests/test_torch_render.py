@@ -1,0 +1,61 @@
+"""A PyTorch graph that already exists, drawn without a trace (what torchviz's make_dot does): PyTorch's node
+names, parameter names from the model or the caller's modules, module clusters when given the model."""
+
+import gc
+import weakref
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gradviz.rendering import render  # noqa: E402
+from gradviz.tracing.adapters.torch_snapshot import snapshot  # noqa: E402
+
+pytestmark = pytest.mark.oracle
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+
+
+def test_snapshot_has_pytorchs_nodes_edges_and_shapes():
+    model = _mlp()
+    loss = model(torch.randn(5, 4)).pow(2).mean()
+    doc = snapshot(loss)
+    ops = [n["op"] for n in doc["nodes"]]
+    assert sorted(ops) == sorted(["MeanBackward0", "PowBackward0", "AddmmBackward0", "TBackward0", "ReluBackward0",
+                                  "AddmmBackward0", "TBackward0"] + ["AccumulateGrad"] * 4)
+    by_id = {n["id"]: n for n in doc["nodes"]}
+    root = next(n for n in doc["nodes"] if n["op"] == "MeanBackward0")
+    assert [by_id[i]["op"] for i, _ in root["inputs"]] == ["PowBackward0"]
+    relu = next(n for n in doc["nodes"] if n["op"] == "ReluBackward0")
+    assert relu["shape"] == [5, 3] and relu["saved"][0]["kind"] == "output"
+    # names: the caller binds `model` (its parameters) and `loss`
+    names = {v["name"] for v in doc["variables"]}
+    assert {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias", "loss"} <= names
+
+
+def test_given_the_model_nodes_are_clustered_by_module():
+    net = _mlp()
+    out = net(torch.randn(5, 4)).sum()
+    doc = snapshot(out, model=net)
+    modules = {n["op"] + str(i): n["module"] for i, n in enumerate(doc["nodes"]) if n["op"] == "AddmmBackward0"}
+    assert sorted(m[-1] for m in modules.values()) == ["net.0", "net.2"]
+    picture = render(doc).source
+    assert "AddmmBackward0" in picture and "cluster" in picture and "net.0.weight" in picture
+
+
+def test_a_snapshot_keeps_nothing_alive():
+    model = _mlp()
+    loss = model(torch.randn(5, 4)).sum()
+    snapshot(loss)
+    ref = weakref.ref(loss.grad_fn.metadata["gradviz"])  # our tag in the node's metadata: dies with the node
+    del loss
+    gc.collect()
+    assert ref() is None
+
+
+def test_snapshot_refuses_other_objects():
+    with pytest.raises(TypeError, match="snapshot\\(\\) takes torch tensors, got str"):
+        snapshot("loss")
