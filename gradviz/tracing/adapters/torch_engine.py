@@ -35,7 +35,7 @@ from . import torch_graph as tg
 from . import torch_patches
 from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
-from .torch_frames import call_site, set_torch_dir, user_frame
+from .torch_frames import set_torch_dir, where
 
 SUPPORTED = (2, 4)  # the oldest torch this adapter is written for (tested with 2.13.0)
 _OUTPUT_HANDLE = "handle" in OutputFact._fields
@@ -66,6 +66,25 @@ class _Ref(weakref.ref):
     __slots__ = ("key",)
 
 
+class _Own:
+    """``with adapter.lock:`` the builder's lock, and this thread quiet (the mode lets calls through untouched)."""
+
+    __slots__ = ("lock", "tls")
+
+    def __init__(self, lock, tls):
+        self.lock = lock
+        self.tls = tls
+
+    def __enter__(self):
+        self.lock.acquire()
+        self.tls.quiet += 1
+
+    def __exit__(self, *exc):
+        self.tls.quiet -= 1
+        self.lock.release()
+        return False
+
+
 class TorchAdapter(TorchEvents):
     """Watches real PyTorch for a ``TraceBuilder``: ``attach()`` / ``detach()`` start and stop watching."""
 
@@ -78,10 +97,12 @@ class TorchAdapter(TorchEvents):
         self.torch = torch
         self.builder = builder
         self.attached = False
-        self.lock = threading.RLock()  # facts are not thread-safe; hooks may run on autograd's device threads
+        self.tls = PerThread()
+        # around all our bookkeeping: facts are not thread-safe (hooks may run on autograd's device threads), and
+        # the torch calls we make ourselves from hooks must not come back through our own mode
+        self.lock = _Own(threading.RLock(), self.tls)
         self._keys = itertools.count(1)  # node keys: never reused (unlike id())
         self.names = ModuleNames()
-        self.tls = PerThread()
         self._devices = set()
         self._start_seq = {}  # thread id -> the sequence number of the first node built after attach
         self._froze = False
@@ -321,14 +342,17 @@ class TorchAdapter(TorchEvents):
         argument (its memory is not charged when the argument is a leaf that requires grad: a parameter's
         storage belongs to the model); each block of memory is keyed by (device, storage address)."""
         facts = []
+        args = None
         for attr, index, t in tg.saved_tensors(node, info.saved):
             if t is None:
                 continue
             counter, block_bytes = tg.storage_key(t)
             block = counter
             vkey = None
-            for a in tensors:
-                if a.untyped_storage().data_ptr() == counter[2] and a.device.type == counter[0]:
+            if args is None:
+                args = [(a.untyped_storage().data_ptr(), a.device.type, a) for a in tensors]
+            for ptr, device, a in args:
+                if ptr == counter[2] and device == counter[0]:
                     vkey = self.var(a)
                     if _is_parameter_storage(a):
                         block = None
@@ -396,10 +420,10 @@ class TorchAdapter(TorchEvents):
                 if not tensors and outs:
                     self.created(func, args, outs)
                 return
-        frame = user_frame(0)
+        frame, site = where()
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         if roots:
-            facts = {"tensors": tensors, "outputs": outs, "lasti": call_site(frame),
+            facts = {"tensors": tensors, "outputs": outs, "lasti": site,
                      "checks": self.checks}
             for fn in roots:
                 self.node_key(fn, location, **facts)

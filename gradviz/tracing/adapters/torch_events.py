@@ -262,9 +262,11 @@ class TorchEvents:
         if not self.observing():
             return
         tls = self.tls
+        with self.lock:
+            versions = [(p, p._version) for p in self._params_of(optimizer)]
         if tls.step is None:  # (a step that raised never reached step_end)
             tls.quiet += 1  # its own ops are the update, reported at the end
-        tls.step = [(p, p._version) for p in self._params_of(optimizer)]
+        tls.step = versions
 
     def step_end(self, optimizer, args, kwargs):
         tls = self.tls

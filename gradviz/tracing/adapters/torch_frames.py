@@ -53,23 +53,29 @@ def user_frame(depth):
     return None
 
 
-def call_site(frame):
-    """What tells two calls on one user line apart: the user frame's instruction and, when torch's own Python
-    code made the call (an op inside ``nn.MultiheadAttention.forward``), where in that code, every frame of it
-    (a helper called from two places is two sites): every op of a module call shares the user's line."""
-    if frame is None:
-        return -1
+def where():
+    """``(user frame, call site)`` of a call into PyTorch, in one walk outwards from the caller. The site tells
+    two calls on one user line apart: the user frame's instruction and, when torch's own Python code made the
+    call (an op inside ``nn.MultiheadAttention.forward``, where every op shares the user's line), the innermost
+    torch frame's code and instruction and how deep it is."""
     f = sys._getframe(1)
+    internal = _internal
     while f is not None and f.f_code.co_filename.startswith(_GRADVIZ_DIR):
         f = f.f_back
-    if f is frame:
-        return frame.f_lasti
-    site = [frame.f_lasti]
-    while f is not None and f is not frame:
-        site.append(id(f.f_code))
-        site.append(f.f_lasti)
+    inner = f
+    depth = 0
+    while f is not None:
+        code = f.f_code
+        flag = internal.get(code)
+        if flag is None:
+            flag = is_internal(code)
+        if not flag:
+            if f is inner:
+                return f, f.f_lasti
+            return f, (f.f_lasti, id(inner.f_code), inner.f_lasti, depth)
         f = f.f_back
-    return tuple(site)
+        depth += 1
+    return None, -1
 
 
 def caller_is_internal(func=None):
