@@ -37,14 +37,21 @@ def as_document(obj):
     raise TypeError(f"render() takes {names}, not {type(obj).__name__}")
 
 
-def render(source, path=None, format=None, budget=4.0, **options):
+def render(source, path=None, format=None, budget=4.0, model=None, **options):
     """Draw the graph of ``source`` (see ``as_document``): returns a ``graphviz.Digraph`` (shown inline in
     Jupyter). The options are ``gradviz.rendering.render``'s: ``path``, ``format`` (svg, png, pdf, dot),
     ``budget`` (layout seconds), and ``build_graph``'s (iteration, depth, show_saved, show_grads, forward,
-    max_nodes, graphs)."""
+    max_nodes, graphs). ``model``: for a PyTorch tensor, the ``nn.Module`` that computed it (its parameter
+    names, and its modules as clusters)."""
     from . import rendering
 
-    return rendering.render(as_document(source), path=path, format=format, budget=budget, **options)
+    if model is not None:
+        if not _is_torch_tensor(source):
+            raise TypeError(f"render(model=...) is for PyTorch tensors, not {type(source).__name__}")
+        document = _torch_snapshot(source, model=model)
+    else:
+        document = as_document(source)
+    return rendering.render(document, path=path, format=format, budget=budget, **options)
 
 
 def notebook_html(source, **options):
@@ -88,6 +95,20 @@ def _snapshot(obj):
 # here the same way: ``register_source("a torch tensor", is_torch_tensor, torch_snapshot)``, where the test looks
 # the class up in ``sys.modules.get("torch")`` (so nothing imports torch) and the converter imports the torch
 # adapter's ``snapshot`` only when called.
+def _is_torch_tensor(obj):
+    """A real PyTorch tensor (or a non-empty list of them), told by its class's module: nothing imports torch
+    here, and under gradviz's `import torch` shim the name `torch` means gradviz."""
+    items = obj if isinstance(obj, (list, tuple)) and obj else (obj,)
+    return all(type(item).__module__.split(".")[0] == "torch" and hasattr(item, "grad_fn") for item in items)
+
+
+def _torch_snapshot(obj, model=None):
+    from .tracing.adapters.torch_snapshot import snapshot
+
+    return snapshot(*obj, model=model) if isinstance(obj, (list, tuple)) else snapshot(obj, model=model)
+
+
+register_source("a torch tensor (or a list of them)", _is_torch_tensor, _torch_snapshot)
 register_source("a Variable (or a list of them)", _is_gradviz_variable, _snapshot)
 register_source("a trace (anything with to_dict())", _has_to_dict, _to_dict)
 register_source("a JSON path", _is_path, load_trace)

@@ -59,3 +59,15 @@ def test_a_snapshot_keeps_nothing_alive():
 def test_snapshot_refuses_other_objects():
     with pytest.raises(TypeError, match="snapshot\\(\\) takes torch tensors, got str"):
         snapshot("loss")
+
+
+def test_gradviz_render_takes_a_torch_tensor_and_the_model():
+    import gradviz
+
+    net = _mlp()
+    loss = net(torch.randn(5, 4)).pow(2).mean()
+    picture = gradviz.render(loss, model=net).source
+    assert "AddmmBackward0" in picture and "net.2.weight" in picture and "cluster" in picture
+    assert "MeanBackward0" in gradviz.render([loss]).source
+    with pytest.raises(TypeError, match="render\\(model=...\\) is for PyTorch tensors, not dict"):
+        gradviz.render({}, model=net)

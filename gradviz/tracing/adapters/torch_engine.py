@@ -185,7 +185,7 @@ class TorchAdapter(TorchEvents):
         key = id(t)
         ref = _Ref(t, self._var_gone)
         ref.key = key
-        name = self.names.parameter_path(t) if self.names.has_parameters else None
+        name = self.names.parameter_path(t) if self.names.param_names else None
         return self.builder.variable(
             key, origin, tuple(t.shape), dtype_name(t.dtype), _nbytes(t), bool(t.requires_grad), location,
             node=node, name=name, grad_mode=self.torch.is_grad_enabled(), module=module, device=self.device(t),
