@@ -58,7 +58,8 @@ def test_rejects_things_that_are_not_traces():
         with pytest.raises(ValueError, match="not a gradviz trace document"):
             draw({"format": "other"})
     with pytest.raises(TypeError, match="^render\\(\\) takes a trace document, a JSON path, a trace \\(anything with "
-                                        "to_dict\\(\\)\\), a Variable \\(or a list of them\\), not int$"):
+                                        "to_dict\\(\\)\\), a Variable \\(or a list of them\\), a torch tensor \\(or a "
+                                        "list of them\\), not int$"):
         gradviz.render(42)
     # rendering itself reads documents only, and says where the rest is taken
     with pytest.raises(TypeError, match="gradviz.render\\(\\) also takes Variables, traces and paths"):
