@@ -342,3 +342,25 @@ def test_a_thread_still_running_at_exit_does_not_abort_the_process(tmp_path):
     out = _run(script)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "done"
+
+
+def test_an_older_torch_is_one_line():
+    from types import SimpleNamespace
+
+    from gradviz.tracing.adapters.torch_engine import TorchVersionError, check_version
+
+    check_version(SimpleNamespace(__version__="2.13.0+cpu"))
+    check_version(SimpleNamespace(__version__="2.4.0"))
+    with pytest.raises(TorchVersionError) as err:
+        check_version(SimpleNamespace(__version__="2.1.2+cu118"))
+    assert str(err.value) == ("gradviz's torch engine needs torch 2.4 or later, found torch 2.1.2+cu118: "
+                              "pip install 'gradviz[torch]'")
+
+
+def test_engine_torch_without_pytorch_is_one_line(monkeypatch):
+    import gradviz
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails as if it were not installed
+    with pytest.raises(ImportError) as err:
+        gradviz.trace(engine="torch")
+    assert str(err.value) == "engine='torch' needs PyTorch, which is not installed: pip install 'gradviz[torch]'"

@@ -91,8 +91,11 @@ class TorchAdapter(TorchEvents):
     name = "torch"
 
     def __init__(self, builder):
-        import torch
-
+        try:
+            import torch
+        except ImportError:
+            raise ImportError("engine='torch' needs PyTorch, which is not installed: pip install 'gradviz[torch]'") \
+                from None
         check_version(torch)
         self.torch = torch
         self.builder = builder
