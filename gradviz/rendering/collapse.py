@@ -22,9 +22,12 @@ def _path(call_key):
 
 
 # -- unrolled loops -------------------------------------------------------------------------------------------
-def _signatures(ir, ops, pos):
-    """Per op: a code for (op, shape, module paths, where its inputs come from), and one without the inputs."""
+def _signatures(ir, ops, pos, module_classes=None):
+    """Per op: a code for (op, shape, module paths, where its inputs come from), and one without the inputs. The
+    index of a container's child counts as the same everywhere (``layers.0`` and ``layers.1`` of a stack of
+    identical layers are one step repeated), and so do the parameters under it."""
     producers = ir.producers()
+    same = _repeat_free(module_classes or {})
     table, codes, loose = {}, [], []
     for item in ops:
         ins = []
@@ -33,13 +36,27 @@ def _signatures(ir, ops, pos):
             if other.key in pos:
                 ins.append(("op", pos[item.key] - pos[other.key]))
             elif "parameter" in other.flags:
-                ins.append(("param", other.key))
+                ins.append(("param", same(other.title) if same else other.key))
             else:
                 ins.append((other.kind, other.shape))
-        base = (item.title, item.shape, tuple(_path(k) for k in _module_keys(item)))
+        base = (item.title, item.shape, tuple(same(_path(k)) if same else _path(k) for k in _module_keys(item)))
         codes.append(table.setdefault(base + (tuple(ins),), len(table)))
         loose.append(table.setdefault(base, len(table)))
     return np.asarray(codes, dtype=np.int64), loose
+
+
+def _repeat_free(module_classes):
+    """A function writing ``#`` for each index of a module container in a dotted path (``layers.0`` ->
+    ``layers.#``: a ``ModuleList`` or ``Sequential`` child; the container itself is never called, so it is told
+    by a numeric name under a module that was), or None when no module path has one."""
+    if not any(part.isdigit() for path in module_classes for part in path.split(".")[1:]):
+        return None
+
+    def same(path):
+        parts = (path or "").split(".")
+        return ".".join("#" if i and part.isdigit() else part for i, part in enumerate(parts))
+
+    return same
 
 
 def _longest_periodic_run(codes, loose, min_reps, max_period=512):
@@ -68,14 +85,16 @@ def _longest_periodic_run(codes, loose, min_reps, max_period=512):
     return best
 
 
-def fold_repeats(ir, min_reps=4, min_nodes=16, passes=3):
-    """Show an unrolled loop once, in a cluster labelled "× reps", with its recurrence as a loop edge."""
+def fold_repeats(ir, min_reps=4, min_nodes=16, passes=3, module_classes=None):
+    """Show an unrolled loop once, in a cluster labelled "× reps", with its recurrence as a loop edge; a stack of
+    identical layers in a container (``module_classes``: the document's path -> class table) is such a loop
+    too."""
     for index in range(passes):
         ops = sorted((item for item in ir.items.values() if item.kind == "op"), key=lambda item: item.order)
         if len(ops) < min_nodes:
             return
         pos = {item.key: i for i, item in enumerate(ops)}
-        codes, loose = _signatures(ir, ops, pos)
+        codes, loose = _signatures(ir, ops, pos, module_classes)
         start, period, reps = _longest_periodic_run(codes, loose, min_reps)
         if reps * period < min_nodes:
             return

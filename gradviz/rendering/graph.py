@@ -48,7 +48,7 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     _graph_clusters(ir, index, chosen)
     before = ir.size()
     if fold_loops:
-        collapse.fold_repeats(ir)
+        collapse.fold_repeats(ir, module_classes=index.modules)
     if depth is not None:
         collapse.collapse_depth(ir, depth, index.modules, shape_text)
     elif ir.size() > max_nodes:
