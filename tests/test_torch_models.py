@@ -132,3 +132,20 @@ def test_custom_function_clean_and_inplace_on_its_saved_output(tmp_path):
     assert "Swish" in drawn(doc)  # a custom Function is labelled with its class
     doc, lines = trace_model("custom.py", tmp_path, INPLACE="h.mul_(2)")
     assert found(doc) == [("stale-version", "error", line(lines, "h.mul_(2)"))]
+
+
+def test_a_long_loop_keeps_bounded_records(tmp_path):
+    """200 training steps: full records for the window of first and last iterations only, everything counted."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with gradviz.trace(engine="torch") as tr:
+        for _ in range(200):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+    doc = tr.to_dict()
+    assert doc["iterations"] == 200 and doc["dropped"]["iterations"] == 200 - 2 * doc["window"]
+    assert len(doc["nodes"]) < 12 * (2 * doc["window"] + 2) and doc["diagnostics"] == []
+    assert doc["structures"][0]["count"] == 200 and doc["memory"]["final_retained_bytes"] == 0
