@@ -364,3 +364,28 @@ def test_engine_torch_without_pytorch_is_one_line(monkeypatch):
     with pytest.raises(ImportError) as err:
         gradviz.trace(engine="torch")
     assert str(err.value) == "engine='torch' needs PyTorch, which is not installed: pip install 'gradviz[torch]'"
+
+
+def test_auto_watches_pytorch_imported_during_the_block(tmp_path):
+    """engine="auto" (the default): gradviz's engine, and real PyTorch from the moment it is imported."""
+    script = tmp_path / "auto.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import gradviz
+        assert "torch" not in sys.modules
+        with gradviz.trace() as tr:
+            g = (gradviz.randn(3, requires_grad=True) * 2).sum()
+            import torch
+            t = (torch.randn(3, requires_grad=True) * 2).sum()
+            t.backward()
+        doc = tr.to_dict()
+        ops = sorted({n["op"] for n in doc["nodes"]})
+        print(doc["engine"]["name"], [e["name"] for e in doc["engine"].get("engines", [])], ops)
+        print(torch._C._len_torch_function_stack())
+    """))
+    out = _run(script)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.strip().splitlines()
+    assert first == ("gradviz ['gradviz', 'torch'] ['AccumulateGrad', 'MulBackward', 'MulBackward0', "
+                     "'SumBackward', 'SumBackward0']")
+    assert second == "0"

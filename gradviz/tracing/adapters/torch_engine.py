@@ -395,7 +395,12 @@ class TorchAdapter(TorchEvents):
 
     def _after_op(self, func, args, tensors, before, result):
         Tensor = self._Tensor
-        if isinstance(result, Tensor):
+        if type(result) is Tensor and not any(result is t for t in tensors):
+            fn = result.grad_fn
+            if fn is not None and fn.metadata.get(tg.KEY) is None and self._usual_op(fn, tensors, result, before):
+                return
+            outs = (result,)
+        elif isinstance(result, Tensor):
             outs = (result,)
         elif isinstance(result, (tuple, list)):
             outs = tuple([x for x in result if isinstance(x, Tensor)])
@@ -434,6 +439,47 @@ class TorchAdapter(TorchEvents):
             self.unrecorded(func, tensors, outs, location)
         for i in changed:
             self.inplace(func, tensors[i], before[i], location)
+
+    def _usual_op(self, fn, tensors, out, before):
+        """The usual op, in one go: one new node (every input a known node, a leaf's accumulator or nothing), one
+        output, no argument changed in place, built after the trace started. Returns False (nothing reported)
+        when the op is anything else, for the general path."""
+        if before:
+            for t, v in zip(tensors, before):
+                if t._version != v:
+                    return False
+        edges = []
+        for child, nr in fn.next_functions:
+            if child is None:
+                edges.append(None)
+                continue
+            tag = child.metadata.get(tg.KEY)
+            if tag is None or tag.owner is not self:
+                if type(child).__name__ != "AccumulateGrad":
+                    return False
+                edges.append((self._accumulator(child), LEAF))
+            elif tag.leaf is not None:
+                edges.append((tag.id, LEAF))
+            else:
+                edges.append((tag.id, nr))
+        info = tg.info(fn)
+        if self._start_seq and 0 <= fn._sequence_nr() < self._start_seq.get(threading.get_ident(), -1):
+            return False  # built before the trace: an external node
+        frame, site = where()
+        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        tag = tg.NodeTag(next(self._keys), self)
+        fn.metadata[tg.KEY] = tag
+        ref = _Ref(tag, self._node_gone)
+        key = ref.key = tag.id
+        live = self.builder.live_variables
+        var = self.var
+        in_keys = [k if k in live else var(t) for k, t in zip([id(t) for t in tensors], tensors)]
+        saved = self._saved(fn, info, tensors) if info.saved else ()
+        self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys, (self.output(out, False),),
+                        saved, location, lasti=site, handle=ref)
+        self.checks.add(key, out)
+        fn.register_prehook(tag)
+        return True
 
     def on_custom_function(self, cls, args, outputs, location):
         """A ``torch.autograd.Function``'s ``apply`` ran. ``apply`` bypasses the function mode, so the patched
