@@ -389,3 +389,33 @@ def test_auto_watches_pytorch_imported_during_the_block(tmp_path):
     assert first == ("gradviz ['gradviz', 'torch'] ['AccumulateGrad', 'MulBackward', 'MulBackward0', "
                      "'SumBackward', 'SumBackward0']")
     assert second == "0"
+
+
+def test_threads_running_modules_at_once_keep_their_own_module_stacks():
+    import gradviz
+
+    torch.manual_seed(0)
+    first, second = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+    x = torch.randn(2, 3)
+    barrier = threading.Barrier(2)
+
+    def work_first():
+        barrier.wait()
+        for _ in range(30):
+            first(x).sum().backward()
+
+    def work_second():
+        barrier.wait()
+        for _ in range(30):
+            second(x).sum().backward()
+
+    with gradviz.trace(engine="torch") as tr:
+        threads = [threading.Thread(target=work) for work in (work_first, work_second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    doc = tr.to_dict()
+    assert not doc["internal_errors"]
+    stacks = {tuple(n["module"]) for n in doc["nodes"] if n["op"] == "AddmmBackward0"}
+    assert stacks <= {("first",), ("second",)} and len(stacks) == 2, stacks

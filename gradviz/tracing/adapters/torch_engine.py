@@ -67,21 +67,22 @@ class _Ref(weakref.ref):
 
 
 class _Own:
-    """``with adapter.lock:`` the builder's lock, and this thread quiet (the mode lets calls through untouched)."""
+    """``with adapter.lock:`` the builder's lock for facts (which also loads the calling thread's own state: its
+    module stack, its backward in progress), and this thread quiet (the mode lets our own torch calls through)."""
 
-    __slots__ = ("lock", "tls")
+    __slots__ = ("builder", "tls")
 
-    def __init__(self, lock, tls):
-        self.lock = lock
+    def __init__(self, builder, tls):
+        self.builder = builder
         self.tls = tls
 
     def __enter__(self):
-        self.lock.acquire()
+        self.builder.acquire()
         self.tls.quiet += 1
 
     def __exit__(self, *exc):
         self.tls.quiet -= 1
-        self.lock.release()
+        self.builder.release()
         return False
 
 
@@ -101,9 +102,9 @@ class TorchAdapter(TorchEvents):
         self.builder = builder
         self.attached = False
         self.tls = PerThread()
-        # around all our bookkeeping: facts are not thread-safe (hooks may run on autograd's device threads), and
+        # around all our bookkeeping: facts go to the builder one at a time, each thread with its own state, and
         # the torch calls we make ourselves from hooks must not come back through our own mode
-        self.lock = _Own(threading.RLock(), self.tls)
+        self.lock = _Own(builder, self.tls)
         self._keys = itertools.count(1)  # node keys: never reused (unlike id())
         self.names = ModuleNames()
         self._devices = set()
