@@ -149,3 +149,24 @@ def test_a_long_loop_keeps_bounded_records(tmp_path):
     assert doc["iterations"] == 200 and doc["dropped"]["iterations"] == 200 - 2 * doc["window"]
     assert len(doc["nodes"]) < 12 * (2 * doc["window"] + 2) and doc["diagnostics"] == []
     assert doc["structures"][0]["count"] == 200 and doc["memory"]["final_retained_bytes"] == 0
+
+
+def test_custom_function_with_a_wrong_backward_is_checked_on_pytorch(tmp_path):
+    """wrong-backward on real PyTorch: the custom Function's backward compared numerically with its forward
+    the first time it runs (the probes run on copies, unobserved), reported at the line of its apply."""
+    source = os.path.join(MODELS, "custom.py.in")
+    doc, _ = trace_model("custom.py", tmp_path, INPLACE="pass")
+    checks = doc["backward_checks"]["checks"]
+    assert [c["status"] for c in checks] == ["passed"] and doc["backward_checks"]["repeats"] == 2
+    with open(source) as f:
+        wrong = f.read().replace("g * (y + s * (1 - y))", "g * s")  # forget part of the derivative
+    (tmp_path / "wrong").mkdir()
+    path = tmp_path / "wrong" / "custom.py"
+    path.write_text(wrong.replace("INPLACE", "pass"))
+    tr = gradviz.trace(engine="torch")
+    with tr:
+        exec(compile(path.read_text(), str(path), "exec"), {"__name__": "__main__", "__file__": str(path)})
+    doc = tr.to_dict()
+    lines = path.read_text().splitlines()
+    assert [(d["code"], d["severity"], d["location"]["line"]) for d in doc["diagnostics"]] == [
+        ("wrong-backward", "error", line(lines, "h = Swish.apply("))]

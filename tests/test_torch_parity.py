@@ -31,9 +31,6 @@ DIFFERENCES = {
     "test_why_none_volatile": "`volatile` again (see above): on PyTorch the volatile input requires grad.",
     "silent_inplace_data.py": "silent-inplace is diagnosed on gradviz's engine only so far: the torch adapter does "
                               "not report the storage facts (SavedFact.storage, numpy hand-outs) it needs yet.",
-    "wrong_backward_legendre.py": "wrong-backward (a custom Function's backward checked numerically) is wired into "
-                                  "gradviz's engine only so far; TorchAdapter.on_custom_function is where the torch "
-                                  "side would call the check.",
 }
 
 

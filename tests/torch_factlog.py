@@ -121,6 +121,13 @@ class FactLog:
     def buffers_freed(self, node):
         self._log("buffers_freed", node=node)
 
+    def wants_backward_check(self, function_key, signature):
+        self._log("wants_backward_check", function=function_key)
+        return False  # the check itself is tested with the real builder
+
+    def backward_check(self, node_key, class_name, signature, result, location, backward_location):
+        self._log("backward_check", node=node_key, result=result)
+
     def existing_output(self, variable, node):
         self._log("existing_output", variable=variable, node=node)
 

@@ -482,11 +482,12 @@ class TorchAdapter(TorchEvents):
         fn.register_prehook(tag)
         return True
 
-    def on_custom_function(self, cls, args, outputs, location):
+    def on_custom_function(self, cls, args, outputs, location, kwargs=None):
         """A ``torch.autograd.Function``'s ``apply`` ran. ``apply`` bypasses the function mode, so the patched
         ``Function.apply`` reports it here and its node gets this call's line, not its consumer's. This is the
         one place where custom Function calls are seen (``cls`` is the user's Function class; torch's own, such
-        as a compiled region's, come here too): where a check of their ``backward`` belongs."""
+        as a compiled region's, come here too), and where a user-defined Function's backward is checked
+        numerically the first time it runs with given inputs (wrong-backward)."""
         Tensor = self._Tensor
         tensors = [a for a in args if isinstance(a, Tensor)]
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
@@ -494,8 +495,29 @@ class TorchAdapter(TorchEvents):
         for o in outs:
             fn = o.grad_fn
             if fn is not None:
-                self.node_key(fn, location, tensors=tensors, outputs=outs, lasti=-1, checks=self.checks)
+                key = self.node_key(fn, location, tensors=tensors, outputs=outs, lasti=-1, checks=self.checks)
+                if tg.info(fn).custom:
+                    self._check_backward(key, cls, args, kwargs or {}, location)
                 break
+
+    def _check_backward(self, key, cls, args, kwargs, location):
+        """wrong-backward on PyTorch: the probes (``torch_probe``) run on copies, unobserved (this thread is
+        quiet), and without the builder's lock (the user's code runs there)."""
+        from ..backward_check import definition_line
+        from .torch_probe import run_check, signature
+
+        sig = signature(self.torch, args, kwargs)
+        builder = self.builder
+        if not builder.wants_backward_check(f"{cls.__module__}.{cls.__qualname__}", sig):
+            return
+        builder.release()
+        try:
+            result = run_check(self.torch, cls, args, kwargs)
+        finally:
+            builder.acquire()
+        code = getattr(cls.backward, "__code__", None)
+        defined = None if code is None else location_at(code, definition_line(code))
+        builder.backward_check(key, cls.__qualname__, sig, result, location, defined)
 
     def internal_error(self, where, exc):
         self.builder.internal_errors.append({"where": f"torch adapter: {where}", "type": type(exc).__name__,

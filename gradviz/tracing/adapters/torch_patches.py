@@ -166,7 +166,7 @@ def _traced_apply(apply):
 
     def traced_apply(cls, *args, **kwargs):
         adapter = _current[0]
-        if adapter is None or not adapter.observing():
+        if adapter is None or not adapter.observing() or adapter.tls.quiet:  # (quiet: gradviz's own probes)
             return apply(cls, *args, **kwargs)
         internal = (getattr(cls, "__module__", "") or "").startswith("torch")
         tls = adapter.tls
@@ -181,7 +181,7 @@ def _traced_apply(apply):
             with adapter.lock:
                 frame = user_frame(0)
                 location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
-                adapter.on_custom_function(cls, args, outputs, location)
+                adapter.on_custom_function(cls, args, outputs, location, kwargs)
         except Exception as exc:
             adapter.internal_error("Function.apply", exc)
         return outputs
