@@ -182,18 +182,25 @@ def retained_graphs(index, out):
 
 
 def growing(values):
-    """True when a per-iteration series keeps climbing: mostly increases, almost no decreases, end above start."""
+    """True when a per-iteration series keeps climbing: split in thirds, each third's lowest and highest values
+    are above the previous third's, and it ends above where it started. A series that rises once and then
+    repeats a pattern (several backward calls per loop, each a tracer iteration: a GAN's three) is not
+    growing, however the pattern goes up and down."""
     n = len(values)
     if n < 3 or values[-1] <= values[0]:
         return False
-    ups = sum(1 for a, b in zip(values, values[1:]) if b > a)
-    downs = sum(1 for a, b in zip(values, values[1:]) if b < a)
-    return ups >= max(2, (n - 1) // 2) and downs <= (n - 1) // 4
+    first, middle, last = values[:n // 3], values[n // 3:n - n // 3], values[n - n // 3:]
+    return (min(first) < min(middle) < min(last)) and (max(first) < max(middle) < max(last))
 
 
 def _keepers(index):
     """Nodes with an input from an earlier iteration's graph: the line that chains iterations together
-    (``total_loss += loss``). Returns ``[(location, node ids)]`` in order of first appearance."""
+    (``total_loss += loss``). Returns ``[(location, node ids)]`` in order of first appearance.
+
+    An input whose graph was freed by the same backward that freed the node reading it is not a chain: that graph
+    was kept only until the backward that used it (a GAN's generator step reads the ``fake`` built for the
+    discriminator's step, and its backward frees both)."""
+    freed = _freed_by_table(index)
     found = {}
     for n in sorted(index.nodes.values(), key=lambda n: n["id"]):
         it = _iteration(index, n)
@@ -206,12 +213,32 @@ def _keepers(index):
             if is_accumulate_grad(src):
                 continue
             src_it = _iteration(index, src)
-            if src_it is not None and src_it < it:
+            if src_it is not None and src_it < it and not _used_up_together(freed, n, src):
                 loc = n.get("location")
                 key = (loc or {}).get("file"), (loc or {}).get("line")
                 found.setdefault(key, (loc, []))[1].append(n["id"])
                 break
     return list(found.values())
+
+
+def _freed_by_table(index):
+    """``{node id: backward id}``: the backward (without retain_graph) that freed each node, or, for a node that
+    saved nothing to free, the first such backward that ran it."""
+    table = {}
+    for b in index.backwards:
+        if b.get("retain_graph") or b.get("error"):
+            continue
+        for nid in b.get("visited") or ():
+            table.setdefault(nid, b.get("id"))
+    for n in index.nodes.values():
+        if n.get("freed_by") is not None:
+            table[n["id"]] = n["freed_by"]
+    return table
+
+
+def _used_up_together(freed, node, src):
+    done = freed.get(src.get("id"))
+    return done is not None and done == freed.get(node.get("id"))
 
 
 def _iteration(index, node):

@@ -11,11 +11,15 @@ from .records import related
 
 def grad_accumulation(index, out):
     """A leaf's gradient carried from before one optimizer step into the backward after it, with nothing
-    (``zero_grad``, ``p.grad = None``) resetting it between."""
-    # Per parameter: "fresh" (nothing accumulated), "accumulated", "stepped" (accumulated, then a step used it).
+    (``zero_grad``, ``p.grad = None``) resetting it before an optimizer steps that leaf again: that step uses the
+    sum. Gradients left over in parameters that are reset before their optimizer's next step (a GAN's generator
+    step backwards through the discriminator, whose ``zero_grad()`` clears them before its own step) are harmless."""
+    # Per parameter: "fresh" (nothing accumulated), "accumulated", "stepped" (accumulated, then a step used it),
+    # "carried" (a backward added to gradients a step had already used; the next step of it sums across steps).
     state = {}
     grads = _grad_variables(index)
     last_step = {}
+    carried_by = {}  # parameter -> the backward that added to its stepped gradient
     flagged = {}
     for kind, rec in index.timeline():
         if kind == "optimizer":
@@ -25,7 +29,9 @@ def grad_accumulation(index, out):
                     state[p] = "fresh"
             elif rec.get("event") == "step":
                 for p in params:
-                    if state.get(p) == "accumulated":
+                    if state.get(p) == "carried":
+                        flagged.setdefault(p, (carried_by[p], last_step[p], rec))
+                    if state.get(p) in ("accumulated", "carried"):
                         state[p] = "stepped"
                         last_step[p] = rec
         elif kind == "grad_write":
@@ -38,25 +44,32 @@ def grad_accumulation(index, out):
             fresh = _fresh_grads(index, rec, grads)
             for key in rec.get("leaf_grad_norms") or {}:
                 p = int(key)
-                if state.get(p) == "stepped" and p not in fresh:
-                    flagged.setdefault(p, (rec, last_step[p]))
-                state[p] = "accumulated"
+                if p in fresh:
+                    state[p] = "accumulated"
+                elif state.get(p) == "stepped":
+                    state[p] = "carried"
+                    carried_by[p] = rec
+                elif state.get(p) != "carried":
+                    state[p] = "accumulated"
     if not flagged:
         return
     by_site = {}
-    for p, (b, step) in sorted(flagged.items()):
-        by_site.setdefault((b["id"], step["id"]), (b, step, []))[2].append(p)
-    for b, step, params in by_site.values():
+    for p, (b, step, used) in sorted(flagged.items()):
+        by_site.setdefault((b["id"], step["id"]), (b, step, used, []))[3].append(p)
+    for b, step, used, params in by_site.values():
         names = ", ".join(f"`{index.var_name(p)}`" for p in params[:6]) + (" …" if len(params) > 6 else "")
+        opt = step.get("optimizer") or "the optimizer"
         message = (f"backward at {index.where(b.get('location'))} adds to gradients already used by "
-                   f"{step.get('optimizer') or 'the optimizer'}.step() at {index.where(step.get('location'))}: no "
-                   f"zero_grad() between them, so {len(params)} parameter gradient(s) ({names}) are summed across "
-                   "optimizer steps.")
+                   f"{opt}.step() at {index.where(step.get('location'))}, and {used.get('optimizer') or opt}.step() "
+                   f"at {index.where(used.get('location'))} uses the sum: no zero_grad() between them, so "
+                   f"{len(params)} parameter gradient(s) ({names}) are summed across optimizer steps.")
         hint = "Call `optimizer.zero_grad()` once per step, before backward."
         out.add("grad-accumulation", message, hint, b.get("location"),
-                related=[related("previous optimizer step", step.get("location"))],
+                related=[related("previous optimizer step", step.get("location")),
+                         related("step that uses the sum", used.get("location"))],
                 nodes=[(index.variables.get(p) or {}).get("accumulator") for p in params], variables=params,
-                details={"backward": b["id"], "step_event": step["id"]}, order=(1, b["id"]))
+                details={"backward": b["id"], "step_event": step["id"], "summed_step_event": used["id"]},
+                order=(1, b["id"]))
 
 
 def _grad_variables(index):
