@@ -64,6 +64,7 @@ def test_empty_document_is_clean():
     ([0, 360, 0, 0, 360, 0, 0, 360, 0, 0, 360], False),
     ([1, 3, 4, 4, 5, 5, 5, 6, 6, 6, 7, 7], True),  # the same loop keeping one graph more every loop
     ([0, 0, 0, 0, 0, 0, 100, 100, 100], False),  # one jump is not growth
+    ([1, 2, 3], False),  # a script that stopped in its second loop: too short to call a trend
 ])
 def test_growing(values, expected):
     assert growing(values) is expected
@@ -121,6 +122,18 @@ def test_leftover_gradients_reset_before_their_next_step_are_not_accumulation():
     assert [r["role"] for r in d["related"]] == ["previous optimizer step", "step that uses the sum"]
 
 
+def test_grad_accumulation_is_not_judged_across_iterations_left_out_of_the_document():
+    """Only the first and last few iterations have full records: a step before the gap and a backward after it
+    say nothing about the zero_grad calls in between."""
+    grads = {"0": 1.0, "1": 0.5}
+    doc = _param_doc([_step(0, 0, seq=1), _step(1, 9, seq=40)],
+                     [backward(0, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], seq=0),
+                      backward(1, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], iteration=9, seq=39)])
+    assert diagnose(doc) == []
+    doc["backwards"][1]["iteration"] = doc["events"][1]["iteration"] = 1  # consecutive: accumulated
+    assert codes(doc) == ["grad-accumulation"]
+
+
 def test_timeline_follows_seq_not_document_order():
     events = [{"id": 0, "kind": "optimizer", "event": "step", "iteration": 0, "seq": 5, "location": None},
               {"id": 1, "kind": "grad_read", "iteration": 0, "seq": 1, "location": None}]
@@ -152,6 +165,12 @@ def test_stale_version_confirmed_by_the_failing_backward():
     doc["backwards"] = []
     (d,) = diagnose(doc)
     assert (d["code"], d["severity"]) == ("stale-version", "warning")
+    # a graph no backward ever ran through, that died before the trace ended (a validation pass with grad on,
+    # then an optimizer step): nothing could backward through it, so nothing will fail
+    doc["graphs"] = [{"id": 0, "alive_at_end": False, "backwarded": False}]
+    assert diagnose(doc) == []
+    doc["graphs"][0]["alive_at_end"] = True
+    assert codes(doc) == ["stale-version"]
 
 
 def test_retained_graph_warns_on_growth_and_names_the_chaining_line():

@@ -187,7 +187,7 @@ def growing(values):
     repeats a pattern (several backward calls per loop, each a tracer iteration: a GAN's three) is not
     growing, however the pattern goes up and down."""
     n = len(values)
-    if n < 3 or values[-1] <= values[0]:
+    if n < 4 or values[-1] <= values[0]:  # three points are one warm-up and a step: too few to call a trend
         return False
     first, middle, last = values[:n // 3], values[n // 3:n - n // 3], values[n - n // 3:]
     return (min(first) < min(middle) < min(last)) and (max(first) < max(middle) < max(last))

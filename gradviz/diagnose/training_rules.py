@@ -21,7 +21,12 @@ def grad_accumulation(index, out):
     last_step = {}
     carried_by = {}  # parameter -> the backward that added to its stepped gradient
     flagged = {}
+    seen = None  # the iteration of the record before
     for kind, rec in index.timeline():
+        it = rec.get("iteration")
+        if _skipped_iterations(seen, it):
+            state.clear()  # what happened to the gradients in between is not in the document
+        seen = it if isinstance(it, int) else seen
         if kind == "optimizer":
             params = rec.get("parameters") or ()
             if rec.get("event") == "zero_grad":
@@ -70,6 +75,14 @@ def grad_accumulation(index, out):
                 nodes=[(index.variables.get(p) or {}).get("accumulator") for p in params], variables=params,
                 details={"backward": b["id"], "step_event": step["id"], "summed_step_event": used["id"]},
                 order=(1, b["id"]))
+
+
+def _skipped_iterations(before, now):
+    """True when the timeline jumps over whole iterations: the tracer kept full records for the first and last
+    few iterations only (``window``), so the zero_grad / backward / step of those in between are missing. Every
+    iteration ends with a backward or a step, so consecutive records are never more than one iteration apart
+    otherwise."""
+    return isinstance(before, int) and isinstance(now, int) and now > before + 1
 
 
 def _grad_variables(index):
