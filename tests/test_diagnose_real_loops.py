@@ -276,6 +276,28 @@ for episode in range(3):
     optimizer.step()
 """
 
+# Two losses over a shared trunk, each backwarded: the first must keep the trunk's graph for the second.
+LOOPS["two_losses"] = """
+import gradviz as torch
+import gradviz.nn as nn
+import gradviz.nn.functional as F
+
+torch.manual_seed(0)
+trunk = nn.Sequential(nn.Linear(5, 8), nn.ReLU())
+classify, regress = nn.Linear(8, 3), nn.Linear(8, 1)
+optimizer = torch.optim.SGD([{"params": trunk.parameters(), "lr": 0.01},
+                             {"params": [*classify.parameters(), *regress.parameters()]}], lr=0.1)
+for step in range(4):
+    x, y, t = torch.randn(6, 5), torch.randint(0, 3, (6,)), torch.randn(6, 1)
+    h = trunk(x)
+    loss_c = F.cross_entropy(classify(h), y)
+    loss_r = F.mse_loss(regress(h), t)
+    optimizer.zero_grad()
+    loss_c.backward(retain_graph=True)
+    loss_r.backward()
+    optimizer.step()
+"""
+
 # (loop, planted-mistake id): the edits that plant it, then the expected findings as (code, severity, the text
 # of the line it is reported at). Other findings may only be the listed consequences of the same mistake.
 PLANTED = {
@@ -317,6 +339,9 @@ PLANTED = {
     ("reinforce", "lists-not-reset"): ([("    log_probs, rewards = [], []\n", ""),
                                         ("GAMMA = 0.9\n", "GAMMA = 0.9\nlog_probs, rewards = [], []\n")],
                                        [("graph-freed", "error", "loss.backward()")], {"retained-graph"}),
+    # without retain_graph the first backward frees the trunk's graph that the second needs
+    ("two_losses", "no-retain"): ([("loss_c.backward(retain_graph=True)", "loss_c.backward()")],
+                                  [("graph-freed", "error", "loss_r.backward()")], set()),
 }
 
 
@@ -400,3 +425,19 @@ def test_validation_with_grad_on_is_wasteful_not_wrong(tmp_path):
     # the same graph kept alive to the end (the planted mistake) is reported, stale-version included
     kept = traced(write(tmp_path, planted_source("validate", "no-no-grad")))
     assert {"retained-graph", "stale-version"} <= {g[0] for g in found(kept)}
+
+
+def test_a_second_backward_from_inside_the_retained_graph_counts_a_gradient_twice(tmp_path):
+    """Unlike a second loss, a backward that starts inside the graph a retain_graph=True backward ran (the seed's
+    `y1.backward(...)` after `loss.backward(retain_graph=True)`) adds the same loss's gradient again."""
+    doc = traced(write(tmp_path, """
+        import gradviz as torch
+        import gradviz.nn as nn
+        model1, model2 = nn.Linear(3, 4), nn.Linear(4, 1)
+        y1 = model1(torch.randn(2, 3))
+        loss = model2(y1).sum()
+        loss.backward(retain_graph=True)
+        y1.backward(torch.ones(2, 4))
+    """))
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "retained-graph"]
+    assert "adding `model1.weight`, `model1.bias`'s gradient a second time" in d["message"]

@@ -175,6 +175,7 @@ def retained_graphs(index, out):
     retainers = _retaining_backwards(index)
     if not (growing_bytes or growing_graphs):
         final = memory.get("final_retained_bytes") or (bytes_series[-1] if bytes_series else 0)
+        retainers = [b for b in retainers if not _shared_by_a_second_loss(index, b)]
         if final and retainers:
             _report_retained(index, out, memory, series, keepers, retainers, growing_=False)
         return
@@ -314,16 +315,31 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
             order=(2, 0))
 
 
+def _later_backwards(index, first):
+    """Backward calls after ``first`` in the same iteration, and the non-leaf nodes ``first`` ran."""
+    ran = {n for n in first.get("visited") or () if not is_accumulate_grad(index.nodes.get(n))}
+    later = [b for b in index.backwards
+             if b is not first and not b.get("error") and b.get("iteration") == first.get("iteration")
+             and b.get("id", 0) > first.get("id", 0)]
+    return ran, later
+
+
+def _shared_by_a_second_loss(index, first):
+    """``loss1.backward(retain_graph=True); loss2.backward()`` on two losses over a shared trunk: the second
+    backward starts from its own loss (a root the first never ran) and goes back through the trunk, which is why
+    the first had to keep it. What stays after that is one step's heads, freed with the next step's graph."""
+    ran, later = _later_backwards(index, first)
+    return any(ran & set(b.get("visited") or ()) and not ran & set(b.get("root_nodes") or ()) for b in later)
+
+
 def _backward_twice(index, retainers):
-    """A later backward in the same iteration that re-runs nodes a retain_graph=True backward ran, and the
-    leaves both accumulated into (their gradient counted twice)."""
+    """A later backward in the same iteration that starts inside the graph a retain_graph=True backward ran
+    (``y1.backward(y1.grad)`` after ``loss.backward(retain_graph=True)``), and the leaves both accumulated into:
+    the same loss's gradient counted twice. (A second loss over a shared trunk adds its own gradient: right.)"""
     for first in retainers:
-        ran = {n for n in first.get("visited") or () if not is_accumulate_grad(index.nodes.get(n))}
-        for b in index.backwards:
-            if b is first or b.get("error") or b.get("iteration") != first.get("iteration") \
-                    or b.get("id", 0) <= first.get("id", 0):
-                continue
-            if ran & set(b.get("visited") or ()):
+        ran, later = _later_backwards(index, first)
+        for b in later:
+            if ran & set(b.get("root_nodes") or ()):
                 both = sorted({int(k) for k in first.get("leaf_grad_norms") or {}}
                               & {int(k) for k in b.get("leaf_grad_norms") or {}})
                 if both:
