@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import gradviz
 from gradviz.cli import main
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning", "ignore::RuntimeWarning")
 
 LOOPS = {}
 
@@ -298,6 +298,37 @@ for step in range(4):
     optimizer.step()
 """
 
+# A causal language model: attention masks hold -inf, which softmax turns into 0 (finite from there on).
+LOOPS["masked_lm"] = """
+import math
+
+import gradviz as torch
+import gradviz.nn as nn
+import gradviz.nn.functional as F
+
+torch.manual_seed(0)
+V, D, T = 11, 8, 5
+embed = nn.Embedding(V, D)
+encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, 2, 16, dropout=0.0, batch_first=True), 1)
+qkv = nn.Linear(D, 3 * D)
+head = nn.Linear(D, V)
+optimizer = torch.optim.Adam([*embed.parameters(), *encoder.parameters(), *qkv.parameters(), *head.parameters()],
+                             lr=1e-3)
+causal = nn.Transformer.generate_square_subsequent_mask(T)
+padding = torch.tensor([[False, False, False, False, False], [False, False, False, True, True]])
+allowed = torch.tril(torch.ones(T, T)).bool()
+for step in range(3):
+    x = torch.randint(0, V, (2, T + 1))
+    h = encoder(embed(x[:, :-1]), mask=causal, src_key_padding_mask=padding)
+    q, k, v = qkv(h).chunk(3, dim=-1)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(D)).masked_fill(~allowed, float("-inf"))
+    h = F.softmax(scores, dim=-1) @ v
+    loss = F.cross_entropy(head(h).reshape(-1, V), x[:, 1:].reshape(-1))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
 # (loop, planted-mistake id): the edits that plant it, then the expected findings as (code, severity, the text
 # of the line it is reported at). Other findings may only be the listed consequences of the same mistake.
 PLANTED = {
@@ -342,6 +373,10 @@ PLANTED = {
     # without retain_graph the first backward frees the trunk's graph that the second needs
     ("two_losses", "no-retain"): ([("loss_c.backward(retain_graph=True)", "loss_c.backward()")],
                                   [("graph-freed", "error", "loss_r.backward()")], set()),
+    # a sequence whose every key is padding: with the causal mask its first query attends to nothing, and
+    # softmax over a row of -inf is NaN, all the way to the loss
+    ("masked_lm", "all-padding"): ([("[False, False, False, True, True]", "[True, True, True, True, True]")],
+                                   [("nan-inf", "warning", "h = encoder(embed(x[:, :-1])")], set()),
 }
 
 
@@ -441,3 +476,15 @@ def test_a_second_backward_from_inside_the_retained_graph_counts_a_gradient_twic
     """))
     (d,) = [d for d in doc["diagnostics"] if d["code"] == "retained-graph"]
     assert "adding `model1.weight`, `model1.bias`'s gradient a second time" in d["message"]
+
+
+def test_nan_from_a_masked_branch_is_reported_in_backward(tmp_path):
+    """`where` absorbs the forward NaN of log(0) (not reported), but its backward multiplies 0 by 1/0."""
+    doc = traced(write(tmp_path, """
+        import gradviz as torch
+        x = torch.tensor([0.0, 1.0], requires_grad=True)
+        y = torch.where(x > 0, x.log(), torch.zeros(2))
+        y.sum().backward()
+    """))
+    (d,) = doc["diagnostics"]
+    assert (d["code"], d["location"]["line"], d["details"]["phase"]) == ("nan-inf", 3, "backward")

@@ -392,6 +392,10 @@ is contaminated.
 Common causes: `log` of 0 or of a negative number, `sqrt` at 0 in backward, division by a value that
 reaches 0, `exp` of a large number, a learning rate so large that the weights overflow.
 
+Not reported: an infinity that the graph absorbs before it reaches the loss or any output, such as an
+attention mask filled with -inf (softmax turns it into 0). If such a value makes a gradient NaN in backward
+(`torch.where(x > 0, x.log(), 0)` at x = 0: 0 times 1/0), that gradient is reported.
+
 The mistake:
 
     p = torch.tensor([0.0, 0.5], requires_grad=True)

@@ -118,9 +118,11 @@ def _reset_leaf(index, e):
 
 
 def nan_inf(index, out):
-    """The first op whose forward output, or the gradient its backward produced, is not finite."""
+    """The first op whose forward output, or the gradient its backward produced, is not finite. A forward -inf
+    that the graph absorbs (an attention mask filled with -inf, then softmax) is not reported: only one that
+    reaches a value nothing finite was computed from (the loss, an output)."""
     forward = sorted(n["id"] for n in index.nodes.values() if n.get("nonfinite") == "forward")
-    if forward:
+    if forward and _reaches_an_output(index, set(forward)):
         node = index.nodes[forward[0]]
         outputs = list(node.get("outputs") or ())
         inputs = [v for v in node.get("input_variables") or () if v is not None]
@@ -145,6 +147,14 @@ def nan_inf(index, out):
                                                                     "backward": b["id"]},
                 order=(2, culprit))
         return
+
+
+def _reaches_an_output(index, bad):
+    """True when some non-finite forward value is an end of the graph: a node in ``bad`` that no recorded op
+    consumed (the loss itself, a kept output, or a value whose consumers the document does not hold). When
+    every non-finite value only feeds ops whose results are finite, something absorbed it (softmax of -inf is
+    0, ``where`` picks the other branch); a NaN gradient it leads to in backward is reported on its own."""
+    return any(not index.consumers(n) for n in bad)
 
 
 _NAN_HINT = ("Keep the op's input in its valid range (`x.clamp(min=1e-7).log()`), use the fused stable form "
