@@ -120,6 +120,8 @@ def test_leftover_gradients_reset_before_their_next_step_are_not_accumulation():
     (d,) = diagnose(doc)
     assert (d["code"], d["location"]["line"]) == ("grad-accumulation", 12)
     assert [r["role"] for r in d["related"]] == ["previous optimizer step", "step that uses the sum"]
+    assert d["message"].startswith("backward at line 12 adds to gradients already used by SGD.step() at line 9, "
+                                   "and its next step there uses the sum: no zero_grad() between them")
 
 
 def test_grad_accumulation_is_not_judged_across_iterations_left_out_of_the_document():

@@ -5,7 +5,7 @@ import math
 import statistics
 
 from ..document import is_accumulate_grad, is_reset_op
-from ..document.index import is_finite_number
+from ..document.index import is_finite_number, same_line
 from .records import related
 
 
@@ -64,9 +64,12 @@ def grad_accumulation(index, out):
     for b, step, used, params in by_site.values():
         names = ", ".join(f"`{index.var_name(p)}`" for p in params[:6]) + (" …" if len(params) > 6 else "")
         opt = step.get("optimizer") or "the optimizer"
+        if same_line(step.get("location"), used.get("location")):
+            then = "and its next step there uses the sum"
+        else:
+            then = f"and {used.get('optimizer') or opt}.step() at {index.where(used.get('location'))} uses the sum"
         message = (f"backward at {index.where(b.get('location'))} adds to gradients already used by "
-                   f"{opt}.step() at {index.where(step.get('location'))}, and {used.get('optimizer') or opt}.step() "
-                   f"at {index.where(used.get('location'))} uses the sum: no zero_grad() between them, so "
+                   f"{opt}.step() at {index.where(step.get('location'))}, {then}: no zero_grad() between them, so "
                    f"{len(params)} parameter gradient(s) ({names}) are summed across optimizer steps.")
         hint = "Call `optimizer.zero_grad()` once per step, before backward."
         out.add("grad-accumulation", message, hint, b.get("location"),
