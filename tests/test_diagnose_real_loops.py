@@ -329,6 +329,31 @@ for step in range(3):
     optimizer.step()
 """
 
+# DQN: the target network is detached from the loss on purpose and follows the online one by soft updates.
+LOOPS["dqn"] = """
+import copy
+
+import gradviz as torch
+import gradviz.nn as nn
+import gradviz.nn.functional as F
+
+torch.manual_seed(0)
+online = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+target = copy.deepcopy(online)
+optimizer = torch.optim.Adam(online.parameters(), lr=1e-3)
+for step in range(4):
+    s, a, r, s2 = torch.randn(5, 4), torch.randint(0, 2, (5,)), torch.randn(5), torch.randn(5, 4)
+    y = r + 0.9 * target(s2).max(dim=1)[0].detach()
+    q = online(s).gather(1, a.unsqueeze(1)).squeeze(1)
+    loss = F.smooth_l1_loss(q, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    with torch.no_grad():
+        for p_target, p in zip(target.parameters(), online.parameters()):
+            p_target.mul_(0.99).add_(0.01 * p)
+"""
+
 # (loop, planted-mistake id): the edits that plant it, then the expected findings as (code, severity, the text
 # of the line it is reported at). Other findings may only be the listed consequences of the same mistake.
 PLANTED = {
@@ -377,6 +402,13 @@ PLANTED = {
     # softmax over a row of -inf is NaN, all the way to the loss
     ("masked_lm", "all-padding"): ([("[False, False, False, True, True]", "[True, True, True, True, True]")],
                                    [("nan-inf", "warning", "h = encoder(embed(x[:, :-1])")], set()),
+    # the online network's Q-values detached too: nothing in the loss requires grad any more
+    ("dqn", "online-detached"): ([("online(s).gather(", "online(s).detach().gather(")],
+                                 [("no-requires-grad", "error", "loss.backward()")], set()),
+    # the target network handed to the optimizer as well, while its values are detached from the loss
+    ("dqn", "target-optimized"): ([("torch.optim.Adam(online.parameters()",
+                                    "torch.optim.Adam([*online.parameters(), *target.parameters()]")],
+                                  [("graph-cut", "warning", "y = r + 0.9 * target(s2)")], set()),
 }
 
 

@@ -263,6 +263,10 @@ draws two graphs bridged by hand. The seed's first version does this:
 It works, but `Variable` is deprecated and one graph with one backward (`model2(model1(X))`) does the same
 with less code and less memory.
 
+Not reported: parameters that no optimizer is given, in a script that uses optimizers, such as a DQN's target
+network (`target(s2).max(1)[0].detach()`, then updated by copying from the online network): it is not trained
+by backward, so cutting it off is the point.
+
 In the picture: the cut drawn as a dashed break between the two graphs.
 """,
     "unused-parameter": """\

@@ -40,6 +40,14 @@ def _trainable(index):
                   and v.get("requires_grad_final") is not False and (v.get("is_parameter") or vid in opt))
 
 
+def _trained_here(index):
+    """The trainable leaves this script trains: those given to an optimizer when it uses one (a DQN's target
+    network, detached from the loss on purpose and updated by copying, is a model but not trained here), every
+    trainable leaf when it uses none (parameters updated by hand)."""
+    opt = _optimized(index)
+    return [vid for vid in _trainable(index) if not opt or vid in opt]
+
+
 def graph_cuts(index, out):
     """Trainable parameters that got no gradient because a cut separates them from every root, grouped by cut;
     and cuts bridged by hand (a second backward carries the gradient across), reported as an info."""
@@ -49,7 +57,7 @@ def graph_cuts(index, out):
         return
     got = _got_grad(index, done)
     groups = {}
-    for vid in _trainable(index):
+    for vid in _trained_here(index):
         if vid in got:
             continue
         node = index.variables[vid].get("accumulator")
