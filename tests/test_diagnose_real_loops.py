@@ -354,6 +354,36 @@ for step in range(4):
             p_target.mul_(0.99).add_(0.01 * p)
 """
 
+# WGAN with weight clipping and a loss scale undone by hand: five critic steps per generator step. The
+# generator's backward reaches the critic, whose clipped weights make its last layer's gradient far larger
+# than the others': that gradient is reset before the critic's next step, so it is not judged.
+LOOPS["wgan_clip"] = """
+import gradviz as torch
+import gradviz.nn as nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 4))
+D = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+optD = torch.optim.SGD(D.parameters(), lr=5e-3)
+optG = torch.optim.SGD(G.parameters(), lr=5e-3)
+SCALE = 128.0
+for it in range(3):
+    for _ in range(2):
+        real, z = torch.randn(5, 4), torch.randn(5, 3)
+        optD.zero_grad()
+        lossD = -(D(real).mean() - D(G(z).detach()).mean())
+        (lossD * SCALE).backward()
+        for p in D.parameters():
+            p.grad /= SCALE
+        optD.step()
+        for p in D.parameters():
+            p.data.clamp_(-0.01, 0.01)
+    optG.zero_grad()
+    lossG = -D(G(torch.randn(5, 3))).mean()
+    lossG.backward()
+    optG.step()
+"""
+
 # (loop, planted-mistake id): the edits that plant it, then the expected findings as (code, severity, the text
 # of the line it is reported at). Other findings may only be the listed consequences of the same mistake.
 PLANTED = {
@@ -409,6 +439,9 @@ PLANTED = {
     ("dqn", "target-optimized"): ([("torch.optim.Adam(online.parameters()",
                                     "torch.optim.Adam([*online.parameters(), *target.parameters()]")],
                                   [("graph-cut", "warning", "y = r + 0.9 * target(s2)")], set()),
+    # clipping the weights in place without .data (or no_grad): an in-place op on leaves that require grad
+    ("wgan_clip", "clip-in-graph"): ([("p.data.clamp_(-0.01, 0.01)", "p.clamp_(-0.01, 0.01)")],
+                                     [("leaf-inplace", "error", "p.clamp_(-0.01, 0.01)")], set()),
 }
 
 

@@ -447,6 +447,8 @@ In the picture: the parameters whose gradients were summed.
 """,
     "exploding-grad": """\
 One layer's gradient norm is orders of magnitude (1000x or more) above the median of the other layers'.
+Only gradients that an optimizer then steps with are compared: a GAN generator's backward also reaches the
+discriminator, whose gradients are reset before its next step, and those are left out.
 
 Large gradients in one layer usually come from a deep chain of multiplications (RNNs, deep nets without
 normalisation), from a badly scaled input, or from a loss that is summed instead of averaged. They make
@@ -464,6 +466,7 @@ In the picture: the layer's parameters, with their gradient norms on the edges (
 """,
     "vanishing-grad": """\
 One layer's gradient norm is orders of magnitude (1000x or more) below the median of the other layers'.
+As for `exploding-grad`, only gradients that an optimizer then steps with are compared.
 
 Tiny gradients mean the layer hardly learns: typical causes are saturated activations (sigmoid/tanh with
 large inputs), dead ReLUs, a deep stack without residual connections, or a layer whose output is scaled

@@ -193,9 +193,12 @@ _FAR = 1e3  # a layer's gradient norm this many times above/below the others' me
 
 def gradient_scale(index, out):
     """Per-layer gradient norms (the parameters' combined norm, grouped by module path) far outside the rest,
-    judged on the last completed backward that reached three or more layers."""
+    judged on the last completed backward that reached three or more layers. Only the gradients an optimizer
+    then steps with count: a GAN's generator backward also reaches the discriminator, whose gradients are reset
+    before they are used."""
+    unused = _gradients_reset_unused(index)
     for b in reversed(index.backwards):
-        layers = _layer_norms(index, b)
+        layers = _layer_norms(index, b, unused.get(b.get("id"), set()))
         if len(layers) >= 3:
             break
     else:
@@ -223,13 +226,40 @@ def gradient_scale(index, out):
                 order=(2, params[0]))
 
 
-def _layer_norms(index, b):
+def _gradients_reset_unused(index):
+    """``{backward id: {leaf ids}}``: the leaves a backward reached whose gradient is reset (``zero_grad``,
+    ``p.grad = None``, ``p.grad.zero_()``) before an optimizer steps them, or that an optimizer steps elsewhere in
+    the trace but not after this backward. The rest (stepped next, or no optimizer ever steps them: updated by
+    hand) are the gradients that train something."""
+    unused = {}
+    timeline = index.timeline()
+    # after the last record, a leaf some optimizer steps is not stepped again: its gradient is not used
+    next_is_reset = {p: True for kind, rec in timeline if kind == "optimizer" and rec.get("event") == "step"
+                     for p in rec.get("parameters") or ()}
+    for kind, rec in reversed(timeline):
+        if kind == "optimizer":
+            reset = rec.get("event") == "zero_grad"
+            if reset or rec.get("event") == "step":
+                for p in rec.get("parameters") or ():
+                    next_is_reset[p] = reset
+        elif kind == "grad_write":
+            next_is_reset[rec.get("variable")] = True
+        elif kind == "inplace":
+            leaf = _reset_leaf(index, rec)
+            if leaf is not None:
+                next_is_reset[leaf] = True
+        elif kind == "backward":
+            unused[rec.get("id")] = {int(k) for k in rec.get("leaf_grad_norms") or {} if next_is_reset.get(int(k))}
+    return unused
+
+
+def _layer_norms(index, b, unused=frozenset()):
     if b.get("error"):
         return {}
     layers = {}
     for key, value in (b.get("leaf_grad_norms") or {}).items():
         v = index.variables.get(int(key)) or {}
-        if not v.get("is_parameter") or not v.get("name"):
+        if not v.get("is_parameter") or not v.get("name") or v["id"] in unused:
             continue
         layer = v["name"].rsplit(".", 1)[0] if "." in v["name"] else v["name"]
         norm = float(value) if is_finite_number(value) else math.inf
