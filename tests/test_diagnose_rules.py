@@ -60,6 +60,11 @@ def test_empty_document_is_clean():
     ([0, 1, 1, 1, 1, 1, 1], False),
     ([10, 20, 10, 20, 10, 20], False),
     ([0, 10], False),
+    ([1, 3, 4, 4, 5, 4, 4, 5, 4, 4, 5], False),  # three backward calls per loop: warm-up, then a repeating pattern
+    ([0, 360, 0, 0, 360, 0, 0, 360, 0, 0, 360], False),
+    ([1, 3, 4, 4, 5, 5, 5, 6, 6, 6, 7, 7], True),  # the same loop keeping one graph more every loop
+    ([0, 0, 0, 0, 0, 0, 100, 100, 100], False),  # one jump is not growth
+    ([1, 2, 3], False),  # a script that stopped in its second loop: too short to call a trend
 ])
 def test_growing(values, expected):
     assert growing(values) is expected
@@ -90,9 +95,45 @@ def test_grad_accumulation_across_steps():
     # the same with a zero_grad between the first step and the second backward: clean
     doc["events"].insert(1, _step(2, 1, "zero_grad", line=5, seq=2))
     assert diagnose(doc) == []
-    # ...but not when that zero_grad comes after the second backward (seq orders them, not the list)
-    doc["events"][1]["seq"] = 3.5
+    # ...but not when that zero_grad comes after the second step (seq orders them, not the list)
+    doc["events"][1]["seq"] = 4.5
     assert [d["code"] for d in diagnose(doc)] == ["grad-accumulation"]
+    # a reset between the second backward and the step that would use the sum: that step sums nothing
+    # (zeroing before step is a mistake of its own, not an accumulation across steps)
+    doc["events"][1]["seq"] = 3.5
+    assert diagnose(doc) == []
+
+
+def test_leftover_gradients_reset_before_their_next_step_are_not_accumulation():
+    """A GAN: the generator's backward runs through the discriminator after the discriminator's step, and the
+    discriminator's zero_grad() clears that before its next step. Nothing is summed into a step."""
+    grads = {"0": 1.0, "1": 0.5}
+    events = [_step(0, 0, seq=1), _step(1, 1, "zero_grad", line=3, seq=3), _step(2, 1, seq=5)]
+    backwards = [backward(0, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], seq=0),
+                 backward(1, 12, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], seq=2),  # G's step
+                 backward(2, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], iteration=1, seq=4)]
+    doc = _param_doc(events, backwards)
+    assert diagnose(doc) == []
+    # without the zero_grad, the step at seq 5 uses D's gradient from before the first step: reported at the
+    # backward that added to the stepped gradient, naming both steps
+    doc["events"].pop(1)
+    (d,) = diagnose(doc)
+    assert (d["code"], d["location"]["line"]) == ("grad-accumulation", 12)
+    assert [r["role"] for r in d["related"]] == ["previous optimizer step", "step that uses the sum"]
+    assert d["message"].startswith("backward at line 12 adds to gradients already used by SGD.step() at line 9, "
+                                   "and its next step there uses the sum: no zero_grad() between them")
+
+
+def test_grad_accumulation_is_not_judged_across_iterations_left_out_of_the_document():
+    """Only the first and last few iterations have full records: a step before the gap and a backward after it
+    say nothing about the zero_grad calls in between."""
+    grads = {"0": 1.0, "1": 0.5}
+    doc = _param_doc([_step(0, 0, seq=1), _step(1, 9, seq=40)],
+                     [backward(0, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], seq=0),
+                      backward(1, 7, [2], [2], leaf_grad_norms=grads, visited=[2, 0, 1], iteration=9, seq=39)])
+    assert diagnose(doc) == []
+    doc["backwards"][1]["iteration"] = doc["events"][1]["iteration"] = 1  # consecutive: accumulated
+    assert codes(doc) == ["grad-accumulation"]
 
 
 def test_timeline_follows_seq_not_document_order():
@@ -126,6 +167,12 @@ def test_stale_version_confirmed_by_the_failing_backward():
     doc["backwards"] = []
     (d,) = diagnose(doc)
     assert (d["code"], d["severity"]) == ("stale-version", "warning")
+    # a graph no backward ever ran through, that died before the trace ended (a validation pass with grad on,
+    # then an optimizer step): nothing could backward through it, so nothing will fail
+    doc["graphs"] = [{"id": 0, "alive_at_end": False, "backwarded": False}]
+    assert diagnose(doc) == []
+    doc["graphs"][0]["alive_at_end"] = True
+    assert codes(doc) == ["stale-version"]
 
 
 def test_retained_graph_warns_on_growth_and_names_the_chaining_line():

@@ -69,3 +69,40 @@ def test_memory_table_with_growing_sparkline():
     assert "peak retained   3.9 KiB" in out and "final retained  3.9 KiB" in out
     assert "▃▅▆██" in out and "iterations 0–4: 1000 B → 3.9 KiB (growing)" in out
     assert sparkline([0, 0]) == "▁▁" and sparkline([1, 2, 4]) == "▃▅█"
+
+
+def _traced(body):
+    import gradviz
+    scope = {}
+    with gradviz.trace() as tr:
+        exec(body, scope)
+    return tr.to_dict()
+
+
+def test_summary_leaves_out_parameters_of_modules_never_used_nor_optimized():
+    # nn.TransformerEncoder deep-copies its template layer, as PyTorch does: the template is never called
+    body = (
+        "import gradviz as torch\nimport gradviz.nn as nn\ntorch.manual_seed(0)\n"
+        "layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)\n"
+        "encoder = nn.TransformerEncoder(layer, num_layers=2)\n"
+        "opt = torch.optim.SGD({params}, lr=0.1)\n"
+        "opt.zero_grad()\nencoder(torch.randn(2, 3, 8)).pow(2).mean().backward()\nopt.step()\n")
+    out = text_of(summary(_traced(body.format(params="encoder.parameters()"))))
+    assert "parameters      24, all got a gradient (and 12 parameters that no op used and no optimizer was given)" \
+        in out
+    # given to the optimizer, the template's parameters are the user's: listed without a gradient
+    out = text_of(summary(_traced(body.format(params="[*encoder.parameters(), *layer.parameters()]"))))
+    assert "parameters      36, 12 got no gradient" in out and "and 12 parameters" not in out
+
+
+def test_summary_shows_frozen_parameters_as_frozen():
+    body = ("import gradviz as torch\nimport gradviz.nn as nn\n"
+            "model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))\n"
+            "model[0].requires_grad_(False)\n"
+            "opt = torch.optim.SGD(model[2].parameters(), lr=0.1)\n"
+            "model(torch.randn(5, 3)).sum().backward()\nopt.step()\n")
+    out = text_of(summary(_traced(body)))
+    assert "parameters      4, 2 frozen, the others all got a gradient" in out
+    rows = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.startswith("  model")}
+    assert rows == {"model.0.weight": "frozen", "model.0.bias": "frozen", "model.2.weight": "yes",
+                    "model.2.bias": "yes"}

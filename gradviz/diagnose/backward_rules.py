@@ -260,6 +260,8 @@ def stale_versions(index, out):
                 break
         if failed is None and _backwarded_before(timeline[:pos], saved_by):
             continue  # a finished (retained) graph that no backward went through again: harmless
+        if failed is None and _died_unused(index, saved_by):
+            continue  # a forward-only graph (a validation pass with grad on) that died without a backward
         _report_stale(index, out, e, sorted(saved_by), failed)
 
 
@@ -268,6 +270,13 @@ def _backwarded_before(items, nodes):
         if kind == "backward" and not b.get("error") and nodes & set(b.get("visited") or ()):
             return True
     return False
+
+
+def _died_unused(index, nodes):
+    """True when every graph holding ``nodes`` is known to have died before the trace ended: nothing can
+    backward through them any more (a later backward through them would have failed and been seen)."""
+    graphs = [index.graphs.get((index.nodes.get(n) or {}).get("graph")) for n in nodes]
+    return bool(graphs) and all(g is not None and g.get("alive_at_end") is False for g in graphs)
 
 
 def _report_stale(index, out, e, saved_by, failed):

@@ -132,7 +132,9 @@ The fix: use the out-of-place form (`y = y * 2`, `h = h.clone(); h[:, 0] = 0`), 
 `clone()`, or move it after backward.
 
 An optimizer's `step()` is an in-place update of the parameters too: stepping between a forward pass (or a
-`backward(retain_graph=True)`) and a backward through that graph is reported at the `step()` line.
+`backward(retain_graph=True)`) and a backward through that graph is reported at the `step()` line. A graph
+that no backward ever runs through and that is gone before the script ends (a validation pass run with grad
+on, then the next training step) is not reported: nothing used the changed values.
 
 In the picture: the node that saved the value and the in-place op, with the saved tensor's versions.
 """,
@@ -226,6 +228,11 @@ The mistake (the seed's hook answer in a training loop):
 The fix: call backward once on a graph built from the chained models, without retain_graph, and accumulate
 plain numbers: `epoch_loss += loss.item()`.
 
+Not reported: a graph kept for a later backward of the same step that uses it and frees it (a GAN's `fake`,
+detached for the discriminator's loss, then backpropagated by the generator's), and the rise and fall of memory
+within each step of a loop with several backward calls: gradviz warns when the memory or the number of graphs
+keeps rising from one part of the run to the next.
+
 In the picture: retained graphs are shaded, with their byte size.
 """,
     "graph-cut": """\
@@ -256,6 +263,10 @@ draws two graphs bridged by hand. The seed's first version does this:
 It works, but `Variable` is deprecated and one graph with one backward (`model2(model1(X))`) does the same
 with less code and less memory.
 
+Not reported: parameters that no optimizer is given, in a script that uses optimizers, such as a DQN's target
+network (`target(s2).max(1)[0].detach()`, then updated by copying from the online network): it is not trained
+by backward, so cutting it off is the point.
+
 In the picture: the cut drawn as a dashed break between the two graphs.
 """,
     "unused-parameter": """\
@@ -279,6 +290,10 @@ of the optimizer if it is kept on purpose).
 
 A parameter frozen after it was created (`requires_grad = False` before training) is not reported, even if
 it is still given to the optimizer: gradviz reads the parameters' `requires_grad` at the end of the trace.
+Nor is a module that is never called and never given to an optimizer, such as the template layer that
+`nn.TransformerEncoder(layer, num_layers)` copies: it is not part of the model being trained (the report's
+summary counts its parameters apart). Registered as a submodule and given to the optimizer with
+`model.parameters()`, the template is reported: it is trained by nothing.
 
 In the picture: unused parameters are listed beside the graph, since they have no node in it.
 """,
@@ -381,6 +396,10 @@ is contaminated.
 Common causes: `log` of 0 or of a negative number, `sqrt` at 0 in backward, division by a value that
 reaches 0, `exp` of a large number, a learning rate so large that the weights overflow.
 
+Not reported: an infinity that the graph absorbs before it reaches the loss or any output, such as an
+attention mask filled with -inf (softmax turns it into 0). If such a value makes a gradient NaN in backward
+(`torch.where(x > 0, x.log(), 0)` at x = 0: 0 times 1/0), that gradient is reported.
+
 The mistake:
 
     p = torch.tensor([0.0, 0.5], requires_grad=True)
@@ -414,6 +433,13 @@ The fix: clear the gradients once per step, before backward:
 (Accumulating over several backward calls and then stepping once, to simulate a bigger batch, is fine: the
 mistake is only accumulation across steps.)
 
+gradviz reports it when a step uses the sum: a backward after one step adds to a parameter's gradient, and
+the next step of that parameter comes with no reset in between. Gradients left over in parameters that are
+reset before their optimizer steps them again are harmless and not reported: in a GAN, the generator's loss
+backwards through the discriminator after the discriminator's step, and `netD.zero_grad()` clears that before
+the discriminator's next step. (In a long loop the trace keeps full records of the first and last few
+iterations only; the rule looks for this within each of those stretches.)
+
 Any reset counts: `optimizer.zero_grad()`, `model.zero_grad()` (with or without `set_to_none`),
 `p.grad = None`, `p.grad.zero_()` or `p.grad.data.zero_()`.
 
@@ -421,6 +447,8 @@ In the picture: the parameters whose gradients were summed.
 """,
     "exploding-grad": """\
 One layer's gradient norm is orders of magnitude (1000x or more) above the median of the other layers'.
+Only gradients that an optimizer then steps with are compared: a GAN generator's backward also reaches the
+discriminator, whose gradients are reset before its next step, and those are left out.
 
 Large gradients in one layer usually come from a deep chain of multiplications (RNNs, deep nets without
 normalisation), from a badly scaled input, or from a loss that is summed instead of averaged. They make
@@ -438,6 +466,7 @@ In the picture: the layer's parameters, with their gradient norms on the edges (
 """,
     "vanishing-grad": """\
 One layer's gradient norm is orders of magnitude (1000x or more) below the median of the other layers'.
+As for `exploding-grad`, only gradients that an optimizer then steps with are compared.
 
 Tiny gradients mean the layer hardly learns: typical causes are saturated activations (sigmoid/tanh with
 large inputs), dead ReLUs, a deep stack without residual connections, or a layer whose output is scaled

@@ -40,6 +40,14 @@ def _trainable(index):
                   and v.get("requires_grad_final") is not False and (v.get("is_parameter") or vid in opt))
 
 
+def _trained_here(index):
+    """The trainable leaves this script trains: those given to an optimizer when it uses one (a DQN's target
+    network, detached from the loss on purpose and updated by copying, is a model but not trained here), every
+    trainable leaf when it uses none (parameters updated by hand)."""
+    opt = _optimized(index)
+    return [vid for vid in _trainable(index) if not opt or vid in opt]
+
+
 def graph_cuts(index, out):
     """Trainable parameters that got no gradient because a cut separates them from every root, grouped by cut;
     and cuts bridged by hand (a second backward carries the gradient across), reported as an info."""
@@ -49,7 +57,7 @@ def graph_cuts(index, out):
         return
     got = _got_grad(index, done)
     groups = {}
-    for vid in _trainable(index):
+    for vid in _trained_here(index):
         if vid in got:
             continue
         node = index.variables[vid].get("accumulator")
@@ -175,6 +183,7 @@ def retained_graphs(index, out):
     retainers = _retaining_backwards(index)
     if not (growing_bytes or growing_graphs):
         final = memory.get("final_retained_bytes") or (bytes_series[-1] if bytes_series else 0)
+        retainers = [b for b in retainers if not _shared_by_a_second_loss(index, b)]
         if final and retainers:
             _report_retained(index, out, memory, series, keepers, retainers, growing_=False)
         return
@@ -182,18 +191,25 @@ def retained_graphs(index, out):
 
 
 def growing(values):
-    """True when a per-iteration series keeps climbing: mostly increases, almost no decreases, end above start."""
+    """True when a per-iteration series keeps climbing: split in thirds, each third's lowest and highest values
+    are above the previous third's, and it ends above where it started. A series that rises once and then
+    repeats a pattern (several backward calls per loop, each a tracer iteration: a GAN's three) is not
+    growing, however the pattern goes up and down."""
     n = len(values)
-    if n < 3 or values[-1] <= values[0]:
+    if n < 4 or values[-1] <= values[0]:  # three points are one warm-up and a step: too few to call a trend
         return False
-    ups = sum(1 for a, b in zip(values, values[1:]) if b > a)
-    downs = sum(1 for a, b in zip(values, values[1:]) if b < a)
-    return ups >= max(2, (n - 1) // 2) and downs <= (n - 1) // 4
+    first, middle, last = values[:n // 3], values[n // 3:n - n // 3], values[n - n // 3:]
+    return (min(first) < min(middle) < min(last)) and (max(first) < max(middle) < max(last))
 
 
 def _keepers(index):
     """Nodes with an input from an earlier iteration's graph: the line that chains iterations together
-    (``total_loss += loss``). Returns ``[(location, node ids)]`` in order of first appearance."""
+    (``total_loss += loss``). Returns ``[(location, node ids)]`` in order of first appearance.
+
+    An input whose graph was freed by the same backward that freed the node reading it is not a chain: that graph
+    was kept only until the backward that used it (a GAN's generator step reads the ``fake`` built for the
+    discriminator's step, and its backward frees both)."""
+    freed = _freed_by_table(index)
     found = {}
     for n in sorted(index.nodes.values(), key=lambda n: n["id"]):
         it = _iteration(index, n)
@@ -206,12 +222,32 @@ def _keepers(index):
             if is_accumulate_grad(src):
                 continue
             src_it = _iteration(index, src)
-            if src_it is not None and src_it < it:
+            if src_it is not None and src_it < it and not _used_up_together(freed, n, src):
                 loc = n.get("location")
                 key = (loc or {}).get("file"), (loc or {}).get("line")
                 found.setdefault(key, (loc, []))[1].append(n["id"])
                 break
     return list(found.values())
+
+
+def _freed_by_table(index):
+    """``{node id: backward id}``: the backward (without retain_graph) that freed each node, or, for a node that
+    saved nothing to free, the first such backward that ran it."""
+    table = {}
+    for b in index.backwards:
+        if b.get("retain_graph") or b.get("error"):
+            continue
+        for nid in b.get("visited") or ():
+            table.setdefault(nid, b.get("id"))
+    for n in index.nodes.values():
+        if n.get("freed_by") is not None:
+            table[n["id"]] = n["freed_by"]
+    return table
+
+
+def _used_up_together(freed, node, src):
+    done = freed.get(src.get("id"))
+    return done is not None and done == freed.get(node.get("id"))
 
 
 def _iteration(index, node):
@@ -287,16 +323,31 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
             order=(2, 0))
 
 
+def _later_backwards(index, first):
+    """Backward calls after ``first`` in the same iteration, and the non-leaf nodes ``first`` ran."""
+    ran = {n for n in first.get("visited") or () if not is_accumulate_grad(index.nodes.get(n))}
+    later = [b for b in index.backwards
+             if b is not first and not b.get("error") and b.get("iteration") == first.get("iteration")
+             and b.get("id", 0) > first.get("id", 0)]
+    return ran, later
+
+
+def _shared_by_a_second_loss(index, first):
+    """``loss1.backward(retain_graph=True); loss2.backward()`` on two losses over a shared trunk: the second
+    backward starts from its own loss (a root the first never ran) and goes back through the trunk, which is why
+    the first had to keep it. What stays after that is one step's heads, freed with the next step's graph."""
+    ran, later = _later_backwards(index, first)
+    return any(ran & set(b.get("visited") or ()) and not ran & set(b.get("root_nodes") or ()) for b in later)
+
+
 def _backward_twice(index, retainers):
-    """A later backward in the same iteration that re-runs nodes a retain_graph=True backward ran, and the
-    leaves both accumulated into (their gradient counted twice)."""
+    """A later backward in the same iteration that starts inside the graph a retain_graph=True backward ran
+    (``y1.backward(y1.grad)`` after ``loss.backward(retain_graph=True)``), and the leaves both accumulated into:
+    the same loss's gradient counted twice. (A second loss over a shared trunk adds its own gradient: right.)"""
     for first in retainers:
-        ran = {n for n in first.get("visited") or () if not is_accumulate_grad(index.nodes.get(n))}
-        for b in index.backwards:
-            if b is first or b.get("error") or b.get("iteration") != first.get("iteration") \
-                    or b.get("id", 0) <= first.get("id", 0):
-                continue
-            if ran & set(b.get("visited") or ()):
+        ran, later = _later_backwards(index, first)
+        for b in later:
+            if ran & set(b.get("root_nodes") or ()):
                 both = sorted({int(k) for k in first.get("leaf_grad_norms") or {}}
                               & {int(k) for k in b.get("leaf_grad_norms") or {}})
                 if both:

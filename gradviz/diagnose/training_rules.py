@@ -5,19 +5,28 @@ import math
 import statistics
 
 from ..document import is_accumulate_grad, is_reset_op
-from ..document.index import is_finite_number
+from ..document.index import is_finite_number, same_line
 from .records import related
 
 
 def grad_accumulation(index, out):
     """A leaf's gradient carried from before one optimizer step into the backward after it, with nothing
-    (``zero_grad``, ``p.grad = None``) resetting it between."""
-    # Per parameter: "fresh" (nothing accumulated), "accumulated", "stepped" (accumulated, then a step used it).
+    (``zero_grad``, ``p.grad = None``) resetting it before an optimizer steps that leaf again: that step uses the
+    sum. Gradients left over in parameters that are reset before their optimizer's next step (a GAN's generator
+    step backwards through the discriminator, whose ``zero_grad()`` clears them before its own step) are harmless."""
+    # Per parameter: "fresh" (nothing accumulated), "accumulated", "stepped" (accumulated, then a step used it),
+    # "carried" (a backward added to gradients a step had already used; the next step of it sums across steps).
     state = {}
     grads = _grad_variables(index)
     last_step = {}
+    carried_by = {}  # parameter -> the backward that added to its stepped gradient
     flagged = {}
+    seen = None  # the iteration of the record before
     for kind, rec in index.timeline():
+        it = rec.get("iteration")
+        if _skipped_iterations(seen, it):
+            state.clear()  # what happened to the gradients in between is not in the document
+        seen = it if isinstance(it, int) else seen
         if kind == "optimizer":
             params = rec.get("parameters") or ()
             if rec.get("event") == "zero_grad":
@@ -25,7 +34,9 @@ def grad_accumulation(index, out):
                     state[p] = "fresh"
             elif rec.get("event") == "step":
                 for p in params:
-                    if state.get(p) == "accumulated":
+                    if state.get(p) == "carried":
+                        flagged.setdefault(p, (carried_by[p], last_step[p], rec))
+                    if state.get(p) in ("accumulated", "carried"):
                         state[p] = "stepped"
                         last_step[p] = rec
         elif kind == "grad_write":
@@ -38,25 +49,43 @@ def grad_accumulation(index, out):
             fresh = _fresh_grads(index, rec, grads)
             for key in rec.get("leaf_grad_norms") or {}:
                 p = int(key)
-                if state.get(p) == "stepped" and p not in fresh:
-                    flagged.setdefault(p, (rec, last_step[p]))
-                state[p] = "accumulated"
+                if p in fresh:
+                    state[p] = "accumulated"
+                elif state.get(p) == "stepped":
+                    state[p] = "carried"
+                    carried_by[p] = rec
+                elif state.get(p) != "carried":
+                    state[p] = "accumulated"
     if not flagged:
         return
     by_site = {}
-    for p, (b, step) in sorted(flagged.items()):
-        by_site.setdefault((b["id"], step["id"]), (b, step, []))[2].append(p)
-    for b, step, params in by_site.values():
+    for p, (b, step, used) in sorted(flagged.items()):
+        by_site.setdefault((b["id"], step["id"]), (b, step, used, []))[3].append(p)
+    for b, step, used, params in by_site.values():
         names = ", ".join(f"`{index.var_name(p)}`" for p in params[:6]) + (" …" if len(params) > 6 else "")
+        opt = step.get("optimizer") or "the optimizer"
+        if same_line(step.get("location"), used.get("location")):
+            then = "and its next step there uses the sum"
+        else:
+            then = f"and {used.get('optimizer') or opt}.step() at {index.where(used.get('location'))} uses the sum"
         message = (f"backward at {index.where(b.get('location'))} adds to gradients already used by "
-                   f"{step.get('optimizer') or 'the optimizer'}.step() at {index.where(step.get('location'))}: no "
-                   f"zero_grad() between them, so {len(params)} parameter gradient(s) ({names}) are summed across "
-                   "optimizer steps.")
+                   f"{opt}.step() at {index.where(step.get('location'))}, {then}: no zero_grad() between them, so "
+                   f"{len(params)} parameter gradient(s) ({names}) are summed across optimizer steps.")
         hint = "Call `optimizer.zero_grad()` once per step, before backward."
         out.add("grad-accumulation", message, hint, b.get("location"),
-                related=[related("previous optimizer step", step.get("location"))],
+                related=[related("previous optimizer step", step.get("location")),
+                         related("step that uses the sum", used.get("location"))],
                 nodes=[(index.variables.get(p) or {}).get("accumulator") for p in params], variables=params,
-                details={"backward": b["id"], "step_event": step["id"]}, order=(1, b["id"]))
+                details={"backward": b["id"], "step_event": step["id"], "summed_step_event": used["id"]},
+                order=(1, b["id"]))
+
+
+def _skipped_iterations(before, now):
+    """True when the timeline jumps over whole iterations: the tracer kept full records for the first and last
+    few iterations only (``window``), so the zero_grad / backward / step of those in between are missing. Every
+    iteration ends with a backward or a step, so consecutive records are never more than one iteration apart
+    otherwise."""
+    return isinstance(before, int) and isinstance(now, int) and now > before + 1
 
 
 def _grad_variables(index):
@@ -92,9 +121,11 @@ def _reset_leaf(index, e):
 
 
 def nan_inf(index, out):
-    """The first op whose forward output, or the gradient its backward produced, is not finite."""
+    """The first op whose forward output, or the gradient its backward produced, is not finite. A forward -inf
+    that the graph absorbs (an attention mask filled with -inf, then softmax) is not reported: only one that
+    reaches a value nothing finite was computed from (the loss, an output)."""
     forward = sorted(n["id"] for n in index.nodes.values() if n.get("nonfinite") == "forward")
-    if forward:
+    if forward and _reaches_an_output(index, set(forward)):
         node = index.nodes[forward[0]]
         outputs = list(node.get("outputs") or ())
         inputs = [v for v in node.get("input_variables") or () if v is not None]
@@ -119,6 +150,14 @@ def nan_inf(index, out):
                                                                     "backward": b["id"]},
                 order=(2, culprit))
         return
+
+
+def _reaches_an_output(index, bad):
+    """True when some non-finite forward value is an end of the graph: a node in ``bad`` that no recorded op
+    consumed (the loss itself, a kept output, or a value whose consumers the document does not hold). When
+    every non-finite value only feeds ops whose results are finite, something absorbed it (softmax of -inf is
+    0, ``where`` picks the other branch); a NaN gradient it leads to in backward is reported on its own."""
+    return any(not index.consumers(n) for n in bad)
 
 
 _NAN_HINT = ("Keep the op's input in its valid range (`x.clamp(min=1e-7).log()`), use the fused stable form "
@@ -154,9 +193,12 @@ _FAR = 1e3  # a layer's gradient norm this many times above/below the others' me
 
 def gradient_scale(index, out):
     """Per-layer gradient norms (the parameters' combined norm, grouped by module path) far outside the rest,
-    judged on the last completed backward that reached three or more layers."""
+    judged on the last completed backward that reached three or more layers. Only the gradients an optimizer
+    then steps with count: a GAN's generator backward also reaches the discriminator, whose gradients are reset
+    before they are used."""
+    unused = _gradients_reset_unused(index)
     for b in reversed(index.backwards):
-        layers = _layer_norms(index, b)
+        layers = _layer_norms(index, b, unused.get(b.get("id"), set()))
         if len(layers) >= 3:
             break
     else:
@@ -184,13 +226,40 @@ def gradient_scale(index, out):
                 order=(2, params[0]))
 
 
-def _layer_norms(index, b):
+def _gradients_reset_unused(index):
+    """``{backward id: {leaf ids}}``: the leaves a backward reached whose gradient is reset (``zero_grad``,
+    ``p.grad = None``, ``p.grad.zero_()``) before an optimizer steps them, or that an optimizer steps elsewhere in
+    the trace but not after this backward. The rest (stepped next, or no optimizer ever steps them: updated by
+    hand) are the gradients that train something."""
+    unused = {}
+    timeline = index.timeline()
+    # after the last record, a leaf some optimizer steps is not stepped again: its gradient is not used
+    next_is_reset = {p: True for kind, rec in timeline if kind == "optimizer" and rec.get("event") == "step"
+                     for p in rec.get("parameters") or ()}
+    for kind, rec in reversed(timeline):
+        if kind == "optimizer":
+            reset = rec.get("event") == "zero_grad"
+            if reset or rec.get("event") == "step":
+                for p in rec.get("parameters") or ():
+                    next_is_reset[p] = reset
+        elif kind == "grad_write":
+            next_is_reset[rec.get("variable")] = True
+        elif kind == "inplace":
+            leaf = _reset_leaf(index, rec)
+            if leaf is not None:
+                next_is_reset[leaf] = True
+        elif kind == "backward":
+            unused[rec.get("id")] = {int(k) for k in rec.get("leaf_grad_norms") or {} if next_is_reset.get(int(k))}
+    return unused
+
+
+def _layer_norms(index, b, unused=frozenset()):
     if b.get("error"):
         return {}
     layers = {}
     for key, value in (b.get("leaf_grad_norms") or {}).items():
         v = index.variables.get(int(key)) or {}
-        if not v.get("is_parameter") or not v.get("name"):
+        if not v.get("is_parameter") or not v.get("name") or v["id"] in unused:
             continue
         layer = v["name"].rsplit(".", 1)[0] if "." in v["name"] else v["name"]
         norm = float(value) if is_finite_number(value) else math.inf

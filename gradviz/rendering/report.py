@@ -23,6 +23,7 @@ from .style import backward_checks_text, human_bytes
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 _BARS = "▁▂▃▄▅▆▇█"
 _MAX_PARAMETERS = 16
+_GRADIENT_STYLE = {"yes": "green", "none": "bold red", "frozen": "dim"}
 
 
 def sparkline(values):
@@ -65,14 +66,46 @@ def _heading(text):
 
 
 def parameters(doc):
-    """[(name, shape, got_gradient)] for every parameter in the trace."""
+    """[(name, shape, gradient)] for each parameter of the traced model, ``gradient`` being ``"yes"``, ``"none"``
+    or ``"frozen"`` (it did not require grad at the end). A parameter requiring grad that no recorded op used and
+    no optimizer was given, with no gradient, is not part of the model trained here (the template layer that
+    ``nn.TransformerEncoder`` deep-copies, a module built and never called): ``idle_parameters`` counts those."""
+    index, got = _gradient_owners(doc)
+    return [(v.get("name") or f"v{v['id']}", v.get("shape"), _gradient(v, got))
+            for v in doc.get("variables", []) if v.get("is_parameter") and not _idle(index, v, got)]
+
+
+def idle_parameters(doc):
+    """How many parameters ``parameters`` leaves out: never used by a recorded op nor given to an optimizer."""
+    index, got = _gradient_owners(doc)
+    return sum(1 for v in doc.get("variables", []) if v.get("is_parameter") and _idle(index, v, got))
+
+
+def _gradient_owners(doc):
     index = DocIndex(doc)
     got = set(index.leaf_norm)
     for event in doc.get("events", []):
         if event.get("kind") == "grad_write":
             got.add(event.get("variable"))
-    return [(v.get("name") or f"v{v['id']}", v.get("shape"), v["id"] in got)
-            for v in doc.get("variables", []) if v.get("is_parameter")]
+        elif event.get("kind") == "optimizer":
+            got.update(("optimized", p) for p in event.get("parameters") or ())
+    return index, got
+
+
+def _idle(index, v, got):
+    vid = v["id"]
+    return (not _frozen(v) and vid not in got and ("optimized", vid) not in got and v.get("accumulator") is None
+            and not index.var_consumers(vid))
+
+
+def _frozen(v):
+    return not v.get("requires_grad") or v.get("requires_grad_final") is False
+
+
+def _gradient(v, got):
+    if v["id"] in got:
+        return "yes"
+    return "frozen" if _frozen(v) else "none"
 
 
 def structure_line(structure):
@@ -110,27 +143,40 @@ def summary(doc):
                                 f"{_plural(dropped, 'iteration')} in between only counted")
     parts = [_heading("Summary"), grid]
     params = parameters(doc)
+    idle = idle_parameters(doc)
+    idle_note = f" (and {_plural(idle, 'parameter')} that no op used and no optimizer was given)" if idle else ""
     if not params:
-        grid.add_row("parameters", "none")
+        grid.add_row("parameters", "none" + idle_note)
         return Group(*parts)
-    missing = [p for p in params if not p[2]]
-    verdict = "all got a gradient" if not missing else "none got a gradient" if len(missing) == len(params) \
-        else f"{len(missing)} got no gradient"
-    grid.add_row("parameters", f"{len(params)}, {verdict}")
+    missing = [p for p in params if p[2] == "none"]
+    grid.add_row("parameters", f"{len(params)}, {_verdict(params, missing)}{idle_note}")
     shown = params if len(params) <= _MAX_PARAMETERS else missing[:_MAX_PARAMETERS]
     if shown:
         table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 2))
         table.add_column("parameter", overflow="fold")
         table.add_column("shape", no_wrap=True)
         table.add_column("gradient", no_wrap=True)
-        for name, shape, got in shown:
+        for name, shape, gradient in shown:
             shape_text = "(" + ", ".join(str(d) for d in shape or []) + ")"
-            table.add_row(_data(name), _data(shape_text),
-                          Text("yes", style="green") if got else Text("none", style="bold red"))
+            table.add_row(_data(name), _data(shape_text), Text(gradient, style=_GRADIENT_STYLE[gradient]))
         parts.append(Padding(table, (0, 0, 0, 2), expand=False))
         if len(shown) < len(missing):
             parts.append(Text(f"  … and {len(missing) - len(shown)} more without a gradient", style="dim"))
     return Group(*parts)
+
+
+def _verdict(params, missing):
+    """``all got a gradient``, ``3 got no gradient``, ``4 frozen, the others all got a gradient``…"""
+    frozen = sum(1 for p in params if p[2] == "frozen")
+    trainable = len(params) - frozen
+    if not trainable:
+        return "all frozen"
+    verdict = ("all got a gradient" if not missing else "none got a gradient" if len(missing) == trainable
+               else f"{len(missing)} got no gradient")
+    if not frozen:
+        return verdict
+    return f"{frozen} frozen, " + ("the others all got a gradient" if not missing else
+                                   "none of the others got a gradient" if len(missing) == trainable else verdict)
 
 
 def ending(doc):
