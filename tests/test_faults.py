@@ -270,8 +270,28 @@ def test_ctrl_c_while_the_report_is_written_keeps_the_previous_report_and_exits_
     write_script(tmp_path, BIG.format(n=6000), "big_run.py")
     assert run_gradviz("run", "--no-render", "--out", "out", "small_run.py", cwd=tmp_path).returncode == 0
     before = snapshot(out)
+    # Each staged file lingers half a second before its flush, so the signal lands mid-write however fast the
+    # machine writes (without it, a quick write could finish before the signal and the test would be a race).
+    slow = tmp_path / "slow_writes"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(textwrap.dedent("""\
+        import time
+
+        import gradviz.atomic
+
+        _sync = gradviz.atomic.Staged.sync
+
+
+        def _slow_sync(self):
+            time.sleep(0.5)
+            return _sync(self)
+
+
+        gradviz.atomic.Staged.sync = _slow_sync
+        """))
+    env = dict(environment(), PYTHONPATH=os.pathsep.join([str(slow), REPO]))
     process = subprocess.Popen(gradviz_command("run", "--no-render", "--out", "out", "big_run.py"), cwd=tmp_path,
-                               env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
         if any(name.endswith(".gradviz-tmp") for name in os.listdir(out)):
