@@ -106,3 +106,17 @@ def test_summary_shows_frozen_parameters_as_frozen():
     rows = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.startswith("  model")}
     assert rows == {"model.0.weight": "frozen", "model.0.bias": "frozen", "model.2.weight": "yes",
                     "model.2.bias": "yes"}
+
+
+def test_summary_counts_every_backward_call_not_only_those_kept_in_full():
+    import gradviz
+    import gradviz.nn as nn
+
+    model = nn.Linear(3, 1)
+    with gradviz.trace() as tr:
+        for _ in range(20):
+            model.zero_grad()
+            model(gradviz.ones(2, 3)).sum().backward()
+    doc = tr.to_dict()
+    assert len(doc["backwards"]) < 20  # the window kept only some in full
+    assert "backward calls  20\n" in text_of(summary(doc))

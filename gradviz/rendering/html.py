@@ -10,7 +10,7 @@ import re
 from importlib import resources
 
 from ..document import DocIndex
-from .style import backward_checks_text, human_bytes
+from .style import backward_calls, backward_checks_text, human_bytes
 
 _PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
 _SCRIPT = re.compile(r"<\s*/?\s*script", re.I)
@@ -267,7 +267,7 @@ def _summary(doc):
     exc = status.get("exception")
     built = sum(s.get("count", 1) for s in structures) or len(graphs)   # as the terminal summary counts them
     parts = [f"{built:,} graphs built, {len(structures)} distinct structure{'s' * (len(structures) != 1)}",
-             f"{len(doc.get('nodes', [])):,} nodes recorded", f"{len(doc.get('backwards', []))} backward calls"]
+             f"{len(doc.get('nodes', [])):,} nodes recorded", f"{backward_calls(doc):,} backward calls"]
     elided = (doc.get("dropped") or {}).get("elided_nodes")
     if elided:  # a giant graph's middle (tracing/elide.py)
         parts.insert(2, f"{elided:,} more nodes elided")

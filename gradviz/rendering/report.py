@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..document import DocIndex, terminal_safe
-from .style import backward_checks_text, human_bytes
+from .style import backward_calls, backward_checks_text, human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 _BARS = "▁▂▃▄▅▆▇█"
@@ -131,7 +131,7 @@ def summary(doc):
     grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded" + (
         f", {elided:,} more elided (a graph above 5,000 nodes keeps its ends and diagnostic points)"
         if elided else ""))
-    grid.add_row("backward calls", f"{len(doc.get('backwards', [])):,}")
+    grid.add_row("backward calls", f"{backward_calls(doc):,}")
     if ending(doc):
         grid.add_row("script ended", _data(ending(doc)))
     if backward_checks_text(doc):

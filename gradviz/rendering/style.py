@@ -13,6 +13,12 @@ def shape_text(shape):
     return "scalar" if len(shape) == 0 else "(" + ", ".join(str(d) for d in shape) + ")"
 
 
+def backward_calls(doc):
+    """Every backward call of the run: those with full records plus those the window only counted."""
+    dropped = (doc.get("dropped") or {}).get("backwards") or 0
+    return len(doc.get("backwards") or ()) + dropped
+
+
 def backward_checks_text(doc):
     """The budget line of the custom-Function backward checks: what was checked, with what result, and what was
     not (and why); "" when no custom Function ran."""
