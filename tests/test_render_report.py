@@ -119,4 +119,4 @@ def test_summary_counts_every_backward_call_not_only_those_kept_in_full():
             model(gradviz.ones(2, 3)).sum().backward()
     doc = tr.to_dict()
     assert len(doc["backwards"]) < 20  # the window kept only some in full
-    assert "backward calls  20\n" in text_of(summary(doc))
+    assert ["backward", "calls", "20"] in [line.split() for line in text_of(summary(doc)).splitlines()]
