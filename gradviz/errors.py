@@ -85,7 +85,13 @@ class DtypeError(GradvizError, RuntimeError):
 
 
 class UnsupportedError(GradvizError, NotImplementedError):
-    """A PyTorch feature gradviz does not implement; the message names it."""
+    """A PyTorch feature gradviz does not implement; the message names it. ``torch_name``, when given, names the
+    feature as PyTorch spells it (``create_graph=True``): ``gradviz run`` then stops there as at a missing name,
+    in one line, and its report says that nothing after it was checked."""
+
+    def __init__(self, message, torch_name=None):
+        super().__init__(message)
+        self.torch_name = torch_name
 
 
 def dtype_name(dtype):

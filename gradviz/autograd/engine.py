@@ -17,7 +17,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulate the gradients of ``tensors`` into the leaves' ``.grad`` (``torch.autograd.backward``)."""
     _refuse_create_graph(create_graph)
     if inputs is not None:
-        raise UnsupportedError("gradviz does not support backward(inputs=...); use autograd.grad instead")
+        raise UnsupportedError("gradviz does not support backward(inputs=...); use autograd.grad instead",
+                               torch_name="backward(inputs=...)")
     roots, grads = _roots_and_grads(tensors, grad_tensors)
     _run(roots, grads, bool(retain_graph), None)
 
@@ -47,7 +48,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 def _refuse_create_graph(create_graph):
     if create_graph:
-        raise UnsupportedError("gradviz does not support higher-order gradients (create_graph=True)")
+        raise UnsupportedError("gradviz does not support higher-order gradients (create_graph=True)",
+                               torch_name="create_graph=True")
 
 
 def _roots_and_grads(tensors, grad_tensors):

@@ -510,7 +510,8 @@ class Variable:
         return self._cast(np.dtype(np.bool_))
 
     def half(self):
-        raise UnsupportedError("gradviz supports float32 and float64, not float16 (Tensor.half)")
+        raise UnsupportedError("gradviz supports float32 and float64, not float16 (Tensor.half)",
+                               torch_name="Tensor.half")
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
         _as_device("cuda" if device is None else device)  # raises: the engine runs on the CPU only

@@ -345,7 +345,8 @@ class Module:
         return self._cast_floats(np.dtype(np.float64))
 
     def half(self):
-        raise UnsupportedError("gradviz supports float32 and float64, not float16 (Module.half)")
+        raise UnsupportedError("gradviz supports float32 and float64, not float16 (Module.half)",
+                               torch_name="torch.nn.Module.half")
 
     def cpu(self):
         return self

@@ -170,7 +170,7 @@ def _refuse_unsupported(group):
     """PyTorch's performance and CUDA switches: accepted when off; gradviz has one CPU code path."""
     for flag in ("differentiable", "fused", "capturable"):
         if group.get(flag):
-            raise UnsupportedError(f"gradviz's optimizers do not implement {flag}=True")
+            raise UnsupportedError(f"gradviz's optimizers do not implement {flag}=True", torch_name=f"{flag}=True")
 
 
 def state_tensor(array):
