@@ -30,6 +30,7 @@ MODULES = {
     "torch.nn.functional": "gradviz.nn.functional",
     "torch.nn.init": "gradviz.nn.init",
     "torch.nn.utils": "gradviz.nn.utils",
+    "torch.nn.utils.rnn": "gradviz.nn.utils.rnn",
     "torch.optim": "gradviz.optim",
     "torch.optim.lr_scheduler": "gradviz.optim.lr_scheduler",
     "torch.utils": "gradviz.utils",
