@@ -68,6 +68,7 @@ CASES = {
         known=[("nan-inf", "self.attn(h, h, h, key_padding_mask=pad_mask)")],
         known_reason="nan-inf reports the -inf that masks padded keys before softmax (PyTorch adds the same "
                      "-inf); the rule lives in gradviz/tracing + gradviz/diagnose"),
+    "packed_lstm_tagger.py": Case(),  # torch.nn.utils.rnn behind the shim
     "regression_schedulers.py": Case(),
     "autoencoder_bce.py": Case(),
     "checkpoint_roundtrip.py": Case(),
