@@ -1,7 +1,8 @@
 """Run a plain PyTorch script on real PyTorch with its random numbers drawn the way gradviz's engine draws them.
 
 ``python tests/aligned_torch.py SCRIPT [ARGS...]`` installs the patches below, then runs SCRIPT as ``__main__``
-(``runpy``), unmodified. The script under ``gradviz run --torch`` and the script here then see the same random
+(``runpy``), unmodified (``--many SCRIPT...`` runs several in turn in one process and prints their outputs as
+JSON). The script under ``gradviz run --torch`` and the script here then see the same random
 numbers, draw for draw, so what they print can be compared to float tolerance.
 
 gradviz draws everything from a numpy ``default_rng(seed)`` (``gradviz.generator``): ``manual_seed(s)`` makes a
@@ -205,11 +206,44 @@ def install():
     _sampler.RandomSampler.__iter__ = _random_sampler_iter
 
 
+def run_many(paths):
+    """Run each script in turn in this process (PyTorch imported once): a JSON object on stdout mapping each path
+    to its stdout, stderr and exit status, as ``python tests/aligned_torch.py SCRIPT`` would give them."""
+    import contextlib
+    import io
+    import json
+    import traceback
+
+    results = {}
+    for path in paths:
+        out, err, status = io.StringIO(), io.StringIO(), 0
+        saved_argv, saved_path = list(sys.argv), list(sys.path)
+        sys.argv = [path]
+        sys.path.insert(0, str(__import__("pathlib").Path(path).resolve().parent))
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    runpy.run_path(path, run_name="__main__")
+                except SystemExit as exc:
+                    status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                except Exception:  # the script's own error, reported as python would
+                    traceback.print_exc()
+                    status = 1
+        finally:
+            sys.argv, sys.path[:] = saved_argv, saved_path
+            torch.set_grad_enabled(True)
+        results[path] = {"stdout": out.getvalue(), "stderr": err.getvalue(), "status": status}
+    json.dump(results, sys.stdout)
+    return 0
+
+
 def main(argv):
     if not argv:
-        print("usage: python tests/aligned_torch.py SCRIPT [ARGS...]", file=sys.stderr)
+        print("usage: python tests/aligned_torch.py SCRIPT [ARGS...] | --many SCRIPT...", file=sys.stderr)
         return 2
     install()
+    if argv[0] == "--many":
+        return run_many(argv[1:])
     sys.argv = list(argv)
     sys.path.insert(0, str(__import__("pathlib").Path(argv[0]).resolve().parent))
     runpy.run_path(argv[0], run_name="__main__")
