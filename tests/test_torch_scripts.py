@@ -68,6 +68,11 @@ CASES = {
                      "the tracer reads the second start at the same line as a new iteration (396 for 21 "
                      "backward calls), and graphs alive then seem to grow (gradviz/nn/modules/rnn.py: the first "
                      "recurrent matmul should take the projected input in)"),
+    "convnet_walkthrough.py": Case(
+        known=[("retained-graph", "return self.logits(F.relu(self.hidden(x)))")],
+        known_reason="a loop-free walkthrough keeps one graph per top-level variable (`scores`, `output`, the last "
+                     "`outputs`): graphs alive go 1 -> 2 -> 2 -> 2 -> 2 -> 3 over 6 iterations, which the rule's "
+                     "growing() counts as growth with no keeper or retain_graph behind it (gradviz/diagnose)"),
     "gru_padded_classifier.py": Case(),
     "attention_block.py": Case(
         known=[("nan-inf", "self.attn(h, h, h, key_padding_mask=pad_mask)")],
