@@ -36,6 +36,7 @@ class Addmm(Function):
         if need[0] or need[1]:
             ctx.save_for_backward(weight if need[0] else None, x if need[1] else None)
         ctx._x_shape = x.shape
+        ctx._vector_bias = bias is None or bias.ndim == 1
         return out.reshape(x.shape[:-1] + (weight.shape[0],)) if x.ndim != 2 else out
 
     @staticmethod
@@ -44,7 +45,10 @@ class Addmm(Function):
         g2 = grad.reshape(-1, grad.shape[-1]) if grad.ndim != 2 else grad
         gx = np.matmul(g2, weight).reshape(ctx._x_shape) if weight is not None else None
         gw = np.matmul(g2.T, x.reshape(-1, x.shape[-1])) if x is not None else None
-        gb = g2.sum(axis=0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
+        gb = None
+        if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]:
+            # a bias of the output's shape (the recurrent layers' x W_ih^T + b): the engine sums the gradient down
+            gb = g2.sum(axis=0) if ctx._vector_bias else grad
         return gx, gw, gb
 
 

@@ -41,16 +41,26 @@ def _plus(a, b):
     return a if b is None else a + b
 
 
+def _input_and_recurrent(xp, h, w_hh, b_hh):
+    """``xp + h W_hh^T + b_hh`` with the projected input taken in first, so a given state that has no graph of its
+    own (detached between chunks, or made with zeros) joins the input's graph. Started on its own, each layer's
+    first recurrent matmul would begin a graph at the module's line, and the tracer reads a second graph begun
+    at the same line as a new iteration."""
+    if h is None:
+        return _plus(xp, b_hh)
+    return F.linear(h, w_hh, _plus(xp, b_hh))
+
+
 def _rnn_step(activation):
     def step(xp, state, w_hh, b_hh, w_hr=None):
-        h = _plus(xp, _recurrent(state, w_hh, b_hh))
+        h = _input_and_recurrent(xp, state, w_hh, b_hh)
         return h.tanh() if activation == "tanh" else h.relu()
     return step
 
 
 def _lstm_step(xp, state, w_hh, b_hh, w_hr=None):
     h, c = state if state is not None else (None, None)
-    gates = _plus(xp, _recurrent(h, w_hh, b_hh))
+    gates = _input_and_recurrent(xp, h, w_hh, b_hh)
     h, c = _R.LstmCell.apply(gates, c)  # the gates' pointwise work, one node
     return (h if w_hr is None else F.linear(h, w_hr)), c  # proj_size: h is projected by W_hr
 
@@ -216,6 +226,18 @@ class RNNBase(Module):
             raise RuntimeError(f"Expected hidden size {expected}, got {list(hx.shape)}")
         return hx
 
+    def _projections(self, x, layer, directions):
+        """Every time step's input projection at once, per direction. An input with no graph (the data itself)
+        is projected for both directions by one matmul with the two weights stacked: two separate ones would each
+        begin a graph at the module's line, which the tracer reads as a new iteration."""
+        weights = [self._weights(layer, direction)[0:3:2] for direction in range(directions)]
+        if directions == 1 or x.requires_grad:
+            return [F.linear(x, w_ih, b_ih) for w_ih, b_ih in weights]
+        both = F.linear(x, _S.cat([w for w, _ in weights], 0))  # the stacking is the call's one graph start
+        rows = weights[0][0].shape[0]
+        halves = (both[..., :rows], both[..., rows:])
+        return [_plus(half, b_ih) for half, (_, b_ih) in zip(halves, weights)]
+
     def _run(self, x, hx, active=None):
         """``active``: a (T, B) mask of the steps each sequence really has (packed input), or None."""
         step = _step_for(self.mode)
@@ -223,11 +245,12 @@ class RNNBase(Module):
         finals = []
         for layer in range(self.num_layers):
             outputs = []
+            inputs = self._projections(x, layer, directions)
             for direction in range(directions):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
                 k = layer * directions + direction
                 state = None if hx is None else ((hx[0][k], hx[1][k]) if self.mode == "LSTM" else hx[k])
-                projected = F.linear(x, w_ih, b_ih)  # every time step's input projection at once
+                projected = inputs[direction]
                 steps = [None] * x.shape[0]
                 for t in (range(x.shape[0] - 1, -1, -1) if direction else range(x.shape[0])):
                     new = step(projected[t], state, w_hh, b_hh, w_hr)
