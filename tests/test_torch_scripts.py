@@ -62,12 +62,7 @@ class Case:
 CASES = {
     "mlp_classifier.py": Case(),
     "cnn_batchnorm.py": Case(),
-    "char_lstm_tbptt.py": Case(
-        known=[("retained-graph", "h, state = self.rnn(self.embed(x), state)")],
-        known_reason="a 2-layer LSTM given a graph-less (detached) state starts one graph per layer in one call; "
-                     "the tracer reads the second start at the same line as a new iteration (396 for 21 "
-                     "backward calls), and graphs alive then seem to grow (gradviz/nn/modules/rnn.py: the first "
-                     "recurrent matmul should take the projected input in)"),
+    "char_lstm_tbptt.py": Case(),
     "convnet_walkthrough.py": Case(
         known=[("retained-graph", "return self.logits(F.relu(self.hidden(x)))")],
         known_reason="a loop-free walkthrough keeps one graph per top-level variable (`scores`, `output`, the last "
