@@ -468,8 +468,15 @@ class Variable:
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
 
-    def contiguous(self):
-        return self
+    def contiguous(self, memory_format=None):
+        """``self`` when its memory is row-major already, else a row-major copy (``CloneBackward``, as PyTorch
+        records it), so ``x.transpose(1, 2).contiguous().view(...)`` works as in PyTorch."""
+        if self._data.flags.c_contiguous:
+            return self
+        return _S.Clone.apply(self, order="C")
+
+    def is_contiguous(self, memory_format=None):
+        return bool(self._data.flags.c_contiguous)
 
     def cpu(self, memory_format=None):
         return self

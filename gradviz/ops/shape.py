@@ -230,11 +230,14 @@ def expand(x, sizes):
 
 
 class Clone(Function):
+    """A copy; ``order="C"`` lays it out row-major (``contiguous()``), else the layout is kept, as PyTorch's
+    ``clone`` preserves strides."""
+
     _raw = True
 
     @staticmethod
-    def forward(ctx, x):
-        return np.array(x, copy=True)
+    def forward(ctx, x, order="K"):
+        return np.array(x, copy=True, order=order)
 
     @staticmethod
     def backward(ctx, grad):
