@@ -11,7 +11,7 @@ give real torch the same numpy generators and replace each random source a tutor
 numpy call gradviz makes for it, in float64 and then cast to the tensor's dtype as gradviz does:
 
 - factories: ``torch.randn``/``rand``/``randint``/``randperm``/``rand_like``/``randn_like``/``normal``/``bernoulli``
-  (``gradviz/factories.py``, ``gradviz/ops/random.py``);
+  and ``multinomial`` (``gradviz/factories.py``, ``gradviz/ops/random.py``);
 - in-place fills: ``Tensor.uniform_``/``normal_``/``bernoulli_``, which ``torch.nn.init`` (and so every layer's
   ``reset_parameters``) goes through (``gradviz/nn/init.py``, ``Variable.uniform_``);
 - dropout masks: ``F.dropout`` (every ``nn.Dropout``, and attention's weights dropout when ``need_weights=True``)
@@ -128,6 +128,27 @@ def bernoulli(x, p=None, *, generator=None, **_):
     return _tensor((rng(generator).random(probs.shape) < probs).astype(probs.dtype))
 
 
+def multinomial(input, num_samples, replacement=False, *, generator=None, **_):
+    """gradviz's draws (``gradviz/ops/random.py``): with replacement, one uniform per sample searched in each
+    row's cumulative distribution; without, the largest keys ``log(u) / p`` (Efraimidis-Spirakis)."""
+    w = input.detach().numpy()
+    rows = w.reshape(1, -1) if w.ndim == 1 else w
+    n, sampler = rows.shape[1], rng(generator)
+    if replacement:
+        cdf = np.cumsum(rows, axis=1, dtype=np.float64) / rows.sum(axis=1, dtype=np.float64)[:, None]
+        cdf[:, -1] = 1.0
+        offsets = np.arange(rows.shape[0])[:, None]
+        u = sampler.random((rows.shape[0], int(num_samples))) + offsets
+        picks = np.searchsorted((cdf + offsets).reshape(-1), u.reshape(-1), side="right").reshape(u.shape)
+        picks = np.minimum(picks - offsets * n, n - 1)
+    else:
+        with np.errstate(divide="ignore"):
+            keys = np.where(rows > 0, np.log(sampler.random(rows.shape)) / rows, -np.inf)
+        picks = np.argsort(-keys, axis=1, kind="stable")[:, :int(num_samples)]
+    picks = picks.astype(np.int64)
+    return _tensor(picks.reshape(-1) if w.ndim == 1 else picks)
+
+
 def _fill(tensor, values):
     with torch.no_grad():
         tensor.copy_(torch.from_numpy(np.asarray(values, dtype=_numpy_dtype(tensor.dtype))))
@@ -195,8 +216,10 @@ def install():
     torch.manual_seed = manual_seed
     torch.random.manual_seed = manual_seed
     torch.Generator = AlignedGenerator
-    for name in ("randn", "rand", "randint", "randperm", "rand_like", "randn_like", "normal", "bernoulli"):
+    for name in ("randn", "rand", "randint", "randperm", "rand_like", "randn_like", "normal", "bernoulli",
+                 "multinomial"):
         setattr(torch, name, globals()[name])
+    torch.Tensor.multinomial = lambda self, *args, **kwargs: multinomial(self, *args, **kwargs)
     _dataset.randperm = randperm  # random_split's own binding of torch.randperm
     torch.Tensor.uniform_ = uniform_
     torch.Tensor.normal_ = normal_
