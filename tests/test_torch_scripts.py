@@ -26,9 +26,8 @@ comparison on shapes only.
 Scripts gradviz cannot finish (a name its engine lacks) are expected to stop with one line naming the name and a
 report that says nothing after it was checked (``compiled_model.py``).
 
-What gradviz still gets wrong on this corpus is recorded per case, not hidden: ``known`` lists a false alarm
-(the test is an expected failure while exactly that alarm is raised, and passes once it is gone), and
-``print_differences`` counts lines printed differently from PyTorch, with the reason.
+What gradviz still prints differently from PyTorch is recorded per case, not hidden: ``print_differences``
+counts the lines, with the reason (the comparison is an expected failure while exactly that many lines differ).
 """
 
 import json
@@ -58,8 +57,6 @@ class Case:
     codes: list = field(default_factory=list)  # (code, text on the line it must point at)
     exit: int = 0
     error: str = None  # words the script's exception must contain, on both engines
-    known: list = field(default_factory=list)  # false alarms gradviz still raises here: (code, text)
-    known_reason: str = ""
     stops_at: str = None  # the unsupported name the gradviz run stops at (no PyTorch comparison)
     print_differences: int = 0  # lines gradviz still prints differently from PyTorch, for the reason below
     print_reason: str = ""
@@ -69,16 +66,9 @@ CASES = {
     "mlp_classifier.py": Case(),
     "cnn_batchnorm.py": Case(),
     "char_lstm_tbptt.py": Case(),
-    "convnet_walkthrough.py": Case(
-        known=[("retained-graph", "return self.logits(F.relu(self.hidden(x)))")],
-        known_reason="a loop-free walkthrough keeps one graph per top-level variable (`scores`, `output`, the last "
-                     "`outputs`): graphs alive go 1 -> 2 -> 2 -> 2 -> 2 -> 3 over 6 iterations, which the rule's "
-                     "growing() counts as growth with no keeper or retain_graph behind it (gradviz/diagnose)"),
+    "convnet_walkthrough.py": Case(),
     "gru_padded_classifier.py": Case(),
-    "attention_block.py": Case(
-        known=[("nan-inf", "self.attn(h, h, h, key_padding_mask=pad_mask)")],
-        known_reason="nan-inf reports the -inf that masks padded keys before softmax (PyTorch adds the same "
-                     "-inf); the rule lives in gradviz/tracing + gradviz/diagnose"),
+    "attention_block.py": Case(),
     "packed_lstm_tagger.py": Case(),  # torch.nn.utils.rnn behind the shim
     "regression_schedulers.py": Case(),
     "tensor_basics.py": Case(  # needed contiguous() to copy (x.t().contiguous().view(-1))
@@ -86,10 +76,7 @@ CASES = {
         print_reason="a dtype prints as `int64`, not `torch.int64` (gradviz's dtypes are numpy's), and a "
                      "grad_fn as `<MulBackward>`, not `<MulBackward0>`"),
     "autoencoder_bce.py": Case(),
-    "char_transformer_lm.py": Case(  # needed contiguous() to copy (transpose(1, 2).contiguous().view())
-        known=[("nan-inf", 'scores = scores.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))')],
-        known_reason="nan-inf reports the causal mask's masked_fill(-inf) before softmax, the idiom of every "
-                     "GPT-style script (gradviz/tracing + gradviz/diagnose)"),
+    "char_transformer_lm.py": Case(),  # needed contiguous() to copy
     "checkpoint_roundtrip.py": Case(),
     "custom_function.py": Case(),
     "polynomial_manual_sgd.py": Case(),
@@ -231,9 +218,6 @@ def test_script_runs_unmodified_under_gradviz(name, tmp_path):
     else:
         assert "Traceback" not in stderr
     assert stdout.strip(), "every script prints what it computed"
-    known = sorted(expected + [(code, line_of(name, text)) for code, text in case.known])
-    if case.known and found == known:
-        pytest.xfail(case.known_reason)
     assert found == expected, [(d["code"], d["location"]["line"], d["message"]) for d in doc["diagnostics"]]
 
 
