@@ -55,12 +55,14 @@ _own_modules = {}  # Module class -> whether gradviz defines it (its forward cal
 _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
 
 
-# The callbacks the engine makes several times per op or per node (35 of a tiny training step's 39): each does
-# the guard's work itself (active check, the builder's lock, the thread switch, errors recorded) and is installed
-# on the guard in place of its forwarding closure, so the engine's call lands here with no Python frame between:
-# a tiny traced step measured ~12 us (of ~280) less than through the closure. The others go through the guard.
+# The callbacks a training step makes (all 39 of the tiny step's): each does the guard's work itself (active
+# check, the builder's lock, the thread switch, errors recorded) and is installed on the guard in place of its
+# forwarding closure, so the engine's call lands here with no Python frame between: the tiny traced step
+# measured ~8 us (of ~275) less than through the closure. The rarer ones (hooks, .grad reads and writes,
+# in-place ops) go through the guard's closures.
 _INLINE_GUARDED = ("on_function", "on_variable", "on_module_call", "on_parameter_update", "on_backward_step",
-                   "on_accumulate", "on_buffers_freed")
+                   "on_accumulate", "on_buffers_freed", "on_optimizer", "on_backward_begin", "on_backward_end",
+                   "on_detach")
 
 
 class _Ref(weakref.ref):
@@ -575,23 +577,36 @@ class GradvizAdapter(Observer):
             lock.release()
 
     def on_detach(self, source, result, how):
-        if is_quiet():
+        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        location = location_of(user_frame(2))
-        skey = self.var_key(source)
-        rkey = None
-        if isinstance(result, Variable):
-            rkey = id(result)
-            if result is not source and rkey not in self.builder.live_variables:
-                self._new_var(result, how, location)
-            array = result._data
-        else:
-            array = result
-        vid = self.builder.cut(skey, how, location, rkey)
-        if hasattr(array, "__array_interface__"):
-            self._remember_cut(array, vid)
-            if how == "numpy" and self.builder.saved_storages and array.__class__ is np.ndarray:
-                self._watch_handout(skey, array, location)
+        lock = self._lock
+        lock.acquire()
+        try:
+            if not self.guard.active:  # again, under the lock: a stop() may have come in between
+                return
+            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+                self._switch_both()
+            if is_quiet():
+                return
+            location = location_of(user_frame(2))
+            skey = self.var_key(source)
+            rkey = None
+            if isinstance(result, Variable):
+                rkey = id(result)
+                if result is not source and rkey not in self.builder.live_variables:
+                    self._new_var(result, how, location)
+                array = result._data
+            else:
+                array = result
+            vid = self.builder.cut(skey, how, location, rkey)
+            if hasattr(array, "__array_interface__"):
+                self._remember_cut(array, vid)
+                if how == "numpy" and self.builder.saved_storages and array.__class__ is np.ndarray:
+                    self._watch_handout(skey, array, location)
+        except Exception as exc:
+            self.builder.internal_error('on_detach', exc)
+        finally:
+            lock.release()
 
     def _saved_storage_written(self, written):
         """The storage key of ``written`` when a live node saved a value that the written elements overlap (a
@@ -710,32 +725,58 @@ class GradvizAdapter(Observer):
         self.builder.grad_write(self.var_key(variable), location_of(user_frame(2)), is_none=grad is None)
 
     def on_optimizer(self, optimizer, event):
-        location = location_of(user_frame(2))
-        groups = getattr(optimizer, "param_groups", None)
-        if groups is None:  # a module's zero_grad()
-            found = getattr(optimizer, "parameters", None)
-            groups = [{"params": found() if found is not None else ()}]
-        params = []
-        live = self.builder.live_variables
-        for group in groups:
-            for p in group.get("params", ()):
-                if isinstance(p, Variable):
-                    key = id(p)
-                    if key not in live:
-                        self.var_key(p)
-                    params.append(key)
-        self.builder.optimizer(event, location, type(optimizer).__name__, params)
+        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+            return
+        lock = self._lock
+        lock.acquire()
+        try:
+            if not self.guard.active:  # again, under the lock: a stop() may have come in between
+                return
+            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+                self._switch_both()
+            location = location_of(user_frame(2))
+            groups = getattr(optimizer, "param_groups", None)
+            if groups is None:  # a module's zero_grad()
+                found = getattr(optimizer, "parameters", None)
+                groups = [{"params": found() if found is not None else ()}]
+            params = []
+            live = self.builder.live_variables
+            for group in groups:
+                for p in group.get("params", ()):
+                    if isinstance(p, Variable):
+                        key = id(p)
+                        if key not in live:
+                            self.var_key(p)
+                        params.append(key)
+            self.builder.optimizer(event, location, type(optimizer).__name__, params)
+        except Exception as exc:
+            self.builder.internal_error('on_optimizer', exc)
+        finally:
+            lock.release()
 
     # ----- backward -------------------------------------------------------------------------------------------
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
-        frame = user_frame(2)
-        location = location_of(frame)
-        self._name_from_frame(frame, quick=True)
-        root_keys = [self.var_key(r) for r in roots]
-        root_nodes = [None if r._grad_fn is None else self.node_key(r._grad_fn) for r in roots]
-        self.builder.backward_begin(root_keys, root_nodes, location, retain_graph=retain_graph,
-                                    kind="backward" if inputs is None else "grad",
-                                    gradient_none=any(g is None for g in grad_roots))
+        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+            return
+        lock = self._lock
+        lock.acquire()
+        try:
+            if not self.guard.active:  # again, under the lock: a stop() may have come in between
+                return
+            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+                self._switch_both()
+            frame = user_frame(2)
+            location = location_of(frame)
+            self._name_from_frame(frame, quick=True)
+            root_keys = [self.var_key(r) for r in roots]
+            root_nodes = [None if r._grad_fn is None else self.node_key(r._grad_fn) for r in roots]
+            self.builder.backward_begin(root_keys, root_nodes, location, retain_graph=retain_graph,
+                                        kind="backward" if inputs is None else "grad",
+                                        gradient_none=any(g is None for g in grad_roots))
+        except Exception as exc:
+            self.builder.internal_error('on_backward_begin', exc)
+        finally:
+            lock.release()
 
     def on_backward_step(self, node, grad_outputs, grad_inputs):
         if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
@@ -809,21 +850,34 @@ class GradvizAdapter(Observer):
             lock.release()
 
     def on_backward_end(self, roots, error):
-        if self.builder.backward is None:
+        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        info = None
-        if error is not None:
-            info = {"type": type(error).__name__, "message": safe_message(error)}
-            node = getattr(error, "node", None)
-            if node is not None:
-                info["node"] = self.node_key(node)
-            for attr in ("index", "expected", "current"):
-                if hasattr(error, attr):
-                    info[attr] = getattr(error, attr)
-            variable = getattr(error, "variable", None)
-            if isinstance(variable, Variable):
-                info["variable"] = self.var_key(variable)
-        self.builder.backward_end(info)
+        lock = self._lock
+        lock.acquire()
+        try:
+            if not self.guard.active:  # again, under the lock: a stop() may have come in between
+                return
+            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+                self._switch_both()
+            if self.builder.backward is None:
+                return
+            info = None
+            if error is not None:
+                info = {"type": type(error).__name__, "message": safe_message(error)}
+                node = getattr(error, "node", None)
+                if node is not None:
+                    info["node"] = self.node_key(node)
+                for attr in ("index", "expected", "current"):
+                    if hasattr(error, attr):
+                        info[attr] = getattr(error, attr)
+                variable = getattr(error, "variable", None)
+                if isinstance(variable, Variable):
+                    info["variable"] = self.var_key(variable)
+            self.builder.backward_end(info)
+        except Exception as exc:
+            self.builder.internal_error('on_backward_end', exc)
+        finally:
+            lock.release()
 
     # ----- names ------------------------------------------------------------------------------------------------
     def _name_from_frame(self, frame, quick=False):
