@@ -324,13 +324,14 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             calls = self._calls
             if calls:
                 entry = calls[-1]
                 frame = entry[1]
-                if frame is None or entry[2] != get_ident():
+                if frame is None or entry[2] != me:
                     frame = user_frame(2)
             else:
                 frame = user_frame(2)
@@ -395,7 +396,7 @@ class GradvizAdapter(Observer):
             if custom:
                 self._check_backward(node, inputs, location)
         except Exception as exc:
-            self.builder.internal_error('on_function', exc)
+            self.builder.internal_error("on_function", exc)
         finally:
             lock.release()
 
@@ -451,7 +452,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             if origin == "grad":  # backward made a leaf's .grad: a new Variable, no frame to walk, no name to find
                 b = self.builder.backward
@@ -468,7 +470,7 @@ class GradvizAdapter(Observer):
                 if cut is not None and cut[0]() is variable._data:
                     self.builder.wrapped(id(variable), cut[1])
         except Exception as exc:
-            self.builder.internal_error('on_variable', exc)
+            self.builder.internal_error("on_variable", exc)
         finally:
             lock.release()
 
@@ -480,7 +482,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             calls = self._calls
             builder = self.builder
@@ -503,7 +506,7 @@ class GradvizAdapter(Observer):
                         frame = user_frame(2)
                     else:
                         frame = calls[-1][1]
-                calls.append((module, frame, get_ident()))
+                calls.append((module, frame, me))
                 builder.module_enter(id(module), path, cls.__name__)
                 return
             if calls and calls[-1][0] is module:
@@ -517,7 +520,7 @@ class GradvizAdapter(Observer):
             if not calls:
                 self.names.tree = None
         except Exception as exc:
-            self.builder.internal_error('on_module_call', exc)
+            self.builder.internal_error("on_module_call", exc)
         finally:
             lock.release()
 
@@ -563,7 +566,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             builder = self.builder
             if id(parameter._vc) not in builder.saved_counters:  # no live node saved this storage: nothing to predict
@@ -572,7 +576,7 @@ class GradvizAdapter(Observer):
             builder.parameter_update(self.var_key(parameter), old_version, new_version, id(parameter._vc),
                                      location_of(user_frame(2)), owner)
         except Exception as exc:
-            self.builder.internal_error('on_parameter_update', exc)
+            self.builder.internal_error("on_parameter_update", exc)
         finally:
             lock.release()
 
@@ -584,7 +588,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             if is_quiet():
                 return
@@ -604,7 +609,7 @@ class GradvizAdapter(Observer):
                 if how == "numpy" and self.builder.saved_storages and array.__class__ is np.ndarray:
                     self._watch_handout(skey, array, location)
         except Exception as exc:
-            self.builder.internal_error('on_detach', exc)
+            self.builder.internal_error("on_detach", exc)
         finally:
             lock.release()
 
@@ -732,7 +737,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             location = location_of(user_frame(2))
             groups = getattr(optimizer, "param_groups", None)
@@ -750,7 +756,7 @@ class GradvizAdapter(Observer):
                         params.append(key)
             self.builder.optimizer(event, location, type(optimizer).__name__, params)
         except Exception as exc:
-            self.builder.internal_error('on_optimizer', exc)
+            self.builder.internal_error("on_optimizer", exc)
         finally:
             lock.release()
 
@@ -763,7 +769,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             frame = user_frame(2)
             location = location_of(frame)
@@ -774,7 +781,7 @@ class GradvizAdapter(Observer):
                                         kind="backward" if inputs is None else "grad",
                                         gradient_none=any(g is None for g in grad_roots))
         except Exception as exc:
-            self.builder.internal_error('on_backward_begin', exc)
+            self.builder.internal_error("on_backward_begin", exc)
         finally:
             lock.release()
 
@@ -786,7 +793,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             key = id(node)
             if key not in self.builder.live_nodes:
@@ -800,7 +808,7 @@ class GradvizAdapter(Observer):
             if self._watch and key in self._watch:
                 self._check_watched(key, node)
         except Exception as exc:
-            self.builder.internal_error('on_backward_step', exc)
+            self.builder.internal_error("on_backward_step", exc)
         finally:
             lock.release()
 
@@ -812,7 +820,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             key = id(variable)
             if key not in self.builder.live_variables:
@@ -827,7 +836,7 @@ class GradvizAdapter(Observer):
             self.builder.accumulate(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)),
                                     grad=made_key)
         except Exception as exc:
-            self.builder.internal_error('on_accumulate', exc)
+            self.builder.internal_error("on_accumulate", exc)
         finally:
             lock.release()
 
@@ -839,13 +848,14 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             self.builder.buffers_freed(id(node))
             if self._watch and id(node) in self._watch:
                 self._unwatch(id(node))
         except Exception as exc:
-            self.builder.internal_error('on_buffers_freed', exc)
+            self.builder.internal_error("on_buffers_freed", exc)
         finally:
             lock.release()
 
@@ -857,7 +867,8 @@ class GradvizAdapter(Observer):
         try:
             if not self.guard.active:  # again, under the lock: a stop() may have come in between
                 return
-            if self.builder.thread_ident != get_ident() or self.thread_ident != get_ident():
+            me = get_ident()
+            if self.thread_ident != me or self.builder.thread_ident != me:
                 self._switch_both()
             if self.builder.backward is None:
                 return
@@ -875,7 +886,7 @@ class GradvizAdapter(Observer):
                     info["variable"] = self.var_key(variable)
             self.builder.backward_end(info)
         except Exception as exc:
-            self.builder.internal_error('on_backward_end', exc)
+            self.builder.internal_error("on_backward_end", exc)
         finally:
             lock.release()
 
