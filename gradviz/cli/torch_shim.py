@@ -40,7 +40,15 @@ MODULES = {
     "torch.backends": "gradviz.backends",
     "torch.backends.mps": "gradviz.backends.mps",
     "torch.backends.cudnn": "gradviz.backends.cudnn",
+    "torch.version": "gradviz.version",
+    "torch.torch_version": "gradviz.torch_version",
 }
+
+# Module constants a proxy carries as plain attributes (dunder and None-valued names are not otherwise
+# exposed): ``torch.__version__`` is the PyTorch API level gradviz follows, labelled gradviz (gradviz/version.py).
+_CONSTANTS = {"torch": {"__version__": ("gradviz.version", "__version__")},
+              "torch.version": {name: ("gradviz.version", name) for name in
+                                ("__version__", "debug", "cuda", "hip", "rocm", "xpu")}}
 
 # Public gradviz names that are not PyTorch's (or mean something else there: ``torch.trace`` is a matrix trace).
 _NOT_TORCH = {"trace", "load_trace", "explain", "render", "diagnose", "snapshot", "GradcheckError",
@@ -98,6 +106,8 @@ def exposed_names(torch_name):
         if name.startswith("_") or name in _NOT_TORCH or name in _NOT_TORCH_IN.get(torch_name, ()):
             continue
         value = getattr(target, name, None)
+        if name in _CONSTANTS.get(torch_name, ()):
+            continue  # added below, from the table
         if value is None or isinstance(value, types.ModuleType):
             continue  # submodules are added below, only where PyTorch has them
         if isinstance(value, (str, bytes, int, float, list, tuple, dict, set, frozenset)) and \
@@ -114,6 +124,7 @@ def exposed_names(torch_name):
         if parent == torch_name:
             names.add(leaf)
     names.update(_TORCH_MEANING.get(torch_name, ()))
+    names.update(_CONSTANTS.get(torch_name, ()))
     return sorted(names)
 
 
@@ -142,6 +153,8 @@ class TorchProxy(types.ModuleType):
         self._gradviz_target = importlib.import_module(MODULES[torch_name])
         self._gradviz_shim = shim
         self._gradviz_names = frozenset(self.__all__)
+        for name, (module, attr) in _CONSTANTS.get(torch_name, {}).items():
+            setattr(self, name, getattr(importlib.import_module(module), attr))
 
     def __getattr__(self, name):
         if name in self._gradviz_names:
