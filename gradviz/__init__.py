@@ -116,3 +116,11 @@ _LAZY.update({
 def __dir__():
     # the lazily loaded names are part of the namespace too (the --torch shim derives its names from it)
     return sorted(set(globals()) | set(_LAZY))
+
+# ----- breadth2: names tutorials use (inference_mode, isclose, nonzero, unique, meshgrid, finfo/iinfo) --------
+from .autograd.inference_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
+from .ops.searching import isclose, meshgrid, nonzero, unique  # noqa: E402
+from .type_info import finfo, iinfo  # noqa: E402
+
+__all__ += ["inference_mode", "is_inference_mode_enabled", "isclose", "meshgrid", "nonzero", "unique", "finfo",
+            "iinfo"]

@@ -610,3 +610,7 @@ case("gv.diag of vector offset", lambda x: gv.diag(x, -1), ((3,),), lambda x: np
 case("diag of matrix", lambda x: gv.diag(x), ((3, 4),), np.diag)
 case("diag of matrix offset", lambda x: x.diag(2), ((3, 4),), lambda x: np.diag(x, 2))
 case("trace method", lambda x: x.trace(), ((3, 4),), np.trace)
+# ----- breadth2: meshgrid (reshape + expand) -----------------------------------------------------------------
+for _ix in ("ij", "xy"):
+    case(f"meshgrid {_ix}", lambda a, b, c, ix=_ix: gv.stack(gv.meshgrid(a, b, c, indexing=ix)),
+         ((2,), (3,), (4,)), lambda a, b, c, ix=_ix: np.stack(np.meshgrid(a, b, c, indexing=ix)))

@@ -1413,6 +1413,24 @@ class Variable:
 
         return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
+    # ----- breadth2: nonzero, unique, isclose (gradviz.ops.searching) ----------------------------------------
+    def nonzero(self, *, as_tuple=False):
+        from ..ops.searching import nonzero
+
+        return nonzero(self, as_tuple=as_tuple)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        from ..ops.searching import unique
+
+        return unique(self, sorted=sorted, return_inverse=return_inverse, return_counts=return_counts, dim=dim)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        from ..ops.searching import isclose
+
+        return isclose(self, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+    # ----- end of the breadth2 block --------------------------------------------------------------------------
+
     # ----- a name the engine lacks: one line naming it, with the closest supported name ---------------------
     def __getattr__(self, name):
         # only reached when normal lookup failed; private and dunder probes (numpy, copy) stay cheap
