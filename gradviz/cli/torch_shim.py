@@ -161,6 +161,8 @@ class TorchProxy(types.ModuleType):
             child = f"{self.__name__}.{name}"
             value = self._gradviz_shim.proxy(child) if child in MODULES else \
                 _torch_meaning(self.__name__, name) or getattr(self._gradviz_target, name)
+            if self.__name__ == "torch":
+                value = _with_out_keyword(value, name)
             setattr(self, name, value)
             return value
         if name.startswith("__"):  # protocol probes (copy, pickle, inspect): plain and cheap
@@ -170,6 +172,16 @@ class TorchProxy(types.ModuleType):
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | self._gradviz_names)
+
+
+def _with_out_keyword(value, name):
+    """``torch.X`` ops take ``out=`` (``torch.add(x, y, out=r)``): a gradviz function lacking it gets the engine's
+    generic ``out=`` handling (gradviz/out_arg.py); classes and modules are left as they are."""
+    from ..out_arg import accepts_out, with_out
+
+    if isinstance(value, types.FunctionType) and not accepts_out(value):
+        return with_out(value, name)
+    return value
 
 
 class TorchShim(importlib.abc.MetaPathFinder, importlib.abc.Loader):
