@@ -102,3 +102,53 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
            "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+
+
+# ----- breadth2: trunc_normal_, orthogonal_, eye_ --------------------------------------------------------------
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Normal(mean, std) restricted to [a, b], drawn by inverting the normal CDF on the interval's share of it
+    (exactly that distribution, as PyTorch's redraw-until-inside gives; not PyTorch's numbers)."""
+    import warnings
+
+    from ..ops.math_special import erfinv_array
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
+                      "may be incorrect.", stacklevel=2)
+
+    def cdf(x):
+        return (1.0 + math.erf((x - mean) / (std * math.sqrt(2.0)))) / 2.0
+
+    low, high = cdf(a), cdf(b)
+    u = _rng(generator).uniform(low, high, tuple(tensor.shape))
+    values = mean + std * math.sqrt(2.0) * erfinv_array(np.clip(2.0 * u - 1.0, -1.0, 1.0))
+    return _fill(tensor, np.clip(values, a, b))
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix, scaled by ``gain``, over the tensor flattened to (rows, rest): the Q of a
+    Gaussian matrix's QR with its signs fixed by R's diagonal, so it is uniformly distributed (Mezzadri)."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _rng(generator).normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))
+
+
+def eye_(tensor):
+    """The identity matrix (ones on the diagonal of a 2-D tensor)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*tuple(tensor.shape)))
+
+
+__all__ += ["trunc_normal_", "orthogonal_", "eye_"]
