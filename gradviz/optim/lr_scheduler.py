@@ -395,3 +395,184 @@ def _phases(total, pct_start, three_phase):
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "ReduceLROnPlateau", "OneCycleLR"]
+
+
+# ----- breadth2: LinearLR, SequentialLR, CosineAnnealingWarmRestarts -------------------------------------------
+class LinearLR(LRScheduler):
+    """Scale the initial rate by a factor going linearly from ``start_factor`` to ``end_factor`` over
+    ``total_iters`` epochs (a warm-up when start < end), then keep it."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_if_called_outside_step()
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in _lrs(self.optimizer)]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _lrs(self.optimizer)
+        # the ratio of this epoch's factor to the last one's, so schedulers chain as PyTorch's do
+        span = self.end_factor - self.start_factor
+        ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
+        return [lr * ratio for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self):
+        done = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * (self.start_factor + (self.end_factor - self.start_factor) * done) for base in self.base_lrs]
+
+
+def _initial_step(scheduler):
+    """Step ``scheduler`` as its constructor does (what SequentialLR does to the scheduler it starts with)."""
+    scheduler._step_count = 0
+    scheduler._is_initial = True
+    try:
+        scheduler.step()
+    finally:
+        scheduler._is_initial = False
+
+
+def _jump_to(scheduler, epoch):
+    """Put ``scheduler`` at ``epoch`` by its closed form (or ``get_lr``), without the epoch= deprecation warning."""
+    scheduler._get_lr_called_within_step = True
+    try:
+        scheduler.last_epoch = epoch
+        closed_form = getattr(scheduler, "_get_closed_form_lr", None)
+        values = closed_form() if closed_form else scheduler.get_lr()
+    finally:
+        scheduler._get_lr_called_within_step = False
+    for group, lr in zip(scheduler.optimizer.param_groups, values):
+        group["lr"] = lr
+    scheduler._last_lr = _lrs(scheduler.optimizer)
+
+
+class SequentialLR(LRScheduler):
+    """Hand the schedule from one scheduler to the next at each milestone epoch; each takes over from its own
+    start (its epoch 0)."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        name = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
+        for i, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional "
+                                 "kwargs to be specified when calling `step`, but got one at index "
+                                 f"{i} in the given schedulers sequence.")
+            if optimizer != scheduler.optimizer:
+                raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
+                                 f"{type(scheduler).__name__} at index {i} has {scheduler.optimizer}, which is "
+                                 f"different from {type(optimizer).__name__}.")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
+                             f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
+                             f"number of milestones to be equal to {len(milestones)}")
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        # the schedulers each stepped once when built: undo that, then start the first one afresh
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self._undo_construction_step(self)
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        _initial_step(first)
+        self._last_lr = first.get_last_lr()
+
+    def _undo_construction_step(self, scheduler):
+        if hasattr(scheduler, "_schedulers"):
+            for inner in scheduler._schedulers:
+                self._undo_construction_step(inner)
+        elif hasattr(scheduler, "last_epoch"):
+            scheduler.last_epoch -= 1
+
+    def step(self):
+        self.last_epoch += 1
+        index = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[index]
+        if index > 0 and self._milestones[index - 1] == self.last_epoch:
+            _jump_to(scheduler, 0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        inner = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for scheduler, saved in zip(self._schedulers, inner):
+            scheduler.load_state_dict(saved)
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine from the initial rate to ``eta_min`` over ``T_0`` epochs, then restart, each period ``T_mult``
+    times the last (SGDR)."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):  # noqa: N803 - PyTorch's names
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._warn_if_called_outside_step()
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        """One epoch on, or (as PyTorch allows here without a warning) straight to a fractional ``epoch``. Like
+        PyTorch's, this step neither counts steps nor warns about the step order."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur %= self.T_i
+                self.T_i *= self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = _lrs(self.optimizer)
+
+
+__all__ += ["LinearLR", "SequentialLR", "CosineAnnealingWarmRestarts"]
