@@ -13,3 +13,8 @@ from .adagrad import Adagrad  # noqa: E402
 from .rmsprop import RMSprop  # noqa: E402
 
 __all__ += ["RMSprop", "Adagrad", "Adadelta", "lr_scheduler"]
+
+# ----- breadth2: NAdam, RAdam ------------------------------------------------------------------------------------
+from .nadam import NAdam, RAdam  # noqa: E402
+
+__all__ += ["NAdam", "RAdam"]
