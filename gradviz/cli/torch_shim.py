@@ -26,6 +26,7 @@ from ..errors import UnsupportedNameError
 MODULES = {
     "torch": "gradviz",
     "torch.autograd": "gradviz.autograd",
+    "torch.autograd.functional": "gradviz.autograd.functional",
     "torch.nn": "gradviz.nn",
     "torch.nn.functional": "gradviz.nn.functional",
     "torch.nn.init": "gradviz.nn.init",
@@ -114,7 +115,8 @@ def exposed_names(torch_name):
                 not isinstance(value, bool):
             continue  # message texts, constants and name lists a module keeps for itself (POINTWISE_NAMES)
         defined_in = getattr(value, "__module__", None) or ""
-        if defined_in.startswith(_DEBUGGER_PACKAGES) or defined_in.startswith(foreign):
+        if defined_in.startswith(_DEBUGGER_PACKAGES) or \
+                (defined_in.startswith(foreign) and defined_in != MODULES[torch_name]):
             continue
         if defined_in and not defined_in.startswith("gradviz"):
             continue  # a helper imported from the standard library or numpy (Counter, bisect_right)
