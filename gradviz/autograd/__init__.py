@@ -13,3 +13,8 @@ Tensor = Variable
 
 __all__ = ["Variable", "Tensor", "Function", "backward", "grad", "gradcheck", "GradcheckError", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+
+# ----- breadth2: inference_mode (torch.autograd.inference_mode too) ----------------------------------------------
+from .inference_mode import inference_mode  # noqa: E402
+
+__all__ += ["inference_mode"]
