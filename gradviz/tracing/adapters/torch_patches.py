@@ -11,6 +11,9 @@ hooks, and the few functions the mode cannot see, wrapped while a trace is attac
   hooks (one per node built) are added without the ``RemovableHandle`` and ``OrderedDict`` torch makes for each,
   which cost several microseconds a node; everyone else's hooks go through the original.
 - In a forked child (DataLoader workers) and while dynamo compiles, everything steps aside.
+- Inside an optimizer step or ``zero_grad`` (torch's own code, reported as one fact at its end) the mode is taken
+  off the thread's stack when it is on top (``step_aside``): otherwise each of the hundred-odd ``p.grad`` reads of
+  an SGD step would come through the mode just to be let through.
 """
 
 import os
@@ -165,6 +168,24 @@ def remove_mode(torch, mode):
         torch._C._push_on_torch_function_stack(m)
 
 
+def step_aside(adapter):
+    """Take ``adapter``'s mode off this thread's stack when it is on top (torch's own code runs next); returns it,
+    to be put back with ``step_back``, or None (then the thread's ``quiet`` count alone keeps it silent)."""
+    C = adapter.torch._C
+    n = C._len_torch_function_stack()
+    if n:
+        top = C._get_function_stack_at(n - 1)
+        if getattr(top, "adapter", None) is adapter and _mode_class and type(top) is _mode_class[0]:
+            C._pop_torch_function_stack()
+            return top
+    return None
+
+
+def step_back(adapter, mode):
+    if mode is not None and adapter.attached:
+        adapter.torch._C._push_on_torch_function_stack(mode)
+
+
 def _traced_apply(apply):
     from ..frames import location_at
     from .torch_frames import user_frame
@@ -253,10 +274,12 @@ def _traced_zero_grad(original):
         if adapter is None:
             return original(self, *args, **kwargs)
         adapter.tls.quiet += 1  # its writes to .grad (zero_, detach_) are torch's, not the user's
+        aside = step_aside(adapter)
         try:
             result = original(self, *args, **kwargs)
         finally:
             adapter.tls.quiet -= 1
+            step_back(adapter, aside)
         adapter.zero_grad_called(self)
         return result
 
