@@ -387,11 +387,16 @@ class TorchAdapter(TorchEvents):
         except RuntimeError:  # an inference tensor has no version counter
             before = None
         result = func(*args, **kwargs)
+        builder, tls = self.builder, self.tls
+        builder.acquire()  # ``with self.lock``, inline: this runs for every op
+        tls.quiet += 1
         try:
-            with self.lock:
-                self._after_op(func, args, tensors, before, result)
+            self._after_op(func, args, tensors, before, result)
         except Exception as exc:  # our bookkeeping, never the script's problem
             self.internal_error("op", exc)
+        finally:
+            tls.quiet -= 1
+            builder.release()
         return result
 
     def _after_op(self, func, args, tensors, before, result):
