@@ -354,7 +354,7 @@ class TorchAdapter(TorchEvents):
             block = counter
             vkey = None
             if args is None:
-                args = [(a.untyped_storage().data_ptr(), a.device.type, a) for a in tensors]
+                args = [(a.untyped_storage().data_ptr(), "cpu" if a.is_cpu else a.device.type, a) for a in tensors]
             for ptr, device, a in args:
                 if ptr == counter[2] and device == counter[0]:
                     vkey = self.var(a)
