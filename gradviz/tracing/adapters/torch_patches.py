@@ -8,8 +8,8 @@ hooks, and the few functions the mode cannot see, wrapped while a trace is attac
   A torch Function's own forward (a compiled region's) runs quiet: its ops are not the user's.
 - ``Optimizer.zero_grad`` / ``Module.zero_grad``: wrapped to report the call.
 - ``_HookMixin._register_hook``, which every ``Node.register_prehook`` / ``register_hook`` calls: our own node
-  hooks (one per node built) are added without the ``RemovableHandle`` and ``OrderedDict`` torch makes for each,
-  which cost several microseconds a node; everyone else's hooks go through the original.
+  hooks (one per node built) are added without the ``RemovableHandle`` torch makes for each (a weak reference,
+  a class-wide counter: several microseconds a node); everyone else's hooks go through the original.
 - In a forked child (DataLoader workers) and while dynamo compiles, everything steps aside.
 - Inside an optimizer step or ``zero_grad`` (torch's own code, reported as one fact at its end) the mode is taken
   off the thread's stack when it is on top (``step_aside``): otherwise each of the hundred-odd ``p.grad`` reads of
@@ -228,8 +228,10 @@ class _OwnHookHandle:
 
 def _fast_register_hook(original):
     """``_register_hook(hooks dict, hook)``, what a node's hook registration calls: a node tag or an accumulator
-    hook of ours goes into the node's hook dict (a plain dict when it has none yet) keyed by itself; other hooks
-    take torch's own path, handle and all."""
+    hook of ours goes into the node's hook dict keyed by itself, without a ``RemovableHandle``; other hooks take
+    torch's own path, handle and all."""
+    from collections import OrderedDict
+
     from .torch_graph import NodeTag
 
     original = getattr(original, "__func__", original)
@@ -239,8 +241,8 @@ def _fast_register_hook(original):
     def _register_hook(backward_hooks, hook):
         if type(hook) not in ours:
             return original(backward_hooks, hook)
-        if backward_hooks is None:
-            backward_hooks = {}
+        if backward_hooks is None:  # an OrderedDict, as torch makes: a user's handle holds a weak reference to it
+            backward_hooks = OrderedDict()
         backward_hooks[hook] = hook
         return backward_hooks, handle
 
