@@ -42,6 +42,11 @@ class FactLog:
         self.live_variables.pop(key, None)
         self._log("variable_died", key=key)
 
+    def variable_handle_died(self, handle):  # the weak reference's callback: only the live record's own
+        rec = self.live_variables.get(handle.key)
+        if rec is not None and rec.handle is handle:
+            self.variable_died(handle.key)
+
     def variable_state(self, key, **kw):
         self._log("variable_state", key=key, **kw)
 
@@ -76,6 +81,11 @@ class FactLog:
     def node_died(self, key):
         self.live_nodes.pop(key, None)
         self._log("node_died", key=key)
+
+    def node_handle_died(self, handle):
+        rec = self.live_nodes.get(handle.key)
+        if rec is not None and rec.handle is handle:
+            self.node_died(handle.key)
 
     def module_enter(self, key, path, class_name):
         self._log("module_enter", path=path, class_name=class_name)

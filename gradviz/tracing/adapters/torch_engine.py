@@ -56,8 +56,14 @@ def check_version(torch):
                                 f"torch {torch.__version__}: pip install 'gradviz[torch]'")
 
 
+_dtype_names = {}  # torch.float32 -> "float32"
+
+
 def dtype_name(dtype):
-    return str(dtype).rpartition(".")[2]
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = _dtype_names[dtype] = str(dtype).rpartition(".")[2]
+    return name
 
 
 class _Ref(weakref.ref):
@@ -108,12 +114,15 @@ class TorchAdapter(TorchEvents):
         self._keys = itertools.count(1)  # node keys: never reused (unlike id())
         self.names = ModuleNames()
         self._devices = set()
+        self._cpu_seen = False
         self._start_seq = {}  # thread id -> the sequence number of the first node built after attach
         self._froze = False
         self._Tensor = torch.Tensor
         self._Parameter = torch.nn.Parameter
-        self._var_gone = self._var_died  # bound once: the weak references' callbacks
-        self._node_gone = self._node_died
+        # the weak references' callbacks, bound once: the builder's own, which take its lock (no torch call
+        # runs there, so the thread need not be made quiet)
+        self._var_gone = builder.variable_handle_died
+        self._node_gone = builder.node_handle_died
         TorchEvents.__init__(self)
         self.checks = OutputChecks(torch, builder)
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
@@ -202,23 +211,14 @@ class TorchAdapter(TorchEvents):
                   self.device(t))
         return OutputFact(*fields, ref) if _OUTPUT_HANDLE else OutputFact(*fields)
 
-    def _var_died(self, ref):
-        with self.lock:
-            rec = self.builder.live_variables.get(ref.key)
-            if rec is not None and rec.handle is ref:
-                self.builder.variable_died(ref.key)
-
-    def _node_died(self, ref):
-        with self.lock:
-            rec = self.builder.live_nodes.get(ref.key)
-            if rec is not None and rec.handle is ref:
-                self.builder.node_died(ref.key)
-
     def device(self, t):
+        if t.is_cpu and self._cpu_seen:  # the usual case, without building a torch.device
+            return "cpu"
         device = t.device
         name = "cpu" if device.type == "cpu" else str(device)
         if name not in self._devices:
             self._devices.add(name)
+            self._cpu_seen = self._cpu_seen or name == "cpu"
             self.builder.device("torch", name)
         return name
 
@@ -354,7 +354,7 @@ class TorchAdapter(TorchEvents):
             block = counter
             vkey = None
             if args is None:
-                args = [(a.untyped_storage().data_ptr(), a.device.type, a) for a in tensors]
+                args = [(a.untyped_storage().data_ptr(), "cpu" if a.is_cpu else a.device.type, a) for a in tensors]
             for ptr, device, a in args:
                 if ptr == counter[2] and device == counter[0]:
                     vkey = self.var(a)
@@ -387,19 +387,29 @@ class TorchAdapter(TorchEvents):
         except RuntimeError:  # an inference tensor has no version counter
             before = None
         result = func(*args, **kwargs)
+        builder, tls = self.builder, self.tls
+        builder.acquire()  # ``with self.lock``, inline: this runs for every op
+        tls.quiet += 1
         try:
-            with self.lock:
-                self._after_op(func, args, tensors, before, result)
+            self._after_op(func, args, tensors, before, result)
         except Exception as exc:  # our bookkeeping, never the script's problem
             self.internal_error("op", exc)
+        finally:
+            tls.quiet -= 1
+            builder.release()
         return result
 
     def _after_op(self, func, args, tensors, before, result):
         Tensor = self._Tensor
-        if type(result) is Tensor and not any(result is t for t in tensors):
-            fn = result.grad_fn
-            if fn is not None and fn.metadata.get(tg.KEY) is None and self._usual_op(fn, tensors, result, before):
-                return
+        if type(result) is Tensor:
+            for t in tensors:
+                if result is t:  # an in-place op's target: the general path
+                    break
+            else:
+                fn = result.grad_fn
+                if fn is not None and fn.metadata.get(tg.KEY) is None and \
+                        self._usual_op(fn, tensors, result, before):
+                    return
             outs = (result,)
         elif isinstance(result, Tensor):
             outs = (result,)
@@ -474,7 +484,10 @@ class TorchAdapter(TorchEvents):
         key = ref.key = tag.id
         live = self.builder.live_variables
         var = self.var
-        in_keys = [k if k in live else var(t) for k, t in zip([id(t) for t in tensors], tensors)]
+        in_keys = []
+        for t in tensors:
+            k = id(t)
+            in_keys.append(k if k in live else var(t))
         saved = self._saved(fn, info, tensors) if info.saved else ()
         self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys, (self.output(out, False),),
                         saved, location, lasti=site, handle=ref)
@@ -548,7 +561,7 @@ def _freeze_heap():
 
 def _nbytes(t):
     try:
-        return t.numel() * t.element_size()
+        return t.nbytes
     except RuntimeError:
         return 0
 

@@ -14,7 +14,7 @@ import weakref
 from ..frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
 from . import torch_graph as tg
 from .torch_frames import caller_is_internal, user_frame
-from .torch_patches import forked
+from .torch_patches import forked, step_aside, step_back
 
 _CUT_MEMORY = 256  # how many recent cuts (.data/.detach/.numpy) are remembered to spot re-wrapping
 _NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward before their norms are taken
@@ -34,6 +34,7 @@ class PerThread(threading.local):
 
     quiet = 0
     step = None
+    aside = None  # the mode taken off this thread's stack during an optimizer step (torch_patches.step_aside)
     calls = None
 
 
@@ -262,11 +263,11 @@ class TorchEvents:
         if not self.observing():
             return
         tls = self.tls
-        with self.lock:
-            versions = [(p, p._version) for p in self._params_of(optimizer)]
         if tls.step is None:  # (a step that raised never reached step_end)
             tls.quiet += 1  # its own ops are the update, reported at the end
-        tls.step = versions
+            tls.aside = step_aside(self)
+        with self.lock:
+            tls.step = [(p, p._version) for p in self._params_of(optimizer)]
 
     def step_end(self, optimizer, args, kwargs):
         tls = self.tls
@@ -275,6 +276,13 @@ class TorchEvents:
             return
         tls.step = None
         tls.quiet -= 1
+        aside, tls.aside = tls.aside, None
+        try:
+            self._step_end(optimizer, before)
+        finally:
+            step_back(self, aside)
+
+    def _step_end(self, optimizer, before):
         if not self.observing():
             return
         try:
@@ -492,15 +500,27 @@ class OutputChecks:
         self.held = 0
 
     def add(self, key, output):
+        if not output.is_floating_point():  # (integers and booleans hold no NaN)
+            return
         self.pending.append((key, output.detach()))
         self.held += output.nbytes
         if self.held > _NORM_BUDGET or len(self.pending) > 4096:
             self.flush()
 
     def flush(self):
-        pending = [(key, t) for key, t in self.pending if t.is_floating_point() and t.numel()]
+        pending = self.pending
         self.pending = []
         self.held = 0
+        if not pending:
+            return
+        try:  # the usual answer, "all finite", from one sum and one host sync (isfinite().all() is slower);
+            # a sum that overflows, or NaN/Inf, sends us to the exact per-output check below
+            total = float(self.torch.cat([t.reshape(-1) for _, t in pending]).sum())
+            if total - total == 0:
+                return
+        except RuntimeError:  # outputs on several devices: one norm each, one transfer per device
+            pass
+        pending = [(key, t) for key, t in pending if t.numel()]
         if not pending:
             return
         values = _floats(self.torch, norms(self.torch, [t for _, t in pending]))

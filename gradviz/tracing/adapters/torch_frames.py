@@ -12,6 +12,7 @@ from ..frames import location_at
 
 _GRADVIZ_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _internal = {}  # code object -> True when it belongs to gradviz or torch
+_ours = {}  # code object -> True when it belongs to gradviz
 _internal_dirs = (_GRADVIZ_DIR,)
 
 
@@ -60,7 +61,14 @@ def where():
     torch frame's code and instruction and how deep it is."""
     f = sys._getframe(1)
     internal = _internal
-    while f is not None and f.f_code.co_filename.startswith(_GRADVIZ_DIR):
+    ours = _ours
+    while f is not None:
+        code = f.f_code
+        flag = ours.get(code)
+        if flag is None:
+            flag = ours[code] = code.co_filename.startswith(_GRADVIZ_DIR)
+        if not flag:
+            break
         f = f.f_back
     inner = f
     depth = 0

@@ -115,6 +115,8 @@ def is_freed(node):
 def storage_key(tensor):
     """What identifies a block of memory: (device, address of its storage), and that storage's size in bytes."""
     storage = tensor.untyped_storage()
+    if tensor.is_cpu:  # (get_device() is -1 on the CPU; reading the device builds a torch.device)
+        return ("cpu", -1, storage.data_ptr()), storage.nbytes()
     return (tensor.device.type, tensor.get_device(), storage.data_ptr()), storage.nbytes()
 
 

@@ -7,7 +7,13 @@ hooks, and the few functions the mode cannot see, wrapped while a trace is attac
 - ``Function.apply`` (custom Functions, compiled regions) bypasses the mode: wrapped, it reports the call.
   A torch Function's own forward (a compiled region's) runs quiet: its ops are not the user's.
 - ``Optimizer.zero_grad`` / ``Module.zero_grad``: wrapped to report the call.
+- ``_HookMixin._register_hook``, which every ``Node.register_prehook`` / ``register_hook`` calls: our own node
+  hooks (one per node built) are added without the ``RemovableHandle`` torch makes for each (a weak reference,
+  a class-wide counter: several microseconds a node); everyone else's hooks go through the original.
 - In a forked child (DataLoader workers) and while dynamo compiles, everything steps aside.
+- Inside an optimizer step or ``zero_grad`` (torch's own code, reported as one fact at its end) the mode is taken
+  off the thread's stack when it is on top (``step_aside``): otherwise each of the hundred-odd ``p.grad`` reads of
+  an SGD step would come through the mode just to be let through.
 """
 
 import os
@@ -47,6 +53,8 @@ def install(adapter):
         _replace(Function, "apply", classmethod(_traced_apply(Function.__dict__["apply"].__func__)))
         for owner in (torch.optim.Optimizer, torch.nn.Module):
             _replace(owner, "zero_grad", _traced_zero_grad(owner.__dict__["zero_grad"]))
+        HookMixin = torch.autograd.function._HookMixin
+        _replace(HookMixin, "_register_hook", staticmethod(_fast_register_hook(HookMixin.__dict__["_register_hook"])))
         _replace(threading.Thread, "_bootstrap_inner", _traced_thread(threading.Thread._bootstrap_inner))
         Variable = torch.autograd.variable.Variable  # the legacy constructor, not an op the mode sees
         _replace(Variable, "__new__", staticmethod(_traced_new(torch._C._LegacyVariableBase.__new__, "Variable")))
@@ -160,6 +168,24 @@ def remove_mode(torch, mode):
         torch._C._push_on_torch_function_stack(m)
 
 
+def step_aside(adapter):
+    """Take ``adapter``'s mode off this thread's stack when it is on top (torch's own code runs next); returns it,
+    to be put back with ``step_back``, or None (then the thread's ``quiet`` count alone keeps it silent)."""
+    C = adapter.torch._C
+    n = C._len_torch_function_stack()
+    if n:
+        top = C._get_function_stack_at(n - 1)
+        if getattr(top, "adapter", None) is adapter and _mode_class and type(top) is _mode_class[0]:
+            C._pop_torch_function_stack()
+            return top
+    return None
+
+
+def step_back(adapter, mode):
+    if mode is not None and adapter.attached:
+        adapter.torch._C._push_on_torch_function_stack(mode)
+
+
 def _traced_apply(apply):
     from ..frames import location_at
     from .torch_frames import user_frame
@@ -191,6 +217,39 @@ def _traced_apply(apply):
     return traced_apply
 
 
+class _OwnHookHandle:
+    """What our own hook registrations return: nothing keeps it; our hooks live as long as their node."""
+
+    __slots__ = ()
+
+    def remove(self):
+        pass
+
+
+def _fast_register_hook(original):
+    """``_register_hook(hooks dict, hook)``, what a node's hook registration calls: a node tag or an accumulator
+    hook of ours goes into the node's hook dict keyed by itself, without a ``RemovableHandle``; other hooks take
+    torch's own path, handle and all."""
+    from collections import OrderedDict
+
+    from .torch_graph import NodeTag
+
+    original = getattr(original, "__func__", original)
+    ours = (NodeTag, AccumulatorHook)
+    handle = _OwnHookHandle()
+
+    def _register_hook(backward_hooks, hook):
+        if type(hook) not in ours:
+            return original(backward_hooks, hook)
+        if backward_hooks is None:  # an OrderedDict, as torch makes: a user's handle holds a weak reference to it
+            backward_hooks = OrderedDict()
+        backward_hooks[hook] = hook
+        return backward_hooks, handle
+
+    _register_hook.__wrapped__ = original
+    return _register_hook
+
+
 def _traced_new(new, kind):
     """A constructor the mode does not see: ``torch.autograd.Variable(data, requires_grad=...)``, a new tensor
     sharing ``data``'s memory (the seed's ``Variable(y1.data, ...)`` that cuts a graph in two), or
@@ -217,10 +276,12 @@ def _traced_zero_grad(original):
         if adapter is None:
             return original(self, *args, **kwargs)
         adapter.tls.quiet += 1  # its writes to .grad (zero_, detach_) are torch's, not the user's
+        aside = step_aside(adapter)
         try:
             result = original(self, *args, **kwargs)
         finally:
             adapter.tls.quiet -= 1
+            step_back(adapter, aside)
         adapter.zero_grad_called(self)
         return result
 

@@ -1,0 +1,64 @@
+"""The torch adapter's speed-ups change nothing the user sees: torch's hook registration is swapped only while a
+trace is attached and only for the adapter's own hooks, the mode is back on the stack after an optimizer step,
+and the batched NaN/Inf check flags exactly the outputs that hold NaN/Inf."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import gradviz  # noqa: E402
+
+pytestmark = pytest.mark.oracle
+
+
+def _register_hook():
+    return torch.autograd.function._HookMixin.__dict__["_register_hook"]
+
+
+def test_hook_registration_swapped_only_while_attached_and_user_hooks_keep_their_handles():
+    original = _register_hook()
+    x = torch.ones(3, requires_grad=True)
+    calls = []
+    with gradviz.trace(engine="torch"):
+        assert _register_hook() is not original
+        y = (x * 2).sum()
+        handle = y.grad_fn.register_prehook(lambda grads: calls.append("removed"))
+        assert type(handle).__name__ == "RemovableHandle"
+        handle.remove()
+        y.grad_fn.register_prehook(lambda grads: calls.append(float(grads[0])))
+        y.backward()
+    assert _register_hook() is original
+    assert calls == [1.0]
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_ops_after_an_optimizer_step_and_zero_grad_are_still_seen():
+    w = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([w], lr=0.1)
+    with gradviz.trace(engine="torch") as tr:
+        depth = torch._C._len_torch_function_stack()
+        (w * 3).sum().backward()
+        opt.step()
+        assert torch._C._len_torch_function_stack() == depth
+        opt.zero_grad()
+        assert torch._C._len_torch_function_stack() == depth
+        after = (w.tanh() * 2).sum()  # line: after the step
+    doc = tr.to_dict()
+    line = next(i for i, text in enumerate(open(__file__), 1) if "# line: after the step" in text)
+    ops = sorted(n["op"] for n in doc["nodes"] if (n.get("location") or {}).get("line") == line)
+    assert ops == ["MulBackward0", "SumBackward0", "TanhBackward0"]
+    assert after.item() == pytest.approx(2 * 2 * float(torch.tanh(torch.tensor(0.7))))
+
+
+def test_batched_nonfinite_check_flags_only_outputs_holding_nan_or_inf():
+    x = torch.tensor([1.0, -1.0, 2.0], requires_grad=True)
+    big = torch.full((3,), 3e38, requires_grad=True)
+    with gradviz.trace(engine="torch") as tr:
+        shifted = big + 0.0  # finite values whose sum overflows: not a NaN/Inf output
+        total = shifted.sum()  # inf
+        y = x.log()  # NaN at index 1
+        (y * 2).sum().backward()
+    flagged = {n["op"] for n in tr.to_dict()["nodes"] if n.get("nonfinite")}
+    assert "AddBackward0" not in flagged
+    assert {"LogBackward0", "SumBackward0"} <= flagged
+    assert not bool(torch.isfinite(total))
