@@ -1,17 +1,27 @@
 """Where in the *user's* code something happened, and what the user called an object there.
 
-A location is the first frame outside the gradviz package. Walking a few frames per op is cheap (whether a code
-object is gradviz's own is decided once per code object); what is not cheap is formatting, so each (code object,
-line) becomes one shared ``Location``, made once, whose source text is read only when a document is built.
+A location is the first frame outside the gradviz package, the standard library and installed packages. Walking
+a few frames per op is cheap (whether a code object is internal is decided once per code object); what is not
+cheap is formatting, so each (code object, line) becomes one shared ``Location``, made once, whose source text is
+read only when a document is built.
 """
 
 import linecache
 import os
 import sys
+import sysconfig
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_internal = {}  # code object -> True when it belongs to gradviz itself
-_locations = {}  # code object -> {line: Location}
+# The standard library and installed packages (torch, numpy) are not the user's code either: a parameter
+# deep-copied by ``copy.deepcopy`` is placed at the user's line that made the copy, not in copy.py.
+_LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                              if (p := sysconfig.get_paths().get(key))}))
+# Both caches are keyed by id(code) and hold the code object, so an id is never reused while cached: code objects
+# compare equal across files (co_filename is not part of equality), so keying on the object itself would place
+# b.py's ops at an identical a.py's lines; an int key is also cheaper to hash than a code object.
+_internal = {}  # id(code) -> True when it is gradviz's own, the standard library's or an installed package's
+_held = {}  # id(code) -> code, keeping every cached id's code object alive
+_locations = {}  # id(code) -> {line: Location}
 
 
 class Location:
@@ -41,8 +51,13 @@ class Location:
 
 def _is_internal(code):
     filename = code.co_filename
-    internal = os.path.abspath(filename).startswith(_PACKAGE_DIR) if filename[:1] != "<" else False
-    _internal[code] = internal
+    if filename[:1] == "<":
+        internal = filename.startswith("<frozen ")  # the import machinery; "<string>", "<stdin>" are the user's
+    else:
+        path = os.path.abspath(filename)
+        internal = path.startswith(_PACKAGE_DIR) or path.startswith(_LIBRARY_DIRS)
+    _held[id(code)] = code
+    _internal[id(code)] = internal
     return internal
 
 
@@ -55,7 +70,7 @@ def user_frame(depth=2):
     internal = _internal
     while f is not None:
         code = f.f_code
-        flag = internal.get(code)
+        flag = internal.get(id(code))
         if flag is None:
             flag = _is_internal(code)
         if not flag:
@@ -71,9 +86,10 @@ def location_of(frame):
 
 
 def location_at(code, line):
-    lines = _locations.get(code)
+    lines = _locations.get(id(code))
     if lines is None:  # setdefault: two threads making the first Location of a line share the same one
-        lines = _locations.setdefault(code, {})
+        _held[id(code)] = code
+        lines = _locations.setdefault(id(code), {})
     loc = lines.get(line)
     if loc is None:
         loc = lines.setdefault(line, Location(code.co_filename, line or 0, code.co_name))

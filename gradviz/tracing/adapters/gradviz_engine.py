@@ -76,7 +76,7 @@ def _raise_location(tb):
     found = None
     while tb is not None:
         code = tb.tb_frame.f_code
-        flag = _internal.get(code)
+        flag = _internal.get(id(code))
         if not (_is_internal(code) if flag is None else flag):
             found = (code, tb.tb_lineno)
         tb = tb.tb_next

@@ -8,12 +8,15 @@ Whether a code object is internal is decided once per code object.
 import os
 import sys
 
-from ..frames import location_at
+from ..frames import _LIBRARY_DIRS, location_at
 
 _GRADVIZ_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
-_internal = {}  # code object -> True when it belongs to gradviz or torch
-_ours = {}  # code object -> True when it belongs to gradviz
-_internal_dirs = (_GRADVIZ_DIR,)
+# keyed by id(code), holding the code object (``_held``) so the id is not reused: code objects compare equal across
+# files, so keying on the object would mix up identical code in two files (see frames.py)
+_internal = {}  # id(code) -> True when it belongs to gradviz, torch, the standard library or an installed package
+_ours = {}  # id(code) -> True when it belongs to gradviz
+_held = {}
+_internal_dirs = (_GRADVIZ_DIR,) + _LIBRARY_DIRS
 
 
 def set_torch_dir(torch_dir):
@@ -26,13 +29,14 @@ def set_torch_dir(torch_dir):
 
 
 def is_internal(code):
-    flag = _internal.get(code)
+    flag = _internal.get(id(code))
     if flag is None:
         filename = code.co_filename
         flag = filename[:1] != "<" and os.path.abspath(filename).startswith(_internal_dirs)
         if filename.startswith("<eval_with_key>") or filename.startswith("<frozen "):
             flag = True  # torch.fx generated code and the import machinery are not the user's
-        _internal[code] = flag
+        _held[id(code)] = code
+        _internal[id(code)] = flag
     return flag
 
 
@@ -45,7 +49,7 @@ def user_frame(depth):
     internal = _internal
     while f is not None:
         code = f.f_code
-        flag = internal.get(code)
+        flag = internal.get(id(code))
         if flag is None:
             flag = is_internal(code)
         if not flag:
@@ -64,9 +68,10 @@ def where():
     ours = _ours
     while f is not None:
         code = f.f_code
-        flag = ours.get(code)
+        flag = ours.get(id(code))
         if flag is None:
-            flag = ours[code] = code.co_filename.startswith(_GRADVIZ_DIR)
+            _held[id(code)] = code
+            flag = ours[id(code)] = code.co_filename.startswith(_GRADVIZ_DIR)
         if not flag:
             break
         f = f.f_back
@@ -74,7 +79,7 @@ def where():
     depth = 0
     while f is not None:
         code = f.f_code
-        flag = internal.get(code)
+        flag = internal.get(id(code))
         if flag is None:
             flag = is_internal(code)
         if not flag:
