@@ -122,7 +122,7 @@ def memory_section(trace):
     g = trace.groups
     stopped = trace.stopped and g.at_stop is not None
     now = g.at_stop if stopped else g.point(g.iteration)
-    series = list(g.series) + [now]
+    series = list(g.series) + g.open_points + [now]
     graphs = []
     for graph in sorted(g.graphs.values(), key=lambda x: x.id):
         if graph.parent is not None:

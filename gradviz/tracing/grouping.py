@@ -5,7 +5,12 @@
   backpropagated, or from an earlier iteration) are recorded as the graph's external inputs.
 - An *iteration* ends at a boundary: the first new graph after a backward or an optimizer step, an optimizer's
   ``zero_grad`` after one of those, or a new graph started from the same line (and module) as an earlier graph of
-  the same iteration (a loop without backward).
+  the same iteration (a loop without backward). That last split is provisional: when a later op (or a backward)
+  takes inputs from graphs of the iterations it split off, before any backward closed them (``stack(log_probs)``
+  in REINFORCE, an RNN's hidden state, a decoder's next step), they were one step and are folded back into one
+  iteration. A provisional iteration is closed (classified, counted in the memory series, its records dropped
+  when out of the window) once a real boundary follows, once its graphs are all dead (nothing can take inputs
+  from them any more), or when ``CHAIN_LIMIT`` provisional iterations are open.
 - Graphs with the same structure (ops, edges, shapes, module paths and parameter names, in creation order)
   share a *structure*, counted. Full records are kept for the first and last ``window`` iterations, for the
   first and last graph of each structure, and for anything a diagnostic points at (pinned, a few per line);
@@ -21,6 +26,7 @@ from .records import GraphRecord, StructureRecord
 PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, bounded in long loops
 SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
 TRAIL_LIMIT = 64  # remembered creation-order descriptions of graphs, each mapped to its structure key
+CHAIN_LIMIT = 256  # open provisional iterations (a split at a repeated call site that may still fold back)
 
 
 def _root_order(rec, nid):
@@ -86,6 +92,11 @@ class Grouping:
         self._iter_events = {0: []}
         self._iter_backwards = {0: []}
         self._starts = set()
+        # provisional iterations: self.open_from .. self.iteration - 1 ended at a repeated call site and are not
+        # closed yet; each one's memory point (taken when it ended) and call sites, kept until it is closed
+        self.open_from = 0
+        self.open_points = []
+        self._open_starts = []
         self.dropped = {"iterations": 0, "graphs": 0, "nodes": 0, "variables": 0, "events": 0, "backwards": 0,
                         "series_points": 0}
         self._pin_counts = {}
@@ -114,6 +125,7 @@ class Grouping:
                     return g
         opened = []
         closed = []
+        fold = None
         for c in children:
             g = c.graph
             if g is None or c.variable is not None:
@@ -123,7 +135,12 @@ class Grouping:
                 if g not in opened:
                     opened.append(g)
             else:
+                if not g.backwarded and g.iteration >= self.open_from and (fold is None or g.iteration < fold):
+                    fold = g.iteration  # an input from a provisional iteration: it was this step all along
                 closed.append(c.id)
+        if fold is not None:
+            self.fold(fold)
+            return self.place(rec, children)
         if opened:
             graph = opened[0]
             if len(opened) > 1:
@@ -133,8 +150,10 @@ class Grouping:
                     self._merge(graph, other)
         else:
             start = (rec.location, rec.module, self.trace.lasti)
-            if self.pending or start in self._starts:
+            if self.pending:
                 self.begin_iteration()
+            elif start in self._starts:
+                self._split()
             self._starts.add(start)
             graph = self.new_graph()
         rec.iteration = graph.iteration
@@ -250,13 +269,24 @@ class Grouping:
             if rec is not None and rec.graph is not None and rec.variable is None:
                 g = rec.graph.find()
                 graphs[g.id] = g
+        fold = min((g.iteration for g in graphs.values() if not g.backwarded and g.iteration >= self.open_from),
+                   default=None)
+        if fold is not None and fold < self.iteration:  # one backward through graphs of provisional iterations
+            self.fold(fold)
         for g in graphs.values():
             g.backwarded = True
         backward["graphs"] = sorted(graphs)
         self.pending = True
 
     def begin_iteration(self):
+        """A real boundary (after a backward or an optimizer step): every provisional iteration stands."""
+        self._confirm(self.iteration)
         self._close(self.iteration)
+        self._next()
+        self.open_from = self.iteration
+        self._drop(self.iteration - self.window)
+
+    def _next(self):
         self.iteration += 1
         self.pending = False
         self._starts = set()
@@ -265,15 +295,80 @@ class Grouping:
         self._iter_vars[it] = self.iter_vars = []
         self._iter_events[it] = []
         self._iter_backwards[it] = []
-        self._drop(it - self.window)
 
-    def _close(self, iteration):
+    def _split(self):
+        """A new graph started at a call site this iteration already started one at: a provisional boundary,
+        closed later (see the module's docstring) or folded back by ``fold``."""
+        self.open_points.append(self.point(self.iteration))
+        self._open_starts.append(self._starts)
+        self._next()
+        first = self.open_from
+        while first < self.iteration and (self.iteration - first > CHAIN_LIMIT or self._dead(first)):
+            first += 1
+        if first > self.open_from:
+            self._confirm(first)
+
+    def _dead(self, iteration):
+        return all(g.alive == 0 for g in self._iter_graphs.get(iteration, ()) if g.parent is None)
+
+    def _confirm(self, upto):
+        """Close the provisional iterations before ``upto``: they were iterations of their own."""
+        for it in range(self.open_from, upto):
+            self._close(it, self.open_points.pop(0))
+            self._open_starts.pop(0)
+            self._drop(it + 1 - self.window)
+        self.open_from = max(self.open_from, upto)
+
+    def fold(self, target):
+        """The provisional iterations after ``target`` were part of it: move their records back into it."""
+        nodes = self.trace.nodes
+        variables = self.trace.variables
+        graphs = self._iter_graphs[target]
+        for it in range(target + 1, self.iteration + 1):
+            for g in self._iter_graphs.pop(it):
+                g.iteration = target
+                if g.freed_at_iteration is not None and g.freed_at_iteration > target:
+                    g.freed_at_iteration = target
+                for nid in g.nodes:
+                    rec = nodes.get(nid)
+                    if rec is None or rec.iteration <= target:
+                        continue
+                    rec.iteration = target
+                    for vid in rec.outputs:
+                        var = variables.get(vid)
+                        if var is not None and var.iteration > target:
+                            var.iteration = target
+                graphs.append(g)
+            for var in self._iter_vars.pop(it):
+                var.iteration = target
+                self._iter_vars[target].append(var)
+            for e in self._iter_events.pop(it):
+                e["iteration"] = target
+                self._iter_events[target].append(e)
+            for b in self._iter_backwards.pop(it):
+                b["iteration"] = target
+                self._iter_backwards[target].append(b)
+        for entry in self.event_counts.values():
+            entry[1] = min(entry[1], target)
+            entry[2] = min(entry[2], target)
+        first = self.trace.first_nonfinite
+        if first is not None and first["iteration"] > target:
+            first["iteration"] = target
+        k = target - self.open_from
+        for starts in self._open_starts[k:]:
+            self._starts |= starts
+        del self._open_starts[k:]
+        del self.open_points[k:]
+        self.iteration = target
+        self.iter_vars = self._iter_vars[target]
+
+    def _close(self, iteration, point=None):
         for g in self._iter_graphs.get(iteration, ()):
             if g.parent is None and g.structure is None:
                 self._classify(g)
                 if g.alive == 0 and len(g.nodes) > _elide.GRAPH_NODE_LIMIT:
                     _elide.prune(self.trace, g)  # a dead giant graph: let go of the records its document elides
-        self._add_point(self.point(iteration))
+        self._add_point(self.point(iteration) if point is None else point)
 
     def point(self, iteration):
         return {"iteration": iteration, "retained_bytes": self.memory.now, "graphs_alive": self.graphs_alive,
