@@ -123,6 +123,10 @@ class TraceBuilder:
         self._last_grad_read = None
         self.lasti = -1  # the instruction of the last op's call (tells two graphs started on one line apart)
         self.first_nonfinite = None
+        # beyond the first NaN/Inf (often a harmless -inf of an attention mask in iteration 0), the first
+        # non-finite loss and the first non-finite backward gradient are pinned too: a real NaN in a middle
+        # iteration keeps its records
+        self._nonfinite_loss_pinned = self._nonfinite_grad_pinned = False
         self.internal_errors = []
         self.checks = BackwardChecks()  # custom Functions' backward checks (wrong-backward)
         self.groups = Grouping(self)
@@ -695,6 +699,11 @@ class TraceBuilder:
             self.first_nonfinite = {"node": rec.id, "phase": phase, "iteration": self.groups.iteration,
                                     "backward": None if self.backward is None else self.backward["id"]}
             self.groups.pin_node(rec)
+        if phase == "backward" and not self._nonfinite_grad_pinned:
+            self._nonfinite_grad_pinned = True
+            self.groups.pin_node(rec)
+            if self.backward is not None:
+                self.groups.pin_backward(self.backward)
 
     def nonfinite_output(self, node):
         """Node ``node``'s output holds NaN/Inf, found after the op (an adapter that checks outputs in batches,
@@ -943,6 +952,13 @@ class TraceBuilder:
         self._grad_norms = b["grad_norms"]
         self.backwards[bid] = b
         groups.note_backward(b)
+        if not self._nonfinite_loss_pinned:
+            for n in root_nodes:
+                rec = None if n is None else nodes[n]
+                if rec is not None and rec.nonfinite is not None:  # a NaN/Inf loss
+                    self._nonfinite_loss_pinned = True
+                    groups.pin_backward(b)
+                    break
 
     def backward_step(self, node, norm, nonfinite=False):
         """Backward ran node ``node`` (reported first); ``norm`` is the L2 norm of the gradient it received
