@@ -390,8 +390,8 @@ PLANTED = {
     # the generator's graph is freed by the discriminator's backward, then backwarded again
     ("gan", "no-detach"): ([("netD(fake.detach())", "netD(fake)")],
                            [("graph-freed", "error", "errG.backward()")], {"retained-graph"}),
-    # the generator's step leaves gradients in D that D's next step sums in (traced with a wider window: see
-    # WINDOW)
+    # the generator's step leaves gradients in D that D's next step sums in (two D steps are never in one stretch
+    # of full records with the default window: the tracer's summed_grads on the step event tells)
     ("gan", "no-zero-grad"): ([("    netD.zero_grad()\n", "")],
                               [("grad-accumulation", "warning", "errG.backward()")], set()),
     ("seq2seq", "total-loss"): ([("epoch_loss += loss.item() / tgt.shape[1]", "epoch_loss += loss / tgt.shape[1]")],
@@ -444,12 +444,6 @@ PLANTED = {
     ("wgan_clip", "clip-in-graph"): ([("p.data.clamp_(-0.01, 0.01)", "p.clamp_(-0.01, 0.01)")],
                                      [("leaf-inplace", "error", "p.clamp_(-0.01, 0.01)")], set()),
 }
-
-
-# The trace keeps full records of the first and last `window` iterations (3 by default), and grad-accumulation
-# is judged within each stretch of full records. A GAN loop is three iterations (three backward calls): two
-# steps of D, with the generator's backward between them, only fall in one stretch with a window of 6.
-WINDOW = {("gan", "no-zero-grad"): 6}
 
 
 def planted_source(loop, mistake):
@@ -507,7 +501,7 @@ def test_planted_mistake_is_reported_at_its_line(loop, mistake, tmp_path):
     _, expected, consequences = PLANTED[(loop, mistake)]
     path = write(tmp_path, planted_source(loop, mistake))
     lines = path.read_text().splitlines()
-    doc = traced(path, WINDOW.get((loop, mistake), 3))
+    doc = traced(path)  # the default window: a GAN step is three iterations, grad-accumulation reads summed_grads
     got = found(doc)
     for code, severity, marker in expected:
         (line,) = [i for i, text in enumerate(lines, 1) if marker in text]

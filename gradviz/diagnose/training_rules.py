@@ -33,6 +33,12 @@ def grad_accumulation(index, out):
                 for p in params:
                     state[p] = "fresh"
             elif rec.get("event") == "step":
+                for summed in rec.get("summed_grads") or ():  # the tracer's own account, across dropped records
+                    b = {"id": summed["backward"], "location": summed.get("backward_location")}
+                    step = {"id": summed["previous_step"], "location": summed.get("previous_step_location"),
+                            "optimizer": summed.get("previous_optimizer")}
+                    for p in summed.get("parameters") or ():
+                        flagged.setdefault(p, (b, step, rec))
                 for p in params:
                     if state.get(p) == "carried":
                         flagged.setdefault(p, (carried_by[p], last_step[p], rec))

@@ -43,9 +43,10 @@ import weakref
 from collections import namedtuple
 from threading import get_ident
 
-from ..document.vocabulary import error_code
+from ..document.vocabulary import error_code, is_reset_op
 from . import elide as _elide
 from .checks import BackwardChecks
+from .grad_ledger import GradLedger
 from .grouping import Grouping
 from .records import NodeRecord, VarRecord, safe_message
 
@@ -127,6 +128,7 @@ class TraceBuilder:
         # non-finite loss and the first non-finite backward gradient are pinned too: a real NaN in a middle
         # iteration keeps its records
         self._nonfinite_loss_pinned = self._nonfinite_grad_pinned = False
+        self.grad_ledger = GradLedger()  # every .grad reset, accumulation and step, for summed_grads
         self.internal_errors = []
         self.checks = BackwardChecks()  # custom Functions' backward checks (wrong-backward)
         self.groups = Grouping(self)
@@ -764,6 +766,8 @@ class TraceBuilder:
                 brec.is_leaf = False
         event = self._event("inplace", location, variable=vrec.id, op=op, old_version=old_version,
                             new_version=new_version, node=nid, saved_by=saved_by)
+        if vrec.origin != "op" and is_reset_op(event):
+            self._grad_reset_through(vrec)
         if silent:
             event["silent_saved_by"] = silent
             event["silent_backward"] = None  # the backward that then used the changed values (backward_step)
@@ -775,6 +779,19 @@ class TraceBuilder:
             self.groups.pin_event(event)
             for n in saved_by + (silent or []):
                 self.groups.pin_node(self.nodes.get(n))
+
+    def _grad_reset_through(self, vrec):
+        """An in-place reset (``p.grad.zero_()``, also through ``.data``/``detach()``) of a leaf's gradient."""
+        for _ in range(4):
+            if vrec is None:
+                return
+            if vrec.origin == "grad":
+                if vrec.source is not None:
+                    self.grad_ledger.reset(vrec.source)
+                return
+            if vrec.origin not in ("data", "detach"):
+                return
+            vrec = self.variables.get(vrec.source)
 
     def parameter_update(self, variable, old_version, new_version, counter, location, optimizer):
         """An optimizer's ``step()`` (class name ``optimizer``) wrote into parameter ``variable``. Recorded as an
@@ -900,7 +917,9 @@ class TraceBuilder:
 
     def grad_write(self, variable, location, *, is_none):
         """User code assigned ``.grad`` of ``variable``."""
-        self._event("grad_write", location, variable=self.live_variables[variable].id, is_none=is_none)
+        vid = self.live_variables[variable].id
+        self._event("grad_write", location, variable=vid, is_none=is_none)
+        self.grad_ledger.reset(vid)
 
     def optimizer(self, event, location, optimizer, parameters):
         """An optimizer (class name ``optimizer``) ran ``"step"`` or ``"zero_grad"`` over ``parameters``
@@ -916,7 +935,15 @@ class TraceBuilder:
                   "parameters": [live[k].id for k in parameters]}
         self.events[eid] = record
         groups.note_event(record)
-        if event == "step":
+        ledger = self.grad_ledger
+        if event == "zero_grad":
+            for p in record["parameters"]:
+                ledger.reset(p)
+        elif event == "step":
+            summed = ledger.step(record, record["parameters"])
+            if summed:  # a gradient summed across steps: kept whatever the window (see grad_ledger)
+                record["summed_grads"] = summed
+                groups.pin_event(record)
             groups.boundary()
 
     def _event(self, kind, location, **fields):
@@ -988,12 +1015,15 @@ class TraceBuilder:
         ``variable(..., origin="grad")``)."""
         b = self.backward
         rec = self.live_variables[variable]
+        fresh = False
         if grad is not None:
             made = self.live_variables.get(grad)
             if made is not None and made.origin == "grad":
                 made.source = rec.id
+                fresh = True
         if b is None:
             return
+        self.grad_ledger.accumulate(rec.id, fresh)
         if norm is not None:
             b["leaf_grad_norms"][rec.id] = norm
         acc = rec.accumulator
@@ -1069,6 +1099,7 @@ class TraceBuilder:
                 info[name] = value
             b["error"] = info
             self.groups.pin_backward(b)
+        self.grad_ledger.backward_end(b, error is None)
         self.groups.backward_done(b)
         self.backward = None
 

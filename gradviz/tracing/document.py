@@ -115,6 +115,10 @@ def event_dict(e):
     for key in ("silent_backward_location", "backward_location"):  # silent-inplace's: where backward used it
         if key in out:
             out[key] = _loc(out[key])
+    if "summed_grads" in out:
+        out["summed_grads"] = [dict(s, parameters=list(s["parameters"]), backward_location=_loc(s["backward_location"]),
+                                    previous_step_location=_loc(s["previous_step_location"]))
+                               for s in out["summed_grads"]]
     return out
 
 
