@@ -419,3 +419,18 @@ def test_threads_running_modules_at_once_keep_their_own_module_stacks():
     assert not doc["internal_errors"]
     stacks = {tuple(n["module"]) for n in doc["nodes"] if n["op"] == "AddmmBackward0"}
     assert stacks <= {("first",), ("second",)} and len(stacks) == 2, stacks
+
+
+def test_stop_from_another_thread_leaves_no_mode_behind():
+    import gradviz
+
+    tr = gradviz.trace(engine="torch")
+    with tr:
+        (torch.ones(2, requires_grad=True) * 2).sum().backward()
+        stopper = threading.Thread(target=tr.stop)
+        stopper.start()
+        stopper.join()
+        assert torch._C._len_torch_function_stack() == 1  # this thread's mode: only this thread can pop it
+        (torch.ones(2) * 3).sum()  # passes through it, unrecorded
+    assert torch._C._len_torch_function_stack() == 0  # the block's exit took it off
+    assert len(tr.to_dict()["backwards"]) == 1

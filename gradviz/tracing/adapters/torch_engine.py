@@ -140,6 +140,7 @@ class TorchAdapter(TorchEvents):
         self._froze = _freeze_heap()
 
     def detach(self):
+        torch_patches.remove_left_behind(self)  # stopped from another thread earlier: this thread's mode goes now
         if self.attached:
             self.attached = False
             torch_patches.uninstall(self)

@@ -16,6 +16,7 @@ hooks, and the few functions the mode cannot see, wrapped while a trace is attac
   an SGD step would come through the mode just to be let through.
 """
 
+import atexit
 import os
 import threading
 
@@ -61,12 +62,19 @@ def install(adapter):
         Parameter = torch.nn.Parameter  # made inside a module's __init__: located at the line making the module
         _replace(Parameter, "__new__", staticmethod(_traced_new(Parameter.__dict__["__new__"], "Parameter")))
     adapter.mode = observing_mode(adapter)
+    adapter.mode_thread = threading.get_ident()
     adapter.mode.__enter__()
 
 
 def uninstall(adapter):
     try:
-        remove_mode(adapter.torch, adapter.mode)
+        if threading.get_ident() == getattr(adapter, "mode_thread", None):
+            remove_mode(adapter.torch, adapter.mode)
+        elif adapter.mode is not None:
+            # stopped from another thread: a mode lives on its own thread's stack, which only that thread can pop.
+            # It passes every call through from now on, and leaves that stack at the thread's next stop() (a
+            # `with` block's exit) or, for the main thread, at interpreter exit (a mode left there aborts it).
+            leave_later(adapter, adapter.mode, adapter.mode_thread)
     finally:
         adapter.mode = None
         for h in getattr(adapter, "handles", ()):
@@ -148,6 +156,31 @@ def _make_mode_class():
             return adapter.op(func, args, kwargs)
 
     return GradvizMode
+
+
+_left_behind = []  # (adapter, mode, thread id): modes stopped from another thread, still on their own stack
+
+
+def leave_later(adapter, mode, thread):
+    if not _left_behind and thread == threading.main_thread().ident:
+        atexit.register(_remove_left_behind_at_exit)
+    _left_behind.append((adapter, mode, thread))
+
+
+def remove_left_behind(adapter):
+    """Pop the modes of ``adapter`` that were stopped from another thread and live on this thread's stack."""
+    me = threading.get_ident()
+    for entry in [e for e in _left_behind if e[0] is adapter and e[2] == me]:
+        _left_behind.remove(entry)
+        remove_mode(adapter.torch, entry[1])
+
+
+def _remove_left_behind_at_exit():
+    me = threading.get_ident()
+    for adapter, mode, thread in list(_left_behind):
+        if thread == me:
+            _left_behind.remove((adapter, mode, thread))
+            remove_mode(adapter.torch, mode)
 
 
 def remove_mode(torch, mode):
