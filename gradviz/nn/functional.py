@@ -405,11 +405,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "dim. This behavior will change in a future release to interpret the input as one without "
                       "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
                       "behavior, please switch to using dropout1d instead.", UserWarning, stacklevel=2)
-    if not training:
-        return input
-    if inplace:
-        return apply_inplace(_NL.FeatureDropout, input, p=p, rng=_rng())
-    return _NL.FeatureDropout.apply(input, p=p, rng=_rng())
+    return _feature_dropout(input, p, training, inplace)
 
 
 def _feature_dropout(input, p, training, inplace):

@@ -62,52 +62,41 @@ class Hypot(Function):
         return (scale * a if ctx.needs_input_grad[0] else None), (scale * b if ctx.needs_input_grad[1] else None)
 
 
-class Fmod(Function):
+class _Modulo(Function):
+    """``a mod b``: the result is ``a - round(a / b) * b``, so d/da is 1 and d/db is ``-round(a / b)``; subclasses
+    name numpy's kernel, the rounding and PyTorch's kernel (for the division-by-zero message)."""
+
+    _raw = True
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        a, b = promote_pair(a, b)
+        _check_integer_divisor(a, b, cls._kernel)
+        if ctx.needs_input_grad[1]:
+            ctx.save_for_backward(a, b)
+        with np.errstate(all="ignore"):
+            return cls._mod(a, b)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        gb = None
+        if ctx.needs_input_grad[1]:
+            a, b = ctx.saved_tensors
+            with np.errstate(all="ignore"):
+                gb = -grad * cls._round(np.true_divide(a, b))
+        return grad, gb
+
+
+class Fmod(_Modulo):
     """C's fmod: the result has the dividend's sign. d/db is -trunc(a / b)."""
 
-    _raw = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        a, b = promote_pair(a, b)
-        _check_integer_divisor(a, b, "fmod_cpu")
-        if ctx.needs_input_grad[1]:
-            ctx.save_for_backward(a, b)
-        with np.errstate(all="ignore"):
-            return np.fmod(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        gb = None
-        if ctx.needs_input_grad[1]:
-            a, b = ctx.saved_tensors
-            with np.errstate(all="ignore"):
-                gb = -grad * np.trunc(np.true_divide(a, b))
-        return grad, gb
+    _kernel, _mod, _round = "fmod_cpu", staticmethod(np.fmod), staticmethod(np.trunc)
 
 
-class Remainder(Function):
+class Remainder(_Modulo):
     """Python's modulo: the result has the divisor's sign. d/db is -floor(a / b)."""
 
-    _raw = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        a, b = promote_pair(a, b)
-        _check_integer_divisor(a, b, "remainder_cpu")
-        if ctx.needs_input_grad[1]:
-            ctx.save_for_backward(a, b)
-        with np.errstate(all="ignore"):
-            return np.remainder(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        gb = None
-        if ctx.needs_input_grad[1]:
-            a, b = ctx.saved_tensors
-            with np.errstate(all="ignore"):
-                gb = -grad * np.floor(np.true_divide(a, b))
-        return grad, gb
+    _kernel, _mod, _round = "remainder_cpu", staticmethod(np.remainder), staticmethod(np.floor)
 
 
 def _check_integer_divisor(a, b, kernel):

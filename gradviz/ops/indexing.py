@@ -249,11 +249,11 @@ class Where(Function):
 
 
 _COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
-            "ne": np.not_equal, "and": np.logical_and, "or": np.logical_or}
+            "ne": np.not_equal}
 
 
 class Compare(Function):
-    """Comparisons and logical ops: boolean results that never require grad."""
+    """Comparisons: boolean results that never require grad (the logical ops live in ``logical.py``)."""
 
     _raw = True
     _differentiable = False
@@ -262,15 +262,6 @@ class Compare(Function):
     def forward(ctx, a, b, op):
         ctx._meta = {"op": op}
         return _COMPARE[op](*promote_pair(a, b))  # compared in the promoted dtype, as PyTorch does
-
-
-class LogicalNot(Function):
-    _raw = True
-    _differentiable = False
-
-    @staticmethod
-    def forward(ctx, a):
-        return np.logical_not(a) if a.dtype == np.bool_ else np.invert(a)
 
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "uint8": "Byte"}
@@ -282,13 +273,9 @@ def compare(a, b, op):
     return Compare.apply(a, b, op=op)
 
 
-def logical_not(a):
-    return LogicalNot.apply(a)
-
-
 def where(condition, a, b):
     return Where.apply(condition, a, b)
 
 
 __all__ = ["Index", "IndexAdvanced", "IndexPut", "Fill", "Copy", "Where", "Compare", "getitem", "setitem",
-           "compare", "logical_not", "where", "Variable"]
+           "compare", "where", "Variable"]

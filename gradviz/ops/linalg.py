@@ -8,7 +8,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..dtypes import promote_pair
 from ..errors import DtypeError, ShapeError, UnsupportedError
-from .arithmetic import MatMul
+from .arithmetic import MatMul, Mul
 from .shape import diagonal_view
 
 
@@ -146,8 +146,8 @@ def _broadcastable(c, shape, op):
                      f"sizes: {list(shape)}.  Tensor sizes: {list(_shape(c))}")
 
 
-class Dot(Function):
-    _raw = True
+class Dot(Mul):
+    """``sum(a * b)`` over two vectors: Mul's saving and backward (the 0-d grad broadcasts), one numpy call."""
 
     @staticmethod
     def forward(ctx, a, b):
@@ -155,11 +155,6 @@ class Dot(Function):
         if need_a or need_b:
             ctx.save_for_backward(b if need_a else None, a if need_b else None)
         return np.asarray(np.dot(a, b))
-
-    @staticmethod
-    def backward(ctx, grad):
-        b, a = ctx.saved_tensors
-        return (grad * b if b is not None else None), (grad * a if a is not None else None)
 
 
 def dot(a, b):

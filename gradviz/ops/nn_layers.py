@@ -4,7 +4,7 @@ of a packed weight (attention's q, k, v), the transposed convolution, padding, a
 import numpy as np
 
 from ..autograd.function import Function
-from .nn_ops import _col2im, _im2col
+from .nn_ops import Dropout, _col2im, _im2col
 
 
 class Embedding(Function):
@@ -39,33 +39,19 @@ class Embedding(Function):
         return gw, None
 
 
-class FeatureDropout(Function):
-    """Dropout of whole channels: one draw per (sample, channel), kept ones scaled by 1/(1-p). Recorded, as
-    PyTorch records it, as a multiplication by the scaled mask."""
+class FeatureDropout(Dropout):
+    """Dropout of whole channels: one draw per (sample, channel), kept ones scaled by 1/(1-p). Dropout's
+    node otherwise (a multiplication by the scaled mask, as PyTorch records it)."""
 
-    _raw = True
+    _op = "dropout2d"
 
     @staticmethod
-    def forward(ctx, x, p=0.5, rng=None):
+    def _scaled_mask(x, p, rng):
         mask_shape = x.shape[:2] + (1,) * (x.ndim - 2)
         if p == 1:
-            scaled = np.zeros(mask_shape, dtype=x.dtype)
-        else:
-            keep = rng.random(mask_shape) >= p
-            scaled = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
-        if ctx.needs_input_grad[0]:
-            ctx.save_for_backward(scaled)
-        ctx._meta = {"op": "dropout2d", "p": p}
-        return x * scaled
-
-    @staticmethod
-    def backward(ctx, grad):
-        (scaled,) = ctx.saved_tensors
-        return grad * scaled
-
-    @classmethod
-    def name(cls):
-        return "MulBackward"
+            return np.zeros(mask_shape, dtype=x.dtype)
+        keep = rng.random(mask_shape) >= p  # float64 draws: the stream seeded runs have always seen
+        return keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
 
 
 class LinearRows(Function):

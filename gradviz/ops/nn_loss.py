@@ -55,54 +55,62 @@ class BinaryCrossEntropyWithLogits(Function):
         return gx, gt
 
 
-class SmoothL1Loss(Function):
+class _DiffLoss(Function):
+    """A loss of ``d = input - target`` alone, quadratic near 0 and linear beyond a threshold; subclasses give
+    the loss and its slope, and a forward that names the threshold (a keyword, so it is not an input).
+    d/dtarget is -d/dinput."""
+
+    _raw = True
+
+    @classmethod
+    def _forward(cls, ctx, x, target, reduction, threshold_name, threshold):
+        diff = np.subtract(x, target)
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            ctx.save_for_backward(diff)
+        ctx._params = (reduction, threshold)
+        ctx._meta = {"reduction": reduction, threshold_name: threshold}
+        return _reduce(np.asarray(cls.loss(diff, threshold), dtype=diff.dtype), reduction)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (diff,) = ctx.saved_tensors
+        reduction, threshold = ctx._params
+        g = np.asarray(cls.slope(diff, threshold) * _spread(grad, diff.shape, reduction), dtype=diff.dtype)
+        return g, (-g if ctx.needs_input_grad[1] else None)
+
+
+class SmoothL1Loss(_DiffLoss):
     """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - beta / 2`` elsewhere (``d = input - target``)."""
 
-    _raw = True
+    @classmethod
+    def forward(cls, ctx, x, target, reduction="mean", beta=1.0):
+        return cls._forward(ctx, x, target, reduction, "beta", beta)
 
     @staticmethod
-    def forward(ctx, x, target, reduction="mean", beta=1.0):
-        diff = np.subtract(x, target)
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
-            ctx.save_for_backward(diff)
-        ctx._params = (reduction, beta)
-        ctx._meta = {"reduction": reduction, "beta": beta}
+    def loss(diff, beta):
         a = np.abs(diff)
-        loss = np.where(a < beta, 0.5 * diff * diff / beta if beta else 0, a - 0.5 * beta)
-        return _reduce(np.asarray(loss, dtype=diff.dtype), reduction)
+        return np.where(a < beta, 0.5 * diff * diff / beta if beta else 0, a - 0.5 * beta)
 
     @staticmethod
-    def backward(ctx, grad):
-        (diff,) = ctx.saved_tensors
-        reduction, beta = ctx._params
-        slope = np.where(np.abs(diff) < beta, diff / beta if beta else 0, np.sign(diff))
-        g = np.asarray(slope * _spread(grad, diff.shape, reduction), dtype=diff.dtype)
-        return g, (-g if ctx.needs_input_grad[1] else None)
+    def slope(diff, beta):
+        return np.where(np.abs(diff) < beta, diff / beta if beta else 0, np.sign(diff))
 
 
-class HuberLoss(Function):
+class HuberLoss(_DiffLoss):
     """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - delta / 2)`` elsewhere."""
 
-    _raw = True
+    @classmethod
+    def forward(cls, ctx, x, target, reduction="mean", delta=1.0):
+        return cls._forward(ctx, x, target, reduction, "delta", delta)
 
     @staticmethod
-    def forward(ctx, x, target, reduction="mean", delta=1.0):
-        diff = np.subtract(x, target)
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
-            ctx.save_for_backward(diff)
-        ctx._params = (reduction, delta)
-        ctx._meta = {"reduction": reduction, "delta": delta}
+    def loss(diff, delta):
         a = np.abs(diff)
-        loss = np.where(a < delta, 0.5 * diff * diff, delta * (a - 0.5 * delta))
-        return _reduce(np.asarray(loss, dtype=diff.dtype), reduction)
+        return np.where(a < delta, 0.5 * diff * diff, delta * (a - 0.5 * delta))
 
     @staticmethod
-    def backward(ctx, grad):
-        (diff,) = ctx.saved_tensors
-        reduction, delta = ctx._params
-        slope = np.clip(diff, -delta, delta)
-        g = np.asarray(slope * _spread(grad, diff.shape, reduction), dtype=diff.dtype)
-        return g, (-g if ctx.needs_input_grad[1] else None)
+    def slope(diff, delta):
+        return np.clip(diff, -delta, delta)
 
 
 class KlDiv(Function):

@@ -28,6 +28,19 @@ def _channel_shape(ndim):
     return (1, -1) + (1,) * (ndim - 2)
 
 
+def _affine(xhat, weight, bias, shape=None):
+    """``xhat * weight + bias``, either one optional, reshaped to ``shape`` (per channel) when given."""
+    y = xhat if weight is None else xhat * (weight if shape is None else weight.reshape(shape))
+    return y if bias is None else y + (bias if shape is None else bias.reshape(shape))
+
+
+def _affine_grads(grad, xhat, need, axes):
+    """The gradients of weight and bias (when asked for): ``grad * xhat`` and ``grad`` summed over ``axes``."""
+    gw = (grad * xhat).sum(axis=axes) if len(need) > 1 and need[1] else None
+    gb = grad.sum(axis=axes) if len(need) > 2 and need[2] else None
+    return gw, gb
+
+
 class BatchNorm(Function):
     """Per-channel (dim 1) normalisation over the batch and spatial dims in training, or with the given
     running statistics in eval. ``stats`` (a dict) receives the batch mean and biased variance so the caller
@@ -47,9 +60,7 @@ class BatchNorm(Function):
         else:
             invstd = (1.0 / np.sqrt(running_var + eps)).astype(x.dtype, copy=False).reshape(shape)
             xhat = (x - running_mean.reshape(shape)) * invstd
-        y = xhat if weight is None else xhat * weight.reshape(shape)
-        if bias is not None:
-            y = y + bias.reshape(shape)
+        y = _affine(xhat, weight, bias, shape)
         need = ctx.needs_input_grad
         if any(need):
             ctx.save_for_backward(xhat, invstd, weight)
@@ -67,9 +78,7 @@ class BatchNorm(Function):
         gx = None
         if need[0]:
             gx = _xhat_grad(gy, xhat, invstd, axes) if training else gy * invstd
-        gw = (grad * xhat).sum(axis=axes) if len(need) > 1 and need[1] else None
-        gb = grad.sum(axis=axes) if len(need) > 2 and need[2] else None
-        return gx, gw, gb
+        return (gx, *_affine_grads(grad, xhat, need, axes))
 
 
 class LayerNorm(Function):
@@ -81,9 +90,7 @@ class LayerNorm(Function):
     def forward(ctx, x, weight=None, bias=None, n_dims=1, eps=1e-5):
         axes = tuple(range(x.ndim - n_dims, x.ndim))
         xhat, _, _, invstd = _normalize(x, axes, eps)
-        y = xhat if weight is None else xhat * weight
-        if bias is not None:
-            y = y + bias
+        y = _affine(xhat, weight, bias)
         if any(ctx.needs_input_grad):
             ctx.save_for_backward(xhat, invstd, weight)
             ctx._norm = axes
@@ -97,9 +104,7 @@ class LayerNorm(Function):
         need = ctx.needs_input_grad
         lead = tuple(range(xhat.ndim - len(axes)))
         gx = _xhat_grad(grad if weight is None else grad * weight, xhat, invstd, axes) if need[0] else None
-        gw = (grad * xhat).sum(axis=lead) if len(need) > 1 and need[1] else None
-        gb = grad.sum(axis=lead) if len(need) > 2 and need[2] else None
-        return gx, gw, gb
+        return (gx, *_affine_grads(grad, xhat, need, lead))
 
 
 class GroupNorm(Function):
@@ -114,9 +119,7 @@ class GroupNorm(Function):
         xhat, _, _, invstd = _normalize(grouped, (2,), eps)
         xhat = xhat.reshape(x.shape)
         shape = _channel_shape(x.ndim)
-        y = xhat if weight is None else xhat * weight.reshape(shape)
-        if bias is not None:
-            y = y + bias.reshape(shape)
+        y = _affine(xhat, weight, bias, shape)
         if any(ctx.needs_input_grad):
             ctx.save_for_backward(xhat, invstd, weight)
             ctx._norm = num_groups
@@ -134,6 +137,4 @@ class GroupNorm(Function):
         if need[0]:
             gy = (grad if weight is None else grad * weight.reshape(shape)).reshape(xhat.shape[0], groups, -1)
             gx = _xhat_grad(gy, xhat.reshape(gy.shape), invstd, (2,)).reshape(xhat.shape)
-        gw = (grad * xhat).sum(axis=axes) if len(need) > 1 and need[1] else None
-        gb = grad.sum(axis=axes) if len(need) > 2 and need[2] else None
-        return gx, gw, gb
+        return (gx, *_affine_grads(grad, xhat, need, axes))

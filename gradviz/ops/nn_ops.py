@@ -234,18 +234,22 @@ class Dropout(Function):
     multiplication by the scaled mask, hence the node name ``MulBackward``."""
 
     _raw = True
+    _op = "dropout"
 
-    @staticmethod
-    def forward(ctx, x, p=0.5, rng=None):
-        if p == 1:
-            scaled = np.zeros_like(x)
-        else:
-            keep = rng.random(x.shape, dtype=np.float32 if x.dtype == np.float32 else np.float64) >= p
-            scaled = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+    @classmethod
+    def forward(cls, ctx, x, p=0.5, rng=None):
+        scaled = cls._scaled_mask(x, p, rng)
         if ctx.needs_input_grad[0]:
             ctx.save_for_backward(scaled)
-        ctx._meta = {"op": "dropout", "p": p}
+        ctx._meta = {"op": cls._op, "p": p}
         return x * scaled
+
+    @staticmethod
+    def _scaled_mask(x, p, rng):
+        if p == 1:
+            return np.zeros_like(x)
+        keep = rng.random(x.shape, dtype=np.float32 if x.dtype == np.float32 else np.float64) >= p
+        return keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
 
     @staticmethod
     def backward(ctx, grad):

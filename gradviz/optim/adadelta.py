@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .optimizer import Optimizer, bump_version, scalar_step, state_tensor
+from .optimizer import Optimizer, bump_version, grads_with_decay, scalar_step, state_tensor
 
 
 class Adadelta(Optimizer):
@@ -22,20 +22,15 @@ class Adadelta(Optimizer):
 
     def _update_group(self, group):
         lr, rho = float(group["lr"]), float(group["rho"])
-        eps, decay = float(group["eps"]), float(group["weight_decay"])
-        for p in group["params"]:
-            if p._grad is None:
-                continue
+        eps = float(group["eps"])
+        for p, g in grads_with_decay(group):
             data = p._data
-            g = -p._grad._data if group["maximize"] else p._grad._data
             state = self.state[p]
             if not state:
                 state["step"] = scalar_step()
                 state["square_avg"] = state_tensor(np.zeros_like(data))
                 state["acc_delta"] = state_tensor(np.zeros_like(data))
             state["step"]._data += 1
-            if decay != 0:
-                g = g + decay * data
             square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
             square_avg *= rho
             square_avg += (1 - rho) * (g * g)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .optimizer import Optimizer, bump_version, scalar_step, state_tensor
+from .optimizer import Optimizer, bump_version, grads_with_decay, scalar_step, state_tensor
 
 
 class Adagrad(Optimizer):
@@ -31,17 +31,12 @@ class Adagrad(Optimizer):
 
     def _update_group(self, group):
         lr, lr_decay = float(group["lr"]), float(group["lr_decay"])
-        decay, eps = float(group["weight_decay"]), float(group["eps"])
-        for p in group["params"]:
-            if p._grad is None:
-                continue
+        eps = float(group["eps"])
+        for p, g in grads_with_decay(group):
             data = p._data
-            g = -p._grad._data if group["maximize"] else p._grad._data
             state = self._init_state(p)
             state["step"]._data += 1
             step = float(state["step"]._data)
-            if decay != 0:
-                g = g + decay * data
             clr = lr / (1 + (step - 1) * lr_decay)
             total = state["sum"]._data
             total += g * g

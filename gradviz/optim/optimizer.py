@@ -198,3 +198,16 @@ def bump_version(param):
         optimizer = owner if isinstance(owner, Optimizer) else None
         for o in obs:
             o.on_parameter_update(optimizer, param, old, old + 1)
+
+
+def grads_with_decay(group):
+    """Each parameter of ``group`` that has a gradient, with the gradient the update rule reads: negated under
+    ``maximize``, plus L2 ``weight_decay * param`` (PyTorch's coupled decay; a new array, the grad is untouched)."""
+    decay, maximize = float(group["weight_decay"]), group["maximize"]
+    for p in group["params"]:
+        if p._grad is None:
+            continue
+        g = -p._grad._data if maximize else p._grad._data
+        if decay != 0:
+            g = g + decay * p._data
+        yield p, g

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .optimizer import Optimizer, bump_version, scalar_step, state_tensor
+from .optimizer import Optimizer, bump_version, grads_with_decay, scalar_step, state_tensor
 
 
 class RMSprop(Optimizer):
@@ -19,12 +19,9 @@ class RMSprop(Optimizer):
 
     def _update_group(self, group):
         lr, alpha, eps = float(group["lr"]), float(group["alpha"]), float(group["eps"])
-        decay, momentum = float(group["weight_decay"]), float(group["momentum"])
-        for p in group["params"]:
-            if p._grad is None:
-                continue
+        momentum = float(group["momentum"])
+        for p, g in grads_with_decay(group):
             data = p._data
-            g = -p._grad._data if group["maximize"] else p._grad._data
             state = self.state[p]
             if not state:
                 state["step"] = scalar_step()
@@ -34,8 +31,6 @@ class RMSprop(Optimizer):
                 if group["centered"]:
                     state["grad_avg"] = state_tensor(np.zeros_like(data))
             state["step"]._data += 1
-            if decay != 0:
-                g = g + decay * data
             square_avg = state["square_avg"]._data
             square_avg *= alpha
             square_avg += (1 - alpha) * (g * g)

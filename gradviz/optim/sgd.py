@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .optimizer import Optimizer, bump_version, state_tensor
+from .optimizer import Optimizer, bump_version, grads_with_decay, state_tensor
 
 
 class SGD(Optimizer):
@@ -25,16 +25,8 @@ class SGD(Optimizer):
         lr = float(group["lr"])
         momentum = float(group["momentum"])
         dampening = float(group["dampening"])
-        decay = float(group["weight_decay"])
-        for p in group["params"]:
-            if p._grad is None:
-                continue
+        for p, g in grads_with_decay(group):
             data = p._data
-            g = p._grad._data
-            if group["maximize"]:
-                g = -g
-            if decay != 0:
-                g = g + decay * data
             if momentum != 0:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")

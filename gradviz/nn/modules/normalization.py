@@ -16,6 +16,18 @@ def _floats(dtype):
     return as_dtype(dtype) or np.dtype(np.float32)
 
 
+def _register_affine(module, shape, dtype, affine, bias):
+    """``weight`` (ones) and ``bias`` (zeros) of ``shape``, or ``None`` entries so state_dict keys match PyTorch."""
+    if affine:
+        module.weight = Parameter(np.ones(shape, dtype=dtype))
+        if bias:
+            module.bias = Parameter(np.zeros(shape, dtype=dtype))
+            return
+    else:
+        module.register_parameter("weight", None)
+    module.register_parameter("bias", None)
+
+
 class _BatchNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
@@ -26,15 +38,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(np.ones(num_features, dtype=dtype))
-            if bias:
-                self.bias = Parameter(np.zeros(num_features, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, num_features, dtype, affine, bias)
         if track_running_stats:
             self.register_buffer("running_mean", Variable(np.zeros(num_features, dtype=dtype)))
             self.register_buffer("running_var", Variable(np.ones(num_features, dtype=dtype)))
@@ -100,15 +104,7 @@ class LayerNorm(Module):
         self.normalized_shape = shape
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(np.ones(shape, dtype=dtype))
-            if bias:
-                self.bias = Parameter(np.zeros(shape, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, shape, dtype, elementwise_affine, bias)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -128,15 +124,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(np.ones(num_channels, dtype=dtype))
-            if bias:
-                self.bias = Parameter(np.zeros(num_channels, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, num_channels, dtype, affine, bias)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
