@@ -29,8 +29,6 @@ DIFFERENCES = {
                                       "program with no volatile variable to report (gradviz's engine keeps the "
                                       "old semantics to explain them).",
     "test_why_none_volatile": "`volatile` again (see above): on PyTorch the volatile input requires grad.",
-    "silent_inplace_data.py": "silent-inplace is diagnosed on gradviz's engine only so far: the torch adapter does "
-                              "not report the storage facts (SavedFact.storage, numpy hand-outs) it needs yet.",
 }
 
 

@@ -301,7 +301,7 @@ class TorchAdapter(TorchEvents):
         self.builder.external_node(tag.id, info.name, info.class_name, info.custom, shape=shape, dtype=dtype,
                                    handle=ref, module=module)
         self.builder.node_inputs(tag.id, self._edges(node))
-        saved = self._saved(node, info, ())
+        saved = self._saved(node, info, (), tag)
         if saved:
             self.builder.node_saved(tag.id, saved, freed=tg.is_freed(node))
         node.register_prehook(tag)
@@ -335,36 +335,51 @@ class TorchAdapter(TorchEvents):
             nbytes = 0 if dtype is None else _numel(shape) * getattr(self.torch, dtype).itemsize
             fields = (hidden, shape, dtype or "", nbytes, True, False, None, None)
             outs.append(OutputFact(*fields, None) if _OUTPUT_HANDLE else OutputFact(*fields))
-        saved = self._saved(node, info, tensors) if info.saved else ()
+        saved = self._saved(node, info, tensors, tag, outputs) if info.saved else ()
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
                         lasti=lasti, handle=ref)
         if hidden is not None:
             self.builder.variable_died(hidden)
         node.register_prehook(tag)
 
-    def _saved(self, node, info, tensors):
+    def _saved(self, node, info, tensors, tag=None, outputs=()):
         """``SavedFact``s for what ``node`` saved: a saved tensor whose storage is an argument's is that
         argument (its memory is not charged when the argument is a leaf that requires grad: a parameter's
-        storage belongs to the model); each block of memory is keyed by (device, storage address)."""
+        storage belongs to the model); each block of memory is keyed by (device, storage address), which is
+        also the key of its version counter and of the memory (``storage``) in the facts. ``tag.spans`` gets
+        where each saved tensor lives, and a tensor sharing its version counter (the argument, or the output a
+        saved result is), for silent in-place writes (``TorchEvents.inplace``, numpy hand-outs)."""
         facts = []
+        spans = []
         args = None
         for attr, index, t in tg.saved_tensors(node, info.saved):
             if t is None:
                 continue
             counter, block_bytes = tg.storage_key(t)
             block = counter
-            vkey = None
+            vkey = holder = None
+            kind = "output" if "result" in attr else "input"
             if args is None:
                 args = [(a.untyped_storage().data_ptr(), "cpu" if a.is_cpu else a.device.type, a) for a in tensors]
             for ptr, device, a in args:
                 if ptr == counter[2] and device == counter[0]:
                     vkey = self.var(a)
+                    holder = a
                     if _is_parameter_storage(a):
                         block = None
                     break
-            kind = "output" if "result" in attr else "input"
-            facts.append(SavedFact(vkey if kind == "input" else None, kind, index, tuple(t.shape), _nbytes(t),
-                                   t._version, counter, block, block_bytes, self.device(t)))
+            if kind == "output":
+                vkey = None
+                for o in outputs:  # an in-place op's result is its argument (found above)
+                    if o.untyped_storage().data_ptr() == counter[2] and o.device.type == counter[0]:
+                        holder = o
+                        break
+            facts.append(SavedFact(vkey, kind, index, tuple(t.shape), _nbytes(t), t._version, counter, block,
+                                   block_bytes, self.device(t), counter))
+            first, end = tg.span(t)
+            spans.append((counter, first, end, None if holder is None else weakref.ref(holder)))
+        if tag is not None:
+            tag.spans = spans or None
         return facts
 
     # ----- forward ------------------------------------------------------------------------------------------
@@ -450,7 +465,7 @@ class TorchAdapter(TorchEvents):
         elif outs and not changed:
             self.unrecorded(func, tensors, outs, location)
         for i in changed:
-            self.inplace(func, tensors[i], before[i], location)
+            self.inplace(func, tensors[i], before[i], location, args)
 
     def _usual_op(self, fn, tensors, out, before):
         """The usual op, in one go: one new node (every input a known node, a leaf's accumulator or nothing), one
@@ -489,7 +504,7 @@ class TorchAdapter(TorchEvents):
         for t in tensors:
             k = id(t)
             in_keys.append(k if k in live else var(t))
-        saved = self._saved(fn, info, tensors) if info.saved else ()
+        saved = self._saved(fn, info, tensors, tag, (out,)) if info.saved else ()
         self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys, (self.output(out, False),),
                         saved, location, lasti=site, handle=ref)
         self.checks.add(key, out)

@@ -42,6 +42,10 @@ class TorchEvents:
     def __init__(self):
         self._cut = {}  # id(cut result) -> (weakref, id of the variable it belongs to, how)
         self._global_names = {}  # id(globals dict) -> (its size, names bound to tensors) at the last full pass
+        # numpy arrays handed out on memory live nodes saved: node key -> {span index: (copy of the saved bytes,
+        # hand-out token, bytes view of the storage, first, end)}, and how many values each token watches
+        self._watch = {}
+        self._watched = {}
         self.backward_call = None  # the backward in progress (see Backward)
         self.mode = None
         self.handles = []
@@ -89,7 +93,7 @@ class TorchEvents:
             self.builder.unrecorded_op(getattr(func, "__name__", str(func)), in_keys, facts, location,
                                        grad_mode=self.torch.is_grad_enabled())
 
-    def inplace(self, func, t, old_version, location):
+    def inplace(self, func, t, old_version, location, args=()):
         key = self.var(t)
         fn = t.grad_fn
         node = None if fn is None else self.node_key(fn, location)
@@ -98,12 +102,44 @@ class TorchEvents:
         if base is not None and node is not None and base.grad_fn is not None:
             base_key = self.var(base)
             base_node = self.node_key(base.grad_fn, location)
-        # through .data the version counter is its own: PyTorch will not notice, not a stale-version case
-        counter = None if self._from_data(t) else tg.storage_key(t)[0]
+        skey = tg.storage_key(t)[0]
+        from_data = self._from_data(t)
+        storage = None
+        saved = self.builder.saved_storages
+        if saved and skey in saved and self._silent_write(t, skey, from_data, func, args):
+            storage = skey
+            from_data = True
+        # a version counter of its own (.data, a tensor made on the same memory): PyTorch will not notice, not a
+        # stale-version case
+        counter = None if from_data else skey
         op = tg.info(fn).name if fn is not None and node is not None and fn.metadata.get(tg.KEY).id == node \
             else _node_name_of(func)
         self.builder.inplace(key, old_version, t._version, counter, location, node=node, op=op, base=base_key,
-                             base_node=base_node)
+                             base_node=base_node, storage=storage)
+
+    def _silent_write(self, t, skey, from_data, func, args):
+        """Whether writing ``t`` (on storage ``skey``) changed a value a live node saved without moving that
+        value's version counter. A saved value counts when the written elements overlap it; its counter is
+        told apart by a tensor sharing it (the argument or output it was): after the write that tensor's
+        ``_version`` differs from ``t``'s (one counter reads the same for all who share it); ``.data`` always
+        has its own. A write that also moved a saved value's counter is a tracked one (stale-version): then
+        nothing is reported as silent."""
+        first, end = tg.span(_written(t, func, args))
+        version = t._version
+        silent = False
+        for rec in list(self.builder.saved_storages[skey].values()):
+            if not rec.alive or rec.freed or rec.handle is None:
+                continue
+            tag = rec.handle()
+            for storage, lo, hi, ref in (tag.spans or ()) if tag is not None else ():
+                if storage != skey or hi <= first or end <= lo:
+                    continue
+                holder = None if ref is None else ref()
+                if from_data or (holder is not None and holder._version != version):
+                    silent = True
+                else:
+                    return False
+        return silent
 
     def _from_data(self, t):
         for x in (t, t._base):
@@ -116,7 +152,7 @@ class TorchEvents:
     # ----- cuts, hooks, .grad -------------------------------------------------------------------------------
     def cut(self, func, args, kwargs, how):
         result = func(*args, **kwargs)
-        if not self.attached or caller_is_internal():
+        if not self.attached or caller_is_internal(func):  # func: Tensor.__array__ is Python code of torch's
             return result
         try:
             with self.lock:
@@ -132,9 +168,75 @@ class TorchEvents:
                         rkey = id(result)
                 owner = self.builder.cut(skey, how, location, result=rkey)
                 self._remember_cut(result, owner, how)
+                if how == "numpy" and self.builder.saved_storages:
+                    self._watch_handout(skey, source, location)
         except Exception as exc:
             self.internal_error("cut", exc)
         return result
+
+    # ----- numpy arrays on saved memory: a write into one is seen by no torch call ---------------------------
+    def _watch_handout(self, skey, source, location):
+        """``source.numpy()`` handed out memory that live nodes saved: copy the bytes of each saved value on it,
+        to compare when backward reaches the node. A value already watched since an earlier hand-out and still
+        unchanged is watched for this one instead (a write found later happened after this line)."""
+        builder = self.builder
+        storage = tg.storage_key(source)[0]
+        savers = builder.saved_storages.get(storage)
+        if not savers:
+            return
+        token = builder.numpy_handout(skey, storage, location)
+        if token is None:
+            return
+        raw = self.torch.empty(0, dtype=self.torch.uint8, device=source.device).set_(source.untyped_storage())
+        start = source.untyped_storage().data_ptr()
+        watch = self._watch
+        for rec in list(savers.values()):
+            tag = rec.handle() if rec.handle is not None and rec.alive and not rec.freed else None
+            if tag is None or not tag.spans:
+                continue
+            values = watch.setdefault(rec.key, {})
+            for k, (where, lo, hi, _) in enumerate(tag.spans):
+                if where != storage:
+                    continue
+                before = values.get(k)
+                if before is not None:
+                    if not self.torch.equal(before[0], before[2][before[3]:before[4]]):
+                        continue  # written since the earlier hand-out: that one is to blame
+                    self._release(before[1])
+                    values[k] = (before[0], token) + before[2:]
+                else:
+                    part = raw[lo - start:hi - start]
+                    values[k] = (part.clone(), token, raw, lo - start, hi - start)
+                self._watched[token] = self._watched.get(token, 0) + 1
+            if not values:
+                del watch[rec.key]
+        if not self._watched.get(token):
+            builder.numpy_handout_done(token)
+
+    def check_watched(self, key):
+        """Backward reached node ``key`` (its prehook): report the saved values changed since their hand-out."""
+        with self.lock:
+            values = self._watch.pop(key, None)
+            if not values:
+                return
+            equal = self.torch.equal
+            for copy, token, raw, lo, hi in values.values():
+                if not equal(copy, raw[lo:hi]):
+                    self.builder.numpy_write(token, key)
+                self._release(token)
+
+    def unwatch(self, key):
+        """Node ``key`` died: its hand-outs no longer need watching."""
+        for _, token, *_ in self._watch.pop(key, {}).values():
+            self._release(token)
+
+    def _release(self, token):
+        left = self._watched.get(token, 0) - 1
+        if left > 0:
+            self._watched[token] = left
+        else:
+            self._watched.pop(token, None)
+            self.builder.numpy_handout_done(token)
 
     def _remember_cut(self, value, owner, how):
         try:
@@ -558,6 +660,19 @@ class _HookCall:
         if t is not None:
             self.adapter.hook_called(t, self.hook)
         return self.hook(grad)
+
+
+def _written(t, func, args):
+    """The part of ``t`` an in-place call wrote: for ``t[index] = value`` the indexed view when the index picks
+    one (basic indexing), else all of ``t``."""
+    if getattr(func, "__name__", None) == "__setitem__" and len(args) > 1 and args[0] is t:
+        try:
+            part = t.detach()[args[1]]
+        except Exception:  # an index this tensor's current shape no longer takes: all of it then
+            return t
+        if part.untyped_storage().data_ptr() == t.untyped_storage().data_ptr():  # a view, not a gathered copy
+            return part
+    return t
 
 
 def _node_name_of(func):

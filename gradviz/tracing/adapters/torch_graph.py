@@ -13,15 +13,21 @@ class NodeTag:
     """Stored in ``node.metadata[KEY]``; lives exactly as long as the node. Called by autograd as the node's
     prehook with the gradients it is about to receive."""
 
-    __slots__ = ("id", "owner", "leaf", "__weakref__")
+    __slots__ = ("id", "owner", "leaf", "spans", "__weakref__")
 
     def __init__(self, nid, owner):
         self.id = nid
         self.owner = owner  # the adapter that tagged the node (a tag from an earlier trace is not ours)
         self.leaf = None  # for a leaf's AccumulateGrad: a weak reference to the leaf
+        # where its saved tensors live, for silent in-place writes (the node itself cannot be reached from here):
+        # ``(storage key, first byte, end byte, weak reference to a tensor sharing the saved one's version
+        # counter or None)`` per saved tensor
+        self.spans = None
 
     def __call__(self, grad_outputs):
         owner = self.owner
+        if owner._watch and self.id in owner._watch:  # numpy arrays handed out on what the node saved
+            owner.check_watched(self.id)
         call = owner.backward_call
         if call is not None and owner.attached:
             call.visit(self.id, grad_outputs, None)
@@ -118,6 +124,18 @@ def storage_key(tensor):
     if tensor.is_cpu:  # (get_device() is -1 on the CPU; reading the device builds a torch.device)
         return ("cpu", -1, storage.data_ptr()), storage.nbytes()
     return (tensor.device.type, tensor.get_device(), storage.data_ptr()), storage.nbytes()
+
+
+def span(t):
+    """``(first byte, end byte)`` of the memory tensor ``t``'s elements can reach (the gaps of a strided view
+    included)."""
+    first = t.data_ptr()
+    if not t.numel():
+        return first, first
+    last = 0
+    for size, stride in zip(t.shape, t.stride()):
+        last += (size - 1) * stride
+    return first, first + (last + 1) * t.element_size()
 
 
 def output_meta(node):

@@ -109,6 +109,7 @@ def special_functions(torch):
         T.detach: lambda a, f, args, kw: a.cut(f, args, kw, "detach"),
         T.detach_: lambda a, f, args, kw: a.cut(f, args, kw, "detach"),
         T.numpy: lambda a, f, args, kw: a.cut(f, args, kw, "numpy"),
+        T.__array__: lambda a, f, args, kw: a.cut(f, args, kw, "numpy"),  # np.asarray(t), as on gradviz's engine
         T.item: lambda a, f, args, kw: a.cut(f, args, kw, "item"),
         T.tolist: lambda a, f, args, kw: a.cut(f, args, kw, "tolist"),
         T.register_hook: lambda a, f, args, kw: a.hook_register(f, args, kw, False),
