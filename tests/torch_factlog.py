@@ -13,6 +13,7 @@ class FactLog:
         self.live_variables = {}
         self.live_nodes = {}
         self.internal_errors = []
+        self.saved_storages = {}  # the builder's index of saved memory: empty here, nothing is watched
         self._ids = itertools.count()
 
     def acquire(self):  # the builder's lock for facts; one thread's facts here
