@@ -103,6 +103,24 @@ def test_a_numpy_write_through_x_numpy_on_a_tensor_that_needs_no_grad(tmp_path):
     assert findings(doc) == findings(run(tmp_path, body, "gradviz")[0])
 
 
+def test_a_write_through_another_tensor_on_the_memory_is_told_apart_by_its_version(tmp_path):
+    # not a .data: the written tensor's version counter differs from the saved output's (its _version moved,
+    # the output's did not), so PyTorch does not notice
+    body = """\
+        x = torch.randn(5, requires_grad=True)
+        y = torch.sigmoid(x)
+        alias = torch.empty(0).set_(y.untyped_storage(), 0, (5,), (1,))
+        alias.zero_()
+        y.sum().backward()
+        """
+    doc, lines, scope = run(tmp_path, body, "torch")
+    assert np.array_equal(scope["x"].grad.numpy(), np.zeros(5))
+    (d,) = doc["diagnostics"]
+    assert (d["code"], d["location"]["line"]) == ("silent-inplace", line(lines, "alias.zero_()"))
+    assert "shares its memory but not its version counter" in d["message"]
+    assert d["nodes"] == [node(doc, "SigmoidBackward")["id"]]
+
+
 def test_np_asarray_is_a_hand_out_too(tmp_path):
     body = """\
         import numpy as np

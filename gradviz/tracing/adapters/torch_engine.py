@@ -335,20 +335,20 @@ class TorchAdapter(TorchEvents):
             nbytes = 0 if dtype is None else _numel(shape) * getattr(self.torch, dtype).itemsize
             fields = (hidden, shape, dtype or "", nbytes, True, False, None, None)
             outs.append(OutputFact(*fields, None) if _OUTPUT_HANDLE else OutputFact(*fields))
-        saved = self._saved(node, info, tensors, tag, outputs) if info.saved else ()
+        saved = self._saved(node, info, tensors, tag) if info.saved else ()
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
                         lasti=lasti, handle=ref)
         if hidden is not None:
             self.builder.variable_died(hidden)
         node.register_prehook(tag)
 
-    def _saved(self, node, info, tensors, tag=None, outputs=()):
+    def _saved(self, node, info, tensors, tag=None):
         """``SavedFact``s for what ``node`` saved: a saved tensor whose storage is an argument's is that
         argument (its memory is not charged when the argument is a leaf that requires grad: a parameter's
         storage belongs to the model); each block of memory is keyed by (device, storage address), which is
         also the key of its version counter and of the memory (``storage``) in the facts. ``tag.spans`` gets
-        where each saved tensor lives, and a tensor sharing its version counter (the argument, or the output a
-        saved result is), for silent in-place writes (``TorchEvents.inplace``, numpy hand-outs)."""
+        the bytes each saved tensor spans, in the facts' order, for silent in-place writes
+        (``TorchEvents.inplace``) and numpy hand-outs."""
         facts = []
         spans = []
         args = None
@@ -357,27 +357,23 @@ class TorchAdapter(TorchEvents):
                 continue
             counter, block_bytes = tg.storage_key(t)
             block = counter
-            vkey = holder = None
+            vkey = None
             kind = "output" if "result" in attr else "input"
             if args is None:
                 args = [(a.untyped_storage().data_ptr(), "cpu" if a.is_cpu else a.device.type, a) for a in tensors]
             for ptr, device, a in args:
                 if ptr == counter[2] and device == counter[0]:
                     vkey = self.var(a)
-                    holder = a
                     if _is_parameter_storage(a):
                         block = None
                     break
             if kind == "output":
                 vkey = None
-                for o in outputs:  # an in-place op's result is its argument (found above)
-                    if o.untyped_storage().data_ptr() == counter[2] and o.device.type == counter[0]:
-                        holder = o
-                        break
-            facts.append(SavedFact(vkey, kind, index, tuple(t.shape), _nbytes(t), t._version, counter, block,
+            nbytes = _nbytes(t)
+            facts.append(SavedFact(vkey, kind, index, tuple(t.shape), nbytes, t._version, counter, block,
                                    block_bytes, self.device(t), counter))
-            first, end = tg.span(t)
-            spans.append((counter, first, end, None if holder is None else weakref.ref(holder)))
+            first = t.data_ptr()
+            spans.append((counter, first, first + nbytes if t.is_contiguous() else tg.span(t)[1]))
         if tag is not None:
             tag.spans = spans or None
         return facts
@@ -504,7 +500,7 @@ class TorchAdapter(TorchEvents):
         for t in tensors:
             k = id(t)
             in_keys.append(k if k in live else var(t))
-        saved = self._saved(fn, info, tensors, tag, (out,)) if info.saved else ()
+        saved = self._saved(fn, info, tensors, tag) if info.saved else ()
         self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys, (self.output(out, False),),
                         saved, location, lasti=site, handle=ref)
         self.checks.add(key, out)

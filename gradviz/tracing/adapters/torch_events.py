@@ -131,10 +131,10 @@ class TorchEvents:
             if not rec.alive or rec.freed or rec.handle is None:
                 continue
             tag = rec.handle()
-            for storage, lo, hi, ref in (tag.spans or ()) if tag is not None else ():
+            for k, (storage, lo, hi) in enumerate((tag.spans or ()) if tag is not None else ()):
                 if storage != skey or hi <= first or end <= lo:
                     continue
-                holder = None if ref is None else ref()
+                holder = None if from_data else self._counter_holder(rec, k, lo)
                 if from_data or (holder is not None and holder._version != version):
                     silent = True
                 else:
@@ -174,6 +174,23 @@ class TorchEvents:
             self.internal_error("cut", exc)
         return result
 
+    def _counter_holder(self, rec, k, first):
+        """A live tensor sharing the version counter of node ``rec``'s ``k``-th saved tensor (which starts at
+        byte ``first``): the argument it was, or for a saved result the output on that memory; else None."""
+        variables = self.builder.variables
+        saved = rec.saved
+        if k >= len(saved):
+            return None
+        vid, kind = saved[k][0], saved[k][1]
+        candidates = (vid,) if kind == "input" else tuple(rec.outputs or ()) + tuple(rec.input_variables or ())
+        for vid in candidates:
+            vrec = variables.get(vid)
+            ref = None if vrec is None else vrec.handle
+            t = ref() if isinstance(ref, weakref.ref) else None
+            if t is not None and (kind == "input" or t.data_ptr() == first):
+                return t
+        return None
+
     # ----- numpy arrays on saved memory: a write into one is seen by no torch call ---------------------------
     def _watch_handout(self, skey, source, location):
         """``source.numpy()`` handed out memory that live nodes saved: copy the bytes of each saved value on it,
@@ -195,7 +212,7 @@ class TorchEvents:
             if tag is None or not tag.spans:
                 continue
             values = watch.setdefault(rec.key, {})
-            for k, (where, lo, hi, _) in enumerate(tag.spans):
+            for k, (where, lo, hi) in enumerate(tag.spans):
                 if where != storage:
                     continue
                 before = values.get(k)

@@ -20,8 +20,7 @@ class NodeTag:
         self.owner = owner  # the adapter that tagged the node (a tag from an earlier trace is not ours)
         self.leaf = None  # for a leaf's AccumulateGrad: a weak reference to the leaf
         # where its saved tensors live, for silent in-place writes (the node itself cannot be reached from here):
-        # ``(storage key, first byte, end byte, weak reference to a tensor sharing the saved one's version
-        # counter or None)`` per saved tensor
+        # ``(storage key, first byte, end byte)`` per saved tensor, in the order of its saved facts
         self.spans = None
 
     def __call__(self, grad_outputs):
