@@ -232,15 +232,18 @@ class TorchEvents:
 
     def check_watched(self, key):
         """Backward reached node ``key`` (its prehook): report the saved values changed since their hand-out."""
-        with self.lock:
-            values = self._watch.pop(key, None)
-            if not values:
-                return
-            equal = self.torch.equal
-            for copy, token, raw, lo, hi in values.values():
-                if not equal(copy, raw[lo:hi]):
-                    self.builder.numpy_write(token, key)
-                self._release(token)
+        try:
+            with self.lock:
+                values = self._watch.pop(key, None)
+                if not values:
+                    return
+                equal = self.torch.equal
+                for copy, token, raw, lo, hi in values.values():
+                    if not equal(copy, raw[lo:hi]):
+                        self.builder.numpy_write(token, key)
+                    self._release(token)
+        except Exception as exc:  # inside PyTorch's backward: never the script's problem
+            self.internal_error("numpy hand-out check", exc)
 
     def unwatch(self, key):
         """Node ``key`` died: its hand-outs no longer need watching."""
