@@ -299,3 +299,30 @@ def test_saved_facts_carry_the_storage_even_for_a_parameter():
     assert y_storage in storages
     assert view.untyped_storage().data_ptr() == y_storage[2]  # a view and .detach() share the key
     assert key == id(w) and y2 is not None
+
+
+def test_a_watched_node_that_dies_without_backward_lets_its_memory_go():
+    import gc
+    import weakref
+
+    from gradviz.tracing.adapters.torch_engine import TorchAdapter
+    from gradviz.tracing.builder import TraceBuilder
+
+    builder = TraceBuilder()
+    adapter = TorchAdapter(builder)
+    adapter.attach()
+    try:
+        x = torch.randn(1000, requires_grad=True)
+        y = torch.exp(x)
+        arr = y.detach().numpy()
+        watched = len(adapter._watch)
+        storage = weakref.ref(y.untyped_storage())
+        ptr = y.untyped_storage().data_ptr()
+        del y, arr
+        gc.collect()
+        left = dict(adapter._watch), dict(builder._handouts)
+    finally:
+        adapter.detach()
+    assert watched == 1  # ExpBackward saved y's memory
+    assert left == ({}, {})  # its death released the copy, the storage view and the builder's token
+    assert storage() is None or storage().data_ptr() != ptr

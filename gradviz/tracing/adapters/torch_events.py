@@ -28,6 +28,12 @@ def _here():
     return frame, (None if frame is None else location_at(frame.f_code, frame.f_lineno))
 
 
+class _KeyRef(weakref.ref):
+    """A weak reference that knows the key of what it refers to."""
+
+    __slots__ = ("key",)
+
+
 class PerThread(threading.local):
     """What the adapter keeps per thread: its module calls, and whether it is inside a quiet section (an
     optimizer step, a compiled region), when ops are not the user's."""
@@ -46,6 +52,7 @@ class TorchEvents:
         # hand-out token, bytes view of the storage, first, end)}, and how many values each token watches
         self._watch = {}
         self._watched = {}
+        self._watch_refs = {}  # node key -> weak reference to its tag: the node's death ends its watch
         self.backward_call = None  # the backward in progress (see Backward)
         self.mode = None
         self.handles = []
@@ -211,7 +218,11 @@ class TorchEvents:
             tag = rec.handle() if rec.handle is not None and rec.alive and not rec.freed else None
             if tag is None or not tag.spans:
                 continue
-            values = watch.setdefault(rec.key, {})
+            values = watch.get(rec.key)
+            if values is None:
+                values = watch[rec.key] = {}
+                ref = self._watch_refs[rec.key] = _KeyRef(tag, self._watched_node_died)
+                ref.key = rec.key
             for k, (where, lo, hi) in enumerate(tag.spans):
                 if where != storage:
                     continue
@@ -227,14 +238,25 @@ class TorchEvents:
                 self._watched[token] = self._watched.get(token, 0) + 1
             if not values:
                 del watch[rec.key]
+                self._watch_refs.pop(rec.key, None)
         if not self._watched.get(token):
             builder.numpy_handout_done(token)
+
+    def _watched_node_died(self, ref):
+        """A node with watched values died without running backward: drop its copies and the storage views."""
+        try:
+            with self.lock:
+                if self._watch_refs.get(ref.key) is ref:
+                    self.unwatch(ref.key)
+        except Exception as exc:
+            self.internal_error("numpy hand-out release", exc)
 
     def check_watched(self, key):
         """Backward reached node ``key`` (its prehook): report the saved values changed since their hand-out."""
         try:
             with self.lock:
                 values = self._watch.pop(key, None)
+                self._watch_refs.pop(key, None)
                 if not values:
                     return
                 equal = self.torch.equal
@@ -247,6 +269,7 @@ class TorchEvents:
 
     def unwatch(self, key):
         """Node ``key`` died: its hand-outs no longer need watching."""
+        self._watch_refs.pop(key, None)
         for _, token, *_ in self._watch.pop(key, {}).values():
             self._release(token)
 
