@@ -12,33 +12,16 @@ torch = pytest.importorskip("torch")
 import gradviz as gv  # noqa: E402
 import gradviz.optim as optim  # noqa: E402
 from gradviz.optim import lr_scheduler  # noqa: E402
+from .test_optim_oracle import _run_both as run_optimizers  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 STEPS = 8
 
 
 def _run_both(name, steps=STEPS, seed=0, **kwargs):
-    """Same random gradients into both optimizers each step (one parameter skips a step); parameters and state
-    compared after every step."""
-    rng = np.random.default_rng(seed)
-    starts = [rng.standard_normal(s) for s in ((3, 4), (4,))]
-    ours = [gv.tensor(a, dtype=gv.float64, requires_grad=True) for a in starts]
-    theirs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in starts]
-    opt, topt = getattr(optim, name)(ours, **kwargs), getattr(torch.optim, name)(theirs, **kwargs)
-    for step in range(steps):
-        opt.zero_grad()
-        topt.zero_grad()
-        for i, (p, tp) in enumerate(zip(ours, theirs)):
-            if i == 1 and step == 2:
-                continue  # no gradient this step: both must leave it alone
-            g = rng.standard_normal(p.shape)
-            p.grad = gv.tensor(g, dtype=gv.float64)
-            tp.grad = torch.tensor(g, dtype=torch.float64)
-        opt.step()
-        topt.step()
-        for p, tp in zip(ours, theirs):
-            np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-12,
-                                       err_msg=f"step {step}")
+    """Same random gradients into both optimizers each step (one parameter skips a step); parameters compared
+    after every step (``test_optim_oracle``'s harness), state at the end."""
+    opt, topt = run_optimizers(getattr(optim, name), getattr(torch.optim, name), steps=steps, seed=seed, **kwargs)
     _assert_same_state(opt.state_dict(), topt.state_dict())
     return opt, topt
 

@@ -674,25 +674,13 @@ class TraceBuilder:
         counters = rec.counters
         if counters:
             rec.counters = None
-            savers = self.saved_counters
-            for c, _ in counters:
-                entry = savers.get(c)
-                if entry is not None:
-                    entry.pop(rec.id, None)
-                    if not entry:
-                        del savers[c]
+            _unindex(self.saved_counters, counters, rec.id)
 
     def _forget_storages(self, rec):
         storages = rec.storages
         if storages:
             rec.storages = None
-            by_storage = self.saved_storages
-            for storage, _ in storages:
-                entry = by_storage.get(storage)
-                if entry is not None:
-                    entry.pop(rec.id, None)
-                    if not entry:
-                        del by_storage[storage]
+            _unindex(self.saved_storages, storages, rec.id)
 
     def _nonfinite(self, rec, phase):
         if rec.nonfinite is None:
@@ -1166,3 +1154,14 @@ class TraceBuilder:
         if with_diagnostics:
             add_diagnostics(doc)
         return doc
+
+
+def _unindex(index, entries, rid):
+    """Take node ``rid`` out of ``index`` (key -> {node id: record}) under each key of ``entries`` ((key, _)
+    pairs); a key left with no node goes."""
+    for key, _ in entries:
+        entry = index.get(key)
+        if entry is not None:
+            entry.pop(rid, None)
+            if not entry:
+                del index[key]
