@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 import gradviz as gv  # noqa: E402
 import gradviz.optim as optim  # noqa: E402
 from gradviz.optim import lr_scheduler  # noqa: E402
+
 from .test_optim_oracle import _run_both as run_optimizers  # noqa: E402
 
 pytestmark = pytest.mark.oracle
