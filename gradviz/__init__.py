@@ -2,20 +2,19 @@
 
 The engine mirrors PyTorch's names, so ``import gradviz as torch`` runs small PyTorch scripts. The debugger
 (``trace``, ``explain``, ``render``) is loaded on first use, so importing the engine pulls in numpy alone.
+
+The package itself loads nothing heavy: the engine's names (gradviz/_namespace.py) arrive together on first use
+of any of them (``gradviz.zeros``, ``from gradviz import *``, ``dir(gradviz)``), so ``gradviz --help``, which
+imports this package first, starts without numpy.
 """
 
-from . import autograd
-from ._version import __version__
-from .autograd import (Function, Tensor, Variable, enable_grad, is_grad_enabled, no_grad,
-                       set_grad_enabled)
-from .dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
-from .dtypes import double, float32, float64, int32, int64, long, uint8
-from .dtypes import float32 as float  # noqa: A001 - PyTorch's name
-from .factories import (arange, as_tensor, empty, eye, from_numpy, full, full_like, linspace, manual_seed,
-                        ones, ones_like, rand, randint, randn, randperm, tensor, zeros, zeros_like)
-from .functions import *  # noqa: F401,F403 - the torch-namespace ops (abs, max, sum… shadow builtins here only)
-from .autograd.variable import Size
+from ._version import __version__ as __version__
 
+# A public name that is also a submodule's name is bound here, before an engine import can bind the submodule
+# under it (gradviz/device.py is light).
+from .device import device as device
+
+# Optional parts, each loaded on first use of its name: module, attribute (None: the module itself).
 _LAZY = {
     "nn": ("gradviz.nn", None),
     "optim": ("gradviz.optim", None),
@@ -23,104 +22,52 @@ _LAZY = {
     "load_trace": ("gradviz.document", "load_trace"),
     "explain": ("gradviz.diagnose", "explain"),
     "render": ("gradviz.viz", "render"),
-}
-
-
-def __getattr__(name):
-    # The debugger's parts load on first use: `import gradviz` stays as light as the engine.
-    if name in _LAZY:
-        import importlib
-
-        module_name, attr = _LAZY[name]
-        module = importlib.import_module(module_name)
-        value = module if attr is None else getattr(module, attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
-
-
-__all__ = ["Variable", "Tensor", "Function", "autograd", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "rand",
-           "randn", "randint", "manual_seed", "float32", "float64", "int64", "bool", "__version__", "Size",
-           "double", "long", "int32", "uint8", "float", "from_numpy", "as_tensor", "zeros_like", "ones_like",
-           "full_like", "randperm"]
-
-# ----- type promotion (issue 8, opsa) ------------------------------------------------------------------------
-from .dtypes import can_cast, promote_types, result_type  # noqa: E402
-
-__all__ += ["result_type", "promote_types", "can_cast"]
-# The pointwise math family and logical ops (gradviz/functions.py, the opsa block): listed in __all__, which the
-# torch shim reads.
-from .functions import POINTWISE_NAMES as _POINTWISE_NAMES  # noqa: E402
-
-__all__ += _POINTWISE_NAMES
-
-# ----- opsb: the torch-namespace ops and factories added for issue 8 ------------------------------------------------
-from .functions import (cat, concat, stack, flatten, narrow, split, chunk, unbind, movedim, moveaxis, unflatten,
-                        diagonal, tile, repeat_interleave, flip, roll, gather, scatter, scatter_add, index_select,
-                        index_add, take_along_dim, sort, argsort, topk, cumsum, cumprod, prod, logsumexp, norm,
-                        amax, amin, all, any, bmm, addmm, baddbmm, einsum, outer, ger, dot, tril, triu, diag,
-                        logspace, rand_like, randn_like, multinomial, bernoulli, normal)  # noqa: E402,A004
-
-__all__ += ["cat", "concat", "stack", "flatten", "narrow", "split", "chunk", "unbind", "movedim", "moveaxis",
-            "unflatten", "diagonal", "tile", "repeat_interleave", "flip", "roll", "gather", "scatter",
-            "scatter_add", "index_select", "index_add", "take_along_dim", "sort", "argsort", "topk", "cumsum",
-            "cumprod", "prod", "logsumexp", "norm", "amax", "amin", "all", "any", "bmm", "addmm", "baddbmm",
-            "einsum", "outer", "ger", "dot", "tril", "triu", "diag", "logspace", "rand_like", "randn_like",
-            "multinomial", "bernoulli", "normal"]
-
-# ----- devices, defaults, generators, legacy constructors, saving (PyTorch's process-level names) -------------
-from .device import device, get_default_device, set_default_device  # noqa: E402
-from .dtypes import get_default_dtype, set_default_dtype  # noqa: E402
-from .dtypes import int32 as int  # noqa: E402,A001 - PyTorch's name
-from .generator import (Generator, are_deterministic_algorithms_enabled, default_generator,  # noqa: E402
-                        is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
-from .legacy import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
-
-
-def initial_seed():
-    """The seed the default generator started from (or was last given with ``manual_seed``)."""
-    return default_generator.initial_seed()
-
-
-def seed():
-    """Reseed the default generator from fresh entropy; returns the seed."""
-    return default_generator.seed()
-
-
-def get_rng_state():
-    """The default generator's state as a uint8 tensor, for ``set_rng_state``."""
-    return default_generator.get_state()
-
-
-def set_rng_state(new_state):
-    default_generator.set_state(new_state)
-
-
-__all__ += ["device", "get_default_device", "set_default_device", "get_default_dtype", "set_default_dtype", "int",
-            "Generator", "default_generator", "initial_seed", "seed", "FloatTensor", "DoubleTensor", "LongTensor",
-            "IntTensor", "BoolTensor", "get_rng_state", "set_rng_state", "use_deterministic_algorithms",
-            "are_deterministic_algorithms_enabled",
-            "is_deterministic_algorithms_warn_only_enabled"]
-
-_LAZY.update({
     "cuda": ("gradviz.cuda", None),
     "accelerator": ("gradviz.accelerator", None),
     "backends": ("gradviz.backends", None),
     "utils": ("gradviz.utils", None),
     "save": ("gradviz.serialization", "save"),
     "load": ("gradviz.serialization", "load"),
-})
+}
+_engine = {"loaded": False}
+
+
+def __getattr__(name):
+    import importlib.util  # here, not at the top: the package's public namespace stays PyTorch's names
+
+    if name in _LAZY:
+        module_name, attr = _LAZY[name]
+        module = importlib.import_module(module_name)
+        value = module if attr is None else getattr(module, attr)
+        globals()[name] = value
+        return value
+    # protocol probes (pickle, inspect, copy) and private names never load the engine
+    if (name.startswith("_") and name != "__all__") or not name.isidentifier():
+        raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        # a submodule (`from gradviz import document`, or `from . import autograd` while the engine loads):
+        # importing it alone keeps the light ones light
+        return importlib.import_module(f"{__name__}.{name}")
+    _load_engine()
+    try:
+        return globals()[name]
+    except KeyError:
+        raise AttributeError(f"module 'gradviz' has no attribute '{name}'") from None
 
 
 def __dir__():
     # the lazily loaded names are part of the namespace too (the --torch shim derives its names from it)
+    _load_engine()
     return sorted(set(globals()) | set(_LAZY))
 
-# ----- breadth2: names tutorials use (inference_mode, isclose, nonzero, unique, meshgrid, finfo/iinfo) --------
-from .autograd.inference_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
-from .ops.searching import isclose, meshgrid, nonzero, unique  # noqa: E402
-from .type_info import finfo, iinfo  # noqa: E402
 
-__all__ += ["inference_mode", "is_inference_mode_enabled", "isclose", "meshgrid", "nonzero", "unique", "finfo",
-            "iinfo"]
+def _load_engine():
+    if _engine["loaded"]:
+        return
+    import importlib
+
+    namespace = importlib.import_module(f"{__name__}._namespace")
+    names = {name: value for name, value in vars(namespace).items() if not name.startswith("_")}
+    names["__all__"] = namespace.__all__
+    globals().update(names)
+    _engine["loaded"] = True

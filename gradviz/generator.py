@@ -60,6 +60,25 @@ default_generator = Generator()
 default_generator.manual_seed(_entropy_seed())
 
 
+def initial_seed():
+    """The seed the default generator started from (or was last given with ``manual_seed``)."""
+    return default_generator.initial_seed()
+
+
+def seed():
+    """Reseed the default generator from fresh entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def get_rng_state():
+    """The default generator's state as a uint8 tensor, for ``set_rng_state``."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
+
+
 # ----- torch.use_deterministic_algorithms: every gradviz op is deterministic already (numpy on the CPU) --------
 _deterministic = {"enabled": False, "warn_only": False}
 

@@ -197,6 +197,20 @@ def test_help_does_not_import_the_heavy_parts():
     assert out.splitlines()[-1] == "HEAVY []"
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["run", "--help"], ["graph", "--help"],
+                                  ["explain", "--help"], ["supported", "--help"]])
+def test_help_and_version_load_no_engine_and_no_torch(argv):
+    """`gradviz --help` stays quick by importing neither numpy, the engine nor torch (docs/performance.md)."""
+    code = ("import sys; from gradviz.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "loaded = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'torch') or m.startswith("
+            "('gradviz._namespace', 'gradviz.autograd', 'gradviz.ops', 'gradviz.nn', 'gradviz.functions'))]\n"
+            "print('LOADED', sorted(loaded))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Usage: " in out or f"version {__version__}" in out
+    assert out.splitlines()[-1] == "LOADED []"
+
+
 # ----- run: bad input ------------------------------------------------------------------------------------------
 def test_run_missing_script(cli):
     result = cli("run", "nope.py")

@@ -4,7 +4,6 @@ import os
 
 import click
 
-from ..document.vocabulary import severity_rank
 from .artifacts import FORMATS, shown_path
 from .engine import ENGINES
 
@@ -189,6 +188,8 @@ def _exit_code(output, doc, result, fail_on, announce):
         return result.exit_code
     if fail_on == "never":
         return 0
+    from ..document.vocabulary import severity_rank  # here: `gradviz run --help` need not load the document package
+
     threshold = severity_rank(fail_on)
     failing = [d for d in doc.get("diagnostics", []) if severity_rank(d.get("severity")) >= threshold]
     if not failing:
