@@ -1,6 +1,8 @@
 """A builder double that logs facts (for testing the torch adapter's mechanisms in isolation)."""
 import itertools
 
+from gradviz.tracing.builder import OutputFact, SavedFact
+
 
 class Rec:
     def __init__(self, rid, origin=None, handle=None, name=None):
@@ -57,14 +59,18 @@ class FactLog:
     def parameter_names(self, names):
         self._log("parameter_names", names=names)
 
-    def op(self, key, op, class_name, custom, edges, input_variables, outputs, saved, location, **kw):
-        self.live_nodes[key] = Rec(key, handle=kw.get("handle"))
+    def op(self, key, op, class_name, custom, edges, input_variables, outputs, saved, location, meta=None,
+           nonfinite=False, lasti=-1, handle=None):
+        kw = {"lasti": lasti, "handle": handle}
+        outputs, saved = _named(outputs, saved)
+        self.live_nodes[key] = Rec(key, handle=handle)
         for o in outputs:
             self.live_variables[o.key] = Rec(next(self._ids), "op", o.handle)
         self._log("op", key=key, op=op, class_name=class_name, custom=custom, edges=edges,
                   input_variables=input_variables, outputs=outputs, saved=saved, location=location, **kw)
 
     def unrecorded_op(self, op, input_variables, outputs, location, **kw):
+        outputs, _ = _named(outputs, ())
         for o in outputs:
             self.live_variables[o.key] = Rec(next(self._ids), "op", o.handle)
         self._log("unrecorded_op", op=op, outputs=outputs, location=location)
@@ -77,6 +83,7 @@ class FactLog:
         self._log("node_inputs", key=key, edges=edges)
 
     def node_saved(self, key, saved, freed=False):
+        _, saved = _named((), saved)
         self._log("node_saved", key=key, saved=saved, freed=freed)
 
     def node_died(self, key):
@@ -144,3 +151,8 @@ class FactLog:
 
     def backward_end(self, error=None):
         self._log("backward_end", error=error)
+
+
+def _named(outputs, saved):
+    """The facts as namedtuples, for tests to read by field name (adapters may hand the builder plain tuples)."""
+    return [OutputFact(*o) for o in outputs], [SavedFact(*f) for f in saved]

@@ -29,7 +29,7 @@ import os
 import threading
 import weakref
 
-from ..builder import LEAF, OutputFact, SavedFact
+from ..builder import LEAF
 from ..frames import location_at
 from . import torch_graph as tg
 from . import torch_patches
@@ -38,7 +38,6 @@ from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
 
 SUPPORTED = (2, 4)  # the oldest torch this adapter is written for (tested with 2.13.0)
-_OUTPUT_HANDLE = "handle" in OutputFact._fields
 
 
 class TorchVersionError(ImportError):
@@ -206,11 +205,16 @@ class TorchAdapter(TorchEvents):
             is_parameter=name is not None or isinstance(t, self._Parameter), handle=ref)
 
     def output(self, t, is_leaf):
+        """The ``OutputFact`` of ``t``, as a plain tuple (the builder reads it by position: no namedtuple
+        constructor per op)."""
         ref = _Ref(t, self._var_gone)
         ref.key = key = id(t)
-        fields = (key, tuple(t.shape), dtype_name(t.dtype), _nbytes(t), bool(t.requires_grad), is_leaf, None,
-                  self.device(t))
-        return OutputFact(*fields, ref) if _OUTPUT_HANDLE else OutputFact(*fields)
+        try:
+            nbytes = t.nbytes
+        except RuntimeError:
+            nbytes = 0
+        return (key, tuple(t.shape), dtype_name(t.dtype), nbytes, t.requires_grad, is_leaf, None,
+                "cpu" if t.is_cpu and self._cpu_seen else self.device(t), ref)
 
     def device(self, t):
         if t.is_cpu and self._cpu_seen:  # the usual case, without building a torch.device
@@ -333,8 +337,7 @@ class TorchAdapter(TorchEvents):
             shape, dtype = tg.output_meta(node)
             hidden = ("value", tag.id)
             nbytes = 0 if dtype is None else _numel(shape) * getattr(self.torch, dtype).itemsize
-            fields = (hidden, shape, dtype or "", nbytes, True, False, None, None)
-            outs.append(OutputFact(*fields, None) if _OUTPUT_HANDLE else OutputFact(*fields))
+            outs.append((hidden, shape, dtype or "", nbytes, True, False, None, None, None))
         saved = self._saved(node, info, tensors, tag) if info.saved else ()
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
                         lasti=lasti, handle=ref)
@@ -343,37 +346,56 @@ class TorchAdapter(TorchEvents):
         node.register_prehook(tag)
 
     def _saved(self, node, info, tensors, tag=None):
-        """``SavedFact``s for what ``node`` saved: a saved tensor whose storage is an argument's is that
-        argument (its memory is not charged when the argument is a leaf that requires grad: a parameter's
-        storage belongs to the model); each block of memory is keyed by (device, storage address), which is
-        also the key of its version counter and of the memory (``storage``) in the facts. ``tag.spans`` gets
-        the bytes each saved tensor spans, in the facts' order, for silent in-place writes
-        (``TorchEvents.inplace``) and numpy hand-outs."""
+        """``SavedFact``s (plain tuples, in the builder's order) for what ``node`` saved: a saved tensor whose
+        storage is an argument's is that argument (its memory is not charged when the argument is a leaf that
+        requires grad: a parameter's storage belongs to the model); each block of memory is keyed by (device,
+        storage address), which is also the key of its version counter and of the memory (``storage``) in the
+        facts. ``tag.spans`` gets the bytes each saved tensor spans, in the facts' order, for silent in-place
+        writes (``TorchEvents.inplace``) and numpy hand-outs."""
         facts = []
         spans = []
         args = None
-        for attr, index, t in tg.saved_tensors(node, info.saved):
-            if t is None:
+        cpu_seen = self._cpu_seen
+        for attr in info.saved:
+            try:
+                value = getattr(node, attr)
+            except RuntimeError:  # freed already
                 continue
-            counter, block_bytes = tg.storage_key(t)
-            block = counter
-            vkey = None
+            if type(value) is list or type(value) is tuple:
+                found = [(i, getattr(item, "data", None)) for i, item in enumerate(value)]
+            else:
+                found = ((0, getattr(value, "data", None)),)
             kind = "output" if "result" in attr else "input"
-            if args is None:
-                args = [(a.untyped_storage().data_ptr(), "cpu" if a.is_cpu else a.device.type, a) for a in tensors]
-            for ptr, device, a in args:
-                if ptr == counter[2] and device == counter[0]:
-                    vkey = self.var(a)
-                    if _is_parameter_storage(a):
-                        block = None
-                    break
-            if kind == "output":
+            for index, t in found:
+                if t is None:
+                    continue
+                storage = t.untyped_storage()
+                address = storage.data_ptr()
+                if t.is_cpu:  # (tg.storage_key, inline)
+                    counter = ("cpu", -1, address)
+                    device = "cpu" if cpu_seen else self.device(t)
+                else:
+                    counter = (t.device.type, t.get_device(), address)
+                    device = self.device(t)
+                block = counter
                 vkey = None
-            nbytes = _nbytes(t)
-            facts.append(SavedFact(vkey, kind, index, tuple(t.shape), nbytes, t._version, counter, block,
-                                   block_bytes, self.device(t), counter))
-            first = t.data_ptr()
-            spans.append((counter, first, first + nbytes if t.is_contiguous() else tg.span(t)[1]))
+                if kind == "input":
+                    if args is None:
+                        args = [(a.untyped_storage().data_ptr(), a) for a in tensors]
+                    for ptr, a in args:
+                        if ptr == address and (a.is_cpu if counter[0] == "cpu" else a.device.type == counter[0]):
+                            vkey = self.var(a)
+                            if _is_parameter_storage(a):
+                                block = None
+                            break
+                try:
+                    nbytes = t.nbytes
+                except RuntimeError:
+                    nbytes = 0
+                facts.append((vkey, kind, index, tuple(t.shape), nbytes, t._version, counter, block,
+                              storage.nbytes(), device, counter))
+                first = t.data_ptr()
+                spans.append((counter, first, first + nbytes if t.is_contiguous() else tg.span(t)[1]))
         if tag is not None:
             tag.spans = spans or None
         return facts
@@ -485,24 +507,27 @@ class TorchAdapter(TorchEvents):
                 edges.append((tag.id, LEAF))
             else:
                 edges.append((tag.id, nr))
-        info = tg.info(fn)
-        if self._start_seq and 0 <= fn._sequence_nr() < self._start_seq.get(threading.get_ident(), -1):
+        info = _INFOS.get(type(fn)) or tg.info(fn)
+        start = self._start_seq
+        if start and 0 <= fn._sequence_nr() < start.get(_get_ident(), -1):
             return False  # built before the trace: an external node
         frame, site = where()
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
-        tag = tg.NodeTag(next(self._keys), self)
-        fn.metadata[tg.KEY] = tag
+        tag = _new_tag(NodeTag)  # NodeTag(key, self), without a Python __init__ frame
+        tag.id = key = next(self._keys)
+        tag.owner = self
+        tag.leaf = tag.spans = None
+        fn.metadata[_KEY] = tag
         ref = _Ref(tag, self._node_gone)
-        key = ref.key = tag.id
+        ref.key = key
         live = self.builder.live_variables
-        var = self.var
         in_keys = []
         for t in tensors:
             k = id(t)
-            in_keys.append(k if k in live else var(t))
+            in_keys.append(k if k in live else self.var(t))
         saved = self._saved(fn, info, tensors, tag) if info.saved else ()
         self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys, (self.output(out, False),),
-                        saved, location, lasti=site, handle=ref)
+                        saved, location, None, False, site, ref)
         self.checks.add(key, out)
         fn.register_prehook(tag)
         return True
@@ -555,6 +580,13 @@ class TorchAdapter(TorchEvents):
         fn = tensor.grad_fn
         if fn is not None:
             self.builder.existing_output(key, self.node_key(fn, None))
+
+
+_INFOS = tg._infos  # node class -> NodeInfo (tg.info's cache, read inline on the usual op's path)
+_KEY = tg.KEY
+NodeTag = tg.NodeTag
+_new_tag = NodeTag.__new__
+_get_ident = threading.get_ident
 
 
 def _freeze_heap():

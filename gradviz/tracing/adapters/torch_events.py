@@ -574,8 +574,8 @@ class TorchEvents:
 
 class Backward:
     """One backward call in progress: the nodes it runs, in order, with the gradients they received. Norms are
-    taken in batches (``torch._foreach_norm``) when the held gradients pass a budget and at the end: no Python
-    norm call and no host sync per node, one transfer per device at the end."""
+    taken in batches (``norms``) when the held gradients pass a budget and at the end: no norm call and no host
+    sync per node."""
 
     __slots__ = ("location", "keep", "roots", "torch", "nodes", "_order", "_grads", "_norms", "_held")
 
@@ -600,9 +600,10 @@ class Backward:
             elif found:
                 g = self.torch.cat([x.reshape(-1) for x in found])
         if g is not None:
-            index = len(self._norms) + len(self._grads)
-            self._grads.append(g)
-            self._held += g.numel() * g.element_size()
+            grads = self._grads
+            index = len(self._norms) + len(grads)
+            grads.append(g)
+            self._held += g.nbytes
             if self._held > _NORM_BUDGET:
                 self._flush()
         self._order.append((key, leaf, index))
@@ -618,23 +619,84 @@ class Backward:
     def steps(self):
         """``(key, leaf weakref or None, norm)`` in the order backward ran them."""
         self._flush()
-        values = _floats(self.torch, self._norms)
+        values = self._norms  # floats
         self._norms = []
         return [(key, leaf, 0.0 if index < 0 else values[index]) for key, leaf, index in self._order]
 
 
+_SMALL = 4096  # elements: many tensors of one shape up to this size are normed together, stacked
+_STACKED = 16  # how many tensors of one small shape make stacking them pay
+
+
 def norms(torch, tensors):
-    """L2 norms of ``tensors`` as 0-d tensors on their devices, in one batched call where possible."""
-    tensors = [t if t.is_floating_point() or t.is_complex() else t.float() for t in tensors]
-    try:
-        return list(torch._foreach_norm(tensors))
-    except (RuntimeError, TypeError):  # mixed layouts or dtypes the batched kernel refuses
-        return [torch.linalg.vector_norm(t) for t in tensors]
+    """L2 norms of ``tensors`` as Python floats, in order, with few kernel calls and one transfer per device (no
+    host sync per tensor). Many small tensors of one shape (a long elementwise chain's gradients) are stacked and
+    normed in one call; the rest go to one ``_foreach_norm`` call, a big one once per block of memory (a weight's
+    gradient reaches ``TBackward`` and the weight's accumulator as two views of one buffer)."""
+    values = [None] * len(tensors)
+    groups = {}  # (shape, dtype, device) -> indices of the small tensors of that kind
+    alone = {}  # (address, numel, dtype, device) of a dense tensor, or (index,) -> its indices
+    for i, t in enumerate(tensors):
+        n = t.numel()
+        if n <= _SMALL:
+            kind = (t.shape, t.dtype, t.device)
+            found = groups.get(kind)
+            if found is None:
+                groups[kind] = [i]
+            else:
+                found.append(i)
+            continue
+        kind = (t.data_ptr(), n, t.dtype, t.device) if _dense(t) else (i,)
+        found = alone.get(kind)
+        if found is None:
+            alone[kind] = [i]
+        else:
+            found.append(i)
+    parts = []  # (indices per value, 1-d tensor of values)
+    for (shape, _, _), indices in groups.items():
+        if len(indices) < _STACKED or not shape:
+            for i in indices:
+                alone[(i,)] = [i]
+            continue
+        stacked = torch.stack([_floating(tensors[i]) for i in indices]).flatten(1)
+        parts.append(([[i] for i in indices], torch.linalg.vector_norm(stacked, dim=1)))
+    if alone:
+        shared = list(alone.values())
+        singles = [_floating(tensors[indices[0]]) for indices in shared]
+        try:
+            found = list(torch._foreach_norm(singles))
+        except (RuntimeError, TypeError):  # mixed layouts or dtypes the batched kernel refuses
+            found = [torch.linalg.vector_norm(t) for t in singles]
+        by_device = {}
+        for indices, value in zip(shared, found):
+            entry = by_device.get(value.device)
+            if entry is None:
+                by_device[value.device] = ([indices], [value])
+            else:
+                entry[0].append(indices)
+                entry[1].append(value)
+        parts.extend((owners, torch.stack([v.float() for v in found])) for owners, found in by_device.values())
+    for owners, found in parts:
+        for indices, value in zip(owners, found.tolist()):
+            for i in indices:
+                values[i] = value
+    return values
+
+
+def _floating(t):
+    return t if t.is_floating_point() or t.is_complex() else t.float()
+
+
+def _dense(t):
+    """Whether ``t`` covers its elements without gaps or repeats, in some order (contiguous, or a transpose of a
+    contiguous matrix): then its address and size tell which elements it holds."""
+    return t.is_contiguous() or (t.dim() == 2 and t.t().is_contiguous())
 
 
 class OutputChecks:
-    """Ops' outputs waiting for the NaN/Inf check, done in batches (their norms, one transfer per device) when
-    the held outputs pass a budget, at each backward and when the trace stops: no host sync per op."""
+    """Ops' outputs waiting for the NaN/Inf check, done in batches when the held outputs pass a budget, at each
+    backward and when the trace stops: no host sync per op. Outputs of one trailing shape are concatenated in
+    one call (no per-output reshape) and summed; a sum that is not finite sends us to the exact check."""
 
     __slots__ = ("torch", "builder", "pending", "held")
 
@@ -658,34 +720,27 @@ class OutputChecks:
         self.held = 0
         if not pending:
             return
-        try:  # the usual answer, "all finite", from one sum and one host sync (isfinite().all() is slower);
-            # a sum that overflows, or NaN/Inf, sends us to the exact per-output check below
-            total = float(self.torch.cat([t.reshape(-1) for _, t in pending]).sum())
-            if total - total == 0:
-                return
-        except RuntimeError:  # outputs on several devices: one norm each, one transfer per device
-            pass
-        pending = [(key, t) for key, t in pending if t.numel()]
-        if not pending:
+        torch = self.torch
+        groups = {}
+        for _, t in pending:
+            kind = (t.shape[1:], t.dtype, t.device) if t.dim() else ((), t.dtype, t.device, 0)
+            found = groups.get(kind)
+            if found is None:
+                groups[kind] = [t]
+            else:
+                found.append(t)
+        sums = [(torch.cat(ts) if len(kind) == 3 else torch.stack(ts)).sum() for kind, ts in groups.items()]
+        by_device = {}
+        for s in sums:
+            by_device.setdefault(s.device, []).append(s.float())
+        total = sum(torch.stack(parts).sum().item() for parts in by_device.values())
+        if total - total == 0:  # the usual answer: all finite (a sum that overflows goes on to the exact check)
             return
-        values = _floats(self.torch, norms(self.torch, [t for _, t in pending]))
+        pending = [(key, t) for key, t in pending if t.numel()]
+        values = norms(torch, [t for _, t in pending])
         for (key, t), v in zip(pending, values):
             if v - v != 0 and not bool(t.isfinite().all()):  # a norm can overflow: then the values decide
                 self.builder.nonfinite_output(key)
-
-
-def _floats(torch, norms):
-    """The norms as Python floats: one transfer per device."""
-    if not norms:
-        return []
-    by_device = {}
-    for i, n in enumerate(norms):
-        by_device.setdefault(n.device, []).append(i)
-    values = [0.0] * len(norms)
-    for indices in by_device.values():
-        for i, v in zip(indices, torch.stack([norms[i].float() for i in indices]).tolist()):
-            values[i] = v
-    return values
 
 
 class _HookCall:
