@@ -1,0 +1,97 @@
+"""The torch adapter's batched numeric checks: gradient norms (``norms``) and the NaN/Inf check of op outputs
+(``OutputChecks``), each against a per-tensor computation, over the shapes and dtypes that take different
+paths (many small tensors of one shape are stacked, big ones normed alone and once per buffer, 0-d and integer
+tensors, views)."""
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gradviz.tracing.adapters.torch_events import _SMALL, _STACKED, OutputChecks, norms  # noqa: E402
+
+
+def _expected(t):
+    return float(torch.linalg.vector_norm(t.double() if not t.is_complex() else t))
+
+
+def _close(got, want):  # (float32 sums of thousands of terms: about 1e-5 apart)
+    return got == want or (math.isnan(got) and math.isnan(want)) or math.isclose(got, want, rel_tol=1e-4)
+
+
+def test_norms_match_each_tensor_on_every_path():
+    g = torch.Generator().manual_seed(0)
+    big = torch.randn(80, 70, generator=g)  # over _SMALL elements
+    assert big.numel() > _SMALL
+    tensors = [torch.randn(4, generator=g) for _ in range(_STACKED + 3)]  # stacked together
+    tensors += [torch.randn(3, 5, generator=g) for _ in range(2)]  # a small shape seen twice: normed alone
+    tensors += [torch.tensor(-2.5), torch.tensor(3.0, dtype=torch.float64)]  # 0-d
+    tensors += [torch.arange(6), torch.tensor([True, False, True])]  # integers and booleans
+    tensors += [big, big.t(), big[:, :3]]  # one buffer twice (a transpose) and a strided view of it
+    tensors += [torch.randn(1, 4, generator=g).expand(5000, 4)]  # big, overlapping: normed alone
+    tensors += [torch.randn(4, dtype=torch.float64, generator=g) for _ in range(_STACKED)]  # a second dtype
+    got = norms(torch, tensors)
+    assert len(got) == len(tensors)
+    for t, value in zip(tensors, got):
+        assert isinstance(value, float)
+        assert _close(value, _expected(t)), (tuple(t.shape), t.dtype, value, _expected(t))
+
+
+def test_norms_keep_nan_and_inf_in_their_place():
+    tensors = [torch.ones(4) for _ in range(_STACKED + 2)]
+    tensors[3] = torch.tensor([1.0, float("nan"), 0.0, 0.0])
+    tensors[7] = torch.tensor([float("inf"), 0.0, 0.0, 0.0])
+    got = norms(torch, tensors)
+    assert math.isnan(got[3]) and got[7] == math.inf
+    assert all(v == 2.0 for i, v in enumerate(got) if i not in (3, 7))
+
+
+def test_norms_of_nothing():
+    assert norms(torch, []) == []
+
+
+class _Builder:
+    def __init__(self):
+        self.nonfinite = []
+
+    def nonfinite_output(self, key):
+        self.nonfinite.append(key)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_output_checks_name_exactly_the_outputs_holding_nan_or_inf(bad):
+    builder = _Builder()
+    checks = OutputChecks(torch, builder)
+    outputs = {k: torch.ones(4) for k in range(10)}  # one trailing shape: one concatenation
+    outputs.update({k: torch.ones(3, 2) for k in range(10, 14)})
+    outputs[20] = torch.tensor(1.5)  # 0-d
+    outputs[21] = torch.ones(2, 3, dtype=torch.float64)
+    outputs[22] = torch.zeros(0, 4)  # empty
+    outputs[5] = torch.tensor([0.0, bad, 1.0, 2.0])
+    outputs[12] = torch.tensor([[bad, 0.0], [0.0, 0.0], [1.0, 1.0]])
+    for key, t in outputs.items():
+        checks.add(key, t)
+    checks.add(30, torch.tensor([1, 2, 3]))  # integers: not held, cannot be NaN
+    assert len(checks.pending) == len(outputs)
+    checks.flush()
+    assert sorted(builder.nonfinite) == [5, 12]
+    assert checks.pending == [] and checks.held == 0
+
+
+def test_output_checks_overflowing_sum_is_not_a_nan():
+    builder = _Builder()
+    checks = OutputChecks(torch, builder)
+    checks.add(1, torch.full((4,), 3e38))  # finite values whose sum overflows float32
+    checks.add(2, torch.full((4,), 3e38))
+    checks.flush()
+    assert builder.nonfinite == []
+
+
+def test_output_checks_all_finite():
+    builder = _Builder()
+    checks = OutputChecks(torch, builder)
+    for k in range(50):
+        checks.add(k, torch.randn(2, 3))
+    checks.flush()
+    assert builder.nonfinite == []
