@@ -1,6 +1,6 @@
 """Cost of tracing real PyTorch: untraced, PyTorch's anomaly mode, and ``gradviz.trace(engine="torch")``.
 
-    python benchmarks/bench_torch.py [--quick] [--steps K] [--threads N]
+    python benchmarks/bench_torch.py [--quick] [--steps K] [--threads N] [--cpu]
 
 Two workloads, each timed with the three contenders interleaved in one run (see common.py):
 
@@ -10,11 +10,14 @@ Two workloads, each timed with the three contenders interleaved in one run (see 
 Anomaly mode is switched on and off around its loop (``torch.autograd.set_detect_anomaly``); the trace is started
 and stopped around its loop (on the clock); a fourth contender also builds the trace document with every
 diagnostic, as ``gradviz run`` does once at the end of a script.
+``--cpu`` times CPU time of the calling thread (``time.thread_time``) instead of wall time: steadier on a shared
+machine, and the same thing with one intra-op thread (the default), where torch computes on the calling thread.
 Targets (issue 7): below anomaly mode on both; the MLP step at most 1.3x untraced; the chain at most 3x.
 """
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -99,7 +102,10 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run, not a measurement")
     parser.add_argument("--steps", type=int, default=20, help="MLP training steps per timed loop (default 20)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS / torch intra-op threads (default 1)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time the calling thread's CPU time (steadier on a shared machine; for --threads 1)")
     args = parser.parse_args(argv)
+    clock = time.thread_time if args.cpu else time.perf_counter
     rounds = 4 if args.quick else 21
     with common.matched_threads(args.threads) as note:
         import torch
@@ -108,11 +114,13 @@ def main(argv=None):
         print(note + f"; torch intra-op set to {args.threads}")
         print(common.machine_info())
         print()
-        samples = common.run_rounds(contenders(lambda: mlp_loop(args.steps)), rounds=rounds, warmup=2)
-        report(f"MLP training step (torch.nn + SGD), loops of {args.steps} steps, {rounds} rounds: median per step",
+        samples = common.run_rounds(contenders(lambda: mlp_loop(args.steps)), rounds=rounds, warmup=2, clock=clock)
+        report(f"MLP training step (torch.nn + SGD), loops of {args.steps} steps, {rounds} rounds: median "
+               f"{'CPU ' if args.cpu else ''}time per step",
                samples, args.steps)
-        samples = common.run_rounds(contenders(chain_loop), rounds=rounds, warmup=2)
-        report(f"{CHAIN_LENGTH}-op elementwise chain, forward + backward, {rounds} rounds: median per chain",
+        samples = common.run_rounds(contenders(chain_loop), rounds=rounds, warmup=2, clock=clock)
+        report(f"{CHAIN_LENGTH}-op elementwise chain, forward + backward, {rounds} rounds: median "
+               f"{'CPU ' if args.cpu else ''}time per chain",
                samples, 1)
 
 
