@@ -95,3 +95,29 @@ def test_output_checks_all_finite():
         checks.add(k, torch.randn(2, 3))
     checks.flush()
     assert builder.nonfinite == []
+
+
+def test_norms_of_alike_tensors_take_one_stack_and_match():
+    tensors = [torch.full((2, 3), float(k)) for k in range(_STACKED + 4)]
+    tensors[2] = torch.arange(6).reshape(2, 3)  # an integer one among them: promoted, same norm
+    tensors[5] = torch.tensor([[float("nan"), 0, 0], [0, 0, 0]])
+    got = norms(torch, tensors)
+    for k, (t, value) in enumerate(zip(tensors, got)):
+        assert _close(value, _expected(t.float())), (k, value)
+    zero_d = [torch.tensor(float(-k)) for k in range(_STACKED)]
+    assert norms(torch, zero_d) == [float(k) for k in range(_STACKED)]
+
+
+def test_output_checks_of_one_shape_and_of_1d_tensors_of_several_lengths():
+    for make in (lambda k: torch.ones(3, 2), lambda k: torch.ones(k + 1)):
+        builder = _Builder()
+        checks = OutputChecks(torch, builder)
+        for k in range(12):
+            t = make(k)
+            if k == 7:
+                t = t.clone().view(-1)
+                t[0] = float("nan")
+                t = t.view_as(make(k))
+            checks.add(k, t)
+        checks.flush()
+        assert builder.nonfinite == [7]

@@ -633,6 +633,10 @@ def norms(torch, tensors):
     host sync per tensor). Many small tensors of one shape (a long elementwise chain's gradients) are stacked and
     normed in one call; the rest go to one ``_foreach_norm`` call, a big one once per block of memory (a weight's
     gradient reaches ``TBackward`` and the weight's accumulator as two views of one buffer)."""
+    if len(tensors) >= _STACKED and tensors[0].numel() <= _SMALL:
+        found = _stacked_norms(torch, tensors)
+        if found is not None:
+            return found
     values = [None] * len(tensors)
     groups = {}  # (shape, dtype, device) -> indices of the small tensors of that kind
     alone = {}  # (address, numel, dtype, device) of a dense tensor, or (index,) -> its indices
@@ -683,6 +687,20 @@ def norms(torch, tensors):
     return values
 
 
+def _stacked_norms(torch, tensors):
+    """The norms of small tensors all of one shape and device (a long elementwise chain's gradients), from one
+    stack, without looking at each tensor in Python; None when they are not alike (stack refuses them)."""
+    try:
+        stacked = torch.stack(tensors)
+    except (RuntimeError, TypeError):
+        return None
+    if not (stacked.is_floating_point() or stacked.is_complex()):
+        stacked = stacked.float()
+    if stacked.dim() == 1:  # 0-d tensors
+        return stacked.abs().tolist()
+    return torch.linalg.vector_norm(stacked.flatten(1), dim=1).tolist()
+
+
 def _floating(t):
     return t if t.is_floating_point() or t.is_complex() else t.float()
 
@@ -721,6 +739,20 @@ class OutputChecks:
         if not pending:
             return
         torch = self.torch
+        try:  # the usual case, outputs of one trailing shape on one device: one concatenation
+            total = torch.cat([t for _, t in pending]).sum().item()
+        except (RuntimeError, TypeError):
+            total = self._sum_by_kind(pending)
+        if total - total == 0:  # the usual answer: all finite (a sum that overflows goes on to the exact check)
+            return
+        pending = [(key, t) for key, t in pending if t.numel()]
+        values = norms(torch, [t for _, t in pending])
+        for (key, t), v in zip(pending, values):
+            if v - v != 0 and not bool(t.isfinite().all()):  # a norm can overflow: then the values decide
+                self.builder.nonfinite_output(key)
+
+    def _sum_by_kind(self, pending):
+        torch = self.torch
         groups = {}
         for _, t in pending:
             kind = (t.shape[1:], t.dtype, t.device) if t.dim() else ((), t.dtype, t.device, 0)
@@ -733,14 +765,7 @@ class OutputChecks:
         by_device = {}
         for s in sums:
             by_device.setdefault(s.device, []).append(s.float())
-        total = sum(torch.stack(parts).sum().item() for parts in by_device.values())
-        if total - total == 0:  # the usual answer: all finite (a sum that overflows goes on to the exact check)
-            return
-        pending = [(key, t) for key, t in pending if t.numel()]
-        values = norms(torch, [t for _, t in pending])
-        for (key, t), v in zip(pending, values):
-            if v - v != 0 and not bool(t.isfinite().all()):  # a norm can overflow: then the values decide
-                self.builder.nonfinite_output(key)
+        return sum(torch.stack(parts).sum().item() for parts in by_device.values())
 
 
 class _HookCall:
