@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gradviz.tracing.adapters.torch_events import _SMALL, _STACKED, OutputChecks, norms  # noqa: E402
+from gradviz.tracing.adapters.torch_events import _ATTEMPT, _SMALL, _STACKED, OutputChecks, norms  # noqa: E402
 
 
 def _expected(t):
@@ -98,21 +98,23 @@ def test_output_checks_all_finite():
 
 
 def test_norms_of_alike_tensors_take_one_stack_and_match():
-    tensors = [torch.full((2, 3), float(k)) for k in range(_STACKED + 4)]
+    tensors = [torch.full((2, 3), float(k)) for k in range(_ATTEMPT + 4)]
     tensors[2] = torch.arange(6).reshape(2, 3)  # an integer one among them: promoted, same norm
     tensors[5] = torch.tensor([[float("nan"), 0, 0], [0, 0, 0]])
     got = norms(torch, tensors)
     for k, (t, value) in enumerate(zip(tensors, got)):
         assert _close(value, _expected(t.float())), (k, value)
-    zero_d = [torch.tensor(float(-k)) for k in range(_STACKED)]
-    assert norms(torch, zero_d) == [float(k) for k in range(_STACKED)]
+    for count in (_STACKED, _ATTEMPT):
+        zero_d = [torch.tensor(float(-k)) for k in range(count)]
+        assert norms(torch, zero_d) == [float(k) for k in range(count)]
 
 
-def test_output_checks_of_one_shape_and_of_1d_tensors_of_several_lengths():
+@pytest.mark.parametrize("count", [12, _ATTEMPT + 5])
+def test_output_checks_of_one_shape_and_of_1d_tensors_of_several_lengths(count):
     for make in (lambda k: torch.ones(3, 2), lambda k: torch.ones(k + 1)):
         builder = _Builder()
         checks = OutputChecks(torch, builder)
-        for k in range(12):
+        for k in range(count):
             t = make(k)
             if k == 7:
                 t = t.clone().view(-1)
