@@ -768,10 +768,10 @@ class OutputChecks:
                 groups[kind] = [t]
             else:
                 found.append(t)
-        sums = [(torch.cat(ts) if len(kind) == 3 else torch.stack(ts)).sum() for kind, ts in groups.items()]
-        by_device = {}
-        for s in sums:
-            by_device.setdefault(s.device, []).append(s.float())
+        by_device = {}  # device -> the sums of its groups (a group of one is summed where it lies: no copy)
+        for kind, ts in groups.items():
+            total = ts[0].sum() if len(ts) == 1 else (torch.cat(ts) if len(kind) == 3 else torch.stack(ts)).sum()
+            by_device.setdefault(kind[2], []).append(total if total.dtype == torch.float32 else total.float())
         return sum(torch.stack(parts).sum().item() for parts in by_device.values())
 
 
