@@ -1,6 +1,6 @@
 """Cost of tracing real PyTorch: untraced, PyTorch's anomaly mode, and ``gradviz.trace(engine="torch")``.
 
-    python benchmarks/bench_torch.py [--quick] [--steps K] [--threads N] [--cpu]
+    python benchmarks/bench_torch.py [--quick] [--steps K] [--threads N] [--cpu] [--floor]
 
 Two workloads, each timed with the three contenders interleaved in one run (see common.py):
 
@@ -10,6 +10,10 @@ Two workloads, each timed with the three contenders interleaved in one run (see 
 Anomaly mode is switched on and off around its loop (``torch.autograd.set_detect_anomaly``); the trace is started
 and stopped around its loop (on the clock); a fourth contender also builds the trace document with every
 diagnostic, as ``gradviz run`` does once at the end of a script.
+``--floor`` adds two contenders that record nothing, to show what any observer built this way pays before it
+records a fact: a bare ``TorchFunctionMode`` that only calls through, and that mode tagging each new node
+(``node.metadata``) and registering a backward prehook that does nothing (both with the collector's view
+frozen while they run, as gradviz's adapter does).
 ``--cpu`` times CPU time of the calling thread (``time.thread_time``) instead of wall time: steadier on a shared
 machine, and the same thing with one intra-op thread (the default), where torch computes on the calling thread.
 Targets (issue 7): below anomaly mode on both; the MLP step at most 1.3x untraced; the chain at most 3x.
@@ -57,7 +61,38 @@ def chain_loop(n=CHAIN_LENGTH):
     return loop
 
 
-def contenders(work):
+def floor_modes():
+    """Two observers that record nothing: the mode alone, and the mode tagging nodes with a prehook."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class CallThrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    class Tag:
+        __slots__ = ("id", "__weakref__")
+
+        def __init__(self, key):
+            self.id = key
+
+        def __call__(self, grad_outputs):
+            return None
+
+    class TagNodes(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            if type(result) is torch.Tensor:
+                fn = result.grad_fn
+                if fn is not None and "floor" not in fn.metadata:
+                    tag = fn.metadata["floor"] = Tag(id(fn))
+                    fn.register_prehook(tag)
+            return result
+
+    return CallThrough, TagNodes
+
+
+def contenders(work, floor=False):
     import torch
 
     import gradviz
@@ -82,8 +117,29 @@ def contenders(work):
             documented()
         tr.to_dict()
 
-    return {"untraced": untraced, "anomaly mode": anomaly, "gradviz.trace(engine='torch')": trace,
-            "trace + document": trace_and_document}
+    found = {"untraced": untraced, "anomaly mode": anomaly, "gradviz.trace(engine='torch')": trace,
+             "trace + document": trace_and_document}
+    if floor:
+        for name, mode_class in zip(("floor: mode calling through", "floor: mode + node tags + prehooks"),
+                                    floor_modes()):
+            found[name] = _under(mode_class, work())
+    return found
+
+
+def _under(mode_class, loop):
+    """``loop`` under the mode, the collector's view frozen meanwhile as gradviz's adapter does (or the
+    collections walking torch's objects would be most of what is measured)."""
+    import gc
+
+    def run():
+        gc.freeze()
+        try:
+            with mode_class():
+                loop()
+        finally:
+            gc.unfreeze()
+
+    return run
 
 
 def report(title, samples, per):
@@ -104,6 +160,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1, help="BLAS / torch intra-op threads (default 1)")
     parser.add_argument("--cpu", action="store_true",
                         help="time the calling thread's CPU time (steadier on a shared machine; for --threads 1)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time two observers that record nothing (the floor of this design)")
     args = parser.parse_args(argv)
     clock = time.thread_time if args.cpu else time.perf_counter
     rounds = 4 if args.quick else 21
@@ -114,11 +172,12 @@ def main(argv=None):
         print(note + f"; torch intra-op set to {args.threads}")
         print(common.machine_info())
         print()
-        samples = common.run_rounds(contenders(lambda: mlp_loop(args.steps)), rounds=rounds, warmup=2, clock=clock)
+        samples = common.run_rounds(contenders(lambda: mlp_loop(args.steps), args.floor), rounds=rounds, warmup=2,
+                                    clock=clock)
         report(f"MLP training step (torch.nn + SGD), loops of {args.steps} steps, {rounds} rounds: median "
                f"{'CPU ' if args.cpu else ''}time per step",
                samples, args.steps)
-        samples = common.run_rounds(contenders(chain_loop), rounds=rounds, warmup=2, clock=clock)
+        samples = common.run_rounds(contenders(chain_loop, args.floor), rounds=rounds, warmup=2, clock=clock)
         report(f"{CHAIN_LENGTH}-op elementwise chain, forward + backward, {rounds} rounds: median "
                f"{'CPU ' if args.cpu else ''}time per chain",
                samples, 1)
