@@ -397,7 +397,7 @@ class TorchAdapter(TorchEvents):
                 first = t.data_ptr()
                 spans.append((counter, first, first + nbytes if t.is_contiguous() else tg.span(t)[1]))
         if tag is not None:
-            tag.spans = spans or None
+            tag.spans = tuple(spans) or None  # a tuple of atoms: the collector stops tracking it
         return facts
 
     # ----- forward ------------------------------------------------------------------------------------------
