@@ -1,0 +1,382 @@
+"""The torch adapter's exact-memory mode (``gradviz.trace(exact_memory=True)``): every tensor a node saves for
+backward is seen as PyTorch saves it, through ``torch.autograd.graph.saved_tensors_hooks``, not read back from
+the node's ``_raw_saved_*`` attributes (which miss what a node does not bind in Python).
+
+How a saved tensor finds its node: a node is built (and gets the next sequence number of its thread) before it
+saves anything, so each pack belongs to the node numbered ``_get_sequence_nr() - 1`` at that moment. Packs wait
+here, as plain facts keyed by that number, until the adapter reports the node (right after the op) and takes
+them (``saved``).
+
+The traps of saved-tensor hooks, each handled here:
+
+- With any hooks, PyTorch no longer checks that a saved tensor is unchanged at backward ("modified by an
+  inplace operation"). ``unpack`` redoes the check and raises the same ``RuntimeError`` with PyTorch's message.
+- A pack that returns the tensor itself makes a saved output and its node a reference cycle PyTorch cannot
+  collect: for an output ``pack`` keeps ``t.detach()`` (same memory, same version counter); an input is kept
+  itself, as PyTorch keeps it without hooks (no cycle: its ``grad_fn`` is an earlier node).
+- Hooks are a per-thread stack and only the top pair runs: a user's pair (``saved_tensors_hooks``,
+  ``save_on_cpu``, ``torch.utils.checkpoint``'s) pushed while tracing is wrapped, so we still see each pack, and
+  what the user's pack keeps (a CPU copy, a checkpoint's placeholder) is what is charged; their unpack runs
+  unchanged (and, as without the trace, no version check is added to it).
+- ``disable_saved_tensors_hooks`` raises when any hooks are registered: while it is in force our pair steps off
+  this thread's stack (and nodes built then are read from their ``_raw_saved_*`` attributes, as by default).
+- Threads: the stack is per thread; the adapter's threads started while tracing get our pair for their run.
+"""
+
+import threading
+
+from ..builder import SavedFact
+from . import torch_graph as tg
+
+ANOMALY_HINT = (" Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
+                "variable in question was changed in there or anywhere later. Good luck!")
+_MAX_PENDING = 1024  # nodes whose packs wait for the adapter; beyond, the oldest are dropped (never reported)
+MODE = "saved-tensors-hooks"  # the document's engine.memory in this mode (the default mode: "saved-attributes")
+
+
+class Packed:
+    """What a node holds for one saved tensor: the tensor (an output detached: its memory and version counter,
+    not its graph), the version it was saved at, and for an output what PyTorch's stale-version message names."""
+
+    __slots__ = ("tensor", "version", "output", "name", "output_nr")
+
+    def __init__(self, tensor, version, output, name, output_nr):
+        self.tensor = tensor
+        self.version = version
+        self.output = output
+        self.name = name  # an output's node (the node that saved it)
+        self.output_nr = output_nr
+
+
+class _Wrapped:
+    """A pack of a user's hooks pair: the user's packed value, unpacked by the user's unpack."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _PerThread(threading.local):
+    pending = None  # sequence number -> [pack facts] for nodes not reported yet
+    installed = 0  # how many times our pair is on this thread's stack (0 or 1)
+    aside = 0  # our pair is off the stack for a disable_saved_tensors_hooks block
+
+
+def _message_name(name):
+    """The node as PyTorch's message names it: ExpBackward0 -> Exp, UnsqueezeBackward1 -> Unsqueeze1, a custom
+    Function's TwoBackward -> Two, CopySlices as it is."""
+    if name.endswith("Backward0"):
+        return name[:-9]
+    return name.replace("Backward", "", 1)
+
+
+class ExactMemory:
+    """Owned by one ``TorchAdapter``; ``install()`` / ``uninstall()`` at its attach and detach."""
+
+    def __init__(self, adapter):
+        self.adapter = adapter
+        self.torch = torch = adapter.torch
+        C = torch._C._autograd
+        self._push = C._push_saved_tensors_default_hooks
+        self._pop = C._pop_saved_tensors_default_hooks
+        self._top = C._top_saved_tensors_default_hooks
+        self._seq = C._get_sequence_nr
+        self.tls = _PerThread()
+        self.pack = self._make_pack()
+        self.unpack = self._make_unpack()
+        self.hint = None  # the hint PyTorch appends to the stale-version message (its wording varies by version)
+        self._patched = []
+        self._threads = set()  # idents of the threads our pair is pushed on
+
+    # ----- lifecycle ------------------------------------------------------------------------------------
+    def install(self):
+        if self.hint is None:
+            self.hint = self._probe_hint()
+        self._patch()
+        self.enter_thread()
+
+    def uninstall(self):
+        self.leave_thread()
+        self._unpatch()
+
+    def enter_thread(self):
+        """Push our pair on this thread's stack (once; while saved-tensor hooks are disabled here, later)."""
+        tls = self.tls
+        if tls.installed:
+            return
+        if tls.pending is None:
+            tls.pending = {}
+        torch = self.torch
+        if torch._C._autograd._saved_tensors_hooks_get_disabled_error_message() is not None:
+            tls.aside += 1  # a disable_saved_tensors_hooks block is running: pushed when it ends
+            return
+        self._push(self.pack, self.unpack)
+        tls.installed = 1
+        self._threads.add(threading.get_ident())
+
+    def leave_thread(self):
+        """Pop our pair from this thread's stack when it is on top. Under a user's pair pushed after ours (a
+        trace stopped inside a ``saved_tensors_hooks`` block it did not start in) it stays, still checking
+        versions, until the thread ends."""
+        tls = self.tls
+        tls.aside = 0
+        if not tls.installed:
+            return
+        top = self._top(True)
+        if top is not None and top[0] is self.pack:
+            self._pop()
+            tls.installed = 0
+            self._threads.discard(threading.get_ident())
+        tls.pending = None
+
+    def _probe_hint(self):
+        """PyTorch's own hint after the stale-version message, from one small untraced failure."""
+        torch = self.torch
+        tls = self.adapter.tls
+        tls.quiet += 1
+        try:
+            with torch.enable_grad():
+                x = torch.zeros(1, requires_grad=True)
+                y = x.exp()
+                y.add_(1)
+                torch.autograd.grad(y, x, torch.ones(1))
+        except RuntimeError as exc:
+            text = str(exc)
+            if "instead." in text:
+                return text.partition("instead.")[2]
+        finally:
+            tls.quiet -= 1
+        return ""
+
+    # ----- the hooks ----------------------------------------------------------------------------------------
+    def _make_pack(self):
+        seq = self._seq
+        adapter = self.adapter
+        tls = self.tls
+        facts = self._facts
+
+        def pack(t):
+            node = seq() - 1
+            fn = t.grad_fn
+            if fn is not None and fn._sequence_nr() == node:  # the node's own output: detached, or a cycle
+                output = True
+                packed = Packed(t.detach(), t._version, True, fn.name(), t.output_nr)
+            else:
+                output = False
+                packed = Packed(t, t._version, False, None, 0)
+            if adapter.attached:
+                pending = tls.pending
+                if pending is not None:
+                    facts(pending, node, t, output, t)
+            return packed
+
+        return pack
+
+    def _make_unpack(self):
+        stale = self._stale
+
+        def unpack(packed):
+            t = packed.tensor
+            if t._version != packed.version:
+                raise RuntimeError(stale(packed))
+            return t
+
+        return unpack
+
+    def _stale(self, packed):
+        """PyTorch's message for a saved tensor changed in place: it names the tensor as saved for an output;
+        for an input, the tensor as it is now (its type, sizes and current ``grad_fn``, output 0)."""
+        t = packed.tensor
+        if packed.output:
+            name = packed.name
+        else:
+            fn = t.grad_fn
+            name = None if fn is None else fn.name()
+        sizes = "[" + ", ".join(str(d) for d in t.shape) + "]"
+        text = (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{t.type()} {sizes}]")
+        if name is not None:
+            text += f", which is output {packed.output_nr} of {_message_name(name)},"
+        text += f" is at version {packed.tensor._version}; expected version {packed.version} instead."
+        return text + (ANOMALY_HINT if self.torch.is_anomaly_enabled() else self.hint)
+
+    def _facts(self, pending, node, t, output, kept):
+        """Note what node ``node`` saved: tensor ``t`` (the one saved), its memory being ``kept`` (``t`` itself,
+        a user's copy of it, or None when the user's pack kept no tensor)."""
+        try:
+            counter = tg.storage_key(t)[0]
+            if kept is None:
+                block = block_bytes = span = None
+            else:
+                block, block_bytes = tg.storage_key(kept)
+                if block == counter and _is_parameter_storage(t):  # a parameter's memory is the model's
+                    block = None
+                first = t.data_ptr()
+                nbytes = _nbytes(t)
+                span = (counter, first, first + nbytes if t.is_contiguous() else tg.span(t)[1])
+            fact = (output, tuple(t.shape), _nbytes(t), t._version, counter, block, block_bytes,
+                    "cpu" if t.is_cpu else str(t.device), span, kept is not None)
+        except Exception:  # a tensor without memory (fake, meta during compilation): nothing to book
+            return
+        entry = pending.get(node)
+        if entry is None:
+            if len(pending) >= _MAX_PENDING:
+                for key in list(pending)[:_MAX_PENDING // 2]:
+                    del pending[key]
+            pending[node] = [fact]
+        else:
+            entry.append(fact)
+
+    # ----- a user's hooks, disable_saved_tensors_hooks ------------------------------------------------------------
+    def _patch(self):
+        if self._patched:
+            return
+        torch = self.torch
+        hooks_class = torch.autograd.graph.saved_tensors_hooks
+        C = torch._C._autograd
+        enter = hooks_class.__dict__["__enter__"]
+        disable = C._saved_tensors_hooks_disable
+        enable = C._saved_tensors_hooks_enable
+        self._patched = [(hooks_class, "__enter__", enter), (C, "_saved_tensors_hooks_disable", disable),
+                         (C, "_saved_tensors_hooks_enable", enable)]
+        exact = self
+
+        def __enter__(hooks):  # what saved_tensors_hooks.__enter__ does, with the pair wrapped
+            pair = _UserPair(exact, hooks.pack_hook, hooks.unpack_hook)
+            exact._push(pair.pack, pair.unpack)
+
+        __enter__.__wrapped__ = enter
+
+        def _saved_tensors_hooks_disable(message, *args, **kwargs):
+            tls = exact.tls
+            stepped = False
+            if tls.installed:
+                top = exact._top(True)
+                if top is not None and top[0] is exact.pack:  # ours alone would make it raise: step aside
+                    exact._pop()
+                    tls.installed = 0
+                    stepped = True
+            try:
+                return disable(message, *args, **kwargs)
+            except BaseException:
+                if stepped:
+                    exact._push(exact.pack, exact.unpack)
+                    tls.installed = 1
+                raise
+            finally:
+                if stepped and not tls.installed:
+                    tls.aside += 1
+
+        def _saved_tensors_hooks_enable(*args, **kwargs):
+            result = enable(*args, **kwargs)
+            tls = exact.tls
+            if tls.aside and exact.adapter.attached:
+                tls.aside = 0
+                exact.enter_thread()
+            return result
+
+        hooks_class.__enter__ = __enter__
+        C._saved_tensors_hooks_disable = _saved_tensors_hooks_disable
+        C._saved_tensors_hooks_enable = _saved_tensors_hooks_enable
+
+    def _unpatch(self):
+        while self._patched:
+            owner, name, value = self._patched.pop()
+            setattr(owner, name, value)
+
+    # ----- what a node saved ------------------------------------------------------------------------------
+    def saved(self, node, info, tensors, tag=None):
+        """``SavedFact``s for what ``node`` saved (as ``TorchAdapter._saved``), from its packs. A node built
+        while our pair was off the stack (a ``disable_saved_tensors_hooks`` block), or before the trace, is
+        read from its ``_raw_saved_*`` attributes instead."""
+        pending = self.tls.pending
+        seq = node._sequence_nr()
+        found = None if pending is None else pending.pop(seq, None)
+        if found is None:
+            adapter = self.adapter
+            before_trace = 0 <= seq < adapter._start_seq.get(threading.get_ident(), -1)
+            if (before_trace or self.tls.aside) and info.saved:
+                return type(adapter)._saved(adapter, node, info, tensors, tag)
+            if tag is not None:
+                tag.spans = None
+            return []
+        adapter = self.adapter
+        facts = []
+        spans = []
+        args = None
+        counts = [0, 0]
+        for output, shape, nbytes, version, counter, block, block_bytes, device, span, kept in found:
+            vkey = None
+            if not output and tensors:
+                if args is None:
+                    args = [(a.untyped_storage().data_ptr(), "cpu" if a.is_cpu else a.device.type, a)
+                            for a in tensors]
+                for ptr, dev, a in args:
+                    if ptr == counter[2] and dev == counter[0]:
+                        vkey = adapter.var(a)
+                        break
+            kind = "output" if output else "input"
+            index = counts[output]
+            counts[output] += 1
+            if not kept:  # a user's pack kept no tensor (a checkpoint's placeholder): nothing held, nothing checked
+                facts.append(SavedFact(vkey, kind, index, shape, nbytes, version, None, None, None, device, None))
+                continue
+            facts.append(SavedFact(vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, device,
+                                   counter))
+            spans.append(span)
+        if tag is not None:
+            tag.spans = spans or None
+        return facts
+
+
+class _UserPair:
+    """A user's hooks pair pushed while tracing, wrapped: their pack and unpack run as given; we note the pack
+    for its node, charging the tensors the user's packed value holds."""
+
+    __slots__ = ("exact", "user_pack", "user_unpack")
+
+    def __init__(self, exact, pack, unpack):
+        self.exact = exact
+        self.user_pack = pack
+        self.user_unpack = unpack
+
+    def pack(self, t):
+        exact = self.exact
+        node = exact._seq() - 1
+        value = self.user_pack(t)
+        if exact.adapter.attached:
+            pending = exact.tls.pending
+            if pending is not None:
+                fn = t.grad_fn
+                output = fn is not None and fn._sequence_nr() == node
+                exact._facts(pending, node, t, output, _held_tensor(value, exact.torch.Tensor))
+        return _Wrapped(value)
+
+    def unpack(self, packed):
+        return self.user_unpack(packed.value if type(packed) is _Wrapped else packed)
+
+
+def _held_tensor(value, Tensor, depth=0):
+    """The first tensor a user's packed value holds (a tensor, or one inside a tuple, list or dict)."""
+    if isinstance(value, Tensor):
+        return value
+    if depth < 3:
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+        for item in items:
+            found = _held_tensor(item, Tensor, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _nbytes(t):
+    try:
+        return t.nbytes
+    except RuntimeError:
+        return 0
+
+
+def _is_parameter_storage(t):
+    base = t._base if t._base is not None else t
+    return base.is_leaf and base.requires_grad
