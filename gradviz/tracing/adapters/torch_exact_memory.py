@@ -59,6 +59,7 @@ class _Wrapped:
 
 class _PerThread(threading.local):
     pending = None  # sequence number -> [pack facts] for nodes not reported yet
+    claimed = -1  # the highest sequence number of a node reported on this thread
     installed = 0  # how many times our pair is on this thread's stack (0 or 1)
     aside = 0  # our pair is off the stack for a disable_saved_tensors_hooks block
 
@@ -107,6 +108,7 @@ class ExactMemory:
             return
         if tls.pending is None:
             tls.pending = {}
+        tls.claimed = self._seq() - 1  # nodes built before are not ours: a pack now is on its own
         torch = self.torch
         if torch._C._autograd._saved_tensors_hooks_get_disabled_error_message() is not None:
             tls.aside += 1  # a disable_saved_tensors_hooks block is running: pushed when it ends
@@ -158,6 +160,8 @@ class ExactMemory:
 
         def pack(t):
             node = seq() - 1
+            if node <= tls.claimed:  # no node is being built: a tensor saved on its own (checkpoint's inputs)
+                node += 1  # goes with the next node (the region's first, which keeps it alive)
             fn = t.grad_fn
             if fn is not None and fn._sequence_nr() == node:  # the node's own output: detached, or a cycle
                 output = True
@@ -290,13 +294,16 @@ class ExactMemory:
         """``SavedFact``s for what ``node`` saved (as ``TorchAdapter._saved``), from its packs. A node built
         while our pair was off the stack (a ``disable_saved_tensors_hooks`` block), or before the trace, is
         read from its ``_raw_saved_*`` attributes instead."""
-        pending = self.tls.pending
+        tls = self.tls
+        pending = tls.pending
         seq = node._sequence_nr()
+        if seq > tls.claimed:
+            tls.claimed = seq
         found = None if pending is None else pending.pop(seq, None)
         if found is None:
             adapter = self.adapter
             before_trace = 0 <= seq < adapter._start_seq.get(threading.get_ident(), -1)
-            if (before_trace or self.tls.aside) and info.saved:
+            if (before_trace or tls.aside) and info.saved:
                 return type(adapter)._saved(adapter, node, info, tensors, tag)
             if tag is not None:
                 tag.spans = None
@@ -344,6 +351,8 @@ class _UserPair:
     def pack(self, t):
         exact = self.exact
         node = exact._seq() - 1
+        if node <= exact.tls.claimed:  # saved on its own (as in ExactMemory's pack)
+            node += 1
         value = self.user_pack(t)
         if exact.adapter.attached:
             pending = exact.tls.pending
