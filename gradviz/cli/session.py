@@ -22,8 +22,8 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
     """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
 
     ``torch=True`` makes ``import torch`` resolve to gradviz for the run; ``engine`` is the trace's (``auto``,
-    ``gradviz``, ``torch``: see ``cli/engine.py``; ``exact_memory`` as for ``gradviz.trace``). ``progress=True`` shows a live line
-    (backward calls, iterations, retained memory) on ``output``'s console while the script runs.
+    ``gradviz``, ``torch``: see ``cli/engine.py``; ``exact_memory`` as for ``gradviz.trace``). ``progress=True``
+    shows a live line (backward calls, iterations, retained memory) on ``output``'s console while the script runs.
     """
     import gradviz
 
