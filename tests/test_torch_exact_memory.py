@@ -109,6 +109,45 @@ def test_a_custom_function_retains_what_its_ctx_saved():
     assert [(s["kind"], s["shape"]) for s in node["saved"]] == [("input", [4, 5]), ("input", [5]), ("input", [4, 5])]
 
 
+def _inplace(op):
+    def run(w, x):
+        y = x * w
+        op(y)
+        return y.sum()
+
+    return run
+
+
+def _module(make, shape):
+    def run(w, x):
+        torch.manual_seed(1)
+        return make()((x * w).reshape(shape))[0].sum()
+
+    return run
+
+
+SAVERS = {  # one call building many nodes, in-place ops saving a clone of their target's old value
+    "mul_": _inplace(lambda y: y.mul_(y.detach() + 1)), "clamp_": _inplace(lambda y: y.clamp_(-0.5, 0.5)),
+    "silu_": _inplace(lambda y: torch.nn.functional.silu(y, inplace=True)), "sigmoid_": _inplace(torch.sigmoid_),
+    "gru": _module(lambda: torch.nn.GRU(6, 5), (4, 1, 6)), "lstm": _module(lambda: torch.nn.LSTM(6, 5), (4, 1, 6)),
+    "transformer": _module(lambda: torch.nn.TransformerEncoderLayer(6, 2, 8, dropout=0.0), (4, 1, 6)),
+    "batchnorm": lambda w, x: torch.nn.BatchNorm1d(6)(x * w).sum(),
+    "cross_entropy": lambda w, x: torch.nn.functional.cross_entropy(x * w, torch.tensor([0, 1, 2, 3])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAVERS))
+def test_ops_building_many_nodes_and_inplace_ops_retain_the_real_bytes(name):
+    w = torch.randn(6, requires_grad=True)
+    x = torch.randn(4, 6)
+    expected, out0 = real_saved_bytes(lambda: SAVERS[name](w, x))
+    with exact_trace() as tr:
+        out = SAVERS[name](w, x)
+        retained = tr.memory["final_retained_bytes"]
+    assert expected > 0 and retained == expected
+    assert torch.equal(out, out0) and not tr.to_dict()["internal_errors"]
+
+
 def test_checkpointed_regions_hold_only_checkpoint_placeholders():
     model = mlp()
     x = torch.randn(16, 8)

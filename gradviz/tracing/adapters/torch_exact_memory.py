@@ -84,6 +84,7 @@ class ExactMemory:
         self._top = C._top_saved_tensors_default_hooks
         self._seq = C._get_sequence_nr
         self.tls = _PerThread()
+        self.unobserved = torch._C.DisableTorchFunction  # no function mode (ours included) sees what runs in it
         self.pack = self._make_pack()
         self.unpack = self._make_unpack()
         self.hint = None  # the hint PyTorch appends to the stale-version message (its wording varies by version)
@@ -157,33 +158,41 @@ class ExactMemory:
         adapter = self.adapter
         tls = self.tls
         facts = self._facts
+        unobserved = self.unobserved
 
         def pack(t):
-            node = seq() - 1
-            if node <= tls.claimed:  # no node is being built: a tensor saved on its own (checkpoint's inputs)
-                node += 1  # goes with the next node (the region's first, which keeps it alive)
-            fn = t.grad_fn
-            if fn is not None and fn._sequence_nr() == node:  # the node's own output: detached, or a cycle
-                output = True
-                packed = Packed(t.detach(), t._version, True, fn.name(), t.output_nr)
-            else:
-                output = False
-                packed = Packed(t, t._version, False, None, 0)
-            if adapter.attached:
-                pending = tls.pending
-                if pending is not None:
-                    facts(pending, node, t, output, t)
+            with unobserved():  # our tensor reads must not reach the mode (t.detach() would report t's node)
+                node = seq() - 1
+                if node <= tls.claimed:  # no node is being built: a tensor saved on its own (checkpoint's inputs)
+                    node += 1  # goes with the next node (the region's first, which keeps it alive)
+                fn = t.grad_fn
+                output = fn is not None and fn._sequence_nr() == node
+                if output:
+                    name = fn.name()
+                    if name == "CloneBackward0":  # an in-place op saving its target's old value: the clone it
+                        node -= 1  # made, after its own node (mul_, clamp_, silu_, GRU's cells)
+                        output = False
+                if output:  # the node's own output: kept detached, or node and output make a cycle
+                    packed = Packed(t.detach(), t._version, True, name, t.output_nr)
+                else:
+                    packed = Packed(t, t._version, False, None, 0)
+                if adapter.attached:
+                    pending = tls.pending
+                    if pending is not None:
+                        facts(pending, node, t, output, t)
             return packed
 
         return pack
 
     def _make_unpack(self):
         stale = self._stale
+        unobserved = self.unobserved
 
         def unpack(packed):
             t = packed.tensor
-            if t._version != packed.version:
-                raise RuntimeError(stale(packed))
+            with unobserved():
+                if t._version != packed.version:
+                    raise RuntimeError(stale(packed))
             return t
 
         return unpack
@@ -353,13 +362,22 @@ class _UserPair:
         node = exact._seq() - 1
         if node <= exact.tls.claimed:  # saved on its own (as in ExactMemory's pack)
             node += 1
-        value = self.user_pack(t)
+        quiet = exact.adapter.tls  # the user's pack runs unreported, as a tensor hook does
+        quiet.quiet += 1
+        try:
+            value = self.user_pack(t)
+        finally:
+            quiet.quiet -= 1
         if exact.adapter.attached:
             pending = exact.tls.pending
             if pending is not None:
-                fn = t.grad_fn
-                output = fn is not None and fn._sequence_nr() == node
-                exact._facts(pending, node, t, output, _held_tensor(value, exact.torch.Tensor))
+                with exact.unobserved():
+                    fn = t.grad_fn
+                    output = fn is not None and fn._sequence_nr() == node
+                    if output and fn.name() == "CloneBackward0":  # (as in ExactMemory's pack)
+                        node -= 1
+                        output = False
+                    exact._facts(pending, node, t, output, _held_tensor(value, exact.torch.Tensor))
         return _Wrapped(value)
 
     def unpack(self, packed):
