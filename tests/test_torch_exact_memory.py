@@ -370,6 +370,42 @@ def test_a_users_own_pack_and_unpack_both_run_under_the_trace():
     assert torch.allclose(x.grad, x.exp())
 
 
+def _counting_hooks(calls):
+    def pack(t):
+        calls.append("pack")
+        return t.detach()
+
+    return torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+
+
+def test_a_trace_started_inside_a_users_hooks_block_outlives_it():
+    calls = []
+    x = torch.randn(3, requires_grad=True)
+    tr = exact_trace()
+    with _counting_hooks(calls):
+        tr.start()
+        (x * 1).exp()  # the user's pack does not run: ours is the innermost pair now
+    assert hooks_top(True)[0] == tr.adapters[0].exact.pack  # the block ended: its pair went, ours stays
+    y = (x * 1).exp()
+    assert tr.memory["final_retained_bytes"] == 3 * 4
+    tr.stop()
+    assert hooks_top(True) is None and calls == []
+    y.sum().backward()
+
+
+def test_a_trace_stopped_inside_a_users_hooks_block_leaves_that_block_working():
+    calls = []
+    x = torch.randn(3, requires_grad=True)
+    tr = exact_trace()
+    tr.start()
+    with _counting_hooks(calls):
+        (x * 1).exp()
+        tr.stop()  # ours leaves from under the user's pair
+        assert hooks_top(True) is not None
+        (x * 2).exp()
+    assert calls == ["pack", "pack"] and hooks_top(True) is None
+
+
 def test_disable_saved_tensors_hooks_works_under_the_trace_and_memory_is_still_booked():
     x = torch.randn(6, requires_grad=True)
     with exact_trace() as tr:

@@ -23,6 +23,7 @@ The traps of saved-tensor hooks, each handled here:
 - Threads: the stack is per thread; the adapter's threads started while tracing get our pair for their run.
 """
 
+import _thread
 import threading
 
 from ..builder import SavedFact
@@ -89,7 +90,6 @@ class ExactMemory:
         self.unpack = self._make_unpack()
         self.hint = None  # the hint PyTorch appends to the stale-version message (its wording varies by version)
         self._patched = []
-        self._threads = set()  # idents of the threads our pair is pushed on
 
     # ----- lifecycle ------------------------------------------------------------------------------------
     def install(self):
@@ -116,41 +116,56 @@ class ExactMemory:
             return
         self._push(self.pack, self.unpack)
         tls.installed = 1
-        self._threads.add(threading.get_ident())
 
     def leave_thread(self):
-        """Pop our pair from this thread's stack when it is on top. Under a user's pair pushed after ours (a
-        trace stopped inside a ``saved_tensors_hooks`` block it did not start in) it stays, still checking
-        versions, until the thread ends."""
+        """Pop our pair from this thread's stack, from under the pairs pushed after it (a trace stopped inside a
+        ``saved_tensors_hooks`` block entered while tracing): those are put back as they were."""
         tls = self.tls
         tls.aside = 0
+        tls.pending = None
         if not tls.installed:
             return
-        top = self._top(True)
-        if top is not None and top[0] is self.pack:
+        tls.installed = 0
+        above = []
+        while True:
+            top = self._top(True)
+            if top is None:
+                break
             self._pop()
-            tls.installed = 0
-            self._threads.discard(threading.get_ident())
-        tls.pending = None
+            if top[0] is self.pack:
+                break
+            above.append(top)
+        for pair in reversed(above):
+            self._push(*pair)
 
     def _probe_hint(self):
-        """PyTorch's own hint after the stale-version message, from one small untraced failure."""
+        """PyTorch's own hint after the stale-version message (its wording varies by version), from one small
+        failure on a bare thread: no function mode, no saved-tensor hooks (a user's pack must not see it). None
+        in anomaly mode (whose hint is another, and which would warn): probed again when next needed."""
         torch = self.torch
-        tls = self.adapter.tls
-        tls.quiet += 1
-        try:
-            with torch.enable_grad():
-                x = torch.zeros(1, requires_grad=True)
-                y = x.exp()
-                y.add_(1)
-                torch.autograd.grad(y, x, torch.ones(1))
-        except RuntimeError as exc:
-            text = str(exc)
-            if "instead." in text:
-                return text.partition("instead.")[2]
-        finally:
-            tls.quiet -= 1
-        return ""
+        if torch.is_anomaly_enabled():
+            return None
+        found = [""]
+        done = _thread.allocate_lock()
+        done.acquire()
+
+        def probe():
+            try:
+                with torch.enable_grad():
+                    x = torch.zeros(1, requires_grad=True)
+                    y = x.exp()
+                    y.add_(1)
+                    torch.autograd.grad(y, x, torch.ones(1))
+            except RuntimeError as exc:
+                found[0] = str(exc).partition("instead.")[2]
+            except Exception:
+                pass
+            finally:
+                done.release()
+
+        _thread.start_new_thread(probe, ())
+        done.acquire()
+        return found[0]
 
     # ----- the hooks ----------------------------------------------------------------------------------------
     def _make_pack(self):
@@ -212,7 +227,11 @@ class ExactMemory:
         if name is not None:
             text += f", which is output {packed.output_nr} of {_message_name(name)},"
         text += f" is at version {packed.tensor._version}; expected version {packed.version} instead."
-        return text + (ANOMALY_HINT if self.torch.is_anomaly_enabled() else self.hint)
+        if self.torch.is_anomaly_enabled():
+            return text + ANOMALY_HINT
+        if self.hint is None:
+            self.hint = self._probe_hint() or ""
+        return text + self.hint
 
     def _facts(self, pending, node, t, output, kept):
         """Note what node ``node`` saved: tensor ``t`` (the one saved), its memory being ``kept`` (``t`` itself,
@@ -249,10 +268,11 @@ class ExactMemory:
         hooks_class = torch.autograd.graph.saved_tensors_hooks
         C = torch._C._autograd
         enter = hooks_class.__dict__["__enter__"]
+        pop = self._pop
         disable = C._saved_tensors_hooks_disable
         enable = C._saved_tensors_hooks_enable
-        self._patched = [(hooks_class, "__enter__", enter), (C, "_saved_tensors_hooks_disable", disable),
-                         (C, "_saved_tensors_hooks_enable", enable)]
+        self._patched = [(hooks_class, "__enter__", enter), (C, "_pop_saved_tensors_default_hooks", pop),
+                         (C, "_saved_tensors_hooks_disable", disable), (C, "_saved_tensors_hooks_enable", enable)]
         exact = self
 
         def __enter__(hooks):  # what saved_tensors_hooks.__enter__ does, with the pair wrapped
@@ -260,6 +280,18 @@ class ExactMemory:
             exact._push(pair.pack, pair.unpack)
 
         __enter__.__wrapped__ = enter
+
+        def _pop_saved_tensors_default_hooks():
+            # a block entered before the trace started ends (its __exit__ pops) under our pair: its pair goes,
+            # from under ours
+            top = exact._top(True)
+            if exact.tls.installed and top is not None and top[0] is exact.pack:
+                pop()
+                try:
+                    return pop()
+                finally:
+                    exact._push(exact.pack, exact.unpack)
+            return pop()
 
         def _saved_tensors_hooks_disable(message, *args, **kwargs):
             tls = exact.tls
@@ -290,6 +322,7 @@ class ExactMemory:
             return result
 
         hooks_class.__enter__ = __enter__
+        C._pop_saved_tensors_default_hooks = _pop_saved_tensors_default_hooks
         C._saved_tensors_hooks_disable = _saved_tensors_hooks_disable
         C._saved_tensors_hooks_enable = _saved_tensors_hooks_enable
 
