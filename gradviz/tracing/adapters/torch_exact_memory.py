@@ -375,7 +375,7 @@ class ExactMemory:
                                    counter))
             spans.append(span)
         if tag is not None:
-            tag.spans = spans or None
+            tag.spans = tuple(spans) or None  # a tuple of atoms, as the adapter keeps it
         return facts
 
 
