@@ -473,6 +473,20 @@ def test_a_thread_started_while_tracing_is_measured_and_checked_and_left_clean()
     assert after["hooks"] is None
 
 
+def test_a_trace_stopped_from_another_thread_leaves_this_threads_stack_at_its_blocks_end():
+    x = torch.randn(3, requires_grad=True)
+    with exact_trace() as tr:
+        stopper = threading.Thread(target=tr.stop)
+        stopper.start()
+        stopper.join()
+        assert hooks_top(True) is not None  # another thread cannot pop this thread's stack
+        y = (x * 1).exp()
+        y.add_(1)
+        with pytest.raises(RuntimeError, match="is at version 1; expected version 0 instead"):  # still checked
+            y.sum().backward()
+    assert hooks_top(True) is None
+
+
 # ----- the document, the API, the CLI -------------------------------------------------------------------------
 def test_the_document_says_which_mode_measured_memory_and_loads(tmp_path):
     x = torch.randn(3, requires_grad=True)

@@ -154,6 +154,8 @@ class TorchAdapter(TorchEvents):
 
     def detach(self):
         torch_patches.remove_left_behind(self)  # stopped from another thread earlier: this thread's mode goes now
+        if self.exact is not None:  # exact memory: likewise our saved-tensor hooks on this thread
+            self.exact.leave_thread()
         if self.attached:
             self.attached = False
             torch_patches.uninstall(self)

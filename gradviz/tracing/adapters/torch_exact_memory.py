@@ -31,6 +31,8 @@ from . import torch_graph as tg
 
 ANOMALY_HINT = (" Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
                 "variable in question was changed in there or anywhere later. Good luck!")
+HINT = (" Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+        "torch.autograd.set_detect_anomaly(True, check_nan=False).")  # torch 2.13's, if probing fails
 _MAX_PENDING = 1024  # nodes whose packs wait for the adapter; beyond, the oldest are dropped (never reported)
 MODE = "saved-tensors-hooks"  # the document's engine.memory in this mode (the default mode: "saved-attributes")
 
@@ -93,8 +95,6 @@ class ExactMemory:
 
     # ----- lifecycle ------------------------------------------------------------------------------------
     def install(self):
-        if self.hint is None:
-            self.hint = self._probe_hint()
         self._patch()
         self.enter_thread()
 
@@ -141,7 +141,9 @@ class ExactMemory:
     def _probe_hint(self):
         """PyTorch's own hint after the stale-version message (its wording varies by version), from one small
         failure on a bare thread: no function mode, no saved-tensor hooks (a user's pack must not see it). None
-        in anomaly mode (whose hint is another, and which would warn): probed again when next needed."""
+        in anomaly mode (whose hint is another, and which would warn): probed again when next needed. Probed
+        when first needed, not at install: a trace may attach while ``import torch`` holds the import lock,
+        which the probe's thread could wait for."""
         torch = self.torch
         if torch.is_anomaly_enabled():
             return None
@@ -164,8 +166,9 @@ class ExactMemory:
                 done.release()
 
         _thread.start_new_thread(probe, ())
-        done.acquire()
-        return found[0]
+        if not done.acquire(timeout=10):  # never hang the user's backward over a message
+            return HINT
+        return found[0] or HINT
 
     # ----- the hooks ----------------------------------------------------------------------------------------
     def _make_pack(self):
