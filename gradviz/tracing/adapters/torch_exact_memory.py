@@ -26,7 +26,6 @@ The traps of saved-tensor hooks, each handled here:
 import _thread
 import threading
 
-from ..builder import SavedFact
 from . import torch_graph as tg
 
 ANOMALY_HINT = (" Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
@@ -240,18 +239,27 @@ class ExactMemory:
         """Note what node ``node`` saved: tensor ``t`` (the one saved), its memory being ``kept`` (``t`` itself,
         a user's copy of it, or None when the user's pack kept no tensor)."""
         try:
-            counter = tg.storage_key(t)[0]
+            storage = t.untyped_storage()
+            if t.is_cpu:  # (tg.storage_key, inline: once per saved tensor)
+                counter = ("cpu", -1, storage.data_ptr())
+                device = "cpu"
+            else:
+                counter = (t.device.type, t.get_device(), storage.data_ptr())
+                device = str(t.device)
+            nbytes = t.nbytes
             if kept is None:
                 block = block_bytes = span = None
             else:
-                block, block_bytes = tg.storage_key(kept)
+                if kept is t:
+                    block, block_bytes = counter, storage.nbytes()
+                else:
+                    block, block_bytes = tg.storage_key(kept)
                 if block == counter and _is_parameter_storage(t):  # a parameter's memory is the model's
                     block = None
                 first = t.data_ptr()
-                nbytes = _nbytes(t)
                 span = (counter, first, first + nbytes if t.is_contiguous() else tg.span(t)[1])
-            fact = (output, tuple(t.shape), _nbytes(t), t._version, counter, block, block_bytes,
-                    "cpu" if t.is_cpu else str(t.device), span, kept is not None)
+            fact = (output, tuple(t.shape), nbytes, t._version, counter, block, block_bytes, device, span,
+                    kept is not None)
         except Exception:  # a tensor without memory (fake, meta during compilation): nothing to book
             return
         entry = pending.get(node)
@@ -336,9 +344,10 @@ class ExactMemory:
 
     # ----- what a node saved ------------------------------------------------------------------------------
     def saved(self, node, info, tensors, tag=None):
-        """``SavedFact``s for what ``node`` saved (as ``TorchAdapter._saved``), from its packs. A node built
-        while our pair was off the stack (a ``disable_saved_tensors_hooks`` block), or before the trace, is
-        read from its ``_raw_saved_*`` attributes instead."""
+        """``SavedFact``s (plain tuples, in the builder's order) for what ``node`` saved (as
+        ``TorchAdapter._saved``), from its packs. A node built while our pair was off the stack (a
+        ``disable_saved_tensors_hooks`` block), or before the trace, is read from its ``_raw_saved_*`` attributes
+        instead."""
         tls = self.tls
         pending = tls.pending
         seq = node._sequence_nr()
@@ -372,10 +381,9 @@ class ExactMemory:
             index = counts[output]
             counts[output] += 1
             if not kept:  # a user's pack kept no tensor (a checkpoint's placeholder): nothing held, nothing checked
-                facts.append(SavedFact(vkey, kind, index, shape, nbytes, version, None, None, None, device, None))
+                facts.append((vkey, kind, index, shape, nbytes, version, None, None, None, device, None))
                 continue
-            facts.append(SavedFact(vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, device,
-                                   counter))
+            facts.append((vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, device, counter))
             spans.append(span)
         if tag is not None:
             tag.spans = tuple(spans) or None  # a tuple of atoms, as the adapter keeps it
@@ -431,13 +439,6 @@ def _held_tensor(value, Tensor, depth=0):
             if found is not None:
                 return found
     return None
-
-
-def _nbytes(t):
-    try:
-        return t.nbytes
-    except RuntimeError:
-        return 0
 
 
 def _is_parameter_storage(t):
