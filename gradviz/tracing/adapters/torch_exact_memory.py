@@ -27,6 +27,7 @@ import _thread
 import threading
 
 from . import torch_graph as tg
+from .torch_patches import _forked
 
 ANOMALY_HINT = (" Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
                 "variable in question was changed in there or anywhere later. Good luck!")
@@ -193,7 +194,7 @@ class ExactMemory:
                     packed = Packed(t.detach(), t._version, True, name, t.output_nr)
                 else:
                     packed = Packed(t, t._version, False, None, 0)
-                if adapter.attached:
+                if adapter.attached and not _forked[0]:  # (a forked DataLoader worker records nothing)
                     pending = tls.pending
                     if pending is not None:
                         facts(pending, node, t, output, t)
@@ -412,7 +413,7 @@ class _UserPair:
             value = self.user_pack(t)
         finally:
             quiet.quiet -= 1
-        if exact.adapter.attached:
+        if exact.adapter.attached and not _forked[0]:
             pending = exact.tls.pending
             if pending is not None:
                 with exact.unobserved():
