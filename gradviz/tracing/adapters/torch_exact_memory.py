@@ -3,9 +3,11 @@ backward is seen as PyTorch saves it, through ``torch.autograd.graph.saved_tenso
 the node's ``_raw_saved_*`` attributes (which miss what a node does not bind in Python).
 
 How a saved tensor finds its node: a node is built (and gets the next sequence number of its thread) before it
-saves anything, so each pack belongs to the node numbered ``_get_sequence_nr() - 1`` at that moment. Packs wait
-here, as plain facts keyed by that number, until the adapter reports the node (right after the op) and takes
-them (``saved``).
+saves anything, so each pack belongs to the node numbered ``_get_sequence_nr() - 1`` at that moment. Two
+exceptions: an in-place op saving its target's old value saves a clone it made after its own node (the clone's
+pack goes to the node before it), and a tensor saved outside any node (checkpoint's inputs) goes with the next
+node. Packs wait here, as plain facts keyed by node number (no tensor), until the adapter reports the node
+(right after the op) and takes them (``saved``). Our tensor reads in the hooks bypass the function mode.
 
 The traps of saved-tensor hooks, each handled here:
 
@@ -17,10 +19,13 @@ The traps of saved-tensor hooks, each handled here:
 - Hooks are a per-thread stack and only the top pair runs: a user's pair (``saved_tensors_hooks``,
   ``save_on_cpu``, ``torch.utils.checkpoint``'s) pushed while tracing is wrapped, so we still see each pack, and
   what the user's pack keeps (a CPU copy, a checkpoint's placeholder) is what is charged; their unpack runs
-  unchanged (and, as without the trace, no version check is added to it).
+  unchanged (and, as without the trace, no version check is added to it). A block entered before the trace and
+  ending inside it pops its own pair from under ours (the pop is wrapped while tracing); at stop ours leaves
+  from under any pair pushed after it.
 - ``disable_saved_tensors_hooks`` raises when any hooks are registered: while it is in force our pair steps off
   this thread's stack (and nodes built then are read from their ``_raw_saved_*`` attributes, as by default).
-- Threads: the stack is per thread; the adapter's threads started while tracing get our pair for their run.
+- Threads: the stack is per thread; the adapter's threads started while tracing get our pair for their run. A
+  trace stopped from another thread takes our pair off the starting thread at that thread's own stop.
 """
 
 import _thread
@@ -61,6 +66,8 @@ class _Wrapped:
 
 
 class _PerThread(threading.local):
+    """This thread's packs and the state of our pair on its stack."""
+
     pending = None  # sequence number -> [pack facts] for nodes not reported yet
     claimed = -1  # the highest sequence number of a node reported on this thread
     installed = 0  # how many times our pair is on this thread's stack (0 or 1)
