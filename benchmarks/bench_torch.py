@@ -9,7 +9,8 @@ Two workloads, each timed with the three contenders interleaved in one run (see 
 
 Anomaly mode is switched on and off around its loop (``torch.autograd.set_detect_anomaly``); the trace is started
 and stopped around its loop (on the clock); a fourth contender also builds the trace document with every
-diagnostic, as ``gradviz run`` does once at the end of a script.
+diagnostic, as ``gradviz run`` does once at the end of a script; a fifth traces with ``exact_memory=True``
+(saved tensors seen through saved-tensor hooks, docs/torch-backend.md).
 ``--floor`` adds two contenders that record nothing, to show what any observer built this way pays before it
 records a fact: a bare ``TorchFunctionMode`` that only calls through, and that mode tagging each new node
 (``node.metadata``) and registering a backward prehook that does nothing (both with the collector's view
@@ -97,7 +98,7 @@ def contenders(work, floor=False):
 
     import gradviz
 
-    untraced, anomalous, traced = work(), work(), work()
+    untraced, anomalous, traced, exact = work(), work(), work(), work()
 
     documented = work()
 
@@ -112,13 +113,17 @@ def contenders(work, floor=False):
         with gradviz.trace(engine="torch"):
             traced()
 
+    def trace_exact_memory():
+        with gradviz.trace(engine="torch", exact_memory=True):
+            exact()
+
     def trace_and_document():
         with gradviz.trace(engine="torch") as tr:
             documented()
         tr.to_dict()
 
     found = {"untraced": untraced, "anomaly mode": anomaly, "gradviz.trace(engine='torch')": trace,
-             "trace + document": trace_and_document}
+             "trace + document": trace_and_document, "trace(exact_memory=True)": trace_exact_memory}
     if floor:
         for name, mode_class in zip(("floor: mode calling through", "floor: mode + node tags + prehooks"),
                                     floor_modes()):

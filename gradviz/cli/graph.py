@@ -30,8 +30,11 @@ from .output import one_line
 @click.option("--torch", "use_torch", is_flag=True, help="Same as --engine gradviz.")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
               help="Collapse graphs larger than this by module depth.")
+@click.option("--exact-memory", is_flag=True,
+              help="On PyTorch (a script), measure saved memory through saved-tensor hooks (every pack seen; slower). "
+                   "gradviz's engine measures it exactly either way.")
 def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads, forward, open_after, engine,
-          use_torch, max_nodes):
+          use_torch, max_nodes, exact_memory):
     """Draw the graph of SOURCE: a Python script (run under a trace) or a saved trace (.json).
 
     Options may come before or after SOURCE; arguments for the script go after `--`:
@@ -41,7 +44,7 @@ def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads,
 
     output = Output()
     fmt = _format(out_file, fmt)
-    doc, exit_code = _document(output, source, args, use_torch, engine)
+    doc, exit_code = _document(output, source, args, use_torch, engine, exact_memory)
     options = {"iteration": iteration, "depth": depth, "show_saved": show_saved, "show_grads": show_grads,
                "forward": forward, "max_nodes": max_nodes}
     path = _draw(output, doc, source, out_file, fmt, options)
@@ -59,7 +62,7 @@ def _format(out_file, fmt):
     return suffix if suffix in FORMATS else "svg"
 
 
-def _document(output, source, args, use_torch, engine="auto"):
+def _document(output, source, args, use_torch, engine="auto", exact_memory=False):
     """The trace document to draw, and the exit status (the script's own, when one was run)."""
     if source.endswith(".json"):
         if args:
@@ -71,7 +74,7 @@ def _document(output, source, args, use_torch, engine="auto"):
 
     choice = choose_engine(output, engine, source, use_torch)
     try:
-        traced = trace_script(source, args, torch=choice.shim, engine=choice.trace)
+        traced = trace_script(source, args, torch=choice.shim, engine=choice.trace, exact_memory=exact_memory)
     except ScriptError as exc:
         output.abort(str(exc))
     _report_script_failure(output, traced.result)

@@ -29,8 +29,11 @@ from .engine import ENGINES
               help="Collapse graphs larger than this by module depth.")
 @click.option("--no-check-backward", is_flag=True,
               help="Don't check custom autograd Functions' backward numerically (the wrong-backward diagnosis).")
+@click.option("--exact-memory", is_flag=True,
+              help="On PyTorch, measure saved memory through saved-tensor hooks (every pack seen; slower). "
+                   "gradviz's engine measures it exactly either way.")
 def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
-        no_check_backward):
+        no_check_backward, exact_memory):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
     Everything after SCRIPT is passed to the script as its own arguments.
@@ -51,10 +54,11 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                 # stdout carries the JSON document alone: the script's prints, and its children's, go to stderr
                 with script_stdout_to_stderr():
                     traced = trace_script(script, args, torch=choice.shim, check_backward=not no_check_backward,
-                                          engine=choice.trace)
+                                          engine=choice.trace, exact_memory=exact_memory)
             else:
                 traced = trace_script(script, args, torch=choice.shim, output=output, progress=show_progress,
-                                      check_backward=not no_check_backward, engine=choice.trace)
+                                      check_backward=not no_check_backward, engine=choice.trace,
+                                      exact_memory=exact_memory)
         except ScriptError as exc:
             output.abort(str(exc))
         doc, result = traced.doc, traced.result

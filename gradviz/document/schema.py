@@ -73,7 +73,7 @@ DIAGNOSTIC = {
 POINT = {"iteration": "int", "retained_bytes": "int", "graphs_alive": "int"}
 MEMORY = {"peak_retained_bytes": "int", "final_retained_bytes": "int", "series": [POINT], "graphs": ["obj"]}
 STATUS = {"completed": "bool", "exception": "?obj"}
-ENGINE = {"name": "str", "version": "?str", "devices": ["str"], "engines?": ["obj"]}
+ENGINE = {"name": "str", "version": "?str", "devices": ["str"], "memory?": "str", "engines?": ["obj"]}
 BACKWARD_CHECK = {
     "id": "int", "class_name": "str", "node": "?int", "location": "?loc", "backward_location": "?loc",
     "signature": ["str"], "status": "str", "reason": "?str", "dtype": "?str", "checked_inputs": ["int"],

@@ -221,14 +221,17 @@ class TraceBuilder:
                            "message": "more internal errors happened and were not recorded"})
 
     # ----- the engine -------------------------------------------------------------------------------------
-    def engine(self, name, version=None, devices=()):
+    def engine(self, name, version=None, devices=(), memory=None):
         """The engine an adapter watches (``"gradviz"``, ``"torch"``), its version and the devices seen so far;
-        the document's ``engine`` section. Call again (or ``device``) as more devices show up."""
+        the document's ``engine`` section. Call again (or ``device``) as more devices show up. ``memory`` names
+        how the adapter measures saved memory when it has more than one way (the torch adapter's)."""
         entry = self.engines.get(name)
         if entry is None:
             entry = self.engines[name] = {"name": name, "version": version, "devices": []}
         if version is not None:
             entry["version"] = version
+        if memory is not None:
+            entry["memory"] = memory
         for d in devices:
             if d not in entry["devices"]:
                 entry["devices"].append(d)

@@ -19,7 +19,9 @@ class Trace:
     ``window`` is how many iterations are kept in full at the start and at the end of a long loop; ``engine``
     which engine to watch: ``"gradviz"`` (its own engine), ``"auto"`` (today the same), ``"torch"`` (real
     PyTorch, when its adapter is available); ``check_backward`` whether each custom ``Function``'s backward is
-    checked numerically the first time it runs with given input shapes and dtypes (the wrong-backward diagnosis).
+    checked numerically the first time it runs with given input shapes and dtypes (the wrong-backward diagnosis);
+    ``exact_memory`` whether the torch adapter measures saved memory from ``saved_tensors_hooks`` packs instead of
+    the nodes' saved attributes (docs/torch-backend.md; gradviz's own engine measures it exactly either way).
 
     Threads: ops from every thread the traced code starts (``threading.Thread``, executors, ``asyncio.to_thread``)
     are recorded; threads already running when the trace started are not, and the document lists them
@@ -27,7 +29,7 @@ class Trace:
     ``RuntimeError`` (see docs/api.md).
     """
 
-    def __init__(self, window=3, engine="auto", check_backward=True):
+    def __init__(self, window=3, engine="auto", check_backward=True, exact_memory=False):
         if isinstance(window, bool) or not isinstance(window, int):
             raise TypeError(f"gradviz.trace(): window must be an int (iterations kept in full at each end of a "
                             f"loop), got {type(window).__name__} {window!r}")
@@ -40,7 +42,14 @@ class Trace:
         self.active = False
         self.builder = TraceBuilder(window)
         self.builder.checks.enabled = bool(check_backward)
+        if not isinstance(exact_memory, bool):
+            raise TypeError(f"gradviz.trace(): exact_memory must be True or False, got "
+                            f"{type(exact_memory).__name__} {exact_memory!r}")
         self.adapters = [make_adapter(name, self.builder) for name in engine_names(engine)]
+        if exact_memory:
+            for adapter in self.adapters:
+                if hasattr(type(adapter), "exact_memory"):  # the torch adapter's; gradviz's is exact already
+                    adapter.exact_memory()
 
     # ----- lifecycle ------------------------------------------------------------------------------------
     def start(self):

@@ -126,7 +126,17 @@ class TorchAdapter(TorchEvents):
         TorchEvents.__init__(self)
         self.checks = OutputChecks(torch, builder)
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
-        builder.engine("torch", torch.__version__, ())
+        self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
+        builder.engine("torch", torch.__version__, (), memory="saved-attributes")
+
+    def exact_memory(self):
+        """Measure saved memory from ``saved_tensors_hooks`` packs (``gradviz.trace(exact_memory=True)``)."""
+        if self.exact is None:
+            from .torch_exact_memory import MODE, ExactMemory
+
+            self.exact = ExactMemory(self)
+            self._saved = self.exact.saved  # exact memory: what each node saved comes from its packs
+            self.builder.engine("torch", memory=MODE)
 
     # ----- lifecycle ------------------------------------------------------------------------------------
     def attach(self):
@@ -137,14 +147,20 @@ class TorchAdapter(TorchEvents):
         self._start_seq[threading.get_ident()] = torch_patches.next_sequence_nr(torch)
         self.attached = True
         torch_patches.install(self)
+        if self.exact is not None:  # exact memory: our saved-tensor hooks on this thread
+            self.exact.install()
         self._froze = _freeze_heap()
         self._thresholds = _collect_less()
 
     def detach(self):
         torch_patches.remove_left_behind(self)  # stopped from another thread earlier: this thread's mode goes now
+        if self.exact is not None:  # exact memory: likewise our saved-tensor hooks on this thread
+            self.exact.leave_thread()
         if self.attached:
             self.attached = False
             torch_patches.uninstall(self)
+            if self.exact is not None:  # exact memory
+                self.exact.uninstall()
             with self.lock:
                 self.checks.flush()
             if self._froze:
@@ -342,7 +358,7 @@ class TorchAdapter(TorchEvents):
             hidden = ("value", tag.id)
             nbytes = 0 if dtype is None else _numel(shape) * getattr(self.torch, dtype).itemsize
             outs.append((hidden, shape, dtype or "", nbytes, True, False, None, None, None))
-        saved = self._saved(node, info, tensors, tag) if info.saved else ()
+        saved = self._saved(node, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
                         lasti=lasti, handle=ref)
         if hidden is not None:
@@ -529,7 +545,7 @@ class TorchAdapter(TorchEvents):
         for t in tensors:
             k = id(t)
             in_keys.append(k if k in live else self.var(t))
-        saved = self._saved(fn, info, tensors, tag) if info.saved else ()
+        saved = self._saved(fn, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
         self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys, (self.output(out, False),),
                         saved, location, None, False, site, ref)
         self.checks.add(key, out)

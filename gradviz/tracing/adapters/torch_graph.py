@@ -76,18 +76,22 @@ def new_nodes(root, owner):
             break
     else:
         return [root]
-    order, pending, seen = [], [(root, False)], {id(root)}
+    order, pending, seen = [], [(root, False)], set()
     held = [root]  # ids are only stable while the wrappers are alive: hold them for the walk
     while pending:
         node, expanded = pending.pop()
         if expanded:
             order.append(node)
             continue
+        # marked when expanded, not when pushed: a node reached again from a node expanded later must still come
+        # before it (marked at push, GRU's graph came out with inputs after their users, reported twice)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         pending.append((node, True))
         for child, _ in node.next_functions:
             if child is None or id(child) in seen or tag_of(child, owner) is not None:
                 continue
-            seen.add(id(child))
             held.append(child)
             pending.append((child, False))
     return order

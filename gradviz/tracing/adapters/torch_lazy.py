@@ -27,6 +27,12 @@ class TorchWhenImported:
         self.builder = builder
         self.adapter = None
         self._watcher = None
+        self._exact = False
+
+    def exact_memory(self):
+        self._exact = True
+        if self.adapter is not None:
+            self.adapter.exact_memory()
 
     def _torch_imported(self):
         from .torch_engine import TorchAdapter, TorchVersionError
@@ -37,6 +43,8 @@ class TorchWhenImported:
             self.builder.internal_errors.append({"where": "torch adapter", "type": type(exc).__name__,
                                                  "message": str(exc)})
             return
+        if self._exact:
+            self.adapter.exact_memory()
         self.adapter.attach()
 
     def attach(self):

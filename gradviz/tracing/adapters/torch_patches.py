@@ -334,10 +334,15 @@ def _traced_thread(original):
             mode.__enter__()
         except Exception:
             return original(self)
+        exact = adapter.exact  # exact memory: our saved-tensor hooks for this thread's run too
         try:
+            if exact is not None:
+                exact.enter_thread()
             return original(self)
         finally:
             try:
+                if exact is not None:
+                    exact.leave_thread()
                 remove_mode(adapter.torch, mode)
             except Exception:
                 pass
