@@ -58,3 +58,20 @@ def test_collector_off_is_left_alone(collector):
         assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
         _work()
     assert not gc.isenabled() and gc.get_threshold() == (700, 10, 10)
+
+
+def test_compiling_a_module_while_traced_gives_no_warning_about_our_hooks():
+    """torch.compile(module) warns about global module hooks: ours while attached, so silenced then (the filter
+    is gone again at stop)."""
+    import warnings
+
+    model = torch.nn.Linear(2, 2)
+    before = list(warnings.filters)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with gradviz.trace(engine="torch"):
+            compiled = torch.compile(model)
+            out = compiled(torch.ones(1, 2))  # (the warning comes with the first call)
+    assert torch.allclose(out, model(torch.ones(1, 2)))
+    assert not [w for w in caught if "global hooks on modules" in str(w.message)], [str(w.message) for w in caught]
+    assert warnings.filters == before

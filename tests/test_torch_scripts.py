@@ -291,3 +291,20 @@ def run_gradviz_fresh(script, out):
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     return result.stdout
+
+
+# ----- the same scripts traced on real PyTorch ------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_script_traced_on_real_pytorch_records_no_internal_error(name, tmp_path):
+    """``gradviz run --engine torch`` on each script: the torch adapter meets every tensor and graph the corpus
+    makes (checkpointing, packed sequences, attention masks, embeddings' padding rows…) without a failure of its
+    own bookkeeping, and the script ends as it does on PyTorch."""
+    pytest.importorskip("torch")
+    case = CASES[name]
+    args = ["run", "--engine", "torch", "-q", "--no-render", "--fail-on", "never", "--out", str(tmp_path),
+            str(path_of(name))]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert doc["engine"]["name"] == "torch"
+    assert doc["internal_errors"] == []
+    assert result.exit_code == (0 if case.stops_at else case.exit), result.stderr

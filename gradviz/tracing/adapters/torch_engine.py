@@ -209,7 +209,7 @@ class TorchAdapter(TorchEvents):
         if key in self.builder.live_variables:
             return key
         origin = "parameter" if isinstance(t, self._Parameter) else "external"
-        node = t.grad_fn
+        node = tg.grad_fn_of(t)
         nkey = None if node is None else self.node_key(node, None)
         self.new_var(t, origin, None, node=nkey, module=())
         return key
@@ -333,6 +333,13 @@ class TorchAdapter(TorchEvents):
     def _op_node(self, node, info, is_root, location, tensors=(), outputs=(), lasti=-1, checks=None):
         edges = self._edges(node)
         tag, ref = self._tag(node)
+        try:
+            self._op_facts(node, info, is_root, location, tensors, outputs, lasti, checks, edges, tag, ref)
+        except BaseException:
+            _untag(node)
+            raise
+
+    def _op_facts(self, node, info, is_root, location, tensors, outputs, lasti, checks, edges, tag, ref):
         var = self.var
         if is_root:
             in_keys = [var(t) for t in tensors]
@@ -344,7 +351,7 @@ class TorchAdapter(TorchEvents):
         for o in outputs:
             if id(o) in live:  # an in-place op's target: the in-place fact re-points it
                 continue
-            fn = o.grad_fn
+            fn = tg.grad_fn_of(o)
             mine = fn is not None and fn.metadata.get(tg.KEY) is tag
             if mine or is_root:
                 outs.append(self.output(o, not mine))
@@ -376,6 +383,7 @@ class TorchAdapter(TorchEvents):
         spans = []
         args = None
         cpu_seen = self._cpu_seen
+        Tensor = self._Tensor
         for attr in info.saved:
             try:
                 value = getattr(node, attr)
@@ -387,9 +395,12 @@ class TorchAdapter(TorchEvents):
                 found = ((0, getattr(value, "data", None)),)
             kind = "output" if "result" in attr else "input"
             for index, t in found:
-                if t is None:
+                if not isinstance(t, Tensor):  # freed (None), or what a saved_tensors_hooks pack kept instead
+                    continue  # (checkpoint's placeholder): no memory of the tensor's is held here
+                try:
+                    storage = t.untyped_storage()
+                except (NotImplementedError, RuntimeError):  # no storage of its own (torch.func's wrappers)
                     continue
-                storage = t.untyped_storage()
                 address = storage.data_ptr()
                 if t.is_cpu:  # (tg.storage_key, inline)
                     counter = ("cpu", -1, address)
@@ -460,7 +471,10 @@ class TorchAdapter(TorchEvents):
                 if result is t:  # an in-place op's target: the general path
                     break
             else:
-                fn = result.grad_fn
+                try:
+                    fn = result.grad_fn
+                except RuntimeError:  # (see tg.grad_fn_of)
+                    fn = None
                 if fn is not None and fn.metadata.get(tg.KEY) is None and \
                         self._usual_op(fn, tensors, result, before):
                     return
@@ -474,13 +488,13 @@ class TorchAdapter(TorchEvents):
         changed = () if before is None else [i for i, t in enumerate(tensors) if t._version != before[i]]
         roots = []
         for o in outs:
-            fn = o.grad_fn
+            fn = tg.grad_fn_of(o)
             if fn is not None:
                 tag = fn.metadata.get(tg.KEY)
                 if tag is None or tag.owner is not self:
                     roots.append(fn)
         for i in changed:
-            fn = tensors[i].grad_fn
+            fn = tg.grad_fn_of(tensors[i])
             if fn is not None and fn not in roots:
                 tag = fn.metadata.get(tg.KEY)
                 if tag is None or tag.owner is not self:
@@ -540,14 +554,18 @@ class TorchAdapter(TorchEvents):
         fn.metadata[_KEY] = tag
         ref = _Ref(tag, self._node_gone)
         ref.key = key
-        live = self.builder.live_variables
-        in_keys = []
-        for t in tensors:
-            k = id(t)
-            in_keys.append(k if k in live else self.var(t))
-        saved = self._saved(fn, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
-        self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys, (self.output(out, False),),
-                        saved, location, None, False, site, ref)
+        try:
+            live = self.builder.live_variables
+            in_keys = []
+            for t in tensors:
+                k = id(t)
+                in_keys.append(k if k in live else self.var(t))
+            saved = self._saved(fn, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
+            self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys,
+                            (self.output(out, False),), saved, location, None, False, site, ref)
+        except BaseException:
+            _untag(fn)
+            raise
         self.checks.add(key, out)
         fn.register_prehook(tag)
         return True
@@ -563,7 +581,7 @@ class TorchAdapter(TorchEvents):
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
         outs = tuple([o for o in outs if isinstance(o, Tensor)])
         for o in outs:
-            fn = o.grad_fn
+            fn = tg.grad_fn_of(o)
             if fn is not None:
                 key = self.node_key(fn, location, tensors=tensors, outputs=outs, lasti=-1, checks=self.checks)
                 if tg.info(fn).custom:
@@ -597,7 +615,7 @@ class TorchAdapter(TorchEvents):
     def describe(self, tensor):
         """Report ``tensor`` and the graph behind it, for a snapshot (no trace running)."""
         key = self.var(tensor)
-        fn = tensor.grad_fn
+        fn = tg.grad_fn_of(tensor)
         if fn is not None:
             self.builder.existing_output(key, self.node_key(fn, None))
 
@@ -651,6 +669,15 @@ def _collect_as_before(saved):
         gc.set_threshold(*saved[0])
 
 
+def _untag(node):
+    """Take our tag off a node whose report failed half-way (an internal error): met again, it is reported then,
+    instead of being known by a key the builder never got."""
+    try:
+        del node.metadata[tg.KEY]
+    except (KeyError, RuntimeError):
+        pass
+
+
 def _nbytes(t):
     try:
         return t.nbytes
@@ -671,7 +698,7 @@ def _is_parameter_storage(t):
 
 
 def _edge_key(adapter, t):
-    fn = t.grad_fn
+    fn = tg.grad_fn_of(t)
     if fn is not None:
         tag = tg.tag_of(fn, adapter)
         return None if tag is None else tag.id

@@ -102,13 +102,14 @@ class TorchEvents:
 
     def inplace(self, func, t, old_version, location, args=()):
         key = self.var(t)
-        fn = t.grad_fn
+        fn = tg.grad_fn_of(t)
         node = None if fn is None else self.node_key(fn, location)
         base = t._base
         base_key = base_node = None
-        if base is not None and node is not None and base.grad_fn is not None:
+        base_fn = None if base is None or node is None else tg.grad_fn_of(base)
+        if base_fn is not None:
             base_key = self.var(base)
-            base_node = self.node_key(base.grad_fn, location)
+            base_node = self.node_key(base_fn, location)
         skey = tg.storage_key(t)[0]
         from_data = self._from_data(t)
         storage = None
@@ -505,9 +506,10 @@ class TorchEvents:
         self._name_from_frame(frame, quick=True)
         self.checks.flush()  # a NaN made in forward is reported before the backward that meets it
         keys = [self.var(r) for r in roots]
-        root_nodes = [None if r.grad_fn is None else self.node_key(r.grad_fn, None) for r in roots]
+        root_fns = [tg.grad_fn_of(r) for r in roots]
+        root_nodes = [None if fn is None else self.node_key(fn, None) for fn in root_fns]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all
-        starts = all(r.grad_fn is not None or r.requires_grad for r in roots) and \
+        starts = all(fn is not None or r.requires_grad for fn, r in zip(root_fns, roots)) and \
             all(r.numel() == 1 or (i < len(grads) and grads[i] is not None) for i, r in enumerate(roots))
         self.builder.backward_begin(keys, root_nodes, location, retain_graph=keep if starts else None,
                                     kind="grad" if kind == "grad" else "backward",

@@ -62,6 +62,16 @@ def info(node):
     return found
 
 
+def grad_fn_of(tensor):
+    """``tensor.grad_fn``, or None where PyTorch refuses to read it: a view made under ``no_grad`` whose base was
+    then changed in place (``nn.Embedding(padding_idx=...)`` zeroing its padding row) raises on the read, although
+    the user's code never reads it; then there is no graph to report."""
+    try:
+        return tensor.grad_fn
+    except RuntimeError:
+        return None
+
+
 def tag_of(node, owner):
     """``owner``'s tag on ``node``, or None when ``owner`` has not seen it."""
     tag = node.metadata.get(KEY)

@@ -19,6 +19,7 @@ hooks, and the few functions the mode cannot see, wrapped while a trace is attac
 import atexit
 import os
 import threading
+import warnings
 
 _forked = [False]  # set in a forked child: it records nothing
 _current = [None]  # the attached TorchAdapter (the wrapped functions find it here)
@@ -49,6 +50,7 @@ def install(adapter):
                        register_module_forward_hook(adapter.module_exit, always_call=True),
                        register_optimizer_step_pre_hook(adapter.step_begin),
                        register_optimizer_step_post_hook(adapter.step_end)]
+    _quiet_compile_warning(adapter)
     if not _saved:
         Function = torch.autograd.function.Function
         _replace(Function, "apply", classmethod(_traced_apply(Function.__dict__["apply"].__func__)))
@@ -80,6 +82,7 @@ def uninstall(adapter):
         for h in getattr(adapter, "handles", ()):
             h.remove()
         adapter.handles = []
+        _restore_compile_warning(adapter)
         if _current[0] is adapter:
             _current[0] = None
             while _saved:
@@ -88,6 +91,31 @@ def uninstall(adapter):
                     delattr(owner, name)
                 else:
                     setattr(owner, name, value)
+
+
+# torch.compile(module) warns when global module hooks exist: ours, not the user's, while attached
+_COMPILE_WARNING = r"Using `torch.compile\(module\)` when there are global hooks on modules"
+
+
+def _quiet_compile_warning(adapter):
+    """Silence the warning torch.compile(module) gives because of our global module hooks (the user registered
+    none), for as long as they are there."""
+    if getattr(adapter, "compile_filter", None) is None:
+        warnings.filterwarnings("ignore", message=_COMPILE_WARNING, category=UserWarning)
+        adapter.compile_filter = warnings.filters[0]
+
+
+def _restore_compile_warning(adapter):
+    entry = getattr(adapter, "compile_filter", None)
+    adapter.compile_filter = None
+    if entry is not None:
+        try:
+            warnings.filters.remove(entry)
+        except ValueError:  # a catch_warnings block of the program's already took it away
+            return
+        mutated = getattr(warnings, "_filters_mutated", None)  # what filterwarnings calls after a change
+        if mutated is not None:
+            mutated()
 
 
 _MISSING = object()
