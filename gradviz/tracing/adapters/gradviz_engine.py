@@ -16,6 +16,7 @@ being called: see ``switch_thread``), and records what fails here instead of rai
 attached run with the guard attached (threads.py).
 """
 
+import threading
 import weakref
 from collections import OrderedDict
 from threading import current_thread, get_ident
@@ -59,7 +60,9 @@ _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are rem
 # check, the builder's lock, the thread switch, errors recorded) and is installed on the guard in place of its
 # forwarding closure, so the engine's call lands here with no Python frame between: the tiny traced step
 # measured ~8 us (of ~275) less than through the closure. The rarer ones (hooks, .grad reads and writes,
-# in-place ops) go through the guard's closures.
+# in-place ops) go through the guard's closures. While no other thread exists (``_solo``: none at the start, none
+# started since — threads.py says when one starts), they skip the lock and the thread checks too; a thread started
+# by the traced code turns that off for good before it runs. The death callbacks always take the lock.
 _INLINE_GUARDED = ("on_function", "on_variable", "on_module_call", "on_parameter_update", "on_backward_step",
                    "on_accumulate", "on_buffers_freed", "on_optimizer", "on_backward_begin", "on_backward_end",
                    "on_detach")
@@ -124,6 +127,9 @@ class GradvizAdapter(Observer):
         self.thread_ident = get_ident()  # whose state the attributes above hold (see switch_thread)
         self._thread_states = {}  # ident -> (Thread weakref, calls, new grad, last fn, module tree) of the others
         self.guard = Guard(self, builder)  # what the engine calls (see the module docstring)
+        # True while the trace is active and no other thread has existed since it started: the callbacks skip
+        # the lock and the thread checks (see _INLINE_GUARDED)
+        self._solo = False
         self._lock = builder.lock
         for name in _INLINE_GUARDED:
             setattr(self.guard, name, getattr(self, name))
@@ -138,12 +144,14 @@ class GradvizAdapter(Observer):
         self.guard.active = True
         attach(self.guard)
         threads.adopt(self.guard)
+        self._solo = threading.active_count() == 1
 
     def detach(self):
         """Stop watching, in every context the guard is attached in (its flag), and leave this context. Call
         with the builder's lock held (no callback is half way)."""
         from ...autograd.observer import detach
 
+        self._solo = False
         self.guard.active = False
         detach(self.guard)
         threads.release(self.guard)
@@ -163,6 +171,25 @@ class GradvizAdapter(Observer):
         _, self._calls, self._new_grad, self._last_fn, self.names.tree = state
         self._thread_ref = weakref.ref(thread)
         self.thread_ident = ident
+
+    def many_threads(self):
+        """A thread is starting (threads.py): from now on every callback takes the builder's lock."""
+        self._solo = False
+
+    def _enter(self):
+        """The guard's work for the callbacks that do it themselves, when other threads may call: unless the
+        trace stopped, take the builder's lock and load the calling thread's state. False (no lock held) if the
+        trace stopped."""
+        if not self.guard.active:
+            return False
+        self._lock.acquire()
+        if not self.guard.active:  # again, under the lock: a stop() may have come in between
+            self._lock.release()
+            return False
+        me = get_ident()
+        if self.thread_ident != me or self.builder.thread_ident != me:
+            self._switch_both()
+        return True
 
     def _switch_both(self):
         """The guard's thread switch, for the callbacks that guard themselves (lock held)."""
@@ -317,21 +344,15 @@ class GradvizAdapter(Observer):
 
     # ----- forward ------------------------------------------------------------------------------------------
     def on_function(self, node, inputs, outputs):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             calls = self._calls
             if calls:
                 entry = calls[-1]
                 frame = entry[1]
-                if frame is None or entry[2] != me:
+                if frame is None or entry[2] != self.thread_ident:
                     frame = user_frame(2)
             else:
                 frame = user_frame(2)
@@ -394,11 +415,16 @@ class GradvizAdapter(Observer):
             builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
                        location, getattr(node, "_meta", None), bad, lasti, ref)
             if custom:
-                self._check_backward(node, inputs, location)
+                if solo:  # the probe runs the user's code, which may start threads: the rest under the lock
+                    with builder:
+                        self._check_backward(node, inputs, location)
+                else:
+                    self._check_backward(node, inputs, location)
         except Exception as exc:
             self.builder.internal_error("on_function", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def _check_backward(self, node, inputs, location):
         """A user-defined Function's first application with these inputs: check its backward numerically
@@ -445,16 +471,10 @@ class GradvizAdapter(Observer):
                                    volatile=outputs[0]._volatile if outputs else False)
 
     def on_variable(self, variable, origin):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             if origin == "grad":  # backward made a leaf's .grad: a new Variable, no frame to walk, no name to find
                 b = self.builder.backward
                 self._new_grad = self._new_var(variable, "grad", b["location"] if b is not None else None).handle
@@ -472,19 +492,14 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_variable", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_module_call(self, module, phase, inputs=None, output=None):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             calls = self._calls
             builder = self.builder
             if phase == "enter":
@@ -506,7 +521,7 @@ class GradvizAdapter(Observer):
                         frame = user_frame(2)
                     else:
                         frame = calls[-1][1]
-                calls.append((module, frame, me))
+                calls.append((module, frame, self.thread_ident))
                 builder.module_enter(id(module), path, cls.__name__)
                 return
             if calls and calls[-1][0] is module:
@@ -522,7 +537,8 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_module_call", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def _report_parameters(self, found):
         live = self.builder.live_variables
@@ -559,16 +575,10 @@ class GradvizAdapter(Observer):
                         base=base_key, base_node=base_node, storage=storage)
 
     def on_parameter_update(self, optimizer, parameter, old_version, new_version):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             builder = self.builder
             if id(parameter._vc) not in builder.saved_counters:  # no live node saved this storage: nothing to predict
                 return
@@ -578,19 +588,14 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_parameter_update", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_detach(self, source, result, how):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             if is_quiet():
                 return
             location = location_of(user_frame(2))
@@ -611,7 +616,8 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_detach", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def _saved_storage_written(self, written):
         """The storage key of ``written`` when a live node saved a value that the written elements overlap (a
@@ -730,16 +736,10 @@ class GradvizAdapter(Observer):
         self.builder.grad_write(self.var_key(variable), location_of(user_frame(2)), is_none=grad is None)
 
     def on_optimizer(self, optimizer, event):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             location = location_of(user_frame(2))
             groups = getattr(optimizer, "param_groups", None)
             if groups is None:  # a module's zero_grad()
@@ -758,20 +758,15 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_optimizer", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     # ----- backward -------------------------------------------------------------------------------------------
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             frame = user_frame(2)
             location = location_of(frame)
             self._name_from_frame(frame, quick=True)
@@ -783,19 +778,14 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_backward_begin", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_backward_step(self, node, grad_outputs, grad_inputs):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             key = id(node)
             if key not in self.builder.live_nodes:
                 self._adopt(node)
@@ -810,19 +800,14 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_backward_step", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_accumulate(self, variable, grad):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             key = id(variable)
             if key not in self.builder.live_variables:
                 self.var_key(variable)
@@ -838,38 +823,28 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_accumulate", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_buffers_freed(self, node):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             self.builder.buffers_freed(id(node))
             if self._watch and id(node) in self._watch:
                 self._unwatch(id(node))
         except Exception as exc:
             self.builder.internal_error("on_buffers_freed", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_backward_end(self, roots, error):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             if self.builder.backward is None:
                 return
             info = None
@@ -888,7 +863,8 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_backward_end", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     # ----- names ------------------------------------------------------------------------------------------------
     def _name_from_frame(self, frame, quick=False):
