@@ -133,8 +133,8 @@ class GradvizAdapter(Observer):
         self._lock = builder.lock
         for name in _INLINE_GUARDED:
             setattr(self.guard, name, getattr(self, name))
-        self._var_gone = builder.variable_handle_died  # the weak references' callbacks, bound once
-        self._node_gone = builder.node_handle_died
+        self._var_gone = self._variable_died  # the weak references' callbacks, bound once
+        self._node_gone = self._node_died
 
     # ----- lifecycle --------------------------------------------------------------------------------------
     def attach(self):
@@ -175,6 +175,26 @@ class GradvizAdapter(Observer):
     def many_threads(self):
         """A thread is starting (threads.py): from now on every callback takes the builder's lock."""
         self._solo = False
+
+    def _variable_died(self, ref):
+        """A reported Variable died: the builder's death notice, without its lock while the thread is alone."""
+        if not self._solo:
+            self.builder.variable_handle_died(ref)
+            return
+        try:
+            self.builder.variable_died(ref.key, ref)
+        except Exception as exc:  # a weak reference callback: nobody to raise to
+            self.builder.internal_error("variable_died", exc)
+
+    def _node_died(self, ref):
+        """A reported node died (see ``_variable_died``)."""
+        if not self._solo:
+            self.builder.node_handle_died(ref)
+            return
+        try:
+            self.builder.node_died(ref.key, ref)
+        except Exception as exc:
+            self.builder.internal_error("node_died", exc)
 
     def _enter(self):
         """The guard's work for the callbacks that do it themselves, when other threads may call: unless the
