@@ -112,7 +112,9 @@ class GradvizAdapter(Observer):
         builder.engine("gradviz", _gradviz_version, ("cpu",))
         self.names = ModuleNames()
         # (module, the user frame that called the outermost module when every module in the call stack is
-        # gradviz's own (else None), the thread), innermost last. Frames are held only while their call runs.
+        # gradviz's own (else None), the thread, (that frame's Location, its f_lasti) or None), innermost last.
+        # The frame waits in that call, so its place is read once for every op inside. Frames are held only
+        # while their call runs.
         self._calls = []
         self._global_names = {}  # id(globals dict) -> (its size, names bound to Variables) at the last full pass
         self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
@@ -155,9 +157,9 @@ class GradvizAdapter(Observer):
         self.guard.active = False
         detach(self.guard)
         threads.release(self.guard)
-        self._calls = [(m, None, None) for m, _, _ in self._calls]  # no thread's frames are held past the trace
+        self._calls = [(c[0], None, None, None) for c in self._calls]  # no thread's frames held past the trace
         for ident, state in list(self._thread_states.items()):
-            self._thread_states[ident] = state[:1] + ([(m, None, None) for m, _, _ in state[1]],) + state[2:]
+            self._thread_states[ident] = state[:1] + ([(c[0], None, None, None) for c in state[1]],) + state[2:]
 
     def switch_thread(self):
         """Store the loaded thread's per-thread state and load the calling thread's (lock held)."""
@@ -369,19 +371,21 @@ class GradvizAdapter(Observer):
             return
         try:
             calls = self._calls
+            where = None
             if calls:
                 entry = calls[-1]
-                frame = entry[1]
-                if frame is None or entry[2] != self.thread_ident:
-                    frame = user_frame(2)
-            else:
+                if entry[2] == self.thread_ident:
+                    where = entry[3]
+            if where is None:
                 frame = user_frame(2)
-            if frame is None:
-                location = None
-                lasti = -1
+                if frame is None:
+                    location = None
+                    lasti = -1
+                else:
+                    location = location_at(frame.f_code, frame.f_lineno)
+                    lasti = frame.f_lasti  # tells apart two calls on one line
             else:
-                location = location_at(frame.f_code, frame.f_lineno)
-                lasti = frame.f_lasti  # tells apart two calls on one line
+                location, lasti = where
             self._last_fn = type(node)
             if not node.recorded:
                 self._unrecorded(node, inputs, outputs, location)
@@ -530,7 +534,7 @@ class GradvizAdapter(Observer):
                 new = self.names.take_new_parameters() if self.names.new_parameters else None
                 if new:
                     self._report_parameters(new)
-                frame = None
+                frame = where = None
                 cls = type(module)
                 own = _own_modules.get(cls)
                 if own is None:
@@ -539,9 +543,11 @@ class GradvizAdapter(Observer):
                         "forward" not in module.__dict__:
                     if not calls:
                         frame = user_frame(2)
+                        if frame is not None:
+                            where = (location_at(frame.f_code, frame.f_lineno), frame.f_lasti)
                     else:
-                        frame = calls[-1][1]
-                calls.append((module, frame, self.thread_ident))
+                        frame, where = calls[-1][1], calls[-1][3]
+                calls.append((module, frame, self.thread_ident, where))
                 builder.module_enter(id(module), path, cls.__name__)
                 return
             if calls and calls[-1][0] is module:
