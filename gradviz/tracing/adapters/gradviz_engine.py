@@ -19,6 +19,7 @@ attached run with the guard attached (threads.py).
 import threading
 import weakref
 from collections import OrderedDict
+from math import isfinite, sqrt
 from threading import current_thread, get_ident
 
 import numpy as np
@@ -47,7 +48,7 @@ from .gradviz_probe import run_check
 from .gradviz_probe import signature as probe_signature
 from .guard import Guard
 from .modules import ModuleNames
-from .numpy_values import _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
+from .numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
 
 _is_grad_enabled = grad_mode.is_grad_enabled
 _INF = float("inf")
@@ -432,8 +433,13 @@ class GradvizAdapter(Observer):
                 name = _dtype_names.get(dtype)
                 outs.append((key, data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
                              out._requires_grad, out._grad_fn is not node, out._name, None, ref))
-                if not bad and dtype.kind in "fc" and nonfinite(data):
-                    bad = True
+                if not bad:
+                    kind = dtype.kind
+                    if kind == "f" and data.size <= _CHUNK and data.__class__ is np.ndarray:
+                        flat = data.ravel("K")  # nonfinite's first test, inline: the exact check only if it fails
+                        bad = not isfinite(flat.dot(flat)) and nonfinite(data)
+                    elif kind in "fc" and nonfinite(data):
+                        bad = True
             ref = _Ref(node, self._node_gone)
             ref.key = key = id(node)
             builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
@@ -500,8 +506,18 @@ class GradvizAdapter(Observer):
             return
         try:
             if origin == "grad":  # backward made a leaf's .grad: a new Variable, no frame to walk, no name to find
-                b = self.builder.backward
-                self._new_grad = self._new_var(variable, "grad", b["location"] if b is not None else None).handle
+                builder = self.builder
+                b = builder.backward
+                key = id(variable)
+                ref = _Ref(variable, self._var_gone)
+                ref.key = key
+                data = variable._data
+                dtype = data.dtype
+                name = _dtype_names.get(dtype)
+                builder.variable(key, "grad", data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
+                                 variable._requires_grad, b["location"] if b is not None else None, None,
+                                 variable._name, variable._volatile, _is_grad_enabled(), False, None, None, ref)
+                self._new_grad = ref
                 return
             rec = self.builder.live_variables.get(id(variable))
             if rec is not None:
@@ -817,7 +833,14 @@ class GradvizAdapter(Observer):
                 self._adopt(node)
             if len(grad_outputs) == 1:
                 g = grad_outputs[0]
-                norm = 0.0 if g is None else norm_one(g)
+                if g is None:
+                    norm = 0.0
+                elif g.__class__ is np.ndarray and g.size <= _CHUNK and g.dtype.kind == "f":  # norm_one, inline
+                    flat = g.ravel("K")
+                    norm = float(flat.dot(flat))
+                    norm = sqrt(norm) if norm >= 0 else norm
+                else:
+                    norm = norm_one(g)
             else:
                 norm = norm_of(grad_outputs)
             self.builder.backward_step(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs))
@@ -843,9 +866,14 @@ class GradvizAdapter(Observer):
                 self._new_grad = None
                 if made() is variable._grad:
                     made_key = made.key
-            norm = norm_one(grad)
+            if grad.__class__ is np.ndarray and grad.size <= _CHUNK and grad.dtype.kind == "f":  # norm_one, inline
+                flat = grad.ravel("K")
+                norm = float(flat.dot(flat))
+                norm = sqrt(norm) if norm >= 0 else norm
+            else:
+                norm = norm_one(grad)
             self.builder.accumulate(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)),
-                                    grad=made_key)
+                                    made_key)
         except Exception as exc:
             self.builder.internal_error("on_accumulate", exc)
         finally:
