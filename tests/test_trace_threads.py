@@ -90,6 +90,32 @@ def test_the_lock_free_path_ends_before_a_thread_started_inside_the_trace_runs()
     np.testing.assert_allclose(grads[0], _train(3, 2)[0])
 
 
+def test_a_custom_function_starting_threads_in_a_lone_traced_thread_is_checked_cleanly():
+    # the wrong-backward probe runs the user's forward, which starts a thread: the lock-free path ends there and
+    # the rest of the op's facts are reported under the lock
+    class PoolCube(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            with ThreadPoolExecutor(max_workers=1) as ex:
+                ex.submit(lambda: (gradviz.randn(2, requires_grad=True) * 3).sum().backward()).result(timeout=20)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * grad
+
+    x = gradviz.tensor([1.0, -2.0], dtype=gradviz.float64, requires_grad=True)
+    with gradviz.trace() as tr:
+        PoolCube.apply(x).sum().backward()
+    doc = tr.to_dict()
+    _check_clean(doc)
+    assert tr.adapters[0]._solo is False
+    assert [c["status"] for c in doc["backward_checks"]["checks"]] == ["passed"]
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
+
+
 def test_a_trace_started_beside_a_running_thread_takes_the_lock_from_the_start():
     go = threading.Event()
     t = threading.Thread(target=go.wait, daemon=True)
