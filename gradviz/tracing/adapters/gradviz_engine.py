@@ -63,7 +63,8 @@ _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are rem
 # measured ~8 us (of ~275) less than through the closure. The rarer ones (hooks, .grad reads and writes,
 # in-place ops) go through the guard's closures. While no other thread exists (``_solo``: none at the start, none
 # started since — threads.py says when one starts), they skip the lock and the thread checks too; a thread started
-# by the traced code turns that off for good before it runs. The death callbacks always take the lock.
+# by the traced code turns that off for good before it runs. The weak references' death notices likewise
+# (_variable_died, _node_died).
 _INLINE_GUARDED = ("on_function", "on_variable", "on_module_call", "on_parameter_update", "on_backward_step",
                    "on_accumulate", "on_buffers_freed", "on_optimizer", "on_backward_begin", "on_backward_end",
                    "on_detach")
