@@ -302,6 +302,26 @@ def test_builder_the_same_counter_is_a_stale_version_and_no_storage_is_no_findin
     assert untold["saved_by"] == [] and "silent_saved_by" not in untold
 
 
+def test_builder_the_saver_indexes_list_live_unfreed_nodes_in_the_order_they_saved():
+    # the indexes are filled when read: a node freed before anyone reads them never shows, and a node that saves
+    # again (an in-place op re-points what it saved) moves to the end, as if each fact had been indexed at once
+    b = TraceBuilder()
+    b.variable("x", "new", (3,), "float32", 12, True, None)
+    for n in ("n1", "n2", "n3"):
+        b.op(n, "SigmoidBackward0", "Sigmoid", False, [("x", LEAF)], ["x"],
+             [OutputFact("y" + n, (3,), "float32", 12, True, False, None, None, None)],
+             [SavedFact(None, "output", 0, (3,), 12, 0, "vc-x", "mem-" + n, 12, None, "mem-x")], LOC_FWD)
+    ids = {n: b.live_nodes[n].id for n in ("n1", "n2", "n3")}
+    b.buffers_freed("n2")
+    b.node_saved("n1", [SavedFact(None, "output", 0, (3,), 12, 1, "vc-x", "mem-n1", 12, None, "mem-x")])
+    assert list(b.saved_counters) == ["vc-x"] and list(b.saved_storages) == ["mem-x"]
+    assert list(b.saved_counters["vc-x"]) == [ids["n3"], ids["n1"]]  # n1 saved again: last; n2 freed: gone
+    assert list(b.saved_storages["mem-x"]) == [ids["n3"], ids["n1"]]
+    b.node_died("n3")
+    b.buffers_freed("n1")
+    assert b.saved_counters == {} and b.saved_storages == {}
+
+
 def test_builder_ten_field_saved_facts_still_work_and_a_freed_saver_is_not_watched():
     b = TraceBuilder()
     _sigmoid_graph(b, storage=None)

@@ -71,6 +71,65 @@ def test_a_plain_thread_started_inside_the_trace_is_observed():
     np.testing.assert_allclose(out["grads"][0], _train(1, 2)[0])
 
 
+def test_the_lock_free_path_ends_before_a_thread_started_inside_the_trace_runs():
+    # while the traced thread is alone the adapter skips the builder's lock; the new thread must find it taken
+    seen = {}
+    with gradviz.trace() as tr:
+        adapter = tr.adapters[0]
+        seen["at start"] = adapter._solo
+        alone = threading.active_count() == 1
+        t = threading.Thread(target=lambda: seen.update(in_thread=adapter._solo, grads=_train(2, 2)))
+        t.start()
+        t.join()
+        seen["after"] = adapter._solo
+        grads = _train(3, 2)
+    assert seen["at start"] is alone
+    assert seen["in_thread"] is False and seen["after"] is False and adapter._solo is False
+    _check_clean(tr.to_dict())
+    np.testing.assert_allclose(seen["grads"][0], _train(2, 2)[0])
+    np.testing.assert_allclose(grads[0], _train(3, 2)[0])
+
+
+def test_a_custom_function_starting_threads_in_a_lone_traced_thread_is_checked_cleanly():
+    # the wrong-backward probe runs the user's forward, which starts a thread: the lock-free path ends there and
+    # the rest of the op's facts are reported under the lock
+    class PoolCube(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            with ThreadPoolExecutor(max_workers=1) as ex:
+                ex.submit(lambda: (gradviz.randn(2, requires_grad=True) * 3).sum().backward()).result(timeout=20)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * grad
+
+    x = gradviz.tensor([1.0, -2.0], dtype=gradviz.float64, requires_grad=True)
+    with gradviz.trace() as tr:
+        PoolCube.apply(x).sum().backward()
+    doc = tr.to_dict()
+    _check_clean(doc)
+    assert tr.adapters[0]._solo is False
+    assert [c["status"] for c in doc["backward_checks"]["checks"]] == ["passed"]
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
+
+
+def test_a_trace_started_beside_a_running_thread_takes_the_lock_from_the_start():
+    go = threading.Event()
+    t = threading.Thread(target=go.wait, daemon=True)
+    t.start()
+    try:
+        with gradviz.trace() as tr:
+            assert tr.adapters[0]._solo is False
+            _train(4, 1)
+    finally:
+        go.set()
+        t.join()
+    _check_clean(tr.to_dict())
+
+
 def test_a_thread_does_not_inherit_the_starting_threads_grad_mode():
     # only the trace is attached in the new thread, not the starting thread's context: no_grad stays behind
     out = {}

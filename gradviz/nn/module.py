@@ -83,22 +83,24 @@ class Module:
     def _observed_call(self, obs, args, kwargs):
         """The call with hooks and observers: enter, pre-hooks, forward, hooks, exit (even on error)."""
         for o in obs:
-            o.on_module_call(self, "enter", inputs=args)
+            o.on_module_call(self, "enter", args)  # positional: (inputs, output) cost no keyword matching
         out = None
         try:
-            for hook in list(self._forward_pre_hooks.values()):
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
+            if self._forward_pre_hooks:  # (no list made when there are none: the observed path, every call)
+                for hook in list(self._forward_pre_hooks.values()):
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
             out = self.forward(*args, **kwargs)
-            for hook in list(self._forward_hooks.values()):
-                result = hook(self, args, out)
-                if result is not None:
-                    out = result
+            if self._forward_hooks:
+                for hook in list(self._forward_hooks.values()):
+                    result = hook(self, args, out)
+                    if result is not None:
+                        out = result
             return out
         finally:
             for o in obs:
-                o.on_module_call(self, "exit", output=out)
+                o.on_module_call(self, "exit", None, out)
 
     def register_forward_hook(self, hook):
         """``hook(module, args, output)`` runs after forward; a non-None result replaces the output."""

@@ -91,6 +91,10 @@ class TraceBuilder:
     Adapters may read (never write) ``live_variables`` and ``live_nodes`` (key -> record, while the object
     lives; a record's ``id`` is its document id), ``saved_counters`` and ``saved_storages`` (the version-counter
     and storage keys some live, unfreed node saved) to avoid a method call on their hot paths.
+
+    Those two indexes are brought up to date when read (properties): a node's saved tensors wait in a queue and
+    are indexed only if the node is still unfreed then. A training step's nodes are saved in forward and freed by
+    backward before anything asks (an in-place change, an optimizer's update), so most never enter the indexes.
     """
 
     def __init__(self, window=3):
@@ -115,9 +119,10 @@ class TraceBuilder:
         self._module_keys = []  # (module key, the stack before it was entered), innermost last
         self.modules = {}  # path -> class name, for every module call seen
         # version-counter key -> {node id: NodeRecord} of the live, unfreed nodes that saved that storage
-        self.saved_counters = {}
+        self._saved_counters = {}
         # storage key -> {node id: NodeRecord} likewise, by the memory saved (SavedFact.storage)
-        self.saved_storages = {}
+        self._saved_storages = {}
+        self._unindexed = {}  # node id -> NodeRecord whose counters and storages are not in those two yet
         self._handouts = {}  # numpy hand-out token -> [variable id, location, its last numpy_write event], watched
         self._handout_ids = itertools.count()
         self._silent_pending = {}  # node id -> inplace events that silently changed what it saved, not yet used
@@ -140,6 +145,39 @@ class TraceBuilder:
         self.threads = []  # {"name", "ident"} of every thread that started a graph or ran a backward
         self._observed = weakref.WeakSet()  # their Thread objects
         self._running_at_start = []  # (Thread, {"name", "ident", "daemon"}) of the other threads then
+
+    @property
+    def saved_counters(self):
+        """Version-counter key -> ``{node id: NodeRecord}`` of the live, unfreed nodes that saved that storage."""
+        if self._unindexed:
+            self._index_queued()
+        return self._saved_counters
+
+    @property
+    def saved_storages(self):
+        """Storage key -> ``{node id: NodeRecord}`` of the live, unfreed nodes that saved that memory."""
+        if self._unindexed:
+            self._index_queued()
+        return self._saved_storages
+
+    def _index_queued(self):
+        """Index the queued nodes' saved tensors, in the order they were saved (as if indexed then)."""
+        queued, self._unindexed = self._unindexed, {}
+        by_counter = self._saved_counters
+        by_storage = self._saved_storages
+        for rid, rec in queued.items():
+            for counter, _ in rec.counters or ():
+                entry = by_counter.get(counter)
+                if entry is None:
+                    by_counter[counter] = {rid: rec}
+                else:
+                    entry[rid] = rec
+            for storage, _ in rec.storages or ():
+                entry = by_storage.get(storage)
+                if entry is None:
+                    by_storage[storage] = {rid: rec}
+                else:
+                    entry[rid] = rec
 
     # ----- threads ------------------------------------------------------------------------------------------
     def acquire(self):
@@ -506,10 +544,8 @@ class TraceBuilder:
         rec.alive = False
         if rec.owners:
             self._release(rec)
-        if rec.counters:
-            self._forget_savers(rec)
-        if rec.storages:
-            self._forget_storages(rec)
+        if rec.counters or rec.storages:
+            self._forget_index(rec)
         if self._silent_pending:
             self._silent_pending.pop(rec.id, None)
         graph = rec.graph
@@ -590,10 +626,8 @@ class TraceBuilder:
         distinct block once, parameters' storage not at all."""
         if rec.owners:
             self._release(rec)
-        if rec.counters:
-            self._forget_savers(rec)
-        if rec.storages:
-            self._forget_storages(rec)
+        if rec.counters or rec.storages:
+            self._forget_index(rec)
         if not saved:
             rec.saved = ()
             rec.freed = freed
@@ -601,7 +635,6 @@ class TraceBuilder:
         items = []
         owners = {}
         live = self.live_variables
-        savers = self.saved_counters
         counters = None  # (version-counter key, version at save) per saved tensor that has a counter
         storages = None  # (storage key, version-counter key) per saved tensor whose storage is known
         wide = len(saved[0]) > 10  # SavedFacts with a storage (plain 10-tuples have none)
@@ -624,11 +657,6 @@ class TraceBuilder:
                     counters = [(counter, version)]
                 else:
                     counters.append((counter, version))
-                entry = savers.get(counter)
-                if entry is None:
-                    savers[counter] = {rec.id: rec}
-                else:
-                    entry[rec.id] = rec
         rec.saved = tuple(items)
         rec.freed = freed
         if owners and not freed:
@@ -655,17 +683,10 @@ class TraceBuilder:
                     graph.saved_bytes += nbytes
             if book.now > book.peak:
                 book.peak = book.now
-        if counters is not None:
+        if counters is not None or storages is not None:  # indexed when someone reads the indexes
             rec.counters = counters
-        if storages is not None:
             rec.storages = storages
-            by_storage = self.saved_storages
-            for storage, _ in storages:
-                entry = by_storage.get(storage)
-                if entry is None:
-                    by_storage[storage] = {rec.id: rec}
-                else:
-                    entry[rec.id] = rec
+            self._unindexed[rec.id] = rec
 
     def _release(self, rec):
         owners = rec.owners
@@ -673,17 +694,16 @@ class TraceBuilder:
             rec.owners = None
             self.groups.memory.release(owners)
 
-    def _forget_savers(self, rec):
-        counters = rec.counters
+    def _forget_index(self, rec):
+        """Take a node out of ``saved_counters`` and ``saved_storages``, or out of the queue for them."""
+        counters, storages = rec.counters, rec.storages
+        rec.counters = rec.storages = None
+        if self._unindexed.pop(rec.id, None) is not None:
+            return
         if counters:
-            rec.counters = None
-            _unindex(self.saved_counters, counters, rec.id)
-
-    def _forget_storages(self, rec):
-        storages = rec.storages
+            _unindex(self._saved_counters, counters, rec.id)
         if storages:
-            rec.storages = None
-            _unindex(self.saved_storages, storages, rec.id)
+            _unindex(self._saved_storages, storages, rec.id)
 
     def _nonfinite(self, rec, phase):
         if rec.nonfinite is None:
@@ -1045,19 +1065,11 @@ class TraceBuilder:
                     if entry[0] == 0:
                         del counts[key]
                         book.now -= entry[1]
-        counters = rec.counters
-        if counters:  # _forget_savers, inline
-            rec.counters = None
-            savers = self.saved_counters
-            rid = rec.id
-            for c, _ in counters:
-                entry = savers.get(c)
-                if entry is not None:
-                    entry.pop(rid, None)
-                    if not entry:
-                        del savers[c]
-        if rec.storages:
-            self._forget_storages(rec)
+        if rec.counters or rec.storages:
+            if self._unindexed.pop(rec.id, None) is not None:  # _forget_index's usual case, inline
+                rec.counters = rec.storages = None
+            else:
+                self._forget_index(rec)
         b = self.backward
         if b is not None and rec.freed_by is None:
             rec.freed_by = bid = b["id"]

@@ -16,8 +16,10 @@ being called: see ``switch_thread``), and records what fails here instead of rai
 attached run with the guard attached (threads.py).
 """
 
+import threading
 import weakref
 from collections import OrderedDict
+from math import isfinite, sqrt
 from threading import current_thread, get_ident
 
 import numpy as np
@@ -46,7 +48,7 @@ from .gradviz_probe import run_check
 from .gradviz_probe import signature as probe_signature
 from .guard import Guard
 from .modules import ModuleNames
-from .numpy_values import _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
+from .numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
 
 _is_grad_enabled = grad_mode.is_grad_enabled
 _INF = float("inf")
@@ -59,7 +61,10 @@ _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are rem
 # check, the builder's lock, the thread switch, errors recorded) and is installed on the guard in place of its
 # forwarding closure, so the engine's call lands here with no Python frame between: the tiny traced step
 # measured ~8 us (of ~275) less than through the closure. The rarer ones (hooks, .grad reads and writes,
-# in-place ops) go through the guard's closures.
+# in-place ops) go through the guard's closures. While no other thread exists (``_solo``: none at the start, none
+# started since — threads.py says when one starts), they skip the lock and the thread checks too; a thread started
+# by the traced code turns that off for good before it runs. The weak references' death notices likewise
+# (_variable_died, _node_died).
 _INLINE_GUARDED = ("on_function", "on_variable", "on_module_call", "on_parameter_update", "on_backward_step",
                    "on_accumulate", "on_buffers_freed", "on_optimizer", "on_backward_begin", "on_backward_end",
                    "on_detach")
@@ -109,7 +114,9 @@ class GradvizAdapter(Observer):
         builder.engine("gradviz", _gradviz_version, ("cpu",))
         self.names = ModuleNames()
         # (module, the user frame that called the outermost module when every module in the call stack is
-        # gradviz's own (else None), the thread), innermost last. Frames are held only while their call runs.
+        # gradviz's own (else None), the thread, (that frame's Location, its f_lasti) or None), innermost last.
+        # The frame waits in that call, so its place is read once for every op inside. Frames are held only
+        # while their call runs.
         self._calls = []
         self._global_names = {}  # id(globals dict) -> (its size, names bound to Variables) at the last full pass
         self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
@@ -124,11 +131,14 @@ class GradvizAdapter(Observer):
         self.thread_ident = get_ident()  # whose state the attributes above hold (see switch_thread)
         self._thread_states = {}  # ident -> (Thread weakref, calls, new grad, last fn, module tree) of the others
         self.guard = Guard(self, builder)  # what the engine calls (see the module docstring)
+        # True while the trace is active and no other thread has existed since it started: the callbacks skip
+        # the lock and the thread checks (see _INLINE_GUARDED)
+        self._solo = False
         self._lock = builder.lock
         for name in _INLINE_GUARDED:
             setattr(self.guard, name, getattr(self, name))
-        self._var_gone = builder.variable_handle_died  # the weak references' callbacks, bound once
-        self._node_gone = builder.node_handle_died
+        self._var_gone = self._variable_died  # the weak references' callbacks, bound once
+        self._node_gone = self._node_died
 
     # ----- lifecycle --------------------------------------------------------------------------------------
     def attach(self):
@@ -138,18 +148,20 @@ class GradvizAdapter(Observer):
         self.guard.active = True
         attach(self.guard)
         threads.adopt(self.guard)
+        self._solo = threading.active_count() == 1
 
     def detach(self):
         """Stop watching, in every context the guard is attached in (its flag), and leave this context. Call
         with the builder's lock held (no callback is half way)."""
         from ...autograd.observer import detach
 
+        self._solo = False
         self.guard.active = False
         detach(self.guard)
         threads.release(self.guard)
-        self._calls = [(m, None, None) for m, _, _ in self._calls]  # no thread's frames are held past the trace
+        self._calls = [(c[0], None, None, None) for c in self._calls]  # no thread's frames held past the trace
         for ident, state in list(self._thread_states.items()):
-            self._thread_states[ident] = state[:1] + ([(m, None, None) for m, _, _ in state[1]],) + state[2:]
+            self._thread_states[ident] = state[:1] + ([(c[0], None, None, None) for c in state[1]],) + state[2:]
 
     def switch_thread(self):
         """Store the loaded thread's per-thread state and load the calling thread's (lock held)."""
@@ -163,6 +175,45 @@ class GradvizAdapter(Observer):
         _, self._calls, self._new_grad, self._last_fn, self.names.tree = state
         self._thread_ref = weakref.ref(thread)
         self.thread_ident = ident
+
+    def many_threads(self):
+        """A thread is starting (threads.py): from now on every callback takes the builder's lock."""
+        self._solo = False
+
+    def _variable_died(self, ref):
+        """A reported Variable died: the builder's death notice, without its lock while the thread is alone."""
+        if not self._solo:
+            self.builder.variable_handle_died(ref)
+            return
+        try:
+            self.builder.variable_died(ref.key, ref)
+        except Exception as exc:  # a weak reference callback: nobody to raise to
+            self.builder.internal_error("variable_died", exc)
+
+    def _node_died(self, ref):
+        """A reported node died (see ``_variable_died``)."""
+        if not self._solo:
+            self.builder.node_handle_died(ref)
+            return
+        try:
+            self.builder.node_died(ref.key, ref)
+        except Exception as exc:
+            self.builder.internal_error("node_died", exc)
+
+    def _enter(self):
+        """The guard's work for the callbacks that do it themselves, when other threads may call: unless the
+        trace stopped, take the builder's lock and load the calling thread's state. False (no lock held) if the
+        trace stopped."""
+        if not self.guard.active:
+            return False
+        self._lock.acquire()
+        if not self.guard.active:  # again, under the lock: a stop() may have come in between
+            self._lock.release()
+            return False
+        me = get_ident()
+        if self.thread_ident != me or self.builder.thread_ident != me:
+            self._switch_both()
+        return True
 
     def _switch_both(self):
         """The guard's thread switch, for the callbacks that guard themselves (lock held)."""
@@ -317,30 +368,26 @@ class GradvizAdapter(Observer):
 
     # ----- forward ------------------------------------------------------------------------------------------
     def on_function(self, node, inputs, outputs):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             calls = self._calls
+            where = None
             if calls:
                 entry = calls[-1]
-                frame = entry[1]
-                if frame is None or entry[2] != me:
-                    frame = user_frame(2)
-            else:
+                if entry[2] == self.thread_ident:
+                    where = entry[3]
+            if where is None:
                 frame = user_frame(2)
-            if frame is None:
-                location = None
-                lasti = -1
+                if frame is None:
+                    location = None
+                    lasti = -1
+                else:
+                    location = location_at(frame.f_code, frame.f_lineno)
+                    lasti = frame.f_lasti  # tells apart two calls on one line
             else:
-                location = location_at(frame.f_code, frame.f_lineno)
-                lasti = frame.f_lasti  # tells apart two calls on one line
+                location, lasti = where
             self._last_fn = type(node)
             if not node.recorded:
                 self._unrecorded(node, inputs, outputs, location)
@@ -387,18 +434,28 @@ class GradvizAdapter(Observer):
                 name = _dtype_names.get(dtype)
                 outs.append((key, data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
                              out._requires_grad, out._grad_fn is not node, out._name, None, ref))
-                if not bad and dtype.kind in "fc" and nonfinite(data):
-                    bad = True
+                if not bad:
+                    kind = dtype.kind
+                    if kind == "f" and data.size <= _CHUNK and data.__class__ is np.ndarray:
+                        flat = data.ravel("K")  # nonfinite's first test, inline: the exact check only if it fails
+                        bad = not isfinite(flat.dot(flat)) and nonfinite(data)
+                    elif kind in "fc" and nonfinite(data):
+                        bad = True
             ref = _Ref(node, self._node_gone)
             ref.key = key = id(node)
             builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
                        location, getattr(node, "_meta", None), bad, lasti, ref)
             if custom:
-                self._check_backward(node, inputs, location)
+                if solo:  # the probe runs the user's code, which may start threads: the rest under the lock
+                    with builder:
+                        self._check_backward(node, inputs, location)
+                else:
+                    self._check_backward(node, inputs, location)
         except Exception as exc:
             self.builder.internal_error("on_function", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def _check_backward(self, node, inputs, location):
         """A user-defined Function's first application with these inputs: check its backward numerically
@@ -445,19 +502,23 @@ class GradvizAdapter(Observer):
                                    volatile=outputs[0]._volatile if outputs else False)
 
     def on_variable(self, variable, origin):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             if origin == "grad":  # backward made a leaf's .grad: a new Variable, no frame to walk, no name to find
-                b = self.builder.backward
-                self._new_grad = self._new_var(variable, "grad", b["location"] if b is not None else None).handle
+                builder = self.builder
+                b = builder.backward
+                key = id(variable)
+                ref = _Ref(variable, self._var_gone)
+                ref.key = key
+                data = variable._data
+                dtype = data.dtype
+                name = _dtype_names.get(dtype)
+                builder.variable(key, "grad", data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
+                                 variable._requires_grad, b["location"] if b is not None else None, None,
+                                 variable._name, variable._volatile, _is_grad_enabled(), False, None, None, ref)
+                self._new_grad = ref
                 return
             rec = self.builder.live_variables.get(id(variable))
             if rec is not None:
@@ -472,19 +533,14 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_variable", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_module_call(self, module, phase, inputs=None, output=None):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             calls = self._calls
             builder = self.builder
             if phase == "enter":
@@ -495,7 +551,7 @@ class GradvizAdapter(Observer):
                 new = self.names.take_new_parameters() if self.names.new_parameters else None
                 if new:
                     self._report_parameters(new)
-                frame = None
+                frame = where = None
                 cls = type(module)
                 own = _own_modules.get(cls)
                 if own is None:
@@ -504,9 +560,11 @@ class GradvizAdapter(Observer):
                         "forward" not in module.__dict__:
                     if not calls:
                         frame = user_frame(2)
+                        if frame is not None:
+                            where = (location_at(frame.f_code, frame.f_lineno), frame.f_lasti)
                     else:
-                        frame = calls[-1][1]
-                calls.append((module, frame, me))
+                        frame, where = calls[-1][1], calls[-1][3]
+                calls.append((module, frame, self.thread_ident, where))
                 builder.module_enter(id(module), path, cls.__name__)
                 return
             if calls and calls[-1][0] is module:
@@ -522,7 +580,8 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_module_call", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def _report_parameters(self, found):
         live = self.builder.live_variables
@@ -559,16 +618,10 @@ class GradvizAdapter(Observer):
                         base=base_key, base_node=base_node, storage=storage)
 
     def on_parameter_update(self, optimizer, parameter, old_version, new_version):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             builder = self.builder
             if id(parameter._vc) not in builder.saved_counters:  # no live node saved this storage: nothing to predict
                 return
@@ -578,19 +631,14 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_parameter_update", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_detach(self, source, result, how):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             if is_quiet():
                 return
             location = location_of(user_frame(2))
@@ -611,7 +659,8 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_detach", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def _saved_storage_written(self, written):
         """The storage key of ``written`` when a live node saved a value that the written elements overlap (a
@@ -730,16 +779,10 @@ class GradvizAdapter(Observer):
         self.builder.grad_write(self.var_key(variable), location_of(user_frame(2)), is_none=grad is None)
 
     def on_optimizer(self, optimizer, event):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             location = location_of(user_frame(2))
             groups = getattr(optimizer, "param_groups", None)
             if groups is None:  # a module's zero_grad()
@@ -758,20 +801,15 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_optimizer", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     # ----- backward -------------------------------------------------------------------------------------------
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             frame = user_frame(2)
             location = location_of(frame)
             self._name_from_frame(frame, quick=True)
@@ -783,25 +821,27 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_backward_begin", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_backward_step(self, node, grad_outputs, grad_inputs):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             key = id(node)
             if key not in self.builder.live_nodes:
                 self._adopt(node)
             if len(grad_outputs) == 1:
                 g = grad_outputs[0]
-                norm = 0.0 if g is None else norm_one(g)
+                if g is None:
+                    norm = 0.0
+                elif g.__class__ is np.ndarray and g.size <= _CHUNK and g.dtype.kind == "f":  # norm_one, inline
+                    flat = g.ravel("K")
+                    norm = float(flat.dot(flat))
+                    norm = sqrt(norm) if norm >= 0 else norm
+                else:
+                    norm = norm_one(g)
             else:
                 norm = norm_of(grad_outputs)
             self.builder.backward_step(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs))
@@ -810,19 +850,14 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_backward_step", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_accumulate(self, variable, grad):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             key = id(variable)
             if key not in self.builder.live_variables:
                 self.var_key(variable)
@@ -832,44 +867,39 @@ class GradvizAdapter(Observer):
                 self._new_grad = None
                 if made() is variable._grad:
                     made_key = made.key
-            norm = norm_one(grad)
+            if grad.__class__ is np.ndarray and grad.size <= _CHUNK and grad.dtype.kind == "f":  # norm_one, inline
+                flat = grad.ravel("K")
+                norm = float(flat.dot(flat))
+                norm = sqrt(norm) if norm >= 0 else norm
+            else:
+                norm = norm_one(grad)
             self.builder.accumulate(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)),
-                                    grad=made_key)
+                                    made_key)
         except Exception as exc:
             self.builder.internal_error("on_accumulate", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_buffers_freed(self, node):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             self.builder.buffers_freed(id(node))
             if self._watch and id(node) in self._watch:
                 self._unwatch(id(node))
         except Exception as exc:
             self.builder.internal_error("on_buffers_freed", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     def on_backward_end(self, roots, error):
-        if not self.guard.active:  # the guard's work, inline (see _INLINE_GUARDED)
+        solo = self._solo
+        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
-        lock = self._lock
-        lock.acquire()
         try:
-            if not self.guard.active:  # again, under the lock: a stop() may have come in between
-                return
-            me = get_ident()
-            if self.thread_ident != me or self.builder.thread_ident != me:
-                self._switch_both()
             if self.builder.backward is None:
                 return
             info = None
@@ -888,7 +918,8 @@ class GradvizAdapter(Observer):
         except Exception as exc:
             self.builder.internal_error("on_backward_end", exc)
         finally:
-            lock.release()
+            if not solo:
+                self._lock.release()
 
     # ----- names ------------------------------------------------------------------------------------------------
     def _name_from_frame(self, frame, quick=False):

@@ -60,6 +60,13 @@ class Guard(Observer):
         callback.__name__ = name
         return callback
 
+    def many_threads(self):
+        """A thread is starting while the trace is active (threads.py): an adapter that skips the lock while its
+        thread is alone (``many_threads()``) stops doing so."""
+        hook = getattr(self.adapter, "many_threads", None)
+        if hook is not None:
+            hook()
+
     def missed(self, thread):
         """``thread`` was started by code the trace does not observe (threads.py): the document lists it."""
         self.builder.note_thread(thread)

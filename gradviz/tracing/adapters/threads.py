@@ -8,6 +8,9 @@ starting thread's context (a thread started under ``no_grad()`` still records a 
 two traces running in two threads each get their own threads. ``release`` undoes it; the wrapper is removed
 once nobody asks (left in place, doing nothing, only if someone else wrapped ``Thread.start`` over it since).
 
+Whatever thread starts, observed or not, the adopting observers hear of it first (``many_threads``): an
+adapter that skips its lock while the traced thread is alone must take it from then on.
+
 Threads that inherit a context (``asyncio.to_thread``, ``contextvars.copy_context().run``) need none of this;
 threads already running when the trace started cannot be reached (the document lists them, see builder.py).
 """
@@ -48,6 +51,8 @@ def release(obs):
 
 def _start(self):
     if _adopting:
+        for obs in list(_adopting):  # before the thread runs: no adapter goes on without its lock
+            obs.many_threads()
         attached = _observer.active()
         observers = tuple(o for o in _adopting if o in attached)
         if observers:
