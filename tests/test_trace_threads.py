@@ -5,12 +5,14 @@ from another thread, bad arguments)."""
 
 import asyncio
 import contextvars
+import gc
 import json
 import os
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -48,6 +50,18 @@ def _threads_of(doc, kind):
 
 def _backwards_by_thread(doc):
     return Counter(b["thread"]["name"] for b in doc["backwards"]) + Counter()
+
+
+@pytest.fixture(autouse=True)
+def _no_threads_left_by_earlier_tests():
+    """Each test starts with this thread alone: a thread an earlier test left behind would be listed as running
+    beside the trace (a DataLoader's multiprocessing queues end their feeder threads a moment after it is gone)."""
+    gc.collect()
+    deadline = time.monotonic() + 10
+    for t in threading.enumerate():
+        if t is not threading.current_thread():
+            t.join(max(0.0, deadline - time.monotonic()))
+    assert threading.active_count() == 1, [t.name for t in threading.enumerate()]
 
 
 def _check_clean(doc):
