@@ -123,3 +123,48 @@ def test_output_checks_of_one_shape_and_of_1d_tensors_of_several_lengths(count):
             checks.add(k, t)
         checks.flush()
         assert builder.nonfinite == [7]
+
+
+class _Counting:
+    """torch, counting which of its functions the checks call (they take the module as an argument)."""
+
+    def __init__(self):
+        self.used = []
+
+    def __getattr__(self, name):
+        self.used.append(name)
+        return getattr(torch, name)
+
+
+@pytest.mark.parametrize("where", [0, 9, -1])
+def test_norms_of_a_long_chain_with_the_loss_gradient_among_them_take_the_stack(where):
+    # a chain's gradients are all one shape but for the 0-d loss's: it is taken apart, the rest stay one stack
+    tensors = [torch.full((4,), float(k)) for k in range(_ATTEMPT + 2)]
+    tensors.insert(where if where >= 0 else len(tensors), torch.tensor(-3.0))
+    tensors[20] = torch.tensor([float("nan"), 0.0, 0.0, 0.0])
+    counting = _Counting()
+    got = norms(counting, tensors)
+    assert "_foreach_norm" not in counting.used and counting.used.count("stack") == 2
+    for k, (t, value) in enumerate(zip(tensors, got)):
+        assert _close(value, _expected(t)), (k, value)
+    assert got[where] == 3.0 and math.isnan(got[20])
+
+
+def test_norms_with_many_0d_among_alike_tensors_still_match():
+    tensors = [torch.full((4,), 1.0) for _ in range(_ATTEMPT)] + [torch.tensor(-float(k)) for k in range(5)]
+    got = norms(torch, tensors)
+    assert got == [2.0] * _ATTEMPT + [float(k) for k in range(5)]
+
+
+@pytest.mark.parametrize("bad_at", ["loss", "chain", None])
+def test_output_checks_of_a_long_chain_ending_in_a_0d_loss(bad_at):
+    builder = _Builder()
+    counting = _Counting()
+    checks = OutputChecks(counting, builder)
+    for k in range(_ATTEMPT + 3):
+        checks.add(k, torch.tensor([0.0, float("inf"), 1.0]) if bad_at == "chain" and k == 30 else torch.ones(3))
+    checks.add("loss", torch.tensor(float("nan") if bad_at == "loss" else 2.0))
+    checks.flush()
+    assert builder.nonfinite == {"loss": ["loss"], "chain": [30], None: []}[bad_at]
+    if bad_at is None:  # all finite: one concatenation of the shaped outputs and one stack of the loss
+        assert counting.used.count("cat") == 2 and counting.used.count("stack") == 1

@@ -648,14 +648,14 @@ def norms(torch, tensors):
     for i, t in enumerate(tensors):
         n = t.numel()
         if n <= _SMALL:
-            kind = (t.shape, t.dtype, t.device)
+            kind = (t.shape, t.dtype, "cpu" if t.is_cpu else t.device)  # (t.device builds an object)
             found = groups.get(kind)
             if found is None:
                 groups[kind] = [i]
             else:
                 found.append(i)
             continue
-        kind = (t.data_ptr(), n, t.dtype, t.device) if _dense(t) else (i,)
+        kind = (t.data_ptr(), n, t.dtype, "cpu" if t.is_cpu else t.device) if _dense(t) else (i,)
         found = alone.get(kind)
         if found is None:
             alone[kind] = [i]
@@ -678,9 +678,10 @@ def norms(torch, tensors):
             found = [torch.linalg.vector_norm(t) for t in singles]
         by_device = {}
         for indices, value in zip(shared, found):
-            entry = by_device.get(value.device)
+            device = "cpu" if value.is_cpu else value.device
+            entry = by_device.get(device)
             if entry is None:
-                by_device[value.device] = ([indices], [value])
+                by_device[device] = ([indices], [value])
             else:
                 entry[0].append(indices)
                 entry[1].append(value)
@@ -692,13 +693,28 @@ def norms(torch, tensors):
     return values
 
 
-def _stacked_norms(torch, tensors):
+def _stacked_norms(torch, tensors, again=True):
     """The norms of small tensors all of one shape and device (a long elementwise chain's gradients), from one
-    stack, without looking at each tensor in Python; None when they are not alike (stack refuses them)."""
+    stack, without looking at each tensor in Python; None when they are not alike (stack refuses them). The one
+    usual exception, a few 0-d gradients among them (the loss's), is taken apart and tried once more."""
     try:
         stacked = torch.stack(tensors)
     except (RuntimeError, TypeError):
-        return None
+        if not again:
+            return None
+        shaped = [i for i, t in enumerate(tensors) if t.dim()]
+        if not 0 < len(tensors) - len(shaped) <= 4:
+            return None
+        values = _stacked_norms(torch, [tensors[i] for i in shaped], again=False)
+        if values is None:
+            return None
+        found = [None] * len(tensors)
+        for i, value in zip(shaped, values):
+            found[i] = value
+        for i, t in enumerate(tensors):
+            if found[i] is None:
+                found[i] = abs(t.item())  # (one host sync each, for at most four)
+        return found
     if not (stacked.is_floating_point() or stacked.is_complex()):
         stacked = stacked.float()
     if stacked.dim() == 1:  # 0-d tensors
@@ -746,10 +762,16 @@ class OutputChecks:
         torch = self.torch
         total = None
         if len(pending) >= _ATTEMPT:  # a long chain's outputs, of one trailing shape on one device: one concatenation
+            outputs = [t for _, t in pending]
             try:
-                total = torch.cat([t for _, t in pending]).sum().item()
-            except (RuntimeError, TypeError):
-                pass
+                total = torch.cat(outputs).sum().item()
+            except (RuntimeError, TypeError):  # a 0-d one among them (the loss) refuses to be concatenated
+                scalars = [t for t in outputs if not t.dim()]
+                try:
+                    total = torch.cat([t for t in outputs if t.dim()]).sum().item() + \
+                        (torch.stack(scalars).sum().item() if scalars else 0.0)
+                except (RuntimeError, TypeError):
+                    pass
         if total is None:
             total = self._sum_by_kind(pending)
         if total - total == 0:  # the usual answer: all finite (a sum that overflows goes on to the exact check)
@@ -764,7 +786,8 @@ class OutputChecks:
         torch = self.torch
         groups = {}
         for _, t in pending:
-            kind = (t.shape[1:], t.dtype, t.device) if t.dim() else ((), t.dtype, t.device, 0)
+            device = "cpu" if t.is_cpu else t.device  # (t.device builds an object)
+            kind = (t.shape[1:], t.dtype, device) if t.dim() else ((), t.dtype, device, 0)
             found = groups.get(kind)
             if found is None:
                 groups[kind] = [t]
