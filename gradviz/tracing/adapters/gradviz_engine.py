@@ -384,7 +384,7 @@ class GradvizAdapter(Observer):
                     location = None
                     lasti = -1
                 else:
-                    location = location_at(frame.f_code, frame.f_lineno)
+                    location = location_of(frame)
                     lasti = frame.f_lasti  # tells apart two calls on one line
             else:
                 location, lasti = where
@@ -556,12 +556,12 @@ class GradvizAdapter(Observer):
                 own = _own_modules.get(cls)
                 if own is None:
                     own = _own_modules[cls] = cls.__module__.startswith("gradviz.")
-                if own and not module._forward_hooks and not module._forward_pre_hooks and \
-                        "forward" not in module.__dict__:
+                d = module.__dict__  # one attribute read: a Module's own __getattr__ makes each one slow
+                if own and not d["_forward_hooks"] and not d["_forward_pre_hooks"] and "forward" not in d:
                     if not calls:
                         frame = user_frame(2)
                         if frame is not None:
-                            where = (location_at(frame.f_code, frame.f_lineno), frame.f_lasti)
+                            where = (location_of(frame), frame.f_lasti)
                     else:
                         frame, where = calls[-1][1], calls[-1][3]
                 calls.append((module, frame, self.thread_ident, where))
