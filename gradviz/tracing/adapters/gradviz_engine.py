@@ -437,8 +437,11 @@ class GradvizAdapter(Observer):
                 if not bad:
                     kind = dtype.kind
                     if kind == "f" and data.size <= _CHUNK and data.__class__ is np.ndarray:
-                        flat = data.ravel("K")  # nonfinite's first test, inline: the exact check only if it fails
-                        bad = not isfinite(flat.dot(flat)) and nonfinite(data)
+                        if data.size == 1:  # a loss: its value screens like the dot, without ravel and dot
+                            bad = not isfinite(data.item()) and nonfinite(data)
+                        else:
+                            flat = data.ravel("K")  # nonfinite's first test, inline: the exact check only if it fails
+                            bad = not isfinite(flat.dot(flat)) and nonfinite(data)
                     elif kind in "fc" and nonfinite(data):
                         bad = True
             ref = _Ref(node, self._node_gone)
