@@ -816,11 +816,20 @@ class GradvizAdapter(Observer):
             frame = user_frame(2)
             location = location_of(frame)
             self._name_from_frame(frame, quick=True)
-            root_keys = [self.var_key(r) for r in roots]
-            root_nodes = [None if r._grad_fn is None else self.node_key(r._grad_fn) for r in roots]
+            root_keys = []  # loops, not comprehensions or a generator (a frame each); keys before nodes, as reported
+            for r in roots:
+                root_keys.append(self.var_key(r))
+            root_nodes = []
+            for r in roots:
+                fn = r._grad_fn
+                root_nodes.append(None if fn is None else self.node_key(fn))
+            gradient_none = False
+            for g in grad_roots:
+                if g is None:
+                    gradient_none = True
+                    break
             self.builder.backward_begin(root_keys, root_nodes, location, retain_graph=retain_graph,
-                                        kind="backward" if inputs is None else "grad",
-                                        gradient_none=any(g is None for g in grad_roots))
+                                        kind="backward" if inputs is None else "grad", gradient_none=gradient_none)
         except Exception as exc:
             self.builder.internal_error("on_backward_begin", exc)
         finally:
