@@ -22,6 +22,8 @@ _LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) + os.sep for key in ("stdlib", 
 _internal = {}  # id(code) -> True when it is gradviz's own, the standard library's or an installed package's
 _held = {}  # id(code) -> code, keeping every cached id's code object alive
 _locations = {}  # id(code) -> {line: Location}
+# id(code) -> {f_lasti: Location}: reading f_lineno scans the line table, an instruction offset maps to one line
+_by_offset = {}
 
 
 class Location:
@@ -82,7 +84,19 @@ def user_frame(depth=2):
 def location_of(frame):
     if frame is None:
         return None
-    return location_at(frame.f_code, frame.f_lineno)
+    code = frame.f_code
+    if frame.f_trace is None:  # no trace function (it may set f_lineno): the line follows from the instruction
+        by_offset = _by_offset.get(id(code))
+        if by_offset is not None:
+            loc = by_offset.get(frame.f_lasti)
+            if loc is not None:
+                return loc
+        else:
+            _held[id(code)] = code
+            by_offset = _by_offset.setdefault(id(code), {})
+        loc = by_offset[frame.f_lasti] = location_at(code, frame.f_lineno)
+        return loc
+    return location_at(code, frame.f_lineno)
 
 
 def location_at(code, line):

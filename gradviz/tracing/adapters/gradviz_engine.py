@@ -384,7 +384,7 @@ class GradvizAdapter(Observer):
                     location = None
                     lasti = -1
                 else:
-                    location = location_at(frame.f_code, frame.f_lineno)
+                    location = location_of(frame)
                     lasti = frame.f_lasti  # tells apart two calls on one line
             else:
                 location, lasti = where
@@ -437,8 +437,11 @@ class GradvizAdapter(Observer):
                 if not bad:
                     kind = dtype.kind
                     if kind == "f" and data.size <= _CHUNK and data.__class__ is np.ndarray:
-                        flat = data.ravel("K")  # nonfinite's first test, inline: the exact check only if it fails
-                        bad = not isfinite(flat.dot(flat)) and nonfinite(data)
+                        if data.size == 1:  # a loss: its value screens like the dot, without ravel and dot
+                            bad = not isfinite(data.item()) and nonfinite(data)
+                        else:
+                            flat = data.ravel("K")  # nonfinite's first test, inline: the exact check only if it fails
+                            bad = not isfinite(flat.dot(flat)) and nonfinite(data)
                     elif kind in "fc" and nonfinite(data):
                         bad = True
             ref = _Ref(node, self._node_gone)
@@ -556,12 +559,12 @@ class GradvizAdapter(Observer):
                 own = _own_modules.get(cls)
                 if own is None:
                     own = _own_modules[cls] = cls.__module__.startswith("gradviz.")
-                if own and not module._forward_hooks and not module._forward_pre_hooks and \
-                        "forward" not in module.__dict__:
+                d = module.__dict__  # one attribute read: a Module's own __getattr__ makes each one slow
+                if own and not d["_forward_hooks"] and not d["_forward_pre_hooks"] and "forward" not in d:
                     if not calls:
                         frame = user_frame(2)
                         if frame is not None:
-                            where = (location_at(frame.f_code, frame.f_lineno), frame.f_lasti)
+                            where = (location_of(frame), frame.f_lasti)
                     else:
                         frame, where = calls[-1][1], calls[-1][3]
                 calls.append((module, frame, self.thread_ident, where))
@@ -813,11 +816,20 @@ class GradvizAdapter(Observer):
             frame = user_frame(2)
             location = location_of(frame)
             self._name_from_frame(frame, quick=True)
-            root_keys = [self.var_key(r) for r in roots]
-            root_nodes = [None if r._grad_fn is None else self.node_key(r._grad_fn) for r in roots]
+            root_keys = []  # loops, not comprehensions or a generator (a frame each); keys before nodes, as reported
+            for r in roots:
+                root_keys.append(self.var_key(r))
+            root_nodes = []
+            for r in roots:
+                fn = r._grad_fn
+                root_nodes.append(None if fn is None else self.node_key(fn))
+            gradient_none = False
+            for g in grad_roots:
+                if g is None:
+                    gradient_none = True
+                    break
             self.builder.backward_begin(root_keys, root_nodes, location, retain_graph=retain_graph,
-                                        kind="backward" if inputs is None else "grad",
-                                        gradient_none=any(g is None for g in grad_roots))
+                                        kind="backward" if inputs is None else "grad", gradient_none=gradient_none)
         except Exception as exc:
             self.builder.internal_error("on_backward_begin", exc)
         finally:
