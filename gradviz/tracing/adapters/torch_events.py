@@ -18,6 +18,7 @@ from .torch_patches import forked, step_aside, step_back
 
 _CUT_MEMORY = 256  # how many recent cuts (.data/.detach/.numpy) are remembered to spot re-wrapping
 _NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward before their norms are taken
+_SMALL_COPY = 4 << 20  # bytes of held outputs up to which the NaN/Inf check copies them into one tensor
 _NEW = frozenset(("tensor", "as_tensor", "from_numpy", "asarray", "Tensor"))
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 
@@ -755,6 +756,7 @@ class OutputChecks:
 
     def flush(self):
         pending = self.pending
+        held = self.held
         self.pending = []
         self.held = 0
         if not pending:
@@ -772,6 +774,15 @@ class OutputChecks:
                         (torch.stack(scalars).sum().item() if scalars else 0.0)
                 except (RuntimeError, TypeError):
                     pass
+        elif len(pending) > 1 and held <= _SMALL_COPY:
+            # a few small outputs of mixed shapes (an MLP step's activations): flattened into one concatenation, one
+            # sum and one host sync, where summing each kind apart cost several kernels (the result is only tested
+            # for being finite; an overflow goes on to the exact check as before). Large ones are summed where they
+            # lie (below): a copy would cost more than the kernels it saves.
+            try:
+                total = self.torch.cat([t.reshape(-1) for _, t in pending]).sum().item()
+            except (RuntimeError, TypeError):  # on several devices
+                pass
         if total is None:
             total = self._sum_by_kind(pending)
         if total - total == 0:  # the usual answer: all finite (a sum that overflows goes on to the exact check)
