@@ -14,7 +14,7 @@ import weakref
 from ..frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
 from . import torch_graph as tg
 from .torch_frames import caller_is_internal, user_frame
-from .torch_patches import forked, step_aside, step_back
+from .torch_patches import _forked, forked, step_aside, step_back
 
 _CUT_MEMORY = 256  # how many recent cuts (.data/.detach/.numpy) are remembered to spot re-wrapping
 _NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward before their norms are taken
@@ -368,34 +368,51 @@ class TorchEvents:
             calls = self.tls.calls = []
         return calls
 
+    # module_enter / module_exit run for every module call: ``observing()`` and ``with self.lock`` inline
     def module_enter(self, module, inputs):
-        if not self.observing():
+        if not self.attached or _forked[0] or self._is_compiling():
             return None
+        builder, tls = self.builder, self.tls
         try:
-            with self.lock:
-                calls = self._calls()
+            builder.acquire()
+            tls.quiet += 1
+            try:
+                calls = tls.calls
+                if calls is None:
+                    calls = tls.calls = []
                 parent, parent_path = calls[-1] if calls else (None, None)
                 path = self.names.path(module, parent, parent_path, user_frame)
                 calls.append((module, path))
-                self.builder.module_enter(id(module), path, type(module).__name__)
+                builder.module_enter(id(module), path, type(module).__name__)
                 found = self.names.take_new_parameters()
                 if found:
-                    self.builder.parameter_names({id(p): path for p, path in found.values()})
+                    builder.parameter_names({id(p): path for p, path in found.values()})
+            finally:
+                tls.quiet -= 1
+                builder.release()
         except Exception as exc:
             self.internal_error("module", exc)
         return None
 
     def module_exit(self, module, inputs, output):
-        if not self.observing():
+        if not self.attached or _forked[0] or self._is_compiling():
             return None
+        builder, tls = self.builder, self.tls
         try:
-            with self.lock:
-                calls = self._calls()
+            builder.acquire()
+            tls.quiet += 1
+            try:
+                calls = tls.calls
+                if calls is None:
+                    calls = tls.calls = []
                 for i in range(len(calls) - 1, -1, -1):
                     if calls[i][0] is module:
                         del calls[i:]
                         break
-                self.builder.module_exit(id(module))
+                builder.module_exit(id(module))
+            finally:
+                tls.quiet -= 1
+                builder.release()
         except Exception as exc:
             self.internal_error("module", exc)
         return None
