@@ -20,6 +20,7 @@ _CUT_MEMORY = 256  # how many recent cuts (.data/.detach/.numpy) are remembered 
 _NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward before their norms are taken
 _SMALL_COPY = 4 << 20  # bytes of held outputs up to which the NaN/Inf check copies them into one tensor
 _NEW = frozenset(("tensor", "as_tensor", "from_numpy", "asarray", "Tensor"))
+_NOT_WEAK = frozenset((float, int, bool, complex, list))  # what .item() and .tolist() give: no weak reference
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 
 
@@ -284,6 +285,8 @@ class TorchEvents:
             self.builder.numpy_handout_done(token)
 
     def _remember_cut(self, value, owner, how):
+        if type(value) in _NOT_WEAK:  # .item() / .tolist(): no raise-and-catch per training step
+            return
         try:
             ref = weakref.ref(value)
         except TypeError:  # a Python number: nothing can wrap its memory
