@@ -500,11 +500,13 @@ class TorchAdapter(TorchEvents):
                 if tag is None or tag.owner is not self:
                     roots.append(fn)
         if not (roots or changed):
+            if not outs:  # a number, a size, a bool (t.size(0), t.dim(), t.data_ptr()): nothing to report, no walk
+                return
             for t in tensors:
                 if t.requires_grad:
                     break
             else:
-                if not tensors and outs:
+                if not tensors:
                     self.created(func, args, outs)
                 return
         frame, site = where()
