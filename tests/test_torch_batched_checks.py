@@ -168,3 +168,21 @@ def test_output_checks_of_a_long_chain_ending_in_a_0d_loss(bad_at):
     assert builder.nonfinite == {"loss": ["loss"], "chain": [30], None: []}[bad_at]
     if bad_at is None:  # all finite: one concatenation of the shaped outputs and one stack of the loss
         assert counting.used.count("cat") == 2 and counting.used.count("stack") == 1
+
+
+@pytest.mark.parametrize("bad", [None, 3, "loss"])
+def test_output_checks_of_a_few_small_outputs_of_mixed_shapes_take_one_concatenation(bad):
+    # an MLP step's activations and its 0-d loss: flattened into one concatenation while all finite
+    builder = _Builder()
+    counting = _Counting()
+    checks = OutputChecks(counting, builder)
+    shapes = {0: (64, 256), 1: (64, 256), 2: (64, 128), 3: (64, 10), "loss": ()}
+    for key, shape in shapes.items():
+        t = torch.ones(shape)
+        if key == bad:
+            t.view(-1)[-1] = float("nan")
+        checks.add(key, t)
+    checks.flush()
+    assert builder.nonfinite == ([] if bad is None else [bad])
+    if bad is None:
+        assert counting.used == ["cat"]

@@ -62,3 +62,29 @@ def test_batched_nonfinite_check_flags_only_outputs_holding_nan_or_inf():
     assert "AddBackward0" not in flagged
     assert {"LogBackward0", "SumBackward0"} <= flagged
     assert not bool(torch.isfinite(total))
+
+
+def test_profiler_marks_skip_the_op_path_and_ops_inside_them_are_still_seen(monkeypatch):
+    from gradviz.tracing.adapters.torch_engine import TorchAdapter
+
+    seen = []
+    op = TorchAdapter.op
+
+    def counting(self, func, args, kwargs):
+        seen.append(getattr(func, "__name__", str(func)))
+        return op(self, func, args, kwargs)
+
+    monkeypatch.setattr(TorchAdapter, "op", counting)
+    w = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([w], lr=0.1)  # its step runs inside record_function
+    with gradviz.trace(engine="torch") as tr:
+        with torch.autograd.profiler.record_function("user-region"):
+            y = (w * 3).sum()
+        y.backward()
+        opt.step()
+    assert not any("record_function" in name for name in seen)
+    assert "mul" in seen or "__mul__" in seen
+    doc = tr.to_dict()
+    assert not doc.get("internal_errors")
+    ops = [n.get("op") for n in doc["nodes"]]
+    assert "MulBackward0" in ops and "SumBackward0" in ops

@@ -363,7 +363,7 @@ class TorchAdapter(TorchEvents):
             # in-place op's result before it was written into its target (gradviz's engine records that too)
             shape, dtype = tg.output_meta(node)
             hidden = ("value", tag.id)
-            nbytes = 0 if dtype is None else _numel(shape) * getattr(self.torch, dtype).itemsize
+            nbytes = 0 if dtype is None else _numel(shape) * _itemsize(self.torch, dtype)
             outs.append((hidden, shape, dtype or "", nbytes, True, False, None, None, None))
         saved = self._saved(node, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
@@ -500,11 +500,13 @@ class TorchAdapter(TorchEvents):
                 if tag is None or tag.owner is not self:
                     roots.append(fn)
         if not (roots or changed):
+            if not outs:  # a number, a size, a bool (t.size(0), t.dim(), t.data_ptr()): nothing to report, no walk
+                return
             for t in tensors:
                 if t.requires_grad:
                     break
             else:
-                if not tensors and outs:
+                if not tensors:
                     self.created(func, args, outs)
                 return
         frame, site = where()
@@ -683,6 +685,16 @@ def _nbytes(t):
         return t.nbytes
     except RuntimeError:
         return 0
+
+
+_itemsizes = {}  # "float32" -> 4
+
+
+def _itemsize(torch, dtype_name):
+    size = _itemsizes.get(dtype_name)
+    if size is None:
+        size = _itemsizes[dtype_name] = getattr(torch, dtype_name).itemsize
+    return size
 
 
 def _numel(shape):

@@ -14,11 +14,13 @@ import weakref
 from ..frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
 from . import torch_graph as tg
 from .torch_frames import caller_is_internal, user_frame
-from .torch_patches import forked, step_aside, step_back
+from .torch_patches import _forked, forked, step_aside, step_back
 
 _CUT_MEMORY = 256  # how many recent cuts (.data/.detach/.numpy) are remembered to spot re-wrapping
 _NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward before their norms are taken
+_SMALL_COPY = 4 << 20  # bytes of held outputs up to which the NaN/Inf check copies them into one tensor
 _NEW = frozenset(("tensor", "as_tensor", "from_numpy", "asarray", "Tensor"))
+_NOT_WEAK = frozenset((float, int, bool, complex, list))  # what .item() and .tolist() give: no weak reference
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 
 
@@ -283,6 +285,8 @@ class TorchEvents:
             self.builder.numpy_handout_done(token)
 
     def _remember_cut(self, value, owner, how):
+        if type(value) in _NOT_WEAK:  # .item() / .tolist(): no raise-and-catch per training step
+            return
         try:
             ref = weakref.ref(value)
         except TypeError:  # a Python number: nothing can wrap its memory
@@ -367,34 +371,51 @@ class TorchEvents:
             calls = self.tls.calls = []
         return calls
 
+    # module_enter / module_exit run for every module call: ``observing()`` and ``with self.lock`` inline
     def module_enter(self, module, inputs):
-        if not self.observing():
+        if not self.attached or _forked[0] or self._is_compiling():
             return None
+        builder, tls = self.builder, self.tls
         try:
-            with self.lock:
-                calls = self._calls()
+            builder.acquire()
+            tls.quiet += 1
+            try:
+                calls = tls.calls
+                if calls is None:
+                    calls = tls.calls = []
                 parent, parent_path = calls[-1] if calls else (None, None)
                 path = self.names.path(module, parent, parent_path, user_frame)
                 calls.append((module, path))
-                self.builder.module_enter(id(module), path, type(module).__name__)
+                builder.module_enter(id(module), path, type(module).__name__)
                 found = self.names.take_new_parameters()
                 if found:
-                    self.builder.parameter_names({id(p): path for p, path in found.values()})
+                    builder.parameter_names({id(p): path for p, path in found.values()})
+            finally:
+                tls.quiet -= 1
+                builder.release()
         except Exception as exc:
             self.internal_error("module", exc)
         return None
 
     def module_exit(self, module, inputs, output):
-        if not self.observing():
+        if not self.attached or _forked[0] or self._is_compiling():
             return None
+        builder, tls = self.builder, self.tls
         try:
-            with self.lock:
-                calls = self._calls()
+            builder.acquire()
+            tls.quiet += 1
+            try:
+                calls = tls.calls
+                if calls is None:
+                    calls = tls.calls = []
                 for i in range(len(calls) - 1, -1, -1):
                     if calls[i][0] is module:
                         del calls[i:]
                         break
-                self.builder.module_exit(id(module))
+                builder.module_exit(id(module))
+            finally:
+                tls.quiet -= 1
+                builder.release()
         except Exception as exc:
             self.internal_error("module", exc)
         return None
@@ -755,6 +776,7 @@ class OutputChecks:
 
     def flush(self):
         pending = self.pending
+        held = self.held
         self.pending = []
         self.held = 0
         if not pending:
@@ -772,6 +794,15 @@ class OutputChecks:
                         (torch.stack(scalars).sum().item() if scalars else 0.0)
                 except (RuntimeError, TypeError):
                     pass
+        elif len(pending) > 1 and held <= _SMALL_COPY:
+            # a few small outputs of mixed shapes (an MLP step's activations): flattened into one concatenation, one
+            # sum and one host sync, where summing each kind apart cost several kernels (the result is only tested
+            # for being finite; an overflow goes on to the exact check as before). Large ones are summed where they
+            # lie (below): a copy would cost more than the kernels it saves.
+            try:
+                total = self.torch.cat([t.reshape(-1) for _, t in pending]).sum().item()
+            except (RuntimeError, TypeError):  # on several devices
+                pass
         if total is None:
             total = self._sum_by_kind(pending)
         if total - total == 0:  # the usual answer: all finite (a sum that overflows goes on to the exact check)

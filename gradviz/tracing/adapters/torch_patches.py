@@ -146,7 +146,22 @@ def special_functions(torch):
         torch.autograd.backward: lambda a, f, args, kw: a.backward(f, args, kw, "backward"),
         torch.autograd.grad: lambda a, f, args, kw: a.backward(f, args, kw, "grad"),
     }
+    # the profiler marks torch.optim's step makes around each step (``record_function``), before our pre-step hook
+    # quiets the thread: no tensor in or out, nothing to report, so they skip the op path
+    profiler = getattr(getattr(torch, "ops", None), "profiler", None)
+    for name, overload in (("_record_function_enter_new", None), ("_record_function_exit", "_RecordFunction")):
+        try:
+            func = getattr(profiler, name)
+            if overload is not None:
+                func = getattr(func, overload)
+        except (AttributeError, RuntimeError):  # an older torch without them
+            continue
+        special[func] = _call_through
     return special, type(T.grad.__get__)
+
+
+def _call_through(adapter, func, args, kwargs):
+    return func(*args, **kwargs)
 
 
 _mode_class = []
