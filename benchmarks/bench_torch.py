@@ -11,10 +11,11 @@ Anomaly mode is switched on and off around its loop (``torch.autograd.set_detect
 and stopped around its loop (on the clock); a fourth contender also builds the trace document with every
 diagnostic, as ``gradviz run`` does once at the end of a script; a fifth traces with ``exact_memory=True``
 (saved tensors seen through saved-tensor hooks, docs/torch-backend.md).
-``--floor`` adds two contenders that record nothing, to show what any observer built this way pays before it
-records a fact: a bare ``TorchFunctionMode`` that only calls through, and that mode tagging each new node
-(``node.metadata``) and registering a backward prehook that does nothing (both with the collector's view
-frozen while they run, as gradviz's adapter does).
+``--floor`` adds three contenders that record nothing, to show what any observer built this way pays before it
+records a fact: a bare ``TorchFunctionMode`` that only calls through; that mode tagging each new node
+(``node.metadata``) and registering a backward prehook that does nothing; and that, plus the global module
+forward pre/post hooks and the optimizer step hook that gradviz's adapter registers, each doing nothing (all
+with the collector's view frozen while they run, as gradviz's adapter does).
 ``--cpu`` times CPU time of the calling thread (``time.thread_time``) instead of wall time: steadier on a shared
 machine, and the same thing with one intra-op thread (the default), where torch computes on the calling thread.
 Targets (issue 7): below anomaly mode on both; the MLP step at most 1.3x untraced; the chain at most 3x.
@@ -125,23 +126,33 @@ def contenders(work, floor=False):
     found = {"untraced": untraced, "anomaly mode": anomaly, "gradviz.trace(engine='torch')": trace,
              "trace + document": trace_and_document, "trace(exact_memory=True)": trace_exact_memory}
     if floor:
-        for name, mode_class in zip(("floor: mode calling through", "floor: mode + node tags + prehooks"),
-                                    floor_modes()):
-            found[name] = _under(mode_class, work())
+        call_through, tag_nodes = floor_modes()
+        found["floor: mode calling through"] = _under(call_through, work())
+        found["floor: mode + node tags + prehooks"] = _under(tag_nodes, work())
+        found["floor: ... + module/optimizer hooks"] = _under(tag_nodes, work(), global_hooks=True)
     return found
 
 
-def _under(mode_class, loop):
+def _under(mode_class, loop, global_hooks=False):
     """``loop`` under the mode, the collector's view frozen meanwhile as gradviz's adapter does (or the
-    collections walking torch's objects would be most of what is measured)."""
+    collections walking torch's objects would be most of what is measured); with ``global_hooks``, also under
+    no-op global module forward pre/post hooks and an optimizer step post hook."""
     import gc
+
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    from torch.optim.optimizer import register_optimizer_step_post_hook
 
     def run():
         gc.freeze()
+        handles = [register_module_forward_pre_hook(lambda m, a: None),
+                   register_module_forward_hook(lambda m, a, o: None),
+                   register_optimizer_step_post_hook(lambda o, a, k: None)] if global_hooks else []
         try:
             with mode_class():
                 loop()
         finally:
+            for h in handles:
+                h.remove()
             gc.unfreeze()
 
     return run
