@@ -140,6 +140,8 @@ class TraceBuilder:
         self.groups = Grouping(self)
         # threads: the lock around facts, the state of each thread, the threads seen and not seen
         self.lock = threading.RLock()
+        if type(self).release is TraceBuilder.release:  # the lock's own: no Python frame per fact
+            self.release = self.lock.release
         self._thread = ThreadState(threading.current_thread())  # whose state the attributes above hold
         self.thread_ident = get_ident()
         self._thread_states = {self.thread_ident: self._thread}  # ident -> ThreadState
@@ -188,6 +190,7 @@ class TraceBuilder:
             self.switch_thread()
 
     def release(self):
+        """Let go of the lock ``acquire`` took (an instance's ``release`` is the lock's own method)."""
         self.lock.release()
 
     def __enter__(self):
