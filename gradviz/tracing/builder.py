@@ -134,11 +134,14 @@ class TraceBuilder:
         # iteration keeps its records
         self._nonfinite_loss_pinned = self._nonfinite_grad_pinned = False
         self.grad_ledger = GradLedger()  # every .grad reset, accumulation and step, for summed_grads
+        self._ledger_pending = self.grad_ledger.pending  # its list of this backward's accumulations
         self.internal_errors = []
         self.checks = BackwardChecks()  # custom Functions' backward checks (wrong-backward)
         self.groups = Grouping(self)
         # threads: the lock around facts, the state of each thread, the threads seen and not seen
         self.lock = threading.RLock()
+        if type(self).release is TraceBuilder.release:  # the lock's own: no Python frame per fact
+            self.release = self.lock.release
         self._thread = ThreadState(threading.current_thread())  # whose state the attributes above hold
         self.thread_ident = get_ident()
         self._thread_states = {self.thread_ident: self._thread}  # ident -> ThreadState
@@ -187,6 +190,7 @@ class TraceBuilder:
             self.switch_thread()
 
     def release(self):
+        """Let go of the lock ``acquire`` took (an instance's ``release`` is the lock's own method)."""
         self.lock.release()
 
     def __enter__(self):
@@ -383,17 +387,23 @@ class TraceBuilder:
            nonfinite=False, lasti=-1, handle=None):
         """An op ran forward and built graph node ``key``: ``op`` is the engine's name for the node
         (``MulBackward0``), ``class_name`` the op's class, ``custom`` whether user code defined it; ``edges`` its
-        inputs (see the module docstring), ``input_variables`` the keys of its tensor arguments (reported
-        first), ``outputs`` ``OutputFact``s, ``saved`` ``SavedFact``s; ``nonfinite`` whether an output holds
-        NaN/Inf (the adapter's cheap check; False when it cannot tell without a host sync); ``lasti`` the
+        inputs (see the module docstring), ``input_variables`` the keys of its tensor arguments (a list or tuple,
+        reported first), ``outputs`` ``OutputFact``s, ``saved`` ``SavedFact``s; ``nonfinite`` whether an output
+        holds NaN/Inf (the adapter's cheap check; False when it cannot tell without a host sync); ``lasti`` the
         calling instruction (two calls on one line); ``handle`` is kept on the record for the adapter. Returns
         the node's record."""
         self.lasti = lasti
         live = self.live_variables
-        in_ids = []
-        for k in input_variables:  # a loop, not a comprehension: no extra frame per op
-            in_ids.append(live[k].id)
-        in_ids = tuple(in_ids)
+        n = len(input_variables)
+        if n == 1:  # one or two tensor arguments, as most ops have: no list to build and convert
+            in_ids = (live[input_variables[0]].id,)
+        elif n == 2:
+            in_ids = (live[input_variables[0]].id, live[input_variables[1]].id)
+        else:
+            in_ids = []
+            for k in input_variables:  # a loop, not a comprehension: no extra frame per op
+                in_ids.append(live[k].id)
+            in_ids = tuple(in_ids)
         rec = _new_node(NodeRecord)
         rec.id = nid = next(self._node_ids)
         rec.key = key
@@ -407,6 +417,7 @@ class TraceBuilder:
         rec.external = rec.freed = False
         rec.alive = True
         rec.handle = handle
+        rec.input_variables = in_ids
         live_nodes = self.live_nodes
         nodes = self.nodes
         live_nodes[key] = rec
@@ -429,12 +440,27 @@ class TraceBuilder:
                 links.append((crec.id, nr))
             children.append(crec)
         rec.inputs = tuple(links)
-        rec.input_variables = in_ids
         groups = self.groups
-        graph = groups.place(rec, children)
-        out_ids = []
-        output_bytes = 0
         it = groups.iteration
+        graph = None
+        if len(children) == 1:  # Grouping.place's commonest case (a chain: one input node), inline
+            c = children[0]
+            g = c.graph
+            if g is not None and c.variable is None:
+                while g.parent is not None:
+                    g = g.parent
+                if not g.backwarded and g.iteration == it:
+                    rec.iteration = it
+                    rec.graph = graph = g
+                    g.nodes.append(nid)
+                    g.alive += 1  # alive already, as its input node is (unless that one just died)
+                    if g.alive == 1:
+                        groups.graphs_alive += 1
+        if graph is None:
+            graph = groups.place(rec, children)
+            it = groups.iteration  # placing may have begun (or folded back into) an iteration
+        out_ids = ()
+        output_bytes = 0
         new_id = self._var_ids
         all_vars = self.variables
         for okey, shape, dtype, nbytes, requires_grad, is_leaf, name, device, ohandle in outputs:
@@ -462,15 +488,19 @@ class TraceBuilder:
             orec.handle = ohandle
             live[okey] = orec
             all_vars[vid] = orec
-            out_ids.append(vid)
+            out_ids += (vid,)  # one output (the usual case): the tuple itself, no list to convert
             output_bytes += nbytes
-        rec.outputs = tuple(out_ids)
-        first = outputs[0]
-        rec.shape = first[1]
-        rec.dtype = first[2]
+        rec.outputs = out_ids
+        if len(out_ids) == 1:
+            rec.shape = shape
+            rec.dtype = dtype
+        else:
+            first = outputs[0]
+            rec.shape = first[1]
+            rec.dtype = first[2]
         graph.output_bytes += output_bytes
         if saved:
-            self._saved(rec, saved, False)
+            self._hold(rec, saved)
         else:
             rec.saved = ()
         if nonfinite:
@@ -623,44 +653,72 @@ class TraceBuilder:
 
     def _saved(self, rec, saved, freed):
         """Saved-tensor descriptions, and what they hold in memory (charged to the graph while alive): each
-        distinct block once, parameters' storage not at all."""
+        distinct block once, parameters' storage not at all. Replaces what ``rec`` held before."""
         if rec.owners:
             self._release(rec)
         if rec.counters or rec.storages:
             self._forget_index(rec)
+        rec.freed = freed
         if not saved:
             rec.saved = ()
-            rec.freed = freed
-            return
-        items = []
-        owners = {}
-        live = self.live_variables
-        counters = None  # (version-counter key, version at save) per saved tensor that has a counter
-        storages = None  # (storage key, version-counter key) per saved tensor whose storage is known
-        wide = len(saved[0]) > 10  # SavedFacts with a storage (plain 10-tuples have none)
-        storage = None
-        for fact in saved:
-            if wide:
-                vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _, storage = fact
-                if storage is not None and not freed:
-                    if storages is None:
-                        storages = [(storage, counter)]
-                    else:
-                        storages.append((storage, counter))
-            else:
-                vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _ = fact
-            items.append((None if vkey is None else live[vkey].id, kind, index, shape, nbytes, version))
-            if block is not None:
-                owners[block] = block_bytes
-            if counter is not None:
-                if counters is None:
-                    counters = [(counter, version)]
-                else:
+        elif freed:  # released already: described, nothing held, only the version counters to predict with
+            live = self.live_variables
+            items = []
+            counters = []
+            for fact in saved:
+                vkey, kind, index, shape, nbytes, version, counter = fact[:7]
+                items.append((None if vkey is None else live[vkey].id, kind, index, shape, nbytes, version))
+                if counter is not None:
                     counters.append((counter, version))
-        rec.saved = tuple(items)
-        rec.freed = freed
-        if owners and not freed:
-            owners = rec.owners = tuple(owners.items())
+            rec.saved = tuple(items)
+            if counters:
+                rec.counters = tuple(counters)
+                self._unindexed[rec.id] = rec
+        else:
+            self._hold(rec, saved)
+
+    def _hold(self, rec, saved):
+        """``_saved`` for a node holding nothing yet (``op``'s, once per op): describe ``saved`` and charge the
+        memory it holds. ``rec.owners`` is ((block, bytes), ...) of each distinct block; ``rec.counters``
+        ((version-counter key, version at save), ...) and ``rec.storages`` ((storage key, version-counter key),
+        ...), None when empty, queued for the saver indexes."""
+        live = self.live_variables
+        if len(saved) == 1:  # the commonest case: one saved tensor, no distinct blocks to find
+            fact = saved[0]
+            if len(fact) > 10:
+                vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _, storage = fact
+            else:  # a 10-tuple: no storage
+                vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _ = fact
+                storage = None
+            rec.saved = ((None if vkey is None else live[vkey].id, kind, index, shape, nbytes, version),)
+            owners = None if block is None else ((block, block_bytes),)
+            counters = None if counter is None else ((counter, version),)
+            storages = None if storage is None else ((storage, counter),)
+        else:
+            items = []
+            blocks = {}
+            counters = []
+            storages = []
+            wide = len(saved[0]) > 10  # SavedFacts with a storage (plain 10-tuples have none)
+            storage = None
+            for fact in saved:
+                if wide:
+                    vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _, storage = fact
+                    if storage is not None:
+                        storages.append((storage, counter))
+                else:
+                    vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, _ = fact
+                items.append((None if vkey is None else live[vkey].id, kind, index, shape, nbytes, version))
+                if block is not None:
+                    blocks[block] = block_bytes
+                if counter is not None:
+                    counters.append((counter, version))
+            rec.saved = tuple(items)
+            owners = tuple(blocks.items()) if blocks else None
+            counters = tuple(counters) if counters else None
+            storages = tuple(storages) if storages else None
+        if owners is not None:
+            rec.owners = owners
             groups = self.groups
             book = groups.memory  # MemoryBook.hold and Grouping.charge, inline: once per op
             counts = book.counts
@@ -1034,7 +1092,7 @@ class TraceBuilder:
                 fresh = True
         if b is None:
             return
-        self.grad_ledger.accumulate(rec.id, fresh)
+        self._ledger_pending.append((rec.id, fresh))  # GradLedger.accumulate, inline: once per leaf per backward
         if norm is not None:
             b["leaf_grad_norms"][rec.id] = norm
         acc = rec.accumulator

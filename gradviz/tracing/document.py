@@ -1,5 +1,9 @@
 """Turn a trace's records into the ``gradviz-trace`` JSON document (docs/trace-format.md), and write it."""
 
+import gc
+from math import isfinite
+from operator import itemgetter
+
 import numpy as np
 
 from .._version import __version__
@@ -8,8 +12,22 @@ from . import elide as _elide
 from .records import json_float
 
 
+_first = itemgetter(0)  # an edge's node id
+
+
 def _loc(location):
     return None if location is None else location.as_dict()
+
+
+class _Locations(dict):
+    """``Location`` -> its ``as_dict()``, made once per document: records share a few locations (one per line),
+    and each record gets its own copy of the dict."""
+
+    __slots__ = ()
+
+    def __missing__(self, location):
+        found = self[location] = location.as_dict()
+        return found
 
 
 def plain(value):
@@ -33,37 +51,69 @@ def _graph_id(graph):
     return None if graph is None else graph.find().id
 
 
-def variable_dict(rec):
+def variable_dict(rec, locations=None):
+    """A variable's entry; ``locations`` (a ``_Locations``) shares the work of describing each location across
+    the records of one document."""
+    location = rec.location
+    if location is not None:
+        location = location.as_dict() if locations is None else locations[location].copy()
+    graph = rec.graph
+    if graph is not None:
+        while graph.parent is not None:  # _graph_id, inline
+            graph = graph.parent
+        graph = graph.id
+    inputs = rec.inputs
     # requires_grad_final: what the engine said while the variable was alive, last (see Trace.stop)
-    return {"id": rec.id, "name": rec.name, "shape": list(rec.shape), "dtype": rec.dtype, "bytes": rec.nbytes,
-            "requires_grad": rec.requires_grad, "requires_grad_final": rec.requires_grad_final,
-            "is_leaf": rec.is_leaf,
-            "is_parameter": rec.is_parameter,
-            "origin": rec.origin, "node": rec.node, "accumulator": rec.accumulator, "source": rec.source,
-            "volatile": rec.volatile, "grad_mode": rec.grad_mode, "module": list(rec.module),
-            "location": _loc(rec.location), "graph": _graph_id(rec.graph), "op": rec.op,
-            "inputs": None if rec.inputs is None else list(rec.inputs), "iteration": rec.iteration,
-            **({} if rec.device is None else {"device": rec.device})}
+    out = {"id": rec.id, "name": rec.name, "shape": list(rec.shape), "dtype": rec.dtype, "bytes": rec.nbytes,
+           "requires_grad": rec.requires_grad, "requires_grad_final": rec.requires_grad_final,
+           "is_leaf": rec.is_leaf,
+           "is_parameter": rec.is_parameter,
+           "origin": rec.origin, "node": rec.node, "accumulator": rec.accumulator, "source": rec.source,
+           "volatile": rec.volatile, "grad_mode": rec.grad_mode, "module": list(rec.module),
+           "location": location, "graph": graph, "op": rec.op,
+           "inputs": None if inputs is None else list(inputs), "iteration": rec.iteration}
+    if rec.device is not None:
+        out["device"] = rec.device
+    return out
 
 
-def node_dict(rec):
+def node_dict(rec, locations=None):
+    """A node's entry; ``locations`` as for ``variable_dict``."""
+    location = rec.location
+    if location is not None:
+        location = location.as_dict() if locations is None else locations[location].copy()
+    graph = rec.graph
+    if graph is not None:
+        while graph.parent is not None:  # _graph_id, inline
+            graph = graph.parent
+        graph = graph.id
+    saved = rec.saved
+    if not saved:
+        saved = []
+    elif len(saved) == 1:  # the commonest case, without a comprehension's call
+        v, k, i, s, b, ver = saved[0]
+        saved = [{"variable": v, "kind": k, "index": i, "shape": list(s), "bytes": b, "version": ver}]
+    else:
+        saved = [{"variable": v, "kind": k, "index": i, "shape": list(s), "bytes": b, "version": ver}
+                 for v, k, i, s, b, ver in saved]
+    meta = rec.meta
     return {"id": rec.id, "op": rec.op, "custom": rec.custom, "class_name": rec.class_name,
-            "inputs": [[n, nr] for n, nr in rec.inputs], "input_variables": list(rec.input_variables),
+            "inputs": list(map(list, rec.inputs)), "input_variables": list(rec.input_variables),
             "outputs": list(rec.outputs), "variable": rec.variable, "shape": list(rec.shape),
-            "dtype": rec.dtype or "", "saved": [{"variable": v, "kind": k, "index": i, "shape": list(s), "bytes": b,
-                                                 "version": ver} for v, k, i, s, b, ver in rec.saved],
-            "meta": plain(rec.meta) if rec.meta else {}, "module": list(rec.module), "location": _loc(rec.location),
-            "graph": _graph_id(rec.graph), "freed_by": rec.freed_by, "nonfinite": rec.nonfinite,
+            "dtype": rec.dtype or "", "saved": saved,
+            "meta": plain(meta) if meta else {}, "module": list(rec.module), "location": location,
+            "graph": graph, "freed_by": rec.freed_by, "nonfinite": rec.nonfinite,
             "external": rec.external, "iteration": rec.iteration}
 
 
 def graph_dict(graph, structure, nodes, stopped, elided=()):
     ids = sorted(graph.nodes)
-    consumed = set()
+    consumed = set()  # (None too, from missing edges: never a node id)
+    update = consumed.update
     for nid in ids:
         rec = nodes.get(nid)
         if rec is not None:
-            consumed.update(n for n, _ in rec.inputs if n is not None)
+            update(map(_first, rec.inputs))
     roots = [nid for nid in ids if nid not in consumed and nid not in graph.accumulators]
     if graph.roots is not None:  # records let go (tracing/elide.prune): the roots found before
         roots = list(graph.roots)
@@ -95,8 +145,9 @@ def backward_dict(b, elided=()):
             out["elided_visits"] = b.get("elided_visits", 0) + len(b["visited"]) - len(visited)
             out["visited"] = visited
             b = dict(b, visited=visited, grad_norms={k: v for k, v in b["grad_norms"].items() if k not in elided})
-    out["grad_norms"] = {str(k): json_float(v) for k, v in b["grad_norms"].items()}
-    out["leaf_grad_norms"] = {str(k): json_float(v) for k, v in b["leaf_grad_norms"].items()}
+    # json_float, inline for the finite norms (nearly all of them): one call fewer per visited node
+    out["grad_norms"] = {str(k): v if isfinite(v) else json_float(v) for k, v in b["grad_norms"].items()}
+    out["leaf_grad_norms"] = {str(k): v if isfinite(v) else json_float(v) for k, v in b["leaf_grad_norms"].items()}
     out["visited"] = list(b["visited"])
     out["roots"] = list(b["roots"])
     out["root_nodes"] = list(b["root_nodes"])
@@ -140,12 +191,29 @@ def memory_section(trace):
 
 
 def build_document(trace, with_diagnostics=True):
+    # The document is a few dicts and lists per record, all kept: the collector's passes meanwhile (full ones
+    # too, walking every object of the program) would find nothing to free. It is paused while they are made.
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        doc = _build(trace)
+    finally:
+        if paused:
+            gc.enable()
+    if with_diagnostics:
+        add_diagnostics(doc)
+    return doc
+
+
+def _build(trace):
     g = trace.groups
     structures = {k: s.copy() for k, s in g.structures.items()}
     pending = {}
+    final = trace.stopped  # no later classification will look for these graphs' trails
     for graph in g.graphs.values():
         if graph.parent is None and graph.structure is None:
-            pending[graph.id] = g._classify(graph, structures)
+            pending[graph.id] = g._classify(graph, structures, final)
     by_id = {}
     for s in structures.values():
         by_id[s.id] = s
@@ -178,6 +246,7 @@ def build_document(trace, with_diagnostics=True):
                        "(each such graph lists its ends and the nodes diagnostics point at, see graphs[].elided)")
         dropped["note"] = (elided_note if not g.dropped["iterations"] else f"{dropped['note']}; {elided_note}")
     exception = trace.exception
+    locations = _Locations()
     doc = TraceDocument()
     doc.update({
         "format": FORMAT,
@@ -190,8 +259,8 @@ def build_document(trace, with_diagnostics=True):
         "iterations": g.iteration + 1,
         "window": trace.window,
         "modules": dict(trace.modules),
-        "variables": [variable_dict(r) for r in variables],
-        "nodes": [node_dict(r) for r in nodes],
+        "variables": [variable_dict(r, locations) for r in variables],
+        "nodes": [node_dict(r, locations) for r in nodes],
         "graphs": graphs,
         "structures": [structure_dict(s) for s in sorted(by_id.values(), key=lambda s: s.id)],
         "backwards": [backward_dict(b, elided) for b in trace.backwards.values()],
@@ -206,8 +275,6 @@ def build_document(trace, with_diagnostics=True):
         "backward_checks": trace.checks.section(_loc),
         "threads": threads_section(trace),
     })
-    if with_diagnostics:
-        add_diagnostics(doc)
     return doc
 
 

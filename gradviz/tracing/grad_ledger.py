@@ -13,24 +13,27 @@ between (``summed_grads``): the grad-accumulation rule reads it where the record
 
 
 class GradLedger:
-    __slots__ = ("_state", "_pending")
+    __slots__ = ("_state", "pending")
 
     def __init__(self):
         # leaf id -> [state, (id, location) of the backward that carried it, (id, location, optimizer) of the step
         # that used it last]: small tuples, not the records (a backward's holds every node it visited)
         self._state = {}
-        self._pending = []  # this backward's accumulations: (leaf id, whether it made the .grad anew)
+        # this backward's accumulations: (leaf id, whether it made the .grad anew); one list for the whole trace
+        # (emptied at each backward's end), so the builder appends to it without a call
+        self.pending = []
 
     def reset(self, leaf):
         self._state.pop(leaf, None)
 
     def accumulate(self, leaf, fresh):
-        self._pending.append((leaf, fresh))
+        self.pending.append((leaf, fresh))
 
     def backward_end(self, backward, ok):
         """The backward ``backward`` (its record) finished; a failed one is not counted."""
-        pending, self._pending = self._pending, []
+        pending = self.pending
         if not ok:
+            pending.clear()
             return
         state = self._state
         for leaf, fresh in pending:
@@ -42,6 +45,7 @@ class GradLedger:
                 entry[1] = (backward["id"], backward["location"])
             elif entry[0] != "carried":
                 entry[0] = "accumulated"
+        pending.clear()
 
     def step(self, event, leaves):
         """An optimizer step (its event) over ``leaves``: the ``summed_grads`` entries for those it sums across

@@ -19,6 +19,7 @@
 
 import hashlib
 import itertools
+from operator import itemgetter
 
 from . import elide as _elide
 from .records import GraphRecord, StructureRecord
@@ -27,6 +28,9 @@ PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, b
 SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
 TRAIL_LIMIT = 64  # remembered creation-order descriptions of graphs, each mapped to its structure key
 CHAIN_LIMIT = 256  # open provisional iterations (a split at a repeated call site that may still fold back)
+
+
+_first = itemgetter(0)  # an edge's node id
 
 
 def _root_order(rec, nid):
@@ -264,13 +268,21 @@ class Grouping:
     def backward_done(self, backward):
         nodes = self.trace.nodes
         graphs = {}
+        last = None  # the graph of the node visited before: consecutive nodes are mostly in one graph
         for nid in backward["visited"]:
             rec = nodes.get(nid)
-            if rec is not None and rec.graph is not None and rec.variable is None:
-                g = rec.graph.find()
-                graphs[g.id] = g
-        fold = min((g.iteration for g in graphs.values() if not g.backwarded and g.iteration >= self.open_from),
-                   default=None)
+            if rec is not None:
+                g = rec.graph
+                if g is not last and g is not None and rec.variable is None:
+                    last = g
+                    while g.parent is not None:
+                        g = g.parent
+                    graphs[g.id] = g
+        fold = None
+        open_from = self.open_from
+        for g in graphs.values():
+            if not g.backwarded and g.iteration >= open_from and (fold is None or g.iteration < fold):
+                fold = g.iteration
         if fold is not None and fold < self.iteration:  # one backward through graphs of provisional iterations
             self.fold(fold)
         for g in graphs.values():
@@ -430,31 +442,32 @@ class Grouping:
         accumulators = graph.accumulators
         records = {}
         consumed = set()
+        update = consumed.update
         for nid in graph.nodes:
             if nid in accumulators:
                 continue
             rec = nodes.get(nid)
             records[nid] = rec
             if rec is not None:
-                for n, _ in rec.inputs:
-                    consumed.add(n)
+                update(map(_first, rec.inputs))
         roots = [nid for nid in records if nid not in consumed]
         if len(roots) > 1:
             roots.sort(key=lambda nid: _root_order(records[nid], nid))
         order = {}
         stack = roots[::-1]
+        push = stack.append
+        count = 0
         while stack:
             nid = stack.pop()
             if nid in order:
                 continue
-            order[nid] = len(order)
+            order[nid] = count
+            count += 1
             rec = records[nid]
             if rec is not None:
-                inputs = rec.inputs
-                for i in range(len(inputs) - 1, -1, -1):
-                    n = inputs[i][0]
+                for n, _ in reversed(rec.inputs):
                     if n in records and n not in order:
-                        stack.append(n)
+                        push(n)
         if len(order) < len(records):  # unreachable from a root only when records are missing
             for nid in sorted(records):
                 if nid not in order:
@@ -474,8 +487,10 @@ class Grouping:
             for n, nr in rec.inputs:
                 if n is None:
                     ins.append(None)
-                elif n in order:
-                    ins.append((order[n], nr))
+                    continue
+                p = order.get(n)
+                if p is not None:
+                    ins.append((p, nr))
                 else:
                     child = nodes.get(n)
                     if child is not None and child.variable is not None:
@@ -487,15 +502,24 @@ class Grouping:
                         ins.append(leaf)
                     else:
                         ins.append(("outside", nr))
-            parts.append((rec.op, rec.shape, rec.module[-1] if rec.module else None, tuple(ins)))
+            module = rec.module
+            parts.append((rec.op, rec.shape, module[-1] if module else None, tuple(ins)))
         return tuple(parts)
 
-    def _classify(self, graph, structures=None):
+    def _classify(self, graph, structures=None, final=False):
         """Count ``graph`` under its structure. With ``structures`` given (a copy, for a document made before
-        the iteration ended) nothing in the trace itself changes."""
+        the iteration ended) nothing in the trace itself changes. ``final`` (with ``structures``: the trace has
+        stopped) when no later classification could use its trail: then the trail is made only if a remembered
+        one could match it (one of as many nodes), and not remembered."""
         live = structures is None
         structures = self.structures if live else structures
-        trail = self.trail(graph)
+        trail = None
+        if not final:
+            trail = self.trail(graph)
+        else:
+            size = len(graph.nodes) - len(graph.accumulators)  # the trail's length, unless records are missing
+            if any(len(known) == size for known in self._trail_keys):
+                trail = self.trail(graph)
         known = self._trail_keys.get(trail) if trail is not None else None
         if known is None:
             key = self.structure_key(graph)
@@ -517,7 +541,7 @@ class Grouping:
         s.count += 1
         if live:
             graph.structure = s
-        if trail is not None and (known is None or (live and known[1] is not s)):
+        if trail is not None and not final and (known is None or (live and known[1] is not s)):
             if len(self._trail_keys) >= TRAIL_LIMIT:
                 self._trail_keys.clear()
             # a repeated graph then costs one hash of its trail (structure keys are long tuples: hashing one
