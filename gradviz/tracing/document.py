@@ -11,7 +11,6 @@ from ..document.model import FORMAT, VERSION, TraceDocument, write_json  # noqa:
 from . import elide as _elide
 from .records import json_float
 
-
 _first = itemgetter(0)  # an edge's node id
 
 
