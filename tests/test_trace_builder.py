@@ -300,3 +300,56 @@ def test_auto_engine_takes_registered_adapters_only_when_they_apply(monkeypatch)
     monkeypatch.setattr(adapters, "_REGISTRY", {"gradviz": adapters._REGISTRY["gradviz"]})
     with pytest.raises(ValueError, match=r"^engine='torch' is not available in this version of gradviz$"):
         gradviz.trace(engine="torch")
+
+
+def test_saved_tensors_charge_each_block_once_and_a_released_node_holds_nothing():
+    """One saved tensor, several (two on one block, one on the model's memory), plain 10-tuples, and a node
+    whose buffers backward already released (``node_saved(..., freed=True)``): what the document and the
+    memory book see."""
+    b = TraceBuilder()
+    b.variable("x", "new", (3,), "float32", 12, False, LOC_FWD)
+    b.variable("v", "new", (3,), "float32", 12, False, LOC_FWD)
+    b.op("n1", "ExpBackward0", "Exp", False, [None], ["x"], [_out("y")],
+         [SavedFact(None, "output", 0, (3,), 12, 0, "vc-y", "blk-y", 12, None, "mem-y")], LOC_FWD)
+    assert b.stats["retained_bytes"] == 12
+    b.op("n2", "MulBackward0", "Mul", False, [("n1", 0), None], ["y", "v"], [_out("z")],
+         [SavedFact("y", "input", 0, (3,), 12, 0, "vc-y", "blk-y", 12, None, "mem-y"),
+          SavedFact("v", "input", 1, (3,), 12, 0, "vc-v", "blk-v", 12, None, "mem-v"),
+          SavedFact("x", "input", 2, (3,), 12, 0, "vc-x", None, None, None, "mem-x")], LOC_FWD)
+    assert b.stats["retained_bytes"] == 24  # blk-y counted once for both nodes, x's memory not charged
+    b.op("n3", "NegBackward0", "Neg", False, [("n2", 0)], ["z"], [_out("w")],
+         [("z", "input", 0, (3,), 12, 0, "vc-z", "blk-z", 12, None)], LOC_FWD)  # a 10-tuple: no storage
+    assert b.stats["retained_bytes"] == 36
+    assert set(b.saved_counters) == {"vc-y", "vc-v", "vc-x", "vc-z"}
+    assert set(b.saved_storages) == {"mem-y", "mem-v", "mem-x"}
+    b.node_saved("n3", [("z", "input", 0, (3,), 12, 3, "vc-z", "blk-z", 12, None, "mem-z")], freed=True)
+    assert b.stats["retained_bytes"] == 24 and "mem-z" not in b.saved_storages
+    assert list(b.saved_counters["vc-z"]) == [b.live_nodes["n3"].id]  # still described, not held
+    b.buffers_freed("n2")
+    assert b.stats["retained_bytes"] == 12 and set(b.saved_storages) == {"mem-y"}
+    b.node_died("n1")
+    assert b.stats["retained_bytes"] == 0 and b.saved_storages == {}
+    doc = b.document(with_diagnostics=False)
+    validate(doc)
+    saved = {n["op"]: n["saved"] for n in doc["nodes"]}
+    ids = {v["id"] for v in doc["variables"]}
+    assert [s["index"] for s in saved["MulBackward0"]] == [0, 1, 2]
+    assert all(s["variable"] in ids for s in saved["MulBackward0"])
+    assert saved["NegBackward0"] == [{"variable": saved["NegBackward0"][0]["variable"], "kind": "input",
+                                      "index": 0, "shape": [3], "bytes": 12, "version": 3}]
+    assert doc["memory"]["peak_retained_bytes"] == 36
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_building_a_document_leaves_the_collector_as_it_found_it(enabled):
+    import gc
+
+    b = TraceBuilder()
+    _toy_graph(b)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        b.document(with_diagnostics=True)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
