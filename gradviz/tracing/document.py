@@ -50,17 +50,23 @@ def _graph_id(graph):
     return None if graph is None else graph.find().id
 
 
-def variable_dict(rec, locations=None):
-    """A variable's entry; ``locations`` (a ``_Locations``) shares the work of describing each location across
-    the records of one document."""
+def _place(rec, locations):
+    """A record's location dict and graph id, in one call (each record of a document asks both)."""
     location = rec.location
     if location is not None:
         location = location.as_dict() if locations is None else locations[location].copy()
     graph = rec.graph
     if graph is not None:
-        while graph.parent is not None:  # _graph_id, inline
+        while graph.parent is not None:  # _graph_id without its find() call
             graph = graph.parent
         graph = graph.id
+    return location, graph
+
+
+def variable_dict(rec, locations=None):
+    """A variable's entry; ``locations`` (a ``_Locations``) shares the work of describing each location across
+    the records of one document."""
+    location, graph = _place(rec, locations)
     inputs = rec.inputs
     # requires_grad_final: what the engine said while the variable was alive, last (see Trace.stop)
     out = {"id": rec.id, "name": rec.name, "shape": list(rec.shape), "dtype": rec.dtype, "bytes": rec.nbytes,
@@ -78,14 +84,7 @@ def variable_dict(rec, locations=None):
 
 def node_dict(rec, locations=None):
     """A node's entry; ``locations`` as for ``variable_dict``."""
-    location = rec.location
-    if location is not None:
-        location = location.as_dict() if locations is None else locations[location].copy()
-    graph = rec.graph
-    if graph is not None:
-        while graph.parent is not None:  # _graph_id, inline
-            graph = graph.parent
-        graph = graph.id
+    location, graph = _place(rec, locations)
     saved = rec.saved
     if not saved:
         saved = []
