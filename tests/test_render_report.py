@@ -88,11 +88,24 @@ def test_summary_leaves_out_parameters_of_modules_never_used_nor_optimized():
         "opt = torch.optim.SGD({params}, lr=0.1)\n"
         "opt.zero_grad()\nencoder(torch.randn(2, 3, 8)).pow(2).mean().backward()\nopt.step()\n")
     out = text_of(summary(_traced(body.format(params="encoder.parameters()"))))
-    assert "parameters      24, all got a gradient (and 12 parameters that no op used and no optimizer was given)" \
-        in out
+    assert "parameters      24, all got a gradient (and 12 parameters that no op used and no optimizer was given, " \
+           "the first made at <string>:4)" in out
     # given to the optimizer, the template's parameters are the user's: listed without a gradient
     out = text_of(summary(_traced(body.format(params="[*encoder.parameters(), *layer.parameters()]"))))
     assert "parameters      36, 12 got no gradient" in out and "and 12 parameters" not in out
+
+
+def test_summary_says_where_a_lone_unused_parameter_was_made_with_its_file_name_as_plain_text():
+    # weight_norm-style: a module's parameter replaced by others, so the old one has no name in the model
+    doc = _traced("import gradviz as torch\nimport gradviz.nn as nn\n"
+                  "lin = nn.Linear(3, 2)\nold = lin.weight\n"
+                  "lin.weight = nn.Parameter(torch.ones(2, 3))\nlin(torch.ones(1, 3)).sum().backward()\n")
+    for v in doc["variables"]:
+        if v.get("location"):
+            v["location"]["file"] = "[bold]odd[/bold]\x1b.py"
+    out = text_of(summary(doc))
+    assert "(and 1 parameter that no op used and no optimizer was given, made at [bold]odd[/bold]\\x1b.py:3)" \
+        in " ".join(out.split())
 
 
 def test_summary_shows_frozen_parameters_as_frozen():

@@ -69,16 +69,26 @@ def parameters(doc):
     """[(name, shape, gradient)] for each parameter of the traced model, ``gradient`` being ``"yes"``, ``"none"``
     or ``"frozen"`` (it did not require grad at the end). A parameter requiring grad that no recorded op used and
     no optimizer was given, with no gradient, is not part of the model trained here (the template layer that
-    ``nn.TransformerEncoder`` deep-copies, a module built and never called): ``idle_parameters`` counts those."""
+    ``nn.TransformerEncoder`` deep-copies, a module built and never called): ``idle_parameters`` lists those."""
     index, got = _gradient_owners(doc)
     return [(v.get("name") or f"v{v['id']}", v.get("shape"), _gradient(v, got))
             for v in doc.get("variables", []) if v.get("is_parameter") and not _idle(index, v, got)]
 
 
 def idle_parameters(doc):
-    """How many parameters ``parameters`` leaves out: never used by a recorded op nor given to an optimizer."""
+    """The parameters ``parameters`` leaves out: never used by a recorded op nor given to an optimizer."""
     index, got = _gradient_owners(doc)
-    return sum(1 for v in doc.get("variables", []) if v.get("is_parameter") and _idle(index, v, got))
+    return [v for v in doc.get("variables", []) if v.get("is_parameter") and _idle(index, v, got)]
+
+
+def _idle_note(idle):
+    """`` (and 2 parameters that no op used and no optimizer was given, the first made at train.py:4)``: the line
+    says which, since such a parameter often has no name (a module's weight that weight_norm replaced)."""
+    if not idle:
+        return ""
+    made = where(idle[0].get("location")) if idle[0].get("location") else None
+    at = "" if made is None else f", {'the first ' if len(idle) > 1 else ''}made at {made}"
+    return f" (and {_plural(len(idle), 'parameter')} that no op used and no optimizer was given{at})"
 
 
 def _gradient_owners(doc):
@@ -143,13 +153,12 @@ def summary(doc):
                                 f"{_plural(dropped, 'iteration')} in between only counted")
     parts = [_heading("Summary"), grid]
     params = parameters(doc)
-    idle = idle_parameters(doc)
-    idle_note = f" (and {_plural(idle, 'parameter')} that no op used and no optimizer was given)" if idle else ""
+    idle_note = _idle_note(idle_parameters(doc))
     if not params:
-        grid.add_row("parameters", "none" + idle_note)
+        grid.add_row("parameters", _data("none" + idle_note))  # (a file name in it: no markup)
         return Group(*parts)
     missing = [p for p in params if p[2] == "none"]
-    grid.add_row("parameters", f"{len(params)}, {_verdict(params, missing)}{idle_note}")
+    grid.add_row("parameters", _data(f"{len(params)}, {_verdict(params, missing)}{idle_note}"))
     shown = params if len(params) <= _MAX_PARAMETERS else missing[:_MAX_PARAMETERS]
     if shown:
         table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 2))
