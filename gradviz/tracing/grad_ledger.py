@@ -20,14 +20,11 @@ class GradLedger:
         # that used it last]: small tuples, not the records (a backward's holds every node it visited)
         self._state = {}
         # this backward's accumulations: (leaf id, whether it made the .grad anew); one list for the whole trace
-        # (emptied at each backward's end), so the builder appends to it without a call
+        # (emptied at each backward's end): TraceBuilder.accumulate appends to it itself
         self.pending = []
 
     def reset(self, leaf):
         self._state.pop(leaf, None)
-
-    def accumulate(self, leaf, fresh):
-        self.pending.append((leaf, fresh))
 
     def backward_end(self, backward, ok):
         """The backward ``backward`` (its record) finished; a failed one is not counted."""

@@ -112,21 +112,8 @@ class Grouping:
 
     # ----- placing nodes ----------------------------------------------------------------------------------
     def place(self, rec, children):
-        """Put a new node into a graph: the open graph(s) of its inputs, or a new one. Returns the graph."""
-        if len(children) == 1:  # the commonest case (a chain: relu, a loss, a view), without the general bookkeeping
-            c = children[0]
-            g = c.graph
-            if g is not None and c.variable is None:
-                while g.parent is not None:
-                    g = g.parent
-                if not g.backwarded and g.iteration == self.iteration:
-                    rec.iteration = g.iteration
-                    rec.graph = g
-                    g.nodes.append(rec.id)
-                    g.alive += 1  # alive already: its input node is
-                    if g.alive == 1:
-                        self.graphs_alive += 1
-                    return g
+        """Put a new node into a graph: the open graph(s) of its inputs, or a new one. Returns the graph.
+        (``TraceBuilder.op`` places the commonest case itself, one input node in an open graph, without calling.)"""
         opened = []
         closed = []
         fold = None
