@@ -83,6 +83,7 @@ BACKWARD_CHECK = {
 BACKWARD_CHECKS = {"enabled": "bool", "budget": "int", "repeats": "int", "over_budget": "int",
                    "checks": [BACKWARD_CHECK]}
 THREADS = {"observed": ["thread"], "unobserved": ["thread"], "note?": "str"}
+UNSEEN = {"kind": "str", "what": "str", "count": "int", "how?": "?str", "location?": "?loc", "advice?": "?str"}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
@@ -90,6 +91,7 @@ DOCUMENT = {
     "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
     "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS, "threads?": THREADS,
+    "unseen?": [UNSEEN],
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.

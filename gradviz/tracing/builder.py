@@ -136,6 +136,7 @@ class TraceBuilder:
         self.grad_ledger = GradLedger()  # every .grad reset, accumulation and step, for summed_grads
         self._ledger_pending = self.grad_ledger.pending  # its list of this backward's accumulations
         self.internal_errors = []
+        self._unseen = {}  # (kind, what, how, location) -> entry of the document's "unseen" list
         self.checks = BackwardChecks()  # custom Functions' backward checks (wrong-backward)
         self.groups = Grouping(self)
         # threads: the lock around facts, the state of each thread, the threads seen and not seen
@@ -252,6 +253,24 @@ class TraceBuilder:
             if thread not in observed:
                 found.append(dict(info, ident=thread.ident))  # known once started
         return found
+
+    def unseen(self, kind, what, *, how=None, location=None, advice=None, count=1):
+        """Something ran that the trace could not observe (a child process, a compiled region, a fact this
+        engine version cannot give): listed in the document's ``unseen`` section, so a report that saw less than
+        the run did never reads as an all-clear. The same ``(kind, what, how, location)`` again adds to ``count``."""
+        key = (kind, what, how, location)
+        entry = self._unseen.get(key)
+        if entry is None:
+            self._unseen[key] = {"kind": kind, "what": what, "count": count, "how": how, "location": location,
+                                 "advice": advice}
+        else:
+            entry["count"] += count
+            if advice and not entry["advice"]:
+                entry["advice"] = advice
+
+    def unseen_entries(self):
+        """The ``unseen`` entries so far, in the order first reported (locations still ``Location`` objects)."""
+        return [dict(e) for e in self._unseen.values()]
 
     def internal_error(self, where, exc):
         """The tracer failed at ``where`` (an adapter callback): recorded, never raised into the user's code."""

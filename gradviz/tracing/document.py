@@ -272,8 +272,26 @@ def _build(trace):
         "internal_errors": list(trace.internal_errors),
         "backward_checks": trace.checks.section(_loc),
         "threads": threads_section(trace),
+        "unseen": unseen_section(trace),
     })
     return doc
+
+
+def unseen_section(builder):
+    """What ran beyond the trace's sight: each entry ``{"kind", "what", "count", "how", "location", "advice"}``.
+    Threads the trace could not observe are listed here too (kind ``thread``), besides ``threads.unobserved``."""
+    entries = []
+    for entry in builder.unseen_entries():
+        entry["location"] = _loc(entry["location"])
+        entries.append(entry)
+    unobserved = builder.unobserved_threads()
+    if unobserved:
+        names = ", ".join(t["name"] for t in unobserved[:5]) + (" …" if len(unobserved) > 5 else "")
+        entries.append({"kind": "thread", "what": f"threads running beside the trace ({names})",
+                        "count": len(unobserved), "how": "already running when the trace started, or started by "
+                        "code it does not observe", "location": None,
+                        "advice": "start the threads inside the traced block (or the script gradviz runs)"})
+    return entries
 
 
 def threads_section(builder):
