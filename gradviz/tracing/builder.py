@@ -282,10 +282,12 @@ class TraceBuilder:
                            "message": "more internal errors happened and were not recorded"})
 
     # ----- the engine -------------------------------------------------------------------------------------
-    def engine(self, name, version=None, devices=(), memory=None):
+    def engine(self, name, version=None, devices=(), memory=None, accelerator=None):
         """The engine an adapter watches (``"gradviz"``, ``"torch"``), its version and the devices seen so far;
         the document's ``engine`` section. Call again (or ``device``) as more devices show up. ``memory`` names
-        how the adapter measures saved memory when it has more than one way (the torch adapter's)."""
+        how the adapter measures saved memory when it has more than one way (the torch adapter's);
+        ``accelerator`` what the engine's build supports and this machine offers (``{"built", "available",
+        "devices"}``)."""
         entry = self.engines.get(name)
         if entry is None:
             entry = self.engines[name] = {"name": name, "version": version, "devices": []}
@@ -293,6 +295,8 @@ class TraceBuilder:
             entry["version"] = version
         if memory is not None:
             entry["memory"] = memory
+        if accelerator is not None:
+            entry["accelerator"] = dict(accelerator)
         for d in devices:
             if d not in entry["devices"]:
                 entry["devices"].append(d)

@@ -31,8 +31,8 @@ import weakref
 
 from ..builder import LEAF
 from ..frames import location_at
+from . import torch_compat, torch_patches
 from . import torch_graph as tg
-from . import torch_patches
 from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
@@ -103,6 +103,10 @@ class TorchAdapter(TorchEvents):
             raise ImportError("engine='torch' needs PyTorch, which is not installed: pip install 'gradviz[torch]'") \
                 from None
         check_version(torch)
+        self.compat = compat = torch_compat.probe(torch)
+        tg.configure(compat)
+        # on a torch whose saved tensors are read by unpacking: tells when hooks would run on the read
+        self._unpack_hooked = torch_compat.top_hooks(torch) if compat.saved == "unpack" else None
         self.torch = torch
         self.builder = builder
         self.attached = False
@@ -127,11 +131,20 @@ class TorchAdapter(TorchEvents):
         self.checks = OutputChecks(torch, builder)
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
         self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
-        builder.engine("torch", torch.__version__, (), memory="saved-attributes")
+        builder.engine("torch", torch.__version__, (), memory="saved-attributes" if compat.saved else "not-measured",
+                       accelerator=compat.accelerator)
+        for what, how in compat.problems:
+            builder.unseen("not-measured", what, how=how)
 
     def exact_memory(self):
         """Measure saved memory from ``saved_tensors_hooks`` packs (``gradviz.trace(exact_memory=True)``)."""
         if self.exact is None:
+            missing = self.compat.exact
+            if missing is not None:  # this torch lacks what the hooks pair needs: the default reading stays
+                self.builder.unseen("not-measured", "exact saved-tensor memory (--exact-memory)",
+                                    how=f"torch {self.torch.__version__} has no {missing}",
+                                    advice="the memory shown is read from the nodes' saved attributes")
+                return
             from .torch_exact_memory import MODE, ExactMemory
 
             self.exact = ExactMemory(self)
@@ -384,15 +397,19 @@ class TorchAdapter(TorchEvents):
         args = None
         cpu_seen = self._cpu_seen
         Tensor = self._Tensor
+        read = tg.read_saved  # this torch's way (torch_compat): SavedTensor.data, or unpacking _saved_*
+        if self._unpack_hooked is not None and self._unpack_hooked():
+            # an unpacking read would run a saved_tensors_hooks pair's unpack (the user's code) and see its
+            # result, not what the node holds
+            self.builder.unseen("not-measured", "saved-tensor memory", how=f"torch {self.torch.__version__}: "
+                                "nodes built under saved_tensors_hooks (SavedTensor has no data access)")
+            if tag is not None:
+                tag.spans = None
+            return facts
         for attr in info.saved:
-            try:
-                value = getattr(node, attr)
-            except RuntimeError:  # freed already
+            found = read(node, attr)
+            if found is None:
                 continue
-            if type(value) is list or type(value) is tuple:
-                found = [(i, getattr(item, "data", None)) for i, item in enumerate(value)]
-            else:
-                found = ((0, getattr(value, "data", None)),)
             kind = "output" if "result" in attr else "input"
             for index, t in found:
                 if not isinstance(t, Tensor):  # freed (None), or what a saved_tensors_hooks pack kept instead

@@ -6,13 +6,13 @@ Reads, writes and hook registrations made by torch's own code (an optimizer read
 user's and are not reported, as on gradviz's engine.
 """
 
-import re
 import threading
 import warnings
 import weakref
 
 from ..frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
 from . import torch_graph as tg
+from .torch_compat import STALE_DEFAULT, stale_versions
 from .torch_frames import caller_is_internal, user_frame
 from .torch_patches import _forked, forked, step_aside, step_back
 
@@ -21,7 +21,7 @@ _NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward be
 _SMALL_COPY = 4 << 20  # bytes of held outputs up to which the NaN/Inf check copies them into one tensor
 _NEW = frozenset(("tensor", "as_tensor", "from_numpy", "asarray", "Tensor"))
 _NOT_WEAK = frozenset((float, int, bool, complex, list))  # what .item() and .tolist() give: no weak reference
-_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
+_stale_pattern = [STALE_DEFAULT]  # reads the versions out of this torch's wording (torch_compat, set per adapter)
 
 
 def _here():
@@ -58,7 +58,8 @@ class TorchEvents:
         self.backward_call = None  # the backward in progress (see Backward)
         self.mode = None
         self.handles = []
-        self._is_compiling = self.torch.compiler.is_compiling
+        self._is_compiling = self.compat.is_compiling  # (torch_compat: the one dynamo folds while tracing)
+        _stale_pattern[0] = self.compat.stale
 
     def observing(self):
         """Attached, in the process that attached (not a forked worker), and not inside dynamo's compilation."""
@@ -890,9 +891,9 @@ def _error(error, call):
     last = call.nodes[-1] if call.nodes else None
     if "modified by an inplace operation" in message:
         info.update(code="stale-version", node=last)
-        found = _VERSIONS.search(message)
+        found = stale_versions(_stale_pattern[0], message)
         if found:
-            info["current"], info["expected"] = int(found.group(1)), int(found.group(2))
+            info["current"], info["expected"] = found
     elif "backward through the graph a second time" in message or "have already been freed" in message:
         info.update(code="graph-freed", node=last)
     elif "implicitly created only for scalar outputs" in message:

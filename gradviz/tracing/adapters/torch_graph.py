@@ -6,7 +6,23 @@ A node wrapper (``out.grad_fn``) keeps the node and its saved tensors alive, can
 The tag is also the node's backward prehook (it reports the gradient the node is about to receive).
 """
 
+from .torch_compat import read_data
+
 KEY = "gradviz"  # the key of our tag in node.metadata
+
+# how this torch's saved tensors are read (torch_compat; ``configure`` sets them for the torch being traced)
+_saved_attr = None  # _raw_saved_X -> the attribute to read, or None: read _raw_saved_X itself
+read_saved = read_data  # (node, attribute) -> [(index, tensor or None: freed)], or None: unreadable
+
+
+def configure(compat):
+    """Read saved tensors the way ``compat`` (torch_compat.probe's answer) says this torch allows."""
+    global _saved_attr, read_saved
+    from . import torch_compat
+
+    _saved_attr = compat.saved_attr if compat.saved == "unpack" else None
+    read_saved = torch_compat.read_unpacked if compat.saved == "unpack" else read_data
+    _infos.clear()  # their saved attribute names depend on it
 
 
 class NodeTag:
@@ -49,7 +65,8 @@ class NodeInfo:
         else:
             self.custom = False
             self.class_name = self.name
-        self.saved = tuple(a for a in dir(node) if a.startswith("_raw_saved_"))
+        saved = tuple(a for a in dir(node) if a.startswith("_raw_saved_"))
+        self.saved = saved if _saved_attr is None else tuple(_saved_attr(a) for a in saved)
 
 
 _infos = {}
@@ -112,16 +129,12 @@ def saved_tensors(node, attrs):
 
     Read right after the op ran, so each tensor's ``_version`` is the version PyTorch saved it at."""
     found = []
+    read = read_saved
     for attr in attrs:
-        try:
-            value = getattr(node, attr)
-        except RuntimeError:  # freed already
+        values = read(node, attr)
+        if values is None:
             continue
-        if type(value) is list or type(value) is tuple:
-            for i, item in enumerate(value):
-                found.append((attr, i, getattr(item, "data", None)))
-        else:
-            found.append((attr, 0, getattr(value, "data", None)))
+        found.extend((attr, i, t) for i, t in values)
     return found
 
 

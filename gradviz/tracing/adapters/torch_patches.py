@@ -21,6 +21,8 @@ import os
 import threading
 import warnings
 
+from .torch_compat import apply_function, probe
+
 _forked = [False]  # set in a forked child: it records nothing
 _current = [None]  # the attached TorchAdapter (the wrapped functions find it here)
 _saved = []  # (owner, attribute, original) of what install() replaced
@@ -52,8 +54,8 @@ def install(adapter):
                        register_optimizer_step_post_hook(adapter.step_end)]
     _quiet_compile_warning(adapter)
     if not _saved:
-        Function = torch.autograd.function.Function
-        _replace(Function, "apply", classmethod(_traced_apply(Function.__dict__["apply"].__func__)))
+        Function = torch.autograd.function.Function  # apply: a classmethod, or a C descriptor on torch 2.14+
+        _replace(Function, "apply", classmethod(_traced_apply(apply_function(Function.__dict__["apply"]))))
         for owner in (torch.optim.Optimizer, torch.nn.Module):
             _replace(owner, "zero_grad", _traced_zero_grad(owner.__dict__["zero_grad"]))
         HookMixin = torch.autograd.function._HookMixin
@@ -179,7 +181,7 @@ def _make_mode_class():
     from torch.overrides import TorchFunctionMode
 
     special, passthrough = special_functions(torch)
-    is_compiling = torch.compiler.is_compiling
+    is_compiling = probe(torch).is_compiling
 
     class GradvizMode(TorchFunctionMode):
         def __init__(self, adapter):

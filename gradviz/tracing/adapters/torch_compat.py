@@ -1,0 +1,241 @@
+"""What the installed PyTorch lets the adapter do, found by trying each internal, not by reading the version.
+
+Every private piece of PyTorch the ``torch_*`` adapter modules touch and that has changed between torch lines is
+probed here once per torch, by what it does, and each answer names the way to use it:
+
+- ``apply``: how ``Function.apply`` is held on the class. A ``classmethod`` wrapping a Python function (torch
+  <= 2.13) or a C ``classmethod_descriptor`` (2.14 and later): ``wrap_apply`` / the saved class entry cover both.
+- ``saved``: how a node's saved tensors are read. ``"data"``: its ``_raw_saved_*`` attributes are SavedTensor
+  objects with a ``.data`` (the tensor, None once freed; 2.13 and later); ``"unpack"``: older SavedTensor objects
+  expose only ``register_hooks``, so the node's unpacking attributes (``_saved_*``, a custom Function's
+  ``saved_tensors``) are read instead; None: neither works, memory is not measured (said in ``unseen``).
+- ``exact``: whether the saved-tensor default hooks machinery ``--exact-memory`` needs is all there.
+- ``stale``: the pattern that reads both versions out of PyTorch's "modified by an inplace operation" message,
+  checked against the message this torch really raises.
+- ``is_compiling``: the "am I inside dynamo's compilation" question dynamo answers True to while tracing.
+- ``accelerator``: what the torch build was made for and what this machine has (a CUDA wheel on a CPU machine).
+
+``problems`` lists, per fact that cannot be reached here, ``(what, how)`` for the document's ``unseen`` section.
+Tests force a fallback by replacing ``probe``'s answer (``forced``).
+"""
+
+import re
+
+STALE_DEFAULT = re.compile(r"is at version (\d+); expected version (\d+)")
+# a looser reading kept for a wording we have not seen: the two numbers in the order PyTorch gives them
+_STALE_LOOSE = re.compile(r"version (\d+)\D+?version (\d+)")
+
+# the internals --exact-memory pushes, pops and reads (torch._C._autograd)
+_EXACT_NEEDS = ("_push_saved_tensors_default_hooks", "_pop_saved_tensors_default_hooks",
+                "_top_saved_tensors_default_hooks", "_get_sequence_nr",
+                "_saved_tensors_hooks_get_disabled_error_message", "_saved_tensors_hooks_disable",
+                "_saved_tensors_hooks_enable")
+
+
+class TorchCompat:
+    """The answers for one torch (see the module's docstring)."""
+
+    def __init__(self, version, apply, saved, exact, stale, is_compiling, accelerator, problems):
+        self.version = version
+        self.apply = apply  # "classmethod" or "descriptor"
+        self.saved = saved  # "data", "unpack" or None
+        self.exact = exact  # None when usable, else what is missing
+        self.stale = stale
+        self.is_compiling = is_compiling
+        self.accelerator = accelerator
+        self.problems = problems  # [(what, how)]: facts not measured on this torch
+
+    def saved_attr(self, raw_name):
+        """The attribute to read for a node's ``_raw_saved_X`` under this torch's way of reading."""
+        if self.saved != "unpack":
+            return raw_name
+        if raw_name == "_raw_saved_tensors":  # a custom Function's node
+            return "saved_tensors"
+        return "_saved_" + raw_name[len("_raw_saved_"):]
+
+
+_probed = {}
+forced = {}  # tests: {"saved": "unpack", ...} overrides what the probe found
+
+
+def probe(torch):
+    """The answers for ``torch`` (probed once, then cached), with any ``forced`` answer applied."""
+    found = _probed.get(id(torch))
+    if found is None:
+        found = _probed[id(torch)] = _probe(torch)
+    if not forced:
+        return found
+    answers = dict(vars(found), **forced)
+    compat = TorchCompat(**answers)
+    compat.problems = _problems(compat)
+    return compat
+
+
+def _probe(torch):
+    with torch._C.DisableTorchFunction():  # a trace already attached must not see the probes' ops
+        saved, stale = _saved_access(torch), _stale_pattern(torch)
+    compat = TorchCompat(torch.__version__, _apply_kind(torch), saved, _exact_missing(torch), stale,
+                         _is_compiling(torch), accelerator(torch), [])
+    compat.problems = _problems(compat)
+    return compat
+
+
+def _problems(compat):
+    problems = []
+    if compat.saved is None:
+        problems.append(("saved-tensor memory", f"torch {compat.version}: a node's saved tensors cannot be read "
+                         "(SavedTensor has no data access and the node's _saved_* attributes do not unpack)"))
+    return problems
+
+
+# ----- Function.apply ---------------------------------------------------------------------------------------
+def _apply_kind(torch):
+    entry = torch.autograd.function.Function.__dict__.get("apply")
+    if isinstance(entry, classmethod):
+        return "classmethod"
+    return "descriptor"  # a C classmethod_descriptor (torch 2.14+): bound to a class through __get__
+
+
+def apply_function(entry):
+    """``apply(cls, *args, **kwargs)`` calling what ``Function.__dict__["apply"]`` holds, in either form."""
+    if isinstance(entry, classmethod):
+        return entry.__func__
+
+    def apply(cls, *args, **kwargs):
+        return entry.__get__(None, cls)(*args, **kwargs)
+
+    apply.__doc__ = getattr(entry, "__doc__", None)
+    return apply
+
+
+# ----- saved tensors ----------------------------------------------------------------------------------------
+def _saved_access(torch):
+    """Try both ways of reading a saved tensor on a node made for the purpose: the tensor must come back."""
+    with torch.enable_grad():
+        x = torch.ones(2, requires_grad=True)
+        node = x.exp().grad_fn
+    raw = getattr(node, "_raw_saved_result", None)
+    if isinstance(getattr(raw, "data", None), torch.Tensor):
+        return "data"
+    try:
+        if isinstance(node._saved_result, torch.Tensor):
+            return "unpack"
+    except (AttributeError, RuntimeError):
+        pass
+    return None
+
+
+def read_data(node, attr):
+    """``[(index, tensor or None)]`` for one ``_raw_saved_*`` attribute (None: freed, or what a hooks pair's
+    pack kept instead), or None when the attribute cannot be read."""
+    try:
+        value = getattr(node, attr)
+    except RuntimeError:
+        return None
+    if type(value) is list or type(value) is tuple:
+        return [(i, getattr(item, "data", None)) for i, item in enumerate(value)]
+    return ((0, getattr(value, "data", None)),)
+
+
+def read_unpacked(node, attr):
+    """The same from an unpacking attribute (``_saved_*``, ``saved_tensors``): it gives the tensors themselves,
+    and raises once backward freed them. Only read right after the op (or on a node we did not see built), when
+    the versions still match: a later read of an overwritten tensor would raise PyTorch's stale-version error,
+    which is not a free."""
+    try:
+        value = getattr(node, attr)
+    except RuntimeError as exc:
+        if "freed" in str(exc):
+            return ((0, None),)  # as a freed SavedTensor's data reads
+        return ()
+    if type(value) is list or type(value) is tuple:
+        return [(i, item) for i, item in enumerate(value)]
+    return ((0, value),)
+
+
+def top_hooks(torch):
+    """A function telling whether saved-tensor hooks are on this thread's stack (an unpacking read would run
+    their unpack: the user's code, and another tensor than the one saved)."""
+    top = torch._C._autograd._top_saved_tensors_default_hooks
+    try:
+        top(False)
+    except TypeError:  # older signature, no argument
+        return lambda: top() is not None
+    return lambda: top(False) is not None
+
+
+# ----- --exact-memory ---------------------------------------------------------------------------------------
+def _exact_missing(torch):
+    C = torch._C._autograd
+    missing = [name for name in _EXACT_NEEDS if not hasattr(C, name)]
+    if not hasattr(getattr(torch.autograd, "graph", None), "saved_tensors_hooks"):
+        missing.append("torch.autograd.graph.saved_tensors_hooks")
+    return ", ".join(missing) or None
+
+
+# ----- the stale-version message ----------------------------------------------------------------------------
+def _stale_pattern(torch):
+    """Raise PyTorch's own stale-version error on a two-op graph and keep the pattern that reads it."""
+    with torch.enable_grad():
+        x = torch.ones(2, requires_grad=True)
+        y = x * 1
+        z = y.exp()
+        y.add_(1)
+        try:
+            z.sum().backward()
+        except RuntimeError as exc:
+            message = str(exc)
+        else:
+            return STALE_DEFAULT
+    found = STALE_DEFAULT.search(message)
+    if found and (found.group(1), found.group(2)) == ("1", "0"):
+        return STALE_DEFAULT
+    found = _STALE_LOOSE.search(message)
+    if found and (found.group(1), found.group(2)) == ("1", "0"):
+        return _STALE_LOOSE
+    return STALE_DEFAULT
+
+
+def stale_versions(pattern, message):
+    """``(current, expected)`` from a stale-version message, or None."""
+    found = pattern.search(message)
+    return None if found is None else (int(found.group(1)), int(found.group(2)))
+
+
+# ----- compilation ------------------------------------------------------------------------------------------
+def _is_compiling(torch):
+    """The function dynamo folds to True while it traces. ``torch.compiler.is_compiling`` on the torch lines that
+    have it (dynamo lists it among its tracing-state functions); ``torch._dynamo.external_utils.is_compiling``
+    before, which dynamo has folded since 2.0 (imported only where the first is missing: dynamo is slow to
+    import)."""
+    compiler = getattr(torch, "compiler", None)
+    found = getattr(compiler, "is_compiling", None)
+    if callable(found):
+        return found
+    try:
+        from torch._dynamo.external_utils import is_compiling
+    except ImportError:
+        return lambda: False
+    return is_compiling
+
+
+# ----- the accelerator --------------------------------------------------------------------------------------
+def accelerator(torch):
+    """``{"built": "cuda 13.0" or None, "available": bool, "devices": n}``: what this torch wheel was built for,
+    and whether this machine can use it (a CUDA wheel on a CPU machine: built, not available)."""
+    version = getattr(torch, "version", None)
+    built = None
+    for name in ("cuda", "hip", "xpu"):
+        value = getattr(version, name, None)
+        if value:
+            built = f"{name} {value}"
+            break
+    available = False
+    count = 0
+    try:
+        cuda = torch.cuda
+        available = bool(cuda.is_available())
+        count = cuda.device_count() if available else 0
+    except Exception:  # a broken driver install must not stop the trace
+        available = False
+    return {"built": built, "available": available, "devices": count}
