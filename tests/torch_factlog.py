@@ -30,7 +30,7 @@ class FactLog:
     def of(self, name):
         return [kw for n, kw in self.facts if n == name]
 
-    def engine(self, name, version=None, devices=(), memory=None):
+    def engine(self, name, version=None, devices=(), memory=None, accelerator=None):
         self._log("engine", name=name, version=version)
 
     def device(self, name, device):

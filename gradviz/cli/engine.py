@@ -14,6 +14,7 @@ import importlib.util
 ENGINES = ("auto", "gradviz", "torch")
 NO_TORCH = "--engine torch needs PyTorch, which is not installed: pip install 'gradviz[torch]'"
 NOTE_SHIM = "PyTorch is not installed: running {script} on gradviz's engine through its `import torch` shim"
+NOTE_UNSUPPORTED = "{reason}; meanwhile {script} runs on gradviz's engine through its `import torch` shim"
 
 
 class EngineChoice:
@@ -58,9 +59,30 @@ def choose(engine, script, use_torch_shim=False):
     if engine == "torch":
         if not torch_installed():
             raise ValueError(NO_TORCH)
-        return EngineChoice("torch", shim=False)
+        return _torch_or_shim(script)
     if imports_torch(script):
         if torch_installed():
-            return EngineChoice("torch", shim=False)
+            return _torch_or_shim(script)
         return EngineChoice("gradviz", shim=True, note=NOTE_SHIM.format(script=script))
     return EngineChoice("auto", shim=False)
+
+
+def _torch_or_shim(script):
+    """Real PyTorch when the installed one is a version the torch engine supports; else gradviz's engine through
+    the shim, so a report is still written, with one line saying why and which torch would work."""
+    reason = unsupported_torch()
+    if reason is None:
+        return EngineChoice("torch", shim=False)
+    return EngineChoice("gradviz", shim=True, note=NOTE_UNSUPPORTED.format(reason=reason, script=script))
+
+
+def unsupported_torch():
+    """Why the installed torch cannot be traced (one line), or None. Imports it: the script is about to."""
+    from ..torch_version import PIP_TORCH, unsupported
+
+    try:
+        import torch
+    except Exception as exc:  # a broken install: its own error, on one line
+        first = str(exc).strip().split("\n")[0]
+        return f"`import torch` fails ({type(exc).__name__}: {first}): {PIP_TORCH}"
+    return unsupported(getattr(torch, "__version__", "unknown"))

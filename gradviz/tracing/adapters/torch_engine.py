@@ -37,22 +37,17 @@ from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
 
-SUPPORTED = (2, 4)  # the oldest torch this adapter is written for (tested with 2.13.0)
-
-
 class TorchVersionError(ImportError):
     pass
 
 
 def check_version(torch):
-    """One line when the installed torch is older than this adapter supports."""
-    parts = []
-    for piece in torch.__version__.split("+")[0].split(".")[:2]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits or 0))
-    if tuple(parts) < SUPPORTED:
-        raise TorchVersionError(f"gradviz's torch engine needs torch {SUPPORTED[0]}.{SUPPORTED[1]} or later, found "
-                                f"torch {torch.__version__}: pip install 'gradviz[torch]'")
+    """One line when the installed torch is outside what this adapter supports (``torch_version.unsupported``)."""
+    from ...torch_version import unsupported
+
+    reason = unsupported(getattr(torch, "__version__", "unknown"))
+    if reason is not None:
+        raise TorchVersionError(reason)
 
 
 _dtype_names = {}  # torch.float32 -> "float32"

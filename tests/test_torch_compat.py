@@ -1,0 +1,262 @@
+"""torch_compat: each internal the torch adapter touches, probed by what it does, and each fallback forced on the
+installed torch gives the same document facts as the native path (or an honest not-measured entry)."""
+
+import re
+import textwrap
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import gradviz  # noqa: E402
+from gradviz.tracing.adapters import torch_compat  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+
+
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+x = torch.randn(16, 4)
+for step in range(2):
+    out = model(x)
+    loss = Square.apply(out).mean()  # custom function line
+    loss.backward()
+kept = model(x).exp().sum()  # still held at the end
+y = torch.sigmoid(torch.randn(5, requires_grad=True))
+y.data.zero_()  # silent write
+y.sum().backward()
+a = torch.randn(3, requires_grad=True)
+b = a * 2
+c = b.sin()
+b.add_(1)  # stale write
+try:
+    c.sum().backward()
+except RuntimeError:
+    pass
+"""
+
+
+def trace(tmp_path, source=SCRIPT, **options):
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(source))
+    scope = {"__name__": "__main__", "__file__": str(path)}
+    with gradviz.trace(engine="torch", **options) as tr:
+        exec(compile(path.read_text(), str(path), "exec"), scope)
+    return tr.to_dict()
+
+
+def facts(doc):
+    """What the saved-tensor reading decides: every node's saved tensors and where it was built, when it was
+    freed, the memory figures and the diagnostics (code, line, message)."""
+    nodes = [(n["op"], (n["location"] or {}).get("line"), n["freed_by"],
+              [(s["kind"], s["index"], tuple(s["shape"]), s["bytes"], s["version"], s["variable"])
+               for s in n["saved"]]) for n in doc["nodes"]]
+    diagnostics = [(d["code"], (d.get("location") or {}).get("line"), d["message"]) for d in doc["diagnostics"]]
+    return nodes, doc["memory"], diagnostics
+
+
+def line_of(marker):
+    return next(i for i, text in enumerate(SCRIPT.splitlines(), 1) if marker in text)
+
+
+@pytest.fixture
+def force(monkeypatch):
+    def set_answer(**answers):
+        for name, value in answers.items():
+            monkeypatch.setitem(torch_compat.forced, name, value)
+    return set_answer
+
+
+# ----- what the installed torch answers ------------------------------------------------------------------------
+def test_the_probe_reads_this_torch_by_behaviour():
+    compat = torch_compat.probe(torch)
+    raw = torch.autograd.function.Function.__dict__["apply"]
+    assert compat.apply == ("classmethod" if isinstance(raw, classmethod) else "descriptor")
+    assert compat.saved == "data"  # 2.13 and 2.14 both give SavedTensor.data
+    assert compat.exact is None and compat.problems == []
+    assert compat.stale is torch_compat.STALE_DEFAULT
+    assert compat.is_compiling is torch.compiler.is_compiling
+
+
+def test_saved_attribute_names_under_each_way_of_reading(force):
+    force(saved="unpack")
+    compat = torch_compat.probe(torch)
+    assert compat.saved_attr("_raw_saved_self") == "_saved_self"
+    assert compat.saved_attr("_raw_saved_tensors") == "saved_tensors"  # a custom Function's node
+    force(saved="data")
+    assert torch_compat.probe(torch).saved_attr("_raw_saved_self") == "_raw_saved_self"
+
+
+def test_unpacked_reading_tells_freed_from_present():
+    x = torch.randn(3, requires_grad=True)
+    y = x.sin()
+    assert [(i, t is x) for i, t in torch_compat.read_unpacked(y.grad_fn, "_saved_self")] == [(0, True)]
+    y.sum().backward()
+    assert torch_compat.read_unpacked(y.grad_fn, "_saved_self") == ((0, None),)  # as a freed .data reads
+
+
+def test_unpacked_reading_of_an_overwritten_tensor_is_not_a_free():
+    x = torch.randn(3, requires_grad=True)
+    h = x * 1
+    y = h.sin()
+    h.add_(1)  # PyTorch's unpack now raises its stale-version error: nothing is known, nothing is freed
+    assert torch_compat.read_unpacked(y.grad_fn, "_saved_self") == ()
+
+
+# ----- Function.apply in both forms ---------------------------------------------------------------------------
+def test_apply_as_a_c_descriptor_is_wrapped_and_put_back(tmp_path, monkeypatch):
+    """torch 2.14's form (a C classmethod_descriptor in Function's dict), made here from _FunctionBase's own."""
+    Function = torch.autograd.function.Function
+    descriptor = torch._C._FunctionBase.__dict__["apply"]
+    assert type(descriptor).__name__ == "classmethod_descriptor"
+    monkeypatch.setattr(Function, "apply", descriptor)
+    native = Function.__dict__["apply"]
+    doc = trace(tmp_path)
+    assert Function.__dict__["apply"] is native  # restored as it was
+    squares = [n for n in doc["nodes"] if n["class_name"] == "Square"]
+    assert [n["location"]["line"] for n in squares] == [line_of("custom function line")] * 2
+    assert [s["shape"] for s in squares[0]["saved"]] == [[16, 1]]
+    assert not doc["internal_errors"]
+
+
+def test_apply_function_calls_either_form():
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.ones(2, requires_grad=True)
+    for entry in (torch._C._FunctionBase.__dict__["apply"],
+                  torch.autograd.function.Function.__dict__["apply"]):
+        out = torch_compat.apply_function(entry)(Double, x)
+        assert out.tolist() == [2.0, 2.0] and type(out.grad_fn).__name__ == "DoubleBackward"
+
+
+# ----- saved tensors: the unpacking fallback of torch 2.4-2.12 gives the native facts ---------------------------
+def test_unpacking_saved_tensors_gives_the_same_document_facts(tmp_path, force):
+    native = facts(trace(tmp_path))
+    force(saved="unpack")
+    fallback_doc = trace(tmp_path)
+    assert facts(fallback_doc) == native
+    assert fallback_doc["engine"]["memory"] == "saved-attributes" and fallback_doc["unseen"] == []
+    nodes, memory, diagnostics = native
+    # the facts compared are not empty: memory held, tensors freed, both in-place cases found at their lines
+    assert memory["final_retained_bytes"] > 0 and any(n[2] is not None for n in nodes)
+    assert ("silent-inplace", line_of("silent write")) in [d[:2] for d in diagnostics]
+    assert ("stale-version", line_of("stale write")) in [d[:2] for d in diagnostics]
+
+
+def test_unpacking_under_a_users_saved_tensor_hooks_is_not_measured_rather_than_run(tmp_path, force):
+    force(saved="unpack")
+    calls = []
+    source = """\
+    import torch
+    def pack(t):
+        return t
+    def unpack(t):
+        calls.append(1)
+        return t
+    x = torch.randn(4, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = x.exp()
+    """
+    path = tmp_path / "hooked.py"
+    path.write_text(textwrap.dedent(source))
+    scope = {"__name__": "__main__", "__file__": str(path), "calls": calls}
+    with gradviz.trace(engine="torch") as tr:
+        exec(compile(path.read_text(), str(path), "exec"), scope)
+    doc = tr.to_dict()
+    assert calls == []  # the user's unpack did not run because of the trace
+    entry = next(u for u in doc["unseen"] if u["kind"] == "not-measured")
+    assert entry["what"] == "saved-tensor memory" and "saved_tensors_hooks" in entry["how"]
+
+
+def test_no_way_to_read_saved_tensors_says_memory_is_not_measured(tmp_path, force):
+    force(saved=None)
+    doc = trace(tmp_path)
+    assert doc["engine"]["memory"] == "not-measured"
+    entry = next(u for u in doc["unseen"] if u["what"] == "saved-tensor memory")
+    assert entry["kind"] == "not-measured" and entry["how"].startswith(f"torch {torch.__version__}:")
+
+
+# ----- --exact-memory, the stale-version wording ---------------------------------------------------------------
+def test_exact_memory_without_its_internals_keeps_the_default_reading_and_says_so(tmp_path, force):
+    force(exact="_saved_tensors_hooks_get_disabled_error_message")
+    doc = trace(tmp_path, exact_memory=True)
+    assert doc["engine"]["memory"] == "saved-attributes"
+    entry = next(u for u in doc["unseen"] if u["kind"] == "not-measured")
+    assert entry["what"] == "exact saved-tensor memory (--exact-memory)"
+    assert entry["how"] == f"torch {torch.__version__} has no _saved_tensors_hooks_get_disabled_error_message"
+    force(exact=None)
+    assert facts(doc)[1] == facts(trace(tmp_path))[1]  # the figures are the default mode's
+
+
+def test_the_stale_version_pattern_reads_pytorchs_own_message():
+    x = torch.randn(2, requires_grad=True)
+    h = x * 1
+    y = h.sin()
+    h.mul_(2)
+    with pytest.raises(RuntimeError) as info:
+        y.sum().backward()
+    compat = torch_compat.probe(torch)
+    assert torch_compat.stale_versions(compat.stale, str(info.value)) == (1, 0)
+
+
+def test_a_reworded_stale_message_is_still_read():
+    pattern = torch_compat._STALE_LOOSE
+    assert torch_compat.stale_versions(pattern, "tensor at version 3, but version 2 was saved") == (3, 2)
+    assert torch_compat.stale_versions(pattern, "no numbers here") is None
+
+
+def test_stale_version_backward_error_carries_both_versions(tmp_path):
+    doc = trace(tmp_path)
+    errors = [b["error"] for b in doc["backwards"] if b.get("error")]
+    assert [(e["code"], e["current"], e["expected"]) for e in errors] == [("stale-version", 1, 0)]
+
+
+# ----- compile, accelerator ------------------------------------------------------------------------------------
+def test_is_compiling_falls_back_to_dynamos_own_where_torch_compiler_lacks_it():
+    without = types.SimpleNamespace(compiler=types.SimpleNamespace())
+    from torch._dynamo.external_utils import is_compiling
+
+    assert torch_compat._is_compiling(without) is is_compiling
+    assert torch_compat._is_compiling(torch) is torch.compiler.is_compiling
+
+
+def test_a_cuda_wheel_on_a_machine_without_a_gpu_says_so():
+    fake = types.SimpleNamespace(version=types.SimpleNamespace(cuda="13.0", hip=None),
+                                 cuda=types.SimpleNamespace(is_available=lambda: False, device_count=lambda: 0))
+    assert torch_compat.accelerator(fake) == {"built": "cuda 13.0", "available": False, "devices": 0}
+    cpu = types.SimpleNamespace(version=types.SimpleNamespace(cuda=None, hip=None),
+                                cuda=types.SimpleNamespace(is_available=lambda: False, device_count=lambda: 0))
+    assert torch_compat.accelerator(cpu) == {"built": None, "available": False, "devices": 0}
+
+
+def test_the_engine_section_reports_this_wheels_accelerator(tmp_path):
+    doc = trace(tmp_path, "import torch\nx = torch.ones(2, requires_grad=True) * 2\n")
+    built = f"cuda {torch.version.cuda}" if torch.version.cuda else None
+    available = torch.cuda.is_available()
+    assert doc["engine"]["accelerator"] == {"built": built, "available": available,
+                                            "devices": torch.cuda.device_count() if available else 0}
+    assert doc["engine"]["devices"] == ["cpu"] and re.match(r"\d+\.\d+", doc["engine"]["version"])
