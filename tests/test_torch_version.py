@@ -1,5 +1,7 @@
 """torch.__version__ under the shim: a TorchVersion that says it is gradviz and compares as a version."""
 
+import json
+import os
 import subprocess
 import sys
 
@@ -9,6 +11,8 @@ from gradviz import _version
 from gradviz.cli.torch_shim import TorchShim, exposed_names
 from gradviz.torch_version import TorchVersion
 from gradviz.version import TORCH_API_LEVEL
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_shim_version_is_the_api_level_labelled_gradviz():
@@ -61,3 +65,63 @@ def test_script_prints_version(tmp_path):
     out = subprocess.run([sys.executable, "-m", "gradviz", "run", "--torch", str(script), "-o", str(tmp_path)],
                          capture_output=True, text=True)
     assert f"V {TORCH_API_LEVEL}+gradviz." in out.stdout, out.stdout + out.stderr
+
+
+# ----- which real torch the torch engine accepts ----------------------------------------------------------------
+@pytest.mark.parametrize("version, reason", [
+    ("2.13.0+cpu", None),
+    ("2.4.0", None),
+    ("2.14.1+cu130", None),
+    ("2.15.0", None),  # a newer 2.x is tried: what differs is probed, not read off the version
+    ("2.3.1", "gradviz's torch engine needs torch 2.4 or later, found torch 2.3.1: "
+              "pip install 'torch>=2.4,<=2.14.1'"),
+    ("2.4.0a0", "gradviz's torch engine needs torch 2.4 or later, found torch 2.4.0a0: "
+                "pip install 'torch>=2.4,<=2.14.1'"),
+    ("3.0.0", "gradviz's torch engine is written for torch 2 (2.4 to 2.14.1 tested), found torch 3.0.0: "
+              "pip install 'torch>=2.4,<=2.14.1'"),
+    ("banana", "torch reports an unreadable version `banana`: pip install 'torch>=2.4,<=2.14.1'"),
+])
+def test_unsupported_says_why_in_one_line(version, reason):
+    from gradviz.torch_version import unsupported
+
+    assert unsupported(version) == reason
+
+
+def _fake_torch(tmp_path, version):
+    """A package named torch whose only content is its version, first on the path of a child process."""
+    package = tmp_path / "fake" / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nx = torch.ones(3, requires_grad=True)\n(x * 2).sum().backward()\n"
+                      "print('grad', x.grad.tolist())\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "fake"), REPO]))
+    return script, env
+
+
+@pytest.mark.parametrize("engine", ["auto", "torch"])
+@pytest.mark.parametrize("version, says", [
+    ("2.3.1", "gradviz's torch engine needs torch 2.4 or later, found torch 2.3.1"),
+    ("3.0.0", "gradviz's torch engine is written for torch 2 (2.4 to 2.14.1 tested), found torch 3.0.0"),
+])
+def test_an_unsupported_torch_is_one_line_and_the_report_is_still_written(tmp_path, engine, version, says):
+    script, env = _fake_torch(tmp_path, version)
+    out_dir = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "gradviz", "run", "--engine", engine, "--out", str(out_dir),
+                          "--no-render", str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert run.stderr.splitlines() == [
+        f"gradviz: {says}: pip install 'torch>=2.4,<=2.14.1'; meanwhile {script} runs on gradviz's engine "
+        "through its `import torch` shim"], run.stderr
+    assert run.returncode == 0 and "grad [2.0, 2.0, 2.0]" in run.stdout
+    doc = json.loads((out_dir / "report.json").read_text())
+    assert doc["engine"]["name"] == "gradviz" and len(doc["backwards"]) == 1
+
+
+def test_tracing_an_unsupported_torch_from_python_raises_one_line(tmp_path):
+    script, env = _fake_torch(tmp_path, "2.3.1")
+    code = ("import gradviz\n"
+            "try:\n    gradviz.trace(engine='torch')\n"
+            "except ImportError as exc:\n    print(type(exc).__name__, exc)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert run.stdout.strip() == ("TorchVersionError gradviz's torch engine needs torch 2.4 or later, found torch "
+                                  "2.3.1: pip install 'torch>=2.4,<=2.14.1'"), run.stderr

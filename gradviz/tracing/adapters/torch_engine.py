@@ -37,6 +37,7 @@ from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
 
+
 class TorchVersionError(ImportError):
     pass
 
