@@ -220,6 +220,9 @@ def test_compiled_function_gives_the_same_results_traced_and_untraced():
     (op,) = log.of("op")
     # the compiled region is one node, at the line of the code that was compiled (its frame is the user's)
     assert op["op"] == "CompiledFunctionBackward" and op["location"].line == _line_of("# the compiled code")
+    (unseen,) = log.of("unseen")  # what the trace did not see inside the region is said, at the region's line
+    assert unseen["kind"] == "compiled-region" and unseen["what"] == "ops inside a torch.compile region"
+    assert unseen["location"].line == _line_of("# the compiled code")
 
 
 def test_user_threads_are_observed_and_the_mode_leaves_every_stack():

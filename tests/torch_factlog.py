@@ -33,6 +33,9 @@ class FactLog:
     def engine(self, name, version=None, devices=(), memory=None, accelerator=None):
         self._log("engine", name=name, version=version)
 
+    def unseen(self, kind, what, **kw):
+        self._log("unseen", kind=kind, what=what, **kw)
+
     def device(self, name, device):
         self._log("device", device=device)
 

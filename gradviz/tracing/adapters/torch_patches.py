@@ -287,6 +287,9 @@ def _traced_apply(apply):
                 frame = user_frame(0)
                 location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
                 adapter.on_custom_function(cls, args, outputs, location, kwargs)
+                if internal and _compiled(cls):
+                    adapter.builder.unseen("compiled-region", "ops inside a torch.compile region", how=_INSIDE,
+                                           location=location)
         except Exception as exc:
             adapter.internal_error("Function.apply", exc)
         return outputs
@@ -294,6 +297,17 @@ def _traced_apply(apply):
     traced_apply.__wrapped__ = apply
     traced_apply.__doc__ = apply.__doc__
     return traced_apply
+
+
+_INSIDE = ("run as one CompiledFunction node: the region's own ops, their lines, in-place writes and saved "
+           "tensors are not traced one by one (its saved tensors are charged to that node)")
+
+
+def _compiled(cls):
+    """A compiled region's autograd Function (AOTAutograd's CompiledFunction), not torch's other Functions
+    (checkpoint's, ...), whose ops the trace sees."""
+    module = getattr(cls, "__module__", "") or ""
+    return module.startswith(("torch._functorch", "torch._dynamo", "torch._inductor"))
 
 
 class _OwnHookHandle:
