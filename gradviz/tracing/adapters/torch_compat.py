@@ -153,15 +153,22 @@ def read_unpacked(node, attr):
     return ((0, value),)
 
 
+def top_pair(torch):
+    """A function giving the saved-tensor hooks pair on top of this thread's stack, or None. Its one argument
+    (``ignore_is_tracing``) is newer than some torch lines: called without it there."""
+    top = torch._C._autograd._top_saved_tensors_default_hooks
+    try:
+        top(True)
+    except TypeError:
+        return top
+    return lambda: top(True)
+
+
 def top_hooks(torch):
     """A function telling whether saved-tensor hooks are on this thread's stack (an unpacking read would run
     their unpack: the user's code, and another tensor than the one saved)."""
-    top = torch._C._autograd._top_saved_tensors_default_hooks
-    try:
-        top(False)
-    except TypeError:  # older signature, no argument
-        return lambda: top() is not None
-    return lambda: top(False) is not None
+    top = top_pair(torch)
+    return lambda: top() is not None
 
 
 # ----- --exact-memory ---------------------------------------------------------------------------------------

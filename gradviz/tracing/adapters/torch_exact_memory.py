@@ -32,6 +32,7 @@ import _thread
 import threading
 
 from . import torch_graph as tg
+from .torch_compat import top_pair
 from .torch_patches import _forked
 
 ANOMALY_HINT = (" Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
@@ -91,7 +92,7 @@ class ExactMemory:
         C = torch._C._autograd
         self._push = C._push_saved_tensors_default_hooks
         self._pop = C._pop_saved_tensors_default_hooks
-        self._top = C._top_saved_tensors_default_hooks
+        self._top = top_pair(torch)  # (torch_compat: its signature differs between torch lines)
         self._seq = C._get_sequence_nr
         self.tls = _PerThread()
         self.unobserved = torch._C.DisableTorchFunction  # no function mode (ours included) sees what runs in it
@@ -135,7 +136,7 @@ class ExactMemory:
         tls.installed = 0
         above = []
         while True:
-            top = self._top(True)
+            top = self._top()
             if top is None:
                 break
             self._pop()
@@ -303,7 +304,7 @@ class ExactMemory:
         def _pop_saved_tensors_default_hooks():
             # a block entered before the trace started ends (its __exit__ pops) under our pair: its pair goes,
             # from under ours
-            top = exact._top(True)
+            top = exact._top()
             if exact.tls.installed and top is not None and top[0] is exact.pack:
                 pop()
                 try:
@@ -316,7 +317,7 @@ class ExactMemory:
             tls = exact.tls
             stepped = False
             if tls.installed:
-                top = exact._top(True)
+                top = exact._top()
                 if top is not None and top[0] is exact.pack:  # ours alone would make it raise: step aside
                     exact._pop()
                     tls.installed = 0
