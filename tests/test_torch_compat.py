@@ -159,7 +159,8 @@ def test_unpacking_saved_tensors_gives_the_same_document_facts(tmp_path, force):
     force(saved="unpack")
     fallback_doc = trace(tmp_path)
     assert facts(fallback_doc) == native
-    assert fallback_doc["engine"]["memory"] == "saved-attributes" and fallback_doc["unseen"] == []
+    assert fallback_doc["engine"]["memory"] == "saved-attributes"
+    assert [u for u in fallback_doc["unseen"] if u["kind"] == "not-measured"] == []
     nodes, memory, diagnostics = native
     # the facts compared are not empty: memory held, tensors freed, both in-place cases found at their lines
     assert memory["final_retained_bytes"] > 0 and any(n[2] is not None for n in nodes)
