@@ -193,6 +193,36 @@ def test_unpacking_under_a_users_saved_tensor_hooks_is_not_measured_rather_than_
     assert entry["what"] == "saved-tensor memory" and "saved_tensors_hooks" in entry["how"]
 
 
+def test_where_the_hook_stack_cannot_be_read_pushes_are_counted(tmp_path, force, monkeypatch):
+    """torch 2.4-2.7 (by source) have no _top_saved_tensors_default_hooks: the pushes made while tracing tell."""
+    force(saved="unpack")
+    monkeypatch.setattr(torch_compat, "top_hooks", lambda torch: None)
+    C = torch._C._autograd
+    push, pop = C._push_saved_tensors_default_hooks, C._pop_saved_tensors_default_hooks
+    calls = []
+    source = """\
+    import torch
+    def unpack(t):
+        calls.append(1)
+        return t
+    x = torch.randn(4, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        y = x.exp()
+    z = x.sin()  # after the block: read as usual
+    """
+    path = tmp_path / "hooked.py"
+    path.write_text(textwrap.dedent(source))
+    scope = {"__name__": "__main__", "__file__": str(path), "calls": calls}
+    with gradviz.trace(engine="torch") as tr:
+        exec(compile(path.read_text(), str(path), "exec"), scope)
+    doc = tr.to_dict()
+    assert calls == []
+    assert [u["count"] for u in doc["unseen"] if u["what"] == "saved-tensor memory"] == [1]
+    saved = {n["op"]: [s["bytes"] for s in n["saved"]] for n in doc["nodes"]}
+    assert saved["ExpBackward0"] == [] and saved["SinBackward0"] == [16]
+    assert C._push_saved_tensors_default_hooks is push and C._pop_saved_tensors_default_hooks is pop
+
+
 def test_no_way_to_read_saved_tensors_says_memory_is_not_measured(tmp_path, force):
     force(saved=None)
     doc = trace(tmp_path)

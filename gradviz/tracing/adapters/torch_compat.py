@@ -20,6 +20,7 @@ Tests force a fallback by replacing ``probe``'s answer (``forced``).
 """
 
 import re
+import threading
 
 STALE_DEFAULT = re.compile(r"is at version (\d+); expected version (\d+)")
 # a looser reading kept for a wording we have not seen: the two numbers in the order PyTorch gives them
@@ -166,9 +167,37 @@ def top_pair(torch):
 
 def top_hooks(torch):
     """A function telling whether saved-tensor hooks are on this thread's stack (an unpacking read would run
-    their unpack: the user's code, and another tensor than the one saved)."""
+    their unpack: the user's code, and another tensor than the one saved); None where this torch cannot read
+    its stack (no ``_top_saved_tensors_default_hooks``: ``HookCount`` counts the pushes instead)."""
+    if not hasattr(torch._C._autograd, "_top_saved_tensors_default_hooks"):
+        return None
     top = top_pair(torch)
     return lambda: top() is not None
+
+
+class HookCount(threading.local):
+    """Where torch cannot read its saved-tensor hook stack: the pairs pushed on this thread while the trace is
+    attached (torch_patches wraps torch._C._autograd's push and pop with ``wrap``). A pair pushed before the
+    trace started is not counted."""
+
+    depth = 0
+
+    def __call__(self):
+        return self.depth > 0
+
+    def wrap(self, push, pop):
+        def _push_saved_tensors_default_hooks(*args, **kwargs):
+            result = push(*args, **kwargs)
+            self.depth += 1
+            return result
+
+        def _pop_saved_tensors_default_hooks(*args, **kwargs):
+            result = pop(*args, **kwargs)
+            if self.depth:
+                self.depth -= 1
+            return result
+
+        return _push_saved_tensors_default_hooks, _pop_saved_tensors_default_hooks
 
 
 # ----- --exact-memory ---------------------------------------------------------------------------------------

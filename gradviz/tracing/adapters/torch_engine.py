@@ -102,7 +102,9 @@ class TorchAdapter(TorchEvents):
         self.compat = compat = torch_compat.probe(torch)
         tg.configure(compat)
         # on a torch whose saved tensors are read by unpacking: tells when hooks would run on the read
-        self._unpack_hooked = torch_compat.top_hooks(torch) if compat.saved == "unpack" else None
+        self._unpack_hooked = None
+        if compat.saved == "unpack":
+            self._unpack_hooked = torch_compat.top_hooks(torch) or torch_compat.HookCount()
         self.torch = torch
         self.builder = builder
         self.attached = False

@@ -21,7 +21,7 @@ import os
 import threading
 import warnings
 
-from .torch_compat import apply_function, probe
+from .torch_compat import HookCount, apply_function, probe
 
 _forked = [False]  # set in a forked child: it records nothing
 _current = [None]  # the attached TorchAdapter (the wrapped functions find it here)
@@ -61,6 +61,12 @@ def install(adapter):
         HookMixin = torch.autograd.function._HookMixin
         _replace(HookMixin, "_register_hook", staticmethod(_fast_register_hook(HookMixin.__dict__["_register_hook"])))
         _replace(threading.Thread, "_bootstrap_inner", _traced_thread(threading.Thread._bootstrap_inner))
+        counter = getattr(adapter, "_unpack_hooked", None)
+        if isinstance(counter, HookCount):  # a torch that cannot read its hook stack: pushes counted instead
+            C = torch._C._autograd
+            push, pop = counter.wrap(C._push_saved_tensors_default_hooks, C._pop_saved_tensors_default_hooks)
+            _replace(C, "_push_saved_tensors_default_hooks", push)
+            _replace(C, "_pop_saved_tensors_default_hooks", pop)
         Variable = torch.autograd.variable.Variable  # the legacy constructor, not an op the mode sees
         _replace(Variable, "__new__", staticmethod(_traced_new(torch._C._LegacyVariableBase.__new__, "Variable")))
         Parameter = torch.nn.Parameter  # made inside a module's __init__: located at the line making the module
