@@ -153,7 +153,7 @@ def test_apply_function_calls_either_form():
         assert out.tolist() == [2.0, 2.0] and type(out.grad_fn).__name__ == "DoubleBackward"
 
 
-# ----- saved tensors: the unpacking fallback of torch 2.4-2.12 gives the native facts ---------------------------
+# ----- saved tensors: the unpacking fallback (torch 2.4.1, 2.9.1) gives the native facts -------------------------
 def test_unpacking_saved_tensors_gives_the_same_document_facts(tmp_path, force):
     native = facts(trace(tmp_path))
     force(saved="unpack")
@@ -194,7 +194,8 @@ def test_unpacking_under_a_users_saved_tensor_hooks_is_not_measured_rather_than_
 
 
 def test_where_the_hook_stack_cannot_be_read_pushes_are_counted(tmp_path, force, monkeypatch):
-    """torch 2.4-2.7 (by source) have no _top_saved_tensors_default_hooks: the pushes made while tracing tell."""
+    """A torch without _top_saved_tensors_default_hooks (older lines; which ones not verified): the pushes made
+    while tracing tell."""
     force(saved="unpack")
     monkeypatch.setattr(torch_compat, "top_hooks", lambda torch: None)
     C = torch._C._autograd
