@@ -1,5 +1,4 @@
-"""``TorchVersion``: a version string that compares as a version, as ``torch.__version__`` does; and which
-real torch versions gradviz's torch engine supports (``unsupported``).
+"""``TorchVersion``: a version string that compares as a version, as ``torch.__version__`` does.
 
 ``torch.__version__ >= "2.0"`` and ``torch.__version__ < (2, 1)`` compare release numbers, not characters
 ("2.13" > "2.9"). The rules are the PEP 440 subset version strings in scripts use: release numbers (missing
@@ -85,26 +84,4 @@ def _padded(key, other):
     return (key[0] + (0,) * (width - len(key[0])),) + key[1:]
 
 
-# The torch lines gradviz's torch engine is written for. Inside them, what differs between lines is found by
-# probing (tracing/adapters/torch_compat.py), so a 2.x newer than the newest tested is tried, not refused; a new
-# major version or one older than OLDEST is refused with one line.
-OLDEST = "2.4"
-NEWEST_TESTED = "2.14.1"
-PIP_TORCH = f"pip install 'torch>={OLDEST},<={NEWEST_TESTED}'"
-
-
-def unsupported(version):
-    """The one line that says why gradviz's torch engine cannot watch torch ``version``, or None when it can."""
-    v = TorchVersion(version)
-    key = _version_key(v)
-    if key is None:
-        return f"torch reports an unreadable version `{version}`: {PIP_TORCH}"
-    if v < OLDEST:
-        return f"gradviz's torch engine needs torch {OLDEST} or later, found torch {version}: {PIP_TORCH}"
-    if key[0][0] != 2:
-        return (f"gradviz's torch engine is written for torch 2 ({OLDEST} to {NEWEST_TESTED} tested), found torch "
-                f"{version}: {PIP_TORCH}")
-    return None
-
-
-__all__ = ["NEWEST_TESTED", "OLDEST", "PIP_TORCH", "TorchVersion", "unsupported"]
+__all__ = ["TorchVersion"]

@@ -82,7 +82,7 @@ def test_script_prints_version(tmp_path):
     ("banana", "torch reports an unreadable version `banana`: pip install 'torch>=2.4,<=2.14.1'"),
 ])
 def test_unsupported_says_why_in_one_line(version, reason):
-    from gradviz.torch_version import unsupported
+    from gradviz.tracing.adapters.torch_support import unsupported
 
     assert unsupported(version) == reason
 

@@ -78,7 +78,7 @@ def _torch_or_shim(script):
 
 def unsupported_torch():
     """Why the installed torch cannot be traced (one line), or None. Imports it: the script is about to."""
-    from ..torch_version import PIP_TORCH, unsupported
+    from ..tracing.adapters.torch_support import PIP_TORCH, unsupported
 
     try:
         import torch

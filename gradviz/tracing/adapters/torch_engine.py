@@ -43,8 +43,8 @@ class TorchVersionError(ImportError):
 
 
 def check_version(torch):
-    """One line when the installed torch is outside what this adapter supports (``torch_version.unsupported``)."""
-    from ...torch_version import unsupported
+    """One line when the installed torch is outside what this adapter supports (``torch_support.unsupported``)."""
+    from .torch_support import unsupported
 
     reason = unsupported(getattr(torch, "__version__", "unknown"))
     if reason is not None:
