@@ -210,3 +210,40 @@ def test_a_mistake_planted_in_the_sam_closure_is_named_at_its_line():
     assert ("stale-version", _line_of("# in place on sigmoid's saved output")) in _codes(doc)
     # the step raised inside its closure: the thread is observed again afterwards
     assert doc["backwards"][-1]["location"]["line"] == _line_of("# traced after the failed step")
+
+
+def _sgd_closure_loop(lib, engine):
+    """The same ``step(closure)`` loop on gradviz's engine (``lib`` = gradviz) and on PyTorch."""
+    lib.manual_seed(0)
+    model = lib.nn.Linear(3, 1)
+    x, y = lib.randn(16, 3), lib.randn(16, 1)
+    opt = lib.optim.SGD(model.parameters(), lr=0.1)
+    total = [0]
+
+    def closure():
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()  # both engines' forward
+        loss.backward()
+        assert model.weight.grad is not None  # both engines' grad read
+        total[0] += loss  # both engines' planted total
+        return loss
+
+    with gradviz.trace(engine=engine) as tr:
+        for _ in range(4):
+            opt.step(closure)  # both engines' step
+    return tr.to_dict()
+
+
+def test_gradviz_engine_and_pytorch_see_the_same_closure_loop():
+    ours, theirs = _sgd_closure_loop(gradviz, "gradviz"), _sgd_closure_loop(torch, "torch")
+
+    def facts(doc):
+        events = [(e["kind"], e.get("event"), e["iteration"], e["location"]["line"]) for e in doc["events"]
+                  if e["kind"] in ("optimizer", "grad_read")]
+        return events, _backward_calls(doc), sum(s["count"] for s in doc["structures"]), _codes(doc)
+
+    assert facts(ours) == facts(theirs)
+    events, backwards, _, codes = facts(theirs)
+    assert backwards == 4 and codes == [("retained-graph", _line_of("# both engines' planted total"))]
+    step = _line_of("# both engines' step")
+    assert [e for e in events if e[1] == "step"] and {e[3] for e in events if e[1] == "step"} == {step}
