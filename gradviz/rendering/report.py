@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..document import DocIndex, terminal_safe
+from ..document.coverage import NO_AUTOGRAD, all_clear, saw_autograd
 from .style import backward_calls, backward_checks_text, human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
@@ -216,7 +217,7 @@ def diagnostics_table(doc):
     diagnostics = doc.get("diagnostics", [])
     stopped = stopped_note(doc)
     if not diagnostics:
-        return stopped or Text("No diagnostics: nothing suspicious was found.", style="green")
+        return stopped or _silence(doc)
     severities = [terminal_safe(d.get("severity")) or "" for d in diagnostics]
     codes = [terminal_safe(d.get("code")) or "" for d in diagnostics]
     widths = [max(len("severity"), *map(len, severities)), max(len("code"), *map(len, codes))]
@@ -241,6 +242,58 @@ def diagnostics_table(doc):
     if stopped:
         parts.append(Padding(stopped, (1, 0, 0, 0), expand=False))
     return Group(*parts)
+
+
+def _silence(doc):
+    """What an empty diagnostics list means: an all-clear only when the trace saw work and nothing beyond it."""
+    if all_clear(doc):
+        return Text("No diagnostics: nothing suspicious was found.", style="green")
+    if not saw_autograd(doc):
+        return Text("No diagnostics: gradviz saw no graph, so nothing was checked (why: at the top of this "
+                    "report).", style="bold yellow")
+    return Text("No diagnostics in what gradviz saw; what ran beyond its sight is listed at the top of this "
+                "report.", style="bold yellow")
+
+
+def unseen_block(doc):
+    """What ran beyond the trace's sight (the document's ``unseen``), for the top of the report; None when
+    nothing. A run that saw no graph at all says so first, with the likely reason."""
+    entries = doc.get("unseen") or []
+    if not entries:
+        return None
+    parts = []
+    blind = [e for e in entries if e.get("kind") == NO_AUTOGRAD]
+    others = [e for e in entries if e.get("kind") != NO_AUTOGRAD]
+    for entry in blind:
+        parts.append(_data("gradviz saw no graph: " + (entry.get("how") or "no autograd work reached the trace"),
+                           style="bold yellow"))
+        if entry.get("advice"):
+            parts.append(Padding(_data("advice: " + entry["advice"], style="green"), (0, 0, 0, 3), expand=False))
+    if others:
+        if parts:
+            parts.append(Text(""))
+        parts.append(Text(f"Not seen by this trace ({len(others)})", style="bold yellow"))
+        for entry in others:
+            parts.append(Padding(_unseen_lines(entry), (0, 0, 0, 1), expand=False))
+    return Group(*parts)
+
+
+def _unseen_lines(entry):
+    """One entry: ``kind  what (×count)``, then how, where and the advice, indented below."""
+    head = Text()
+    head.append(terminal_safe(entry.get("kind") or ""), style="bold")
+    head.append("  ")
+    head.append(terminal_safe(entry.get("what") or ""))
+    if (entry.get("count") or 1) > 1:
+        head.append(f" (×{entry['count']})", style="dim")
+    lines = [head]
+    if entry.get("how"):
+        lines.append(Padding(_data("how: " + entry["how"]), (0, 0, 0, 3), expand=False))
+    if entry.get("location"):
+        lines.append(Padding(_data("at: " + where(entry["location"])), (0, 0, 0, 3), expand=False))
+    if entry.get("advice"):
+        lines.append(Padding(_data("advice: " + entry["advice"], style="green"), (0, 0, 0, 3), expand=False))
+    return Group(*lines)
 
 
 def stopped_note(doc):
