@@ -83,3 +83,35 @@ def test_an_in_process_trace_of_torch_code_on_gradviz_engine_names_the_engine():
     [entry] = _blind(tr.to_dict())
     assert entry["how"] == "torch is imported, but the trace watched gradviz's engine only"
     assert entry["advice"] == 'trace PyTorch with gradviz.trace(engine="torch") (or "auto")'
+
+
+def _doc_with(*entries):
+    from gradviz.tracing.no_autograd import add_no_autograd
+
+    doc = {"graphs": [], "nodes": [], "backwards": [], "structures": [], "dropped": {}, "unseen": list(entries),
+           "engine": {"name": "torch"}, "status": {"exception": None}}
+    add_no_autograd(doc)
+    return doc
+
+
+def test_child_processes_are_named_as_the_likely_reason():
+    from gradviz.cli.blind_spots import explain_no_autograd
+
+    child = {"kind": "child-process", "what": "worker process", "count": 2, "how": "torch.multiprocessing.spawn",
+             "location": None, "advice": None}
+    doc = _doc_with(child)
+    explain_no_autograd(doc, "torch", {})
+    [entry] = _blind(doc)
+    assert entry["how"] == ("the work may have run in the 2 child process(es) the script started, started with "
+                            "torch.multiprocessing.spawn: gradviz traces the main process only")
+
+
+def test_real_torch_bound_under_gradviz_engine_is_named_as_the_likely_reason():
+    torch = pytest.importorskip("torch")
+    from gradviz.cli.blind_spots import explain_no_autograd
+
+    doc = _doc_with()
+    explain_no_autograd(doc, "gradviz", {"T": torch, "gv": gradviz})
+    [entry] = _blind(doc)
+    assert entry["how"].startswith("the script uses real PyTorch (`T` is `torch`")
+    assert entry["advice"] == "run it with --engine torch"
