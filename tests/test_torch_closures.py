@@ -247,3 +247,30 @@ def test_gradviz_engine_and_pytorch_see_the_same_closure_loop():
     assert backwards == 4 and codes == [("retained-graph", _line_of("# both engines' planted total"))]
     step = _line_of("# both engines' step")
     assert [e for e in events if e[1] == "step"] and {e[3] for e in events if e[1] == "step"} == {step}
+
+
+def test_a_step_made_inside_a_closure_is_a_step_of_its_own():
+    torch.manual_seed(0)
+    a, b = torch.nn.Linear(3, 1), torch.nn.Linear(3, 1)
+    x = torch.randn(4, 3)
+    outer, inner = torch.optim.SGD(a.parameters(), lr=0.1), torch.optim.Adam(b.parameters(), lr=0.1)
+
+    def closure():
+        outer.zero_grad()
+        inner.zero_grad()
+        loss = (a(x) + b(x)).pow(2).mean()
+        loss.backward()
+        inner.step()  # a step inside the closure
+        after = b(x).sum()  # traced after the inner step
+        return loss + 0 * after
+
+    with gradviz.trace(engine="torch") as tr:
+        outer.step(closure)  # the outer step
+        b(x).sum().backward()  # traced after both steps
+    doc = tr.to_dict()
+    assert doc["internal_errors"] == []
+    steps = [(e["optimizer"], e["location"]["line"]) for e in doc["events"]
+             if e["kind"] == "optimizer" and e["event"] == "step"]
+    assert steps == [("Adam", _line_of("# a step inside the closure")), ("SGD", _line_of("# the outer step"))]
+    lines = {n["location"]["line"] for n in doc["nodes"] if n.get("location")}
+    assert {_line_of("# traced after the inner step"), _line_of("# traced after both steps")} <= lines

@@ -528,16 +528,14 @@ class TorchEvents:
                 tls.step = [(p, p._version) for p, _ in tls.step]
         except Exception as exc:
             self.internal_error("optimizer", exc)
-        quiet, tls.quiet = tls.quiet, tls.outside
+        # the thread as before the step while the closure runs (a step the closure makes is a step of its own)
+        inside = tls.step, tls.step_depth, tls.quiet, tls.outside
+        tls.step, tls.step_depth, tls.quiet = None, 0, tls.outside
         aside, tls.aside = tls.aside, None
         step_back(self, aside)
-        try:
-            result = closure(*args, **kwargs)
-        except BaseException:
-            tls.step = tls.aside = None  # the step ends here, without its post hook: the thread stays observed
-            tls.step_depth = 0
-            raise
-        tls.quiet = quiet
+        # a closure that raises ends the step there (its post hook never runs): the thread stays as it is now
+        result = closure(*args, **kwargs)
+        tls.step, tls.step_depth, tls.quiet, tls.outside = inside
         tls.aside = None if aside is None else step_aside(self)
         with self.lock:
             tls.step = [(p, p._version) for p, _ in tls.step]
