@@ -274,3 +274,32 @@ def test_a_step_made_inside_a_closure_is_a_step_of_its_own():
     assert steps == [("Adam", _line_of("# a step inside the closure")), ("SGD", _line_of("# the outer step"))]
     lines = {n["location"]["line"] for n in doc["nodes"] if n.get("location")}
     assert {_line_of("# traced after the inner step"), _line_of("# traced after both steps")} <= lines
+
+
+class Refusing(torch.optim.SGD):
+    """A step that raises after torch's step hooks ran (a check of the optimizer's own, a NaN guard)."""
+
+    def step(self, closure=None):
+        if getattr(self, "refuse", False):
+            raise ValueError("refused")
+        return super().step(closure)
+
+
+def test_a_step_that_raised_outside_its_closure_leaves_the_thread_observed():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    x = torch.randn(4, 3)
+    opt = Refusing(model.parameters(), lr=0.1)
+    with gradviz.trace(engine="torch") as tr:
+        opt.refuse = True
+        model(x).sum().backward()
+        with pytest.raises(ValueError, match="refused"):
+            opt.step()
+        opt.refuse = False
+        opt.zero_grad()
+        model(x).sum().backward()  # traced after the refused step
+        opt.step()  # the step after the refused one
+    doc = tr.to_dict()
+    assert [b["location"]["line"] for b in doc["backwards"]][-1] == _line_of("# traced after the refused step")
+    steps = [e["location"]["line"] for e in doc["events"] if e["kind"] == "optimizer" and e["event"] == "step"]
+    assert steps == [_line_of("# the step after the refused one")]

@@ -7,6 +7,7 @@ user's and are not reported, as on gradviz's engine.
 """
 
 import re
+import sys
 import threading
 import warnings
 import weakref
@@ -53,6 +54,16 @@ class StepClosure:
         return self.closure
 
 
+def _on_stack(frame):
+    """Whether ``frame`` is one of the calls in progress on this thread."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f is frame:
+            return True
+        f = f.f_back
+    return False
+
+
 def _here():
     """The user's frame and line: the first frame outside gradviz and torch, looking outwards from here."""
     frame = user_frame(0)
@@ -74,6 +85,7 @@ class PerThread(threading.local):
     aside = None  # the mode taken off this thread's stack during an optimizer step (torch_patches.step_aside)
     outside = 0  # ``quiet`` when the outermost step began: what a closure the step calls runs with
     step_depth = 0  # optimizer steps in progress (SAM's base optimizer steps inside SAM's step)
+    step_frame = None  # the frame of the outermost step's call, to tell a step in progress from one that raised
     calls = None
 
 
@@ -407,6 +419,8 @@ class TorchEvents:
         if not self.attached or _forked[0] or self._is_compiling():
             return None
         builder, tls = self.builder, self.tls
+        if tls.step is not None and not _on_stack(tls.step_frame):
+            self._abandon_step()  # the module call after a step that raised: the user's code again
         try:
             builder.acquire()
             tls.quiet += 1
@@ -465,11 +479,14 @@ class TorchEvents:
         tls = self.tls
         with self.lock:
             params = [(p, p._version) for p in self._params_of(optimizer)]
-        if tls.step is None:  # the outermost step (a step that raised outside its closure never reached step_end)
+        if tls.step is not None and not _on_stack(tls.step_frame):
+            self._abandon_step()  # a step that raised outside its closure never reached step_end
+        if tls.step is None:  # the outermost step
             tls.outside = tls.quiet
             tls.quiet += 1  # its own ops are the update, reported at the end
             tls.aside = step_aside(self)
             tls.step, tls.step_depth = params, 1
+            tls.step_frame = sys._getframe(1)  # torch's step wrapper, calling its pre hooks: this step's call
         else:  # a step inside a step (SAM's base optimizer): part of the outer one, its parameters watched too
             tls.step_depth += 1
             seen = {id(p) for p, _ in tls.step}
@@ -484,13 +501,21 @@ class TorchEvents:
         tls.step_depth -= 1
         if tls.step_depth:  # an inner step: the outer step reports
             return
-        tls.step = None
+        tls.step = tls.step_frame = None
         tls.quiet -= 1
         aside, tls.aside = tls.aside, None
         try:
             self._step_end(optimizer, before)
         finally:
             step_back(self, aside)
+
+    def _abandon_step(self):
+        """The thread as before a step that never ended: observed again, its mode back on the stack."""
+        tls = self.tls
+        tls.step = tls.step_frame = None
+        tls.step_depth, tls.quiet = 0, tls.outside
+        aside, tls.aside = tls.aside, None
+        step_back(self, aside)
 
     def _step_end(self, optimizer, before):
         if not self.observing():
@@ -529,13 +554,13 @@ class TorchEvents:
         except Exception as exc:
             self.internal_error("optimizer", exc)
         # the thread as before the step while the closure runs (a step the closure makes is a step of its own)
-        inside = tls.step, tls.step_depth, tls.quiet, tls.outside
-        tls.step, tls.step_depth, tls.quiet = None, 0, tls.outside
+        inside = tls.step, tls.step_depth, tls.quiet, tls.outside, tls.step_frame
+        tls.step, tls.step_depth, tls.quiet, tls.step_frame = None, 0, tls.outside, None
         aside, tls.aside = tls.aside, None
         step_back(self, aside)
         # a closure that raises ends the step there (its post hook never runs): the thread stays as it is now
         result = closure(*args, **kwargs)
-        tls.step, tls.step_depth, tls.quiet, tls.outside = inside
+        tls.step, tls.step_depth, tls.quiet, tls.outside, tls.step_frame = inside
         tls.aside = None if aside is None else step_aside(self)
         with self.lock:
             tls.step = [(p, p._version) for p, _ in tls.step]
@@ -544,6 +569,9 @@ class TorchEvents:
     def zero_grad_called(self, owner):
         if not self.observing():
             return
+        tls = self.tls
+        if tls.step is not None and not _on_stack(tls.step_frame):
+            self._abandon_step()  # the zero_grad after a step that raised: the user's code again
         try:
             with self.lock:
                 _, location = _here()
