@@ -39,6 +39,7 @@ def test_diagnostics_found_before_the_stop_are_followed_by_the_note():
 
 
 def test_a_complete_run_without_diagnostics_still_says_nothing_was_found():
-    clean = {"diagnostics": [], "status": {"completed": True, "exception": None}}
+    clean = {"diagnostics": [], "status": {"completed": True, "exception": None}, "backwards": [{"id": 0}],
+             "unseen": []}  # a run that saw a backward and nothing beyond its sight
     assert text_of(report.diagnostics_table(clean)) == "No diagnostics: nothing suspicious was found.\n"
     assert report.stopped_note(doc(unsupported=None)) is None

@@ -148,9 +148,11 @@ def _report_script_failure(output, result):
 def _print_report(output, doc):
     from ..rendering import report
 
-    for renderable in (report.summary(doc), report.diagnostics_table(doc), report.memory_table(doc)):
-        output.print(renderable)
-        output.line("")
+    unseen = report.unseen_block(doc)  # first: what the trace did not see qualifies everything below it
+    for renderable in (unseen, report.summary(doc), report.diagnostics_table(doc), report.memory_table(doc)):
+        if renderable is not None:
+            output.print(renderable)
+            output.line("")
 
 
 def _list_files(output, written, out_dir):

@@ -49,11 +49,24 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
             except Exception:  # the exception's own __str__ raised while the trace summarised it
                 tr.stop()
     doc = tr.to_dict()
+    _explain_blind_spots(doc, engine, result)
     # the script's globals were alive until now, as at the end of `python script.py`: what they hold (a
     # `total_loss` keeping every graph) is what the trace reports as retained; now they may go
     result.module = None
     _complete_document(doc, path, result)
     return TracedRun(doc, result)
+
+
+def _explain_blind_spots(doc, engine, result):
+    """A run that saw no autograd work: the likely reason, from the script's globals (read while they live)."""
+    from .blind_spots import explain_no_autograd
+
+    try:
+        module = result.module
+        explain_no_autograd(doc, engine, vars(module) if module is not None else {})
+    except Exception as exc:  # a reason is a nicety: the report must still be written
+        doc["internal_errors"].append({"where": "no-autograd reason", "type": type(exc).__name__,
+                                       "message": str(exc).split("\n")[0]})
 
 
 def _complete_document(doc, path, result):

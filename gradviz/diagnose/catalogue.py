@@ -231,7 +231,9 @@ plain numbers: `epoch_loss += loss.item()`.
 Not reported: a graph kept for a later backward of the same step that uses it and frees it (a GAN's `fake`,
 detached for the discriminator's loss, then backpropagated by the generator's), and the rise and fall of memory
 within each step of a loop with several backward calls: gradviz warns when the memory or the number of graphs
-keeps rising from one part of the run to the next.
+keeps rising from one part of the run to the next. A line that chains each iteration's graph to the next is
+named from the third iteration on when one more graph is alive after each (a short run, such as a Lightning
+`Trainer(max_steps=3)` with `self.total_loss += loss` in `training_step`).
 
 In the picture: retained graphs are shaded, with their byte size.
 """,

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..document import DocIndex, terminal_safe
+from ..document.coverage import NO_AUTOGRAD, all_clear, saw_autograd
 from .style import backward_calls, backward_checks_text, human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
@@ -68,17 +69,22 @@ def _heading(text):
 def parameters(doc):
     """[(name, shape, gradient)] for each parameter of the traced model, ``gradient`` being ``"yes"``, ``"none"``
     or ``"frozen"`` (it did not require grad at the end). A parameter requiring grad that no recorded op used and
-    no optimizer was given, with no gradient, is not part of the model trained here (the template layer that
-    ``nn.TransformerEncoder`` deep-copies, a module built and never called): ``idle_parameters`` lists those."""
-    index, got = _gradient_owners(doc)
+    no optimizer was given, with no gradient, is not part of the model trained here: ``idle_parameters`` lists
+    those still alive at the end (a module built and never called, a model loaded and not yet run); those gone
+    by then (the template layer ``nn.TransformerEncoder`` deep-copies, a layer replaced) are not counted at all."""
+    index, got, _ = _gradient_owners(doc)
     return [(v.get("name") or f"v{v['id']}", v.get("shape"), _gradient(v, got))
             for v in doc.get("variables", []) if v.get("is_parameter") and not _idle(index, v, got)]
 
 
 def idle_parameters(doc):
-    """The parameters ``parameters`` leaves out: never used by a recorded op nor given to an optimizer."""
-    index, got = _gradient_owners(doc)
-    return [v for v in doc.get("variables", []) if v.get("is_parameter") and _idle(index, v, got)]
+    """The parameters alive at the end that ``parameters`` leaves out, that no recorded op used even without
+    grad and whose module was never called (a reloaded model evaluated under ``no_grad`` used its own: a fused
+    kernel such as the transformer layer's eval path takes them without one op per parameter)."""
+    index, got, used = _gradient_owners(doc)
+    called = doc.get("modules") or {}
+    return [v for v in doc.get("variables", []) if v.get("is_parameter") and _idle(index, v, got)
+            and v["id"] not in used and _alive_at_end(v) and not _module_called(v, called)]
 
 
 def _idle_note(idle):
@@ -92,6 +98,8 @@ def _idle_note(idle):
 
 
 def _gradient_owners(doc):
+    """The document's index; what got a gradient or was given to an optimizer; and the variables that were an
+    input of a recorded op without a node (one run under ``no_grad``: a reloaded model evaluated)."""
     index = DocIndex(doc)
     got = set(index.leaf_norm)
     for event in doc.get("events", []):
@@ -99,13 +107,36 @@ def _gradient_owners(doc):
             got.add(event.get("variable"))
         elif event.get("kind") == "optimizer":
             got.update(("optimized", p) for p in event.get("parameters") or ())
-    return index, got
+    made = {v["id"]: _line_key(v.get("location")) for v in doc.get("variables", []) if v.get("is_parameter")}
+    used = set()  # (its initialisation at the line that made it, ``init.*_`` writing into it, is not a use)
+    for v in doc.get("variables", []):
+        line = _line_key(v.get("location"))
+        used.update(i for i in v.get("inputs") or () if i not in made or made[i] != line)
+    return index, got, used
+
+
+def _line_key(location):
+    return None if not location else (location.get("file"), location.get("line"))
 
 
 def _idle(index, v, got):
+    """Not part of the model trained here: requires grad, no gradient, no optimizer, no graph used it."""
     vid = v["id"]
     return (not _frozen(v) and vid not in got and ("optimized", vid) not in got and v.get("accumulator") is None
             and not index.var_consumers(vid))
+
+
+def _module_called(v, called):
+    """Whether the module owning parameter ``v`` (named by its path, ``model.enc.layers.0.norm1.weight``), or one
+    enclosing it, was called while tracing."""
+    parts = (v.get("name") or "").split(".")
+    return any(".".join(parts[:i]) in called for i in range(1, len(parts)))
+
+
+def _alive_at_end(v):
+    """``requires_grad_final`` is null for a variable that was gone when the trace stopped (documents written
+    before the field: taken as alive)."""
+    return "requires_grad_final" not in v or v["requires_grad_final"] is not None
 
 
 def _frozen(v):
@@ -216,7 +247,7 @@ def diagnostics_table(doc):
     diagnostics = doc.get("diagnostics", [])
     stopped = stopped_note(doc)
     if not diagnostics:
-        return stopped or Text("No diagnostics: nothing suspicious was found.", style="green")
+        return stopped or _silence(doc)
     severities = [terminal_safe(d.get("severity")) or "" for d in diagnostics]
     codes = [terminal_safe(d.get("code")) or "" for d in diagnostics]
     widths = [max(len("severity"), *map(len, severities)), max(len("code"), *map(len, codes))]
@@ -241,6 +272,58 @@ def diagnostics_table(doc):
     if stopped:
         parts.append(Padding(stopped, (1, 0, 0, 0), expand=False))
     return Group(*parts)
+
+
+def _silence(doc):
+    """What an empty diagnostics list means: an all-clear only when the trace saw work and nothing beyond it."""
+    if all_clear(doc):
+        return Text("No diagnostics: nothing suspicious was found.", style="green")
+    if not saw_autograd(doc):
+        return Text("No diagnostics: gradviz saw no graph, so nothing was checked (why: at the top of this "
+                    "report).", style="bold yellow")
+    return Text("No diagnostics in what gradviz saw; what ran beyond its sight is listed at the top of this "
+                "report.", style="bold yellow")
+
+
+def unseen_block(doc):
+    """What ran beyond the trace's sight (the document's ``unseen``), for the top of the report; None when
+    nothing. A run that saw no graph at all says so first, with the likely reason."""
+    entries = doc.get("unseen") or []
+    if not entries:
+        return None
+    parts = []
+    blind = [e for e in entries if e.get("kind") == NO_AUTOGRAD]
+    others = [e for e in entries if e.get("kind") != NO_AUTOGRAD]
+    for entry in blind:
+        parts.append(_data("gradviz saw no graph: " + (entry.get("how") or "no autograd work reached the trace"),
+                           style="bold yellow"))
+        if entry.get("advice"):
+            parts.append(Padding(_data("advice: " + entry["advice"], style="green"), (0, 0, 0, 3), expand=False))
+    if others:
+        if parts:
+            parts.append(Text(""))
+        parts.append(Text(f"Not seen by this trace ({len(others)})", style="bold yellow"))
+        for entry in others:
+            parts.append(Padding(_unseen_lines(entry), (0, 0, 0, 1), expand=False))
+    return Group(*parts)
+
+
+def _unseen_lines(entry):
+    """One entry: ``kind  what (×count)``, then how, where and the advice, indented below."""
+    head = Text()
+    head.append(terminal_safe(entry.get("kind") or ""), style="bold")
+    head.append("  ")
+    head.append(terminal_safe(entry.get("what") or ""))
+    if (entry.get("count") or 1) > 1:
+        head.append(f" (×{entry['count']})", style="dim")
+    lines = [head]
+    if entry.get("how"):
+        lines.append(Padding(_data("how: " + entry["how"]), (0, 0, 0, 3), expand=False))
+    if entry.get("location"):
+        lines.append(Padding(_data("at: " + where(entry["location"])), (0, 0, 0, 3), expand=False))
+    if entry.get("advice"):
+        lines.append(Padding(_data("advice: " + entry["advice"], style="green"), (0, 0, 0, 3), expand=False))
+    return Group(*lines)
 
 
 def stopped_note(doc):

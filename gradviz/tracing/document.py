@@ -9,6 +9,7 @@ import numpy as np
 from .._version import __version__
 from ..document.model import FORMAT, VERSION, TraceDocument, write_json  # noqa: F401 - the contract owns them
 from . import elide as _elide
+from .no_autograd import add_no_autograd
 from .records import json_float
 
 _first = itemgetter(0)  # an edge's node id
@@ -199,6 +200,7 @@ def build_document(trace, with_diagnostics=True):
     finally:
         if paused:
             gc.enable()
+    add_no_autograd(doc)  # a trace that saw nothing must not read as an all-clear
     if with_diagnostics:
         add_diagnostics(doc)
     return doc

@@ -6,6 +6,7 @@ Reads, writes and hook registrations made by torch's own code (an optimizer read
 user's and are not reported, as on gradviz's engine.
 """
 
+import sys
 import threading
 import warnings
 import weakref
@@ -22,6 +23,45 @@ _SMALL_COPY = 4 << 20  # bytes of held outputs up to which the NaN/Inf check cop
 _NEW = frozenset(("tensor", "as_tensor", "from_numpy", "asarray", "Tensor"))
 _NOT_WEAK = frozenset((float, int, bool, complex, list))  # what .item() and .tolist() give: no weak reference
 _stale_pattern = [STALE_DEFAULT]  # reads the versions out of this torch's wording (torch_compat, set per adapter)
+
+
+def _with_closure(adapter, optimizer, args, kwargs):
+    """The step's ``(args, kwargs)`` with its closure wrapped, for the step pre hook to return; None without one.
+    ``args`` begins with the optimizer itself (what torch's step wrapper hands its hooks)."""
+    closure = kwargs.get("closure")
+    if callable(closure) and type(closure) is not StepClosure:
+        return args, dict(kwargs, closure=StepClosure(adapter, optimizer, closure))
+    if len(args) > 1 and callable(args[1]) and type(args[1]) is not StepClosure:
+        return (args[0], StepClosure(adapter, optimizer, args[1])) + tuple(args[2:]), kwargs
+    return None
+
+
+class StepClosure:
+    """The closure given to ``optimizer.step(closure)``, run observed (``TorchEvents.closure_call``)."""
+
+    __slots__ = ("adapter", "optimizer", "closure", "__weakref__")
+
+    def __init__(self, adapter, optimizer, closure):
+        self.adapter = adapter
+        self.optimizer = optimizer
+        self.closure = closure
+
+    def __call__(self, *args, **kwargs):
+        return self.adapter.closure_call(self.optimizer, self.closure, args, kwargs)
+
+    @property
+    def __wrapped__(self):
+        return self.closure
+
+
+def _on_stack(frame):
+    """Whether ``frame`` is one of the calls in progress on this thread."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f is frame:
+            return True
+        f = f.f_back
+    return False
 
 
 def _here():
@@ -43,6 +83,9 @@ class PerThread(threading.local):
     quiet = 0
     step = None
     aside = None  # the mode taken off this thread's stack during an optimizer step (torch_patches.step_aside)
+    outside = 0  # ``quiet`` when the outermost step began: what a closure the step calls runs with
+    step_depth = 0  # optimizer steps in progress (SAM's base optimizer steps inside SAM's step)
+    step_frame = None  # the frame of the outermost step's call, to tell a step in progress from one that raised
     calls = None
 
 
@@ -377,6 +420,8 @@ class TorchEvents:
         if not self.attached or _forked[0] or self._is_compiling():
             return None
         builder, tls = self.builder, self.tls
+        if tls.step is not None and not _on_stack(tls.step_frame):
+            self._abandon_step()  # the module call after a step that raised: the user's code again
         try:
             builder.acquire()
             tls.quiet += 1
@@ -428,27 +473,50 @@ class TorchEvents:
         return params
 
     def step_begin(self, optimizer, args, kwargs):
+        """An optimizer's step starts: torch's own code from here to ``step_end`` (quiet, the mode aside), except
+        the closure it was given (``step(closure)``), which is the user's: returned wrapped (``StepClosure``)."""
         if not self.observing():
-            return
+            return None
         tls = self.tls
-        if tls.step is None:  # (a step that raised never reached step_end)
+        with self.lock:
+            params = [(p, p._version) for p in self._params_of(optimizer)]
+        if tls.step is not None and not _on_stack(tls.step_frame):
+            self._abandon_step()  # a step that raised outside its closure never reached step_end
+        if tls.step is None:  # the outermost step
+            tls.outside = tls.quiet
             tls.quiet += 1  # its own ops are the update, reported at the end
             tls.aside = step_aside(self)
-        with self.lock:
-            tls.step = [(p, p._version) for p in self._params_of(optimizer)]
+            tls.step, tls.step_depth = params, 1
+            tls.step_frame = sys._getframe(1)  # torch's step wrapper, calling its pre hooks: this step's call
+        else:  # a step inside a step (SAM's base optimizer): part of the outer one, its parameters watched too
+            tls.step_depth += 1
+            seen = {id(p) for p, _ in tls.step}
+            tls.step.extend([entry for entry in params if id(entry[0]) not in seen])
+        return _with_closure(self, optimizer, args, kwargs)
 
     def step_end(self, optimizer, args, kwargs):
         tls = self.tls
         before = tls.step
         if before is None:
             return
-        tls.step = None
+        tls.step_depth -= 1
+        if tls.step_depth:  # an inner step: the outer step reports
+            return
+        tls.step = tls.step_frame = None
         tls.quiet -= 1
         aside, tls.aside = tls.aside, None
         try:
             self._step_end(optimizer, before)
         finally:
             step_back(self, aside)
+
+    def _abandon_step(self):
+        """The thread as before a step that never ended: observed again, its mode back on the stack."""
+        tls = self.tls
+        tls.step = tls.step_frame = None
+        tls.step_depth, tls.quiet = 0, tls.outside
+        aside, tls.aside = tls.aside, None
+        step_back(self, aside)
 
     def _step_end(self, optimizer, before):
         if not self.observing():
@@ -457,20 +525,54 @@ class TorchEvents:
             with self.lock:
                 _, location = _here()
                 name = type(optimizer).__name__
-                keys = []
-                for p, version in before:
-                    key = self.var(p)
-                    keys.append(key)
-                    if p._version != version:
-                        self.builder.parameter_update(key, version, p._version, tg.storage_key(p)[0], location,
-                                                      name)
+                keys = self._parameter_updates(before, location, name)
                 self.builder.optimizer("step", location, name, keys)
         except Exception as exc:
             self.internal_error("optimizer", exc)
 
+    def _parameter_updates(self, before, location, name):
+        """Report the parameters whose version moved since ``before`` was taken; their keys."""
+        keys = []
+        for p, version in before:
+            key = self.var(p)
+            keys.append(key)
+            if p._version != version:
+                self.builder.parameter_update(key, version, p._version, tg.storage_key(p)[0], location, name)
+        return keys
+
+    def closure_call(self, optimizer, closure, args, kwargs):
+        """``closure`` called by ``optimizer``'s step: the user's forward, backward and ``.grad`` reads, observed
+        as outside any step. What the step wrote into the parameters before this call (LBFGS's line search, SAM's
+        perturbation) is reported first, at the step's line: a graph still alive that saved them is stale."""
+        tls = self.tls
+        if tls.step is None or not self.observing():
+            return closure(*args, **kwargs)
+        try:
+            with self.lock:
+                _, location = _here()
+                self._parameter_updates(tls.step, location, type(optimizer).__name__)
+                tls.step = [(p, p._version) for p, _ in tls.step]
+        except Exception as exc:
+            self.internal_error("optimizer", exc)
+        # the thread as before the step while the closure runs (a step the closure makes is a step of its own)
+        inside = tls.step, tls.step_depth, tls.quiet, tls.outside, tls.step_frame
+        tls.step, tls.step_depth, tls.quiet, tls.step_frame = None, 0, tls.outside, None
+        aside, tls.aside = tls.aside, None
+        step_back(self, aside)
+        # a closure that raises ends the step there (its post hook never runs): the thread stays as it is now
+        result = closure(*args, **kwargs)
+        tls.step, tls.step_depth, tls.quiet, tls.outside, tls.step_frame = inside
+        tls.aside = None if aside is None else step_aside(self)
+        with self.lock:
+            tls.step = [(p, p._version) for p, _ in tls.step]
+        return result
+
     def zero_grad_called(self, owner):
         if not self.observing():
             return
+        tls = self.tls
+        if tls.step is not None and not _on_stack(tls.step_frame):
+            self._abandon_step()  # the zero_grad after a step that raised: the user's code again
         try:
             with self.lock:
                 _, location = _here()
