@@ -36,6 +36,7 @@ from . import torch_patches
 from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
+from .torch_light import TorchLight
 
 SUPPORTED = (2, 4)  # the oldest torch this adapter is written for (tested with 2.13.0)
 
@@ -127,6 +128,7 @@ class TorchAdapter(TorchEvents):
         self.checks = OutputChecks(torch, builder)
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
         self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
+        self.light_steps = TorchLight(self)  # light iterations (tracing/schedule.py)
         builder.engine("torch", torch.__version__, (), memory="saved-attributes")
 
     def exact_memory(self):
@@ -151,6 +153,9 @@ class TorchAdapter(TorchEvents):
             self.exact.install()
         self._froze = _freeze_heap()
         self._thresholds = _collect_less()
+        self.light_steps.enabled = self.builder.schedule.light
+        if not self.builder.starts_full():
+            self.light_steps.enter()
 
     def detach(self):
         torch_patches.remove_left_behind(self)  # stopped from another thread earlier: this thread's mode goes now
@@ -158,6 +163,8 @@ class TorchAdapter(TorchEvents):
             self.exact.leave_thread()
         if self.attached:
             self.attached = False
+            self.light_steps.on = self.light_steps.pop_later = False
+            self.light_steps.restore()
             torch_patches.uninstall(self)
             if self.exact is not None:  # exact memory
                 self.exact.uninstall()

@@ -375,6 +375,16 @@ class TorchEvents:
     def module_enter(self, module, inputs):
         if not self.attached or _forked[0] or self._is_compiling():
             return None
+        light = self.light_steps
+        if light.enabled:
+            try:
+                if light.pop_later:
+                    light.enter()
+                light.module_call(module, inputs)  # the iteration's signature (torch_light), light or full
+            except Exception as exc:
+                self.internal_error("module", exc)
+            if light.on:
+                return None
         builder, tls = self.builder, self.tls
         try:
             builder.acquire()
@@ -398,7 +408,7 @@ class TorchEvents:
         return None
 
     def module_exit(self, module, inputs, output):
-        if not self.attached or _forked[0] or self._is_compiling():
+        if not self.attached or _forked[0] or self._is_compiling() or (self.light_steps.on and not self.tls.calls):
             return None
         builder, tls = self.builder, self.tls
         try:
@@ -427,7 +437,7 @@ class TorchEvents:
         return params
 
     def step_begin(self, optimizer, args, kwargs):
-        if not self.observing():
+        if not self.observing() or self.light_steps.on:
             return
         tls = self.tls
         if tls.step is None:  # (a step that raised never reached step_end)
@@ -439,7 +449,15 @@ class TorchEvents:
     def step_end(self, optimizer, args, kwargs):
         tls = self.tls
         before = tls.step
+        light = self.light_steps
         if before is None:
+            if light.on and self.observing():  # a light step: gradient norms, then the iteration's end
+                try:
+                    light.has_optimizer = True
+                    light.step(optimizer)
+                    light.iteration_ended()
+                except Exception as exc:
+                    self.internal_error("light step", exc)
             return
         tls.step = None
         tls.quiet -= 1
@@ -448,6 +466,12 @@ class TorchEvents:
             self._step_end(optimizer, before)
         finally:
             step_back(self, aside)
+        if light.enabled and self.observing() and tls.quiet == 0:  # the schedule: is the next iteration full or light?
+            try:
+                light.has_optimizer = True
+                light.iteration_ended()
+            except Exception as exc:
+                self.internal_error("schedule", exc)
 
     def _step_end(self, optimizer, before):
         if not self.observing():
@@ -468,7 +492,7 @@ class TorchEvents:
             self.internal_error("optimizer", exc)
 
     def zero_grad_called(self, owner):
-        if not self.observing():
+        if not self.observing() or self.light_steps.on:
             return
         try:
             with self.lock:
@@ -504,6 +528,12 @@ class TorchEvents:
                     self._backward_end(call, error)
             except Exception as exc:
                 self.internal_error("backward", exc)
+            light = self.light_steps
+            if light.enabled and kind != "grad" and error is None and not light.has_optimizer and not self.tls.quiet:
+                try:  # a loop with no optimizer: a backward ends the iteration (the schedule's tick)
+                    light.iteration_ended()
+                except Exception as exc:
+                    self.internal_error("schedule", exc)
 
     def _backward_begin(self, args, kwargs, kind):
         Tensor = self._Tensor
@@ -527,6 +557,8 @@ class TorchEvents:
         self._name_from_frame(frame, quick=True)
         self.checks.flush()  # a NaN made in forward is reported before the backward that meets it
         keys = [self.var(r) for r in roots]
+        if self.light_steps.enabled:
+            self.light_steps.note_roots(roots)
         root_fns = [tg.grad_fn_of(r) for r in roots]
         root_nodes = [None if fn is None else self.node_key(fn, None) for fn in root_fns]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all
