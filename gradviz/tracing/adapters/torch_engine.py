@@ -218,6 +218,8 @@ class TorchAdapter(TorchEvents):
         origin = "parameter" if isinstance(t, self._Parameter) else "external"
         node = tg.grad_fn_of(t)
         nkey = None if node is None else self.node_key(node, None)
+        if nkey is not None and nkey not in self.builder.live_nodes:
+            nkey = None  # an in-place op's target first seen now (made on a light iteration): its node is that op's
         self.new_var(t, origin, None, node=nkey, module=())
         return key
 

@@ -453,9 +453,8 @@ class TorchEvents:
         if before is None:
             if light.on and self.observing():  # a light step: gradient norms, then the iteration's end
                 try:
-                    light.has_optimizer = True
                     light.step(optimizer)
-                    light.iteration_ended()
+                    light.step_ended()
                 except Exception as exc:
                     self.internal_error("light step", exc)
             return
@@ -468,8 +467,7 @@ class TorchEvents:
             step_back(self, aside)
         if light.enabled and self.observing() and tls.quiet == 0:  # the schedule: is the next iteration full or light?
             try:
-                light.has_optimizer = True
-                light.iteration_ended()
+                light.step_ended()
             except Exception as exc:
                 self.internal_error("schedule", exc)
 
@@ -531,7 +529,7 @@ class TorchEvents:
             light = self.light_steps
             if light.enabled and kind != "grad" and error is None and not light.has_optimizer and not self.tls.quiet:
                 try:  # a loop with no optimizer: a backward ends the iteration (the schedule's tick)
-                    light.iteration_ended()
+                    light.backward_ended()
                 except Exception as exc:
                     self.internal_error("schedule", exc)
 

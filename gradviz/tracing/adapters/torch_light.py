@@ -43,6 +43,7 @@ class TorchLight:
         self.count = 0  # and how many module calls it made
         self.roots = set()  # its backward roots' node classes
         self.has_optimizer = False
+        self._by_backward = False  # the first backward ended an iteration before the first step was seen
         self.pop_later = False  # went light inside the mode's own handler: the mode leaves at the next module call
         self._originals = None  # torch.autograd.backward / grad while wrapped
         self._refs = set()  # weak references to light graphs' tags (kept so their callbacks run)
@@ -65,6 +66,20 @@ class TorchLight:
         return sig
 
     # ----- switching ------------------------------------------------------------------------------------------
+    def backward_ended(self):
+        """A backward ended: the iteration's end while the loop has shown no optimizer."""
+        if not self.has_optimizer:
+            self._by_backward = True
+            self.iteration_ended()
+
+    def step_ended(self):
+        """An optimizer step ended: the iteration's end (unless its backward ended it, before any step was seen)."""
+        self.has_optimizer = True
+        if self._by_backward:
+            self._by_backward = False
+            return
+        self.iteration_ended()
+
     def iteration_ended(self):
         """Tell the builder an iteration ended; switch to what the next one is to be."""
         adapter = self.adapter
@@ -108,6 +123,10 @@ class TorchLight:
             return
         adapter = self.adapter
         mode = adapter.mode
+        if adapter.attached:  # nodes built on light iterations are reported as external, like those before attach
+            from .torch_patches import next_sequence_nr
+
+            adapter._start_seq[_ident()] = next_sequence_nr(self.torch)
         if mode is not None and adapter.attached and adapter.mode_thread == _ident():
             from torch.overrides import _get_current_function_mode_stack
 
@@ -234,8 +253,7 @@ def _wrap(light, original, kind):
                 try:
                     if roots is not None and not (retain or create):
                         light.freed(roots)
-                    if not light.has_optimizer:
-                        light.iteration_ended()
+                    light.backward_ended()
                 except Exception as exc:
                     light.adapter.internal_error("light backward", exc)
             return result
