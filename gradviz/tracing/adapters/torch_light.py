@@ -45,6 +45,8 @@ class TorchLight:
         self.has_optimizer = False
         self._by_backward = False  # the first backward ended an iteration before the first step was seen
         self.pop_later = False  # went light inside the mode's own handler: the mode leaves at the next module call
+        self._last = self._last_calls = self._last_roots = None  # the last signature, and what it was made of
+        self._params = (None, None)  # (optimizer, [(parameter, key, name)]) of the last light step
         self._originals = None  # torch.autograd.backward / grad while wrapped
         self._refs = set()  # weak references to light graphs' tags (kept so their callbacks run)
 
@@ -58,12 +60,17 @@ class TorchLight:
     def signature(self):
         """The iteration's structure signature: which modules ran on which input shapes, the loss's node class,
         and the number of module calls to within a factor of two (a new episode length of the same policy is
-        not a new structure each time; a tenfold longer one is)."""
-        sig = (frozenset(self.calls), frozenset(self.roots), self.count.bit_length())
+        not a new structure each time; a tenfold longer one is). The last one is reused when equal (its hash is
+        then cached)."""
+        last = self._last
+        if last is None or self.calls != self._last_calls or self.roots != self._last_roots or \
+                self.count.bit_length() != last[2]:
+            last = self._last = (frozenset(self.calls), frozenset(self.roots), self.count.bit_length())
+            self._last_calls, self._last_roots = self.calls, self.roots
         self.calls = set()
         self.roots = set()
         self.count = 0
-        return sig
+        return last
 
     # ----- switching ------------------------------------------------------------------------------------------
     def backward_ended(self):
@@ -82,10 +89,10 @@ class TorchLight:
 
     def iteration_ended(self):
         """Tell the builder an iteration ended; switch to what the next one is to be."""
-        adapter = self.adapter
-        builder = adapter.builder
-        with adapter.lock:
-            full = builder.step_ended(self.signature(), self.on)
+        builder = self.adapter.builder
+        signature = self.signature()
+        with builder.lock:
+            full = builder.step_ended(signature, self.on)
         if full and self.on:
             self.leave()
         elif not full and not self.on:
@@ -156,12 +163,12 @@ class TorchLight:
                 self.roots.add(type(fn).__name__)
                 if LIGHT_KEY not in fn.metadata:
                     self._track(fn, builder.light.last_full_bytes if keep else 0)
-            with torch.no_grad():
-                if r.numel() == 1:
-                    value = r.item()
-                    bad = not math.isfinite(value) if isinstance(value, float) else False
-                else:
-                    value = None
+            if r.numel() == 1:
+                value = r.item()
+                bad = not math.isfinite(value) if isinstance(value, float) else False
+            else:
+                value = None
+                with torch.no_grad():
                     bad = r.is_floating_point() and not bool(torch.isfinite(r).all())
             if bad:
                 frame = user_frame(0)
@@ -183,8 +190,9 @@ class TorchLight:
         ref = tag.ref = _TagRef(tag, self._graph_died)
         ref.nbytes = nbytes
         self._refs.add(ref)
-        with self.adapter.lock:
-            self.adapter.builder.light_graph(nbytes, True)
+        builder = self.adapter.builder
+        with builder.lock:
+            builder.light_graph(nbytes, True)
 
     def _graph_died(self, ref):
         self._refs.discard(ref)
@@ -208,21 +216,32 @@ class TorchLight:
         """A light optimizer step: every parameter's gradient norm, then the iteration's end."""
         adapter = self.adapter
         torch = self.torch
-        params = [p for p in adapter._params_of(optimizer) if p.grad is not None and p.grad.layout == torch.strided]
-        if params:
-            with torch.no_grad():
-                norms = torch.stack(torch._foreach_norm([p.grad for p in params])).float().tolist()
+        known, params = self._params
+        if known is not optimizer:  # the parameters, their keys and names, once per optimizer
             names = adapter.names
-            found = [(id(p), names.parameter_path(p) if names.param_names else None, n)
-                     for p, n in zip(params, norms)]
+            params = [(p, id(p), names.parameter_path(p) if names.param_names else None)
+                      for p in adapter._params_of(optimizer)]
+            self._params = (optimizer, params)
+        grads = []
+        found = []
+        for p, key, name in params:
+            g = p.grad
+            if g is not None and g.layout == torch.strided:
+                grads.append(g)
+                found.append((key, name))
+        if grads:
+            norms = torch.stack(torch._foreach_norm(grads)).tolist()
+            found = [(key, name, n) for (key, name), n in zip(found, norms)]
             location = None
-            if any(n - n != 0 for n in norms):
+            total = sum(norms)
+            if total - total != 0:  # some norm is NaN/Inf: where the step is
                 from ..frames import location_at
 
                 frame = user_frame(0)
                 location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
-            with adapter.lock:
-                adapter.builder.light_norms(found, location)
+            builder = adapter.builder
+            with builder.lock:
+                builder.light_norms(found, location)
 
 
 def _ident():
