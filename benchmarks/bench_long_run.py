@@ -79,7 +79,7 @@ def reset():
     return [rng.uniform(-0.05, 0.05) for _ in range(4)]
 
 def env_step(state, action):
-    # a random walk pushed by the action: the episode ends when it leaves the band (lengths vary, up to 60)
+    # a random walk pushed by the action: the episode ends when it leaves the band (lengths vary, up to 30)
     x, v, a, w = state
     v += (0.02 if action else -0.02) + rng.uniform(-0.03, 0.03)
     x += v
@@ -93,7 +93,7 @@ eps = torch.finfo(torch.float32).eps
 for episode in range(1000):
     started = time.perf_counter()
     state, log_probs, rewards = reset(), [], []
-    for t in range(60):
+    for t in range(30):
         probs = policy(torch.tensor(state).unsqueeze(0))
         m = Categorical(probs)
         action = m.sample()
