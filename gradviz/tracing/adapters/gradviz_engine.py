@@ -149,8 +149,9 @@ class GradvizAdapter(Observer):
 
         self.guard.active = True
         light = self.light_steps
-        light.enabled = self.builder.schedule.light
-        if self.builder.starts_full():
+        schedule = getattr(self.builder, "schedule", None)  # (a builder stand-in may have none: all full)
+        light.enabled = schedule is not None and schedule.light
+        if not light.enabled or self.builder.starts_full():
             attach(self.guard)
         else:
             light.enter()

@@ -153,8 +153,9 @@ class TorchAdapter(TorchEvents):
             self.exact.install()
         self._froze = _freeze_heap()
         self._thresholds = _collect_less()
-        self.light_steps.enabled = self.builder.schedule.light
-        if not self.builder.starts_full():
+        schedule = getattr(self.builder, "schedule", None)  # (a builder stand-in may have none: all full)
+        self.light_steps.enabled = schedule is not None and schedule.light
+        if self.light_steps.enabled and not self.builder.starts_full():
             self.light_steps.enter()
 
     def detach(self):
