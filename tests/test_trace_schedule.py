@@ -303,3 +303,23 @@ def test_bad_schedule_options_are_one_line_errors(tmp_path, args, message):
     script.write_text(SCRIPT)
     result = CliRunner().invoke(main, ["run", *args, str(script)])
     assert (result.exit_code, result.stderr) == (1, message)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_loop_without_optimizer_ends_its_iterations_at_backward(engine):
+    """word_language_model's loop: the update by hand, no optimizer; each backward ends an iteration."""
+    lib = _lib(engine)
+    model, _, x, y = _model(lib)
+    with gradviz.trace(engine=engine, light=True) as tr:
+        for _ in range(40):
+            model.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            with lib.no_grad():
+                for p in model.parameters():
+                    p -= 0.01 * p.grad
+    doc = tr.to_dict()
+    assert doc["iterations"] == 40
+    assert [(r["first"], r["last"]) for r in doc["schedule"]["full"]] == [(0, 2), (8, 8), (16, 16), (32, 32)]
+    assert sorted({g["iteration"] for g in doc["graphs"]}) == [0, 1, 2, 8, 16, 32]
+    assert doc["internal_errors"] == []

@@ -123,17 +123,17 @@ class TorchLight:
 
     def leave(self):
         """Go full again: the mode back on this thread's stack, backward and grad as they were."""
+        adapter = self.adapter
+        if adapter.attached:  # nodes built on light iterations are reported as external, like those before attach
+            from .torch_patches import next_sequence_nr
+
+            adapter._start_seq[_ident()] = next_sequence_nr(self.torch)  # (still light: the probe is not traced)
         self.on = False
         self.restore()
         if self.pop_later:  # it never left the stack
             self.pop_later = False
             return
-        adapter = self.adapter
         mode = adapter.mode
-        if adapter.attached:  # nodes built on light iterations are reported as external, like those before attach
-            from .torch_patches import next_sequence_nr
-
-            adapter._start_seq[_ident()] = next_sequence_nr(self.torch)
         if mode is not None and adapter.attached and adapter.mode_thread == _ident():
             from torch.overrides import _get_current_function_mode_stack
 
