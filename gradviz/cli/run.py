@@ -32,8 +32,17 @@ from .engine import ENGINES
 @click.option("--exact-memory", is_flag=True,
               help="On PyTorch, measure saved memory through saved-tensor hooks (every pack seen; slower). "
                    "gradviz's engine measures it exactly either way.")
+@click.option("--light/--full", "light", default=True, show_default=True,
+              help="--light: record every op only on the first iterations, sampled ones (8, 16, 32…), new graph "
+                   "shapes and after a finding; watch the others cheaply (NaN/Inf loss, graphs alive, gradient "
+                   "norms). --full: record every op of every iteration (slow on long runs).")
+@click.option("--full-steps", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
+              help="With --light: how many first iterations are recorded in full.")
+@click.option("--trace-steps", default=None, metavar="A:B",
+              help="Record exactly iterations A to B (inclusive) in full, the others light: the rerun a light "
+                   "finding advises.")
 def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
-        no_check_backward, exact_memory):
+        no_check_backward, exact_memory, light, full_steps, trace_steps):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
     Everything after SCRIPT is passed to the script as its own arguments.
@@ -44,6 +53,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
 
     output = Output(quiet=quiet or json_only)
     show_progress = output.is_terminal and not (quiet or json_only)
+    schedule = choose_schedule(output, light, full_steps, trace_steps)
     choice = choose_engine(output, engine, script, use_torch)
     # resolved before the script runs: it may change or even delete the working folder
     out_dir = os.path.abspath(out_dir or default_out_dir(script))
@@ -54,11 +64,11 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                 # stdout carries the JSON document alone: the script's prints, and its children's, go to stderr
                 with script_stdout_to_stderr():
                     traced = trace_script(script, args, torch=choice.shim, check_backward=not no_check_backward,
-                                          engine=choice.trace, exact_memory=exact_memory)
+                                          engine=choice.trace, exact_memory=exact_memory, schedule=schedule)
             else:
                 traced = trace_script(script, args, torch=choice.shim, output=output, progress=show_progress,
                                       check_backward=not no_check_backward, engine=choice.trace,
-                                      exact_memory=exact_memory)
+                                      exact_memory=exact_memory, schedule=schedule)
         except ScriptError as exc:
             output.abort(str(exc))
         doc, result = traced.doc, traced.result
@@ -100,6 +110,20 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     if folder_error and code == 0:
         code = 1
     raise click.exceptions.Exit(code)
+
+
+def choose_schedule(output, light, full_steps, trace_steps):
+    """``gradviz.trace``'s schedule arguments from the options; a one-line error for a bad ``--trace-steps``."""
+    if trace_steps is None:
+        return {"light": light, "full_steps": full_steps}
+    from ..tracing.schedule import parse_steps
+
+    if not light:
+        output.abort("--trace-steps and --full cannot be used together: --full records every iteration already")
+    try:
+        return {"light": True, "full_steps": full_steps, "trace_steps": parse_steps(trace_steps)}
+    except ValueError as exc:
+        output.abort(f"--trace-steps: {exc}")
 
 
 def choose_engine(output, engine, script, use_torch):

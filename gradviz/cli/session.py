@@ -18,17 +18,18 @@ class TracedRun:
 
 
 def trace_script(path, args=(), torch=False, output=None, progress=False, check_backward=True, engine="gradviz",
-                 exact_memory=False):
+                 exact_memory=False, schedule=None):
     """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
 
     ``torch=True`` makes ``import torch`` resolve to gradviz for the run; ``engine`` is the trace's (``auto``,
     ``gradviz``, ``torch``: see ``cli/engine.py``; ``exact_memory`` as for ``gradviz.trace``). ``progress=True``
     shows a live line (backward calls, iterations, retained memory) on ``output``'s console while the script runs.
+    ``schedule``: ``gradviz.trace``'s ``light`` / ``full_steps`` / ``trace_steps`` (None: every iteration in full).
     """
     import gradviz
 
     code = compile_script(path)
-    tr = gradviz.trace(check_backward=check_backward, engine=engine, exact_memory=exact_memory)
+    tr = gradviz.trace(check_backward=check_backward, engine=engine, exact_memory=exact_memory, **(schedule or {}))
     tr.script = path
     with ExitStack() as stack:
         if torch:

@@ -175,6 +175,12 @@ def retained_graphs(index, out):
     series = list(memory.get("series") or [])
     if len(series) > 3 and (series[-1].get("graphs_alive") or 0) < (series[-2].get("graphs_alive") or 0):
         series.pop()  # the point taken at stop, after the script's own variables were released
+    growth = ((index.doc.get("schedule") or {}).get("light") or {}).get("growth")
+    if isinstance(growth, dict) and isinstance(growth.get("iteration"), int):
+        # a light iteration saw graphs begin to pile up late in the run: the trend is judged from there
+        tail = [s for s in series if (s.get("iteration") or 0) >= growth["iteration"] - 1]
+        if growing([int(s.get("graphs_alive") or 0) for s in tail]):
+            series = tail
     bytes_series = [int(s.get("retained_bytes") or 0) for s in series]
     alive_series = [int(s.get("graphs_alive") or 0) for s in series]
     growing_bytes = growing(bytes_series)

@@ -130,6 +130,8 @@ def nan_inf(index, out):
     """The first op whose forward output, or the gradient its backward produced, is not finite. A forward -inf
     that the graph absorbs (an attention mask filled with -inf, then softmax) is not reported: only one that
     reaches a value nothing finite was computed from (the loss, an output)."""
+    if _light_nan(index, out):
+        return
     forward = sorted(n["id"] for n in index.nodes.values() if n.get("nonfinite") == "forward")
     if forward and _reaches_an_output(index, set(forward)):
         node = index.nodes[forward[0]]
@@ -156,6 +158,33 @@ def nan_inf(index, out):
                                                                     "backward": b["id"]},
                 order=(2, culprit))
         return
+
+
+def _light_nan(index, out):
+    """A NaN/Inf loss or gradient first seen on a light iteration (docs/how-it-works.md, "Light iterations"), before
+    any recorded op made one: named with its iteration and the rerun that traces it in full. True when reported
+    (what full iterations saw after it is its consequence: the parameters are NaN by then)."""
+    light = (index.doc.get("schedule") or {}).get("light") or {}
+    found = [f for f in (light.get("nonfinite_loss"), light.get("nonfinite_grad")) if isinstance(f, dict)]
+    if not found:
+        return False
+    first = min(found, key=lambda f: f.get("iteration") or 0)
+    it = first.get("iteration")
+    recorded = index.doc.get("first_nonfinite") or {}
+    if recorded.get("iteration") is not None and recorded["iteration"] <= (it or 0):
+        return False
+    if first is light.get("nonfinite_loss"):
+        what = f"the loss was {first.get('value') or 'NaN/Inf'} at iteration {it}"
+    else:
+        what = f"the gradient of `{first.get('parameter') or 'a parameter'}` was NaN/Inf at iteration {it}"
+    script = index.doc.get("script") or "SCRIPT"
+    rerun = f"gradviz run --trace-steps {it}:{it} {script}"
+    message = (f"{what} (at {index.where(first.get('location'))}), a light iteration: its ops were not recorded, "
+               "so the op and line that made it are not known from this run.")
+    hint = f"Rerun with `{rerun}` to trace that iteration in full: the report then names the op and its line."
+    out.add("nan-inf", message, hint, first.get("location"),
+            details={"phase": "light", "iteration": it, "rerun": rerun, "trace_steps": [it, it]}, order=(2, 0))
+    return True
 
 
 def _reaches_an_output(index, bad):

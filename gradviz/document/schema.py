@@ -84,6 +84,12 @@ BACKWARD_CHECKS = {"enabled": "bool", "budget": "int", "repeats": "int", "over_b
                    "checks": [BACKWARD_CHECK]}
 THREADS = {"observed": ["thread"], "unobserved": ["thread"], "note?": "str"}
 UNSEEN = {"kind": "str", "what": "str", "count": "int", "how?": "?str", "location?": "?loc", "advice?": "?str"}
+FULL_RANGE = {"first": "int", "last": "int", "why": "str"}
+GRAD_NORMS = {"parameter": "?str", "last": "num", "min": "num", "max": "num", "iteration": "int"}
+LIGHT = {"nonfinite_loss": "?obj", "nonfinite_grad": "?obj", "growth": "?obj", "graphs_alive": "int",
+         "retained_bytes": "int", "grad_norms": [GRAD_NORMS]}
+SCHEDULE = {"mode": "str", "full_steps": "int", "trace_steps": "?[int]", "full": [FULL_RANGE],
+            "light_iterations": "int", "light?": LIGHT}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
@@ -91,7 +97,7 @@ DOCUMENT = {
     "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
     "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS, "threads?": THREADS,
-    "unseen?": [UNSEEN],
+    "unseen?": [UNSEEN], "schedule?": SCHEDULE,
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.

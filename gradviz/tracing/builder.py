@@ -49,6 +49,7 @@ from .checks import BackwardChecks
 from .grad_ledger import GradLedger
 from .grouping import Grouping
 from .records import NodeRecord, VarRecord, safe_message
+from .schedule import LightWatch, Schedule
 
 LEAF = "leaf"  # the second half of an edge to a leaf's gradient accumulator: (variable_key, LEAF)
 _NO_EDGE = (None, 0)
@@ -138,6 +139,8 @@ class TraceBuilder:
         self.internal_errors = []
         self._unseen = {}  # (kind, what, how, location) -> entry of the document's "unseen" list
         self.checks = BackwardChecks()  # custom Functions' backward checks (wrong-backward)
+        self.schedule = Schedule()  # which iterations are full (every one, unless ``use_schedule`` says light)
+        self.light = LightWatch()  # what light iterations found
         self.groups = Grouping(self)
         # threads: the lock around facts, the state of each thread, the threads seen and not seen
         self.lock = threading.RLock()
@@ -1187,6 +1190,73 @@ class TraceBuilder:
         self.grad_ledger.backward_end(b, error is None)
         self.groups.backward_done(b)
         self.backward = None
+
+    # ----- the schedule: full and light iterations (tracing/schedule.py) ---------------------------------------
+    def use_schedule(self, schedule):
+        """Trace on ``schedule`` (a ``Schedule``), before any fact; ``starts_full()`` says how iteration 0 runs."""
+        self.schedule = schedule
+        if schedule.light and schedule.why_full(0):
+            schedule.full[0] = schedule.why_full(0)
+
+    def starts_full(self):
+        return not self.schedule.light or 0 in self.schedule.full
+
+    def current_iteration(self):
+        """The iteration running now (the one after a boundary that no op has opened yet)."""
+        g = self.groups
+        return g.iteration + 1 if g.pending else g.iteration
+
+    def step_ended(self, signature, light):
+        """An iteration ended (an optimizer step; a backward when the loop has no optimizer). ``signature``: a
+        cheap description of its structure (any hashable, the adapter's); ``light``: whether it ran light.
+        Returns True when the next iteration is to be full."""
+        g = self.groups
+        schedule = self.schedule
+        watch = self.light
+        if light:
+            if g.pending:
+                g.begin_iteration()
+            it = g.iteration
+            schedule.light_count += 1
+            if watch.alive(it, g.graphs_alive + watch.graphs):
+                schedule.fire(it, "growth")
+        else:
+            it = g.iteration
+            watch.last_full_bytes = sum(gr.saved_bytes for gr in g.iteration_graphs(it) if gr.parent is None)
+        g.ended_point = g.point(it)
+        g.pending = True
+        new = schedule.seen(signature)
+        why = schedule.why_full(it + 1, new and light)
+        if why is not None and schedule.light:
+            schedule.full[it + 1] = why
+        return why is not None
+
+    def light_loss(self, value, location):
+        """A light iteration's backward started from a root that is not finite (``value``: its float, or None)."""
+        it = self.current_iteration()
+        if self.light.loss(it, value, location):
+            self.schedule.fire(it, "nonfinite")
+
+    def light_norms(self, norms, location):
+        """A light iteration's optimizer step: ``norms`` [(parameter key, name or None, gradient norm)]."""
+        it = self.current_iteration()
+        if self.light.grad_norms(it, norms, location):
+            self.schedule.fire(it, "nonfinite")
+
+    def light_graph(self, nbytes, born):
+        """A graph built on a light iteration was seen (``born``) or died; ``nbytes``: what it is estimated to
+        hold (0 once a non-retaining backward freed it)."""
+        watch = self.light
+        if born:
+            watch.graphs += 1
+            watch.nbytes += nbytes
+        else:
+            watch.graphs -= 1
+            watch.nbytes -= nbytes
+
+    def light_freed(self, nbytes):
+        """A backward without retain_graph freed what a light graph was estimated to hold."""
+        self.light.nbytes -= nbytes
 
     def existing_output(self, variable, node):
         """For a snapshot of a graph that already exists (no trace): ``variable`` (reported) is an output of

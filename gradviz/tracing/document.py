@@ -275,8 +275,19 @@ def _build(trace):
         "backward_checks": trace.checks.section(_loc),
         "threads": threads_section(trace),
         "unseen": unseen_section(trace),
+        "schedule": schedule_section(trace),
     })
     return doc
+
+
+def schedule_section(builder):
+    """Which iterations were traced in full, and what the light ones found (tracing/schedule.py)."""
+    section = builder.schedule.section()
+    if builder.schedule.light:
+        live = builder.live_variables
+        names = {key: live[key].name for key in builder.light.norms if key in live and live[key].name}
+        section["light"] = builder.light.section(_loc, names)
+    return section
 
 
 def unseen_section(builder):

@@ -108,6 +108,7 @@ class Grouping:
         self.pinned_backwards = set()
         self.event_counts = {}  # (kind, location) -> [count, first iteration, last iteration]
         self.at_stop = None
+        self.ended_point = None  # the memory point taken when the schedule saw the iteration end (schedule.py)
         self._trail_keys = {}  # graph trail (see ``trail``) -> (structure key, its live StructureRecord or None)
 
     # ----- placing nodes ----------------------------------------------------------------------------------
@@ -280,7 +281,8 @@ class Grouping:
     def begin_iteration(self):
         """A real boundary (after a backward or an optimizer step): every provisional iteration stands."""
         self._confirm(self.iteration)
-        self._close(self.iteration)
+        point, self.ended_point = self.ended_point, None
+        self._close(self.iteration, point if point is not None and point["iteration"] == self.iteration else None)
         self._next()
         self.open_from = self.iteration
         self._drop(self.iteration - self.window)
@@ -370,8 +372,12 @@ class Grouping:
         self._add_point(self.point(iteration) if point is None else point)
 
     def point(self, iteration):
-        return {"iteration": iteration, "retained_bytes": self.memory.now, "graphs_alive": self.graphs_alive,
-                "nodes_alive": len(self.trace.live_nodes)}
+        light = self.trace.light  # graphs built on light iterations, still alive (schedule.py)
+        return {"iteration": iteration, "retained_bytes": self.memory.now + light.nbytes,
+                "graphs_alive": self.graphs_alive + light.graphs, "nodes_alive": len(self.trace.live_nodes)}
+
+    def iteration_graphs(self, iteration):
+        return self._iter_graphs.get(iteration, ())
 
     def _add_point(self, point):
         self.series.append(point)
@@ -538,7 +544,7 @@ class Grouping:
 
     def _maybe_drop_superseded(self, gid, structure):
         g = self.graphs.get(gid)
-        if g is None or g.pinned or gid == structure.first_graph:
+        if g is None or g.pinned or gid == structure.first_graph or g.iteration in self.trace.schedule.full:
             return
         if self.window <= g.iteration <= self.iteration - self.window:
             self._drop_graph(g)
@@ -546,6 +552,13 @@ class Grouping:
     # ----- dropping ---------------------------------------------------------------------------------------------
     def _drop(self, iteration):
         if iteration < self.window:
+            return
+        schedule = self.trace.schedule
+        if schedule.light:  # a full iteration of the schedule stays; a light one has no records to drop
+            if iteration in schedule.full:
+                return
+            for table in (self._iter_graphs, self._iter_vars, self._iter_events, self._iter_backwards):
+                table.pop(iteration, None)
             return
         trace = self.trace
         dropped = self.dropped

@@ -23,13 +23,19 @@ class Trace:
     ``exact_memory`` whether the torch adapter measures saved memory from ``saved_tensors_hooks`` packs instead of
     the nodes' saved attributes (docs/torch-backend.md; gradviz's own engine measures it exactly either way).
 
+    ``light=True`` traces in full only the first ``full_steps`` iterations (default: ``window``), sampled ones
+    after them (8, 16, 32…), a new structure's, and those after a finding; the others are light (no per-op
+    records: the loss's NaN/Inf, graphs alive, gradient norms). ``trace_steps=(first, last)`` traces exactly
+    those iterations in full and the others light. See docs/how-it-works.md, "Light iterations".
+
     Threads: ops from every thread the traced code starts (``threading.Thread``, executors, ``asyncio.to_thread``)
     are recorded; threads already running when the trace started are not, and the document lists them
     (``threads``). ``stop()`` may be called from any thread. Entering a trace that is already active raises
     ``RuntimeError`` (see docs/api.md).
     """
 
-    def __init__(self, window=3, engine="auto", check_backward=True, exact_memory=False):
+    def __init__(self, window=3, engine="auto", check_backward=True, exact_memory=False, light=False,
+                 full_steps=None, trace_steps=None):
         if isinstance(window, bool) or not isinstance(window, int):
             raise TypeError(f"gradviz.trace(): window must be an int (iterations kept in full at each end of a "
                             f"loop), got {type(window).__name__} {window!r}")
@@ -45,6 +51,7 @@ class Trace:
         if not isinstance(exact_memory, bool):
             raise TypeError(f"gradviz.trace(): exact_memory must be True or False, got "
                             f"{type(exact_memory).__name__} {exact_memory!r}")
+        self.builder.use_schedule(_schedule(light, window if full_steps is None else full_steps, trace_steps))
         self.adapters = [make_adapter(name, self.builder) for name in engine_names(engine)]
         if exact_memory:
             for adapter in self.adapters:
@@ -210,6 +217,23 @@ class Trace:
         state = "active" if self.active else ("stopped" if self.stopped else "not started")
         return (f"<gradviz.trace {state}: {s['nodes']} nodes, {s['graphs']} graphs, {s['backward_calls']} backward "
                 f"calls, {s['iterations']} iterations>")
+
+
+def _schedule(light, full_steps, trace_steps):
+    from .schedule import Schedule
+
+    if not isinstance(light, bool):
+        raise TypeError(f"gradviz.trace(): light must be True or False, got {type(light).__name__} {light!r}")
+    if isinstance(full_steps, bool) or not isinstance(full_steps, int) or full_steps < 0:
+        raise ValueError(f"gradviz.trace(): full_steps must be a whole number >= 0, got {full_steps!r}")
+    if trace_steps is not None:
+        ok = isinstance(trace_steps, (tuple, list)) and len(trace_steps) == 2 and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in trace_steps)
+        if not ok or not 0 <= trace_steps[0] <= trace_steps[1]:
+            raise ValueError(f"gradviz.trace(): trace_steps must be (first, last) iterations with 0 <= first <= last, "
+                             f"got {trace_steps!r}")
+        return Schedule(light=True, full_steps=full_steps, trace_steps=tuple(trace_steps))
+    return Schedule(light=light, full_steps=full_steps)
 
 
 def _shown(value):

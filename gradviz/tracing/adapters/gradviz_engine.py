@@ -44,6 +44,7 @@ from ..frames import (
 )
 from ..records import safe_message
 from . import threads
+from .gradviz_light import GradvizLight
 from .gradviz_probe import run_check
 from .gradviz_probe import signature as probe_signature
 from .guard import Guard
@@ -137,6 +138,7 @@ class GradvizAdapter(Observer):
         self._lock = builder.lock
         for name in _INLINE_GUARDED:
             setattr(self.guard, name, getattr(self, name))
+        self.light_steps = GradvizLight(self)  # light iterations (tracing/schedule.py)
         self._var_gone = self._variable_died  # the weak references' callbacks, bound once
         self._node_gone = self._node_died
 
@@ -146,7 +148,13 @@ class GradvizAdapter(Observer):
         from ...autograd.observer import attach
 
         self.guard.active = True
-        attach(self.guard)
+        light = self.light_steps
+        schedule = getattr(self.builder, "schedule", None)  # (a builder stand-in may have none: all full)
+        light.enabled = schedule is not None and schedule.light
+        if not light.enabled or self.builder.starts_full():
+            attach(self.guard)
+        else:
+            light.enter()
         threads.adopt(self.guard)
         self._solo = threading.active_count() == 1
 
@@ -158,6 +166,8 @@ class GradvizAdapter(Observer):
         self._solo = False
         self.guard.active = False
         detach(self.guard)
+        if self.light_steps.on:
+            self.light_steps.leave()
         threads.release(self.guard)
         self._calls = [(c[0], None, None, None) for c in self._calls]  # no thread's frames held past the trace
         for ident, state in list(self._thread_states.items()):
@@ -547,6 +557,8 @@ class GradvizAdapter(Observer):
             calls = self._calls
             builder = self.builder
             if phase == "enter":
+                if self.light_steps.enabled:
+                    self.light_steps.module_call(module, inputs)
                 if calls:
                     path = self.names.path(module, calls[-1][0], builder.module_stack[-1], user_frame)
                 else:
@@ -801,6 +813,8 @@ class GradvizAdapter(Observer):
                             self.var_key(p)
                         params.append(key)
             self.builder.optimizer(event, location, type(optimizer).__name__, params)
+            if event == "step" and self.light_steps.enabled:
+                self.light_steps.step_ended()  # the schedule: is the next iteration full or light?
         except Exception as exc:
             self.builder.internal_error("on_optimizer", exc)
         finally:
@@ -823,6 +837,8 @@ class GradvizAdapter(Observer):
             for r in roots:
                 fn = r._grad_fn
                 root_nodes.append(None if fn is None else self.node_key(fn))
+            if self.light_steps.enabled:
+                self.light_steps.note_roots(roots)
             gradient_none = False
             for g in grad_roots:
                 if g is None:
@@ -927,6 +943,8 @@ class GradvizAdapter(Observer):
                 if isinstance(variable, Variable):
                     info["variable"] = self.var_key(variable)
             self.builder.backward_end(info)
+            if error is None and self.light_steps.enabled and not self.light_steps.has_optimizer:
+                self.light_steps.backward_ended()  # a loop with no optimizer: its backward ends the iteration
         except Exception as exc:
             self.builder.internal_error("on_backward_end", exc)
         finally:

@@ -36,6 +36,7 @@ from . import torch_graph as tg
 from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
+from .torch_light import TorchLight
 
 
 class TorchVersionError(ImportError):
@@ -129,6 +130,7 @@ class TorchAdapter(TorchEvents):
         self.checks = OutputChecks(torch, builder)
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
         self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
+        self.light_steps = TorchLight(self)  # light iterations (tracing/schedule.py)
         builder.engine("torch", torch.__version__, (), memory="saved-attributes" if compat.saved else "not-measured",
                        accelerator=compat.accelerator)
         for what, how in compat.problems:
@@ -162,6 +164,10 @@ class TorchAdapter(TorchEvents):
             self.exact.install()
         self._froze = _freeze_heap()
         self._thresholds = _collect_less()
+        schedule = getattr(self.builder, "schedule", None)  # (a builder stand-in may have none: all full)
+        self.light_steps.enabled = schedule is not None and schedule.light
+        if self.light_steps.enabled and not self.builder.starts_full():
+            self.light_steps.enter()
 
     def detach(self):
         torch_patches.remove_left_behind(self)  # stopped from another thread earlier: this thread's mode goes now
@@ -169,6 +175,8 @@ class TorchAdapter(TorchEvents):
             self.exact.leave_thread()
         if self.attached:
             self.attached = False
+            self.light_steps.on = self.light_steps.pop_later = False
+            self.light_steps.restore()
             torch_patches.uninstall(self)
             if self.exact is not None:  # exact memory
                 self.exact.uninstall()
@@ -222,6 +230,8 @@ class TorchAdapter(TorchEvents):
         origin = "parameter" if isinstance(t, self._Parameter) else "external"
         node = tg.grad_fn_of(t)
         nkey = None if node is None else self.node_key(node, None)
+        if nkey is not None and nkey not in self.builder.live_nodes:
+            nkey = None  # an in-place op's target first seen now (made on a light iteration): its node is that op's
         self.new_var(t, origin, None, node=nkey, module=())
         return key
 

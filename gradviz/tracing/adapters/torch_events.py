@@ -419,6 +419,16 @@ class TorchEvents:
     def module_enter(self, module, inputs):
         if not self.attached or _forked[0] or self._is_compiling():
             return None
+        light = self.light_steps
+        if light.enabled:
+            try:
+                if light.pop_later:
+                    light.enter()
+                light.module_call(module, inputs)  # the iteration's signature (torch_light), light or full
+            except Exception as exc:
+                self.internal_error("module", exc)
+            if light.on:
+                return None
         builder, tls = self.builder, self.tls
         if tls.step is not None and not _on_stack(tls.step_frame):
             self._abandon_step()  # the module call after a step that raised: the user's code again
@@ -444,7 +454,7 @@ class TorchEvents:
         return None
 
     def module_exit(self, module, inputs, output):
-        if not self.attached or _forked[0] or self._is_compiling():
+        if not self.attached or _forked[0] or self._is_compiling() or (self.light_steps.on and not self.tls.calls):
             return None
         builder, tls = self.builder, self.tls
         try:
@@ -475,7 +485,7 @@ class TorchEvents:
     def step_begin(self, optimizer, args, kwargs):
         """An optimizer's step starts: torch's own code from here to ``step_end`` (quiet, the mode aside), except
         the closure it was given (``step(closure)``), which is the user's: returned wrapped (``StepClosure``)."""
-        if not self.observing():
+        if not self.observing() or self.light_steps.on:
             return None
         tls = self.tls
         with self.lock:
@@ -497,7 +507,14 @@ class TorchEvents:
     def step_end(self, optimizer, args, kwargs):
         tls = self.tls
         before = tls.step
+        light = self.light_steps
         if before is None:
+            if light.on and self.observing():  # a light step: gradient norms, then the iteration's end
+                try:
+                    light.step(optimizer)
+                    light.step_ended()
+                except Exception as exc:
+                    self.internal_error("light step", exc)
             return
         tls.step_depth -= 1
         if tls.step_depth:  # an inner step: the outer step reports
@@ -509,6 +526,11 @@ class TorchEvents:
             self._step_end(optimizer, before)
         finally:
             step_back(self, aside)
+        if light.enabled and self.observing() and tls.quiet == 0:  # the schedule: is the next iteration full or light?
+            try:
+                light.step_ended()
+            except Exception as exc:
+                self.internal_error("schedule", exc)
 
     def _abandon_step(self):
         """The thread as before a step that never ended: observed again, its mode back on the stack."""
@@ -568,7 +590,7 @@ class TorchEvents:
         return result
 
     def zero_grad_called(self, owner):
-        if not self.observing():
+        if not self.observing() or self.light_steps.on:
             return
         tls = self.tls
         if tls.step is not None and not _on_stack(tls.step_frame):
@@ -607,6 +629,12 @@ class TorchEvents:
                     self._backward_end(call, error)
             except Exception as exc:
                 self.internal_error("backward", exc)
+            light = self.light_steps
+            if light.enabled and kind != "grad" and error is None and not light.has_optimizer and not self.tls.quiet:
+                try:  # a loop with no optimizer: a backward ends the iteration (the schedule's tick)
+                    light.backward_ended()
+                except Exception as exc:
+                    self.internal_error("schedule", exc)
 
     def _backward_begin(self, args, kwargs, kind):
         Tensor = self._Tensor
@@ -630,6 +658,8 @@ class TorchEvents:
         self._name_from_frame(frame, quick=True)
         self.checks.flush()  # a NaN made in forward is reported before the backward that meets it
         keys = [self.var(r) for r in roots]
+        if self.light_steps.enabled:
+            self.light_steps.note_roots(roots)
         root_fns = [tg.grad_fn_of(r) for r in roots]
         root_nodes = [None if fn is None else self.node_key(fn, None) for fn in root_fns]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all

@@ -198,7 +198,7 @@ def _make_mode_class():
             if kwargs is None:
                 kwargs = {}
             adapter = self.adapter
-            if not adapter.attached or _forked[0] or is_compiling() or adapter.tls.quiet:
+            if not adapter.attached or _forked[0] or is_compiling() or adapter.tls.quiet or adapter.light_steps.on:
                 return func(*args, **kwargs)
             handler = special.get(func)
             if handler is not None:
@@ -372,7 +372,7 @@ def _traced_new(new, kind):
 def _traced_zero_grad(original):
     def zero_grad(self, *args, **kwargs):
         adapter = _current[0]
-        if adapter is None:
+        if adapter is None or adapter.light_steps.on:
             return original(self, *args, **kwargs)
         adapter.tls.quiet += 1  # its writes to .grad (zero_, detach_) are torch's, not the user's
         aside = step_aside(adapter)

@@ -1,0 +1,246 @@
+"""Long training runs on real PyTorch: ``python SCRIPT`` against ``gradviz run SCRIPT`` (its defaults: the light
+schedule) and anomaly mode, as ratios of the plain run, in one run of this script.
+
+    python benchmarks/bench_long_run.py [--repeat R] [--workload mlp|reinforce|lstm ...] [--no-render-too]
+
+Workloads (CPU, small, written for this benchmark): a 1,000-step MLP training (784-128-10, batch 64, SGD); a
+1,000-episode REINFORCE-style run (a 4-128-2 policy with dropout, one action sampled per environment step from a
+``Categorical``, a toy random-walk environment, so each episode's graph has a new length and shape); a 300-step
+LSTM language model (vocabulary 100, embedding 32, hidden 64, 35 tokens by 8, truncated backpropagation with the
+hidden state detached, gradient clipping and the update by hand as in pytorch/examples' word_language_model).
+
+Each configuration is its own process, started R times in rounds (the order rotated each round); figures are
+medians: wall time of the whole process (start-up, the report and pictures included), peak RSS (``wait4``), and
+report.json's size. ``traced steps``: the scripts time each iteration; the median time of the iterations the
+default run traced in full (report.json's ``schedule.full``) over the plain run's median for the same iterations,
+beside anomaly mode's for the same iterations: the cost of a full iteration against anomaly mode's.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# every workload records its iterations' times (perf_counter) to $BENCH_STEP_TIMES
+TIMES = """\
+import atexit, json, os, time
+_times = []
+def _save():
+    path = os.environ.get("BENCH_STEP_TIMES")
+    if path:
+        with open(path, "w") as f:
+            json.dump(_times, f)
+atexit.register(_save)
+"""
+
+MLP = TIMES + """\
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loss_fn = torch.nn.CrossEntropyLoss()
+x = torch.randn(64, 784)
+y = torch.randint(0, 10, (64,))
+for step in range(1000):
+    started = time.perf_counter()
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    _times.append(time.perf_counter() - started)
+"""
+
+REINFORCE = TIMES + """\
+import random
+import torch
+from torch.distributions import Categorical
+torch.manual_seed(0)
+torch.set_num_threads(1)
+rng = random.Random(0)
+
+class Policy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.affine1 = torch.nn.Linear(4, 128)
+        self.dropout = torch.nn.Dropout(p=0.6)
+        self.affine2 = torch.nn.Linear(128, 2)
+
+    def forward(self, x):
+        return torch.softmax(self.affine2(torch.relu(self.dropout(self.affine1(x)))), dim=1)
+
+def reset():
+    return [rng.uniform(-0.05, 0.05) for _ in range(4)]
+
+def env_step(state, action):
+    # a random walk pushed by the action: the episode ends when it leaves the band (lengths vary, up to 30)
+    x, v, a, w = state
+    v += (0.02 if action else -0.02) + rng.uniform(-0.03, 0.03)
+    x += v
+    a += rng.uniform(-0.05, 0.05)
+    state = [x, v, a, w + a * 0.01]
+    return state, 1.0, abs(x) > 1.0 or abs(a) > 0.4
+
+policy = Policy()
+opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+eps = torch.finfo(torch.float32).eps
+for episode in range(1000):
+    started = time.perf_counter()
+    state, log_probs, rewards = reset(), [], []
+    for t in range(30):
+        probs = policy(torch.tensor(state).unsqueeze(0))
+        m = Categorical(probs)
+        action = m.sample()
+        log_probs.append(m.log_prob(action))
+        state, reward, done = env_step(state, action.item())
+        rewards.append(reward)
+        if done:
+            break
+    R, returns = 0.0, []
+    for r in reversed(rewards):
+        R = r + 0.99 * R
+        returns.insert(0, R)
+    returns = torch.tensor(returns)
+    returns = (returns - returns.mean()) / (returns.std() + eps) if len(returns) > 1 else returns
+    loss = torch.cat([-lp * ret for lp, ret in zip(log_probs, returns)]).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    _times.append(time.perf_counter() - started)
+"""
+
+LSTM = TIMES + """\
+import torch
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+class LM(torch.nn.Module):
+    def __init__(self, vocab=100, emb=32, hidden=64):
+        super().__init__()
+        self.encoder = torch.nn.Embedding(vocab, emb)
+        self.rnn = torch.nn.LSTM(emb, hidden)
+        self.decoder = torch.nn.Linear(hidden, vocab)
+        self.drop = torch.nn.Dropout(0.2)
+
+    def forward(self, tokens, hidden):
+        out, hidden = self.rnn(self.drop(self.encoder(tokens)), hidden)
+        return self.decoder(self.drop(out)), hidden
+
+model = LM()
+criterion = torch.nn.CrossEntropyLoss()
+data = torch.randint(0, 100, (300 * 35 + 1, 8))
+hidden = (torch.zeros(1, 8, 64), torch.zeros(1, 8, 64))
+lr = 0.5
+for step in range(300):
+    started = time.perf_counter()
+    i = step * 35
+    tokens, targets = data[i:i + 35], data[i + 1:i + 36]
+    hidden = tuple(h.detach() for h in hidden)
+    model.zero_grad()
+    output, hidden = model(tokens, hidden)
+    loss = criterion(output.view(-1, 100), targets.reshape(-1))
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+    for p in model.parameters():
+        p.data.add_(p.grad, alpha=-lr)
+    _times.append(time.perf_counter() - started)
+"""
+
+WORKLOADS = {"mlp": ("MLP, 1,000 steps", MLP), "reinforce": ("REINFORCE, 1,000 episodes", REINFORCE),
+             "lstm": ("LSTM LM, 300 steps", LSTM)}
+
+# plain and anomaly mode run the script the same way: runpy from a small launcher
+LAUNCH = ("import runpy, sys, torch\n"
+          "if sys.argv[1] == 'anomaly':\n"
+          "    torch.autograd.set_detect_anomaly(True)\n"
+          "sys.argv = sys.argv[2:]\n"
+          "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+
+
+def run(argv, cwd, times_path):
+    """(wall seconds, peak RSS bytes, per-iteration seconds) of one process."""
+    env = dict(os.environ, PYTHONPATH=HERE, OMP_NUM_THREADS="1", BENCH_STEP_TIMES=times_path)
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {stderr.decode(errors='replace').strip()[-2000:]}")
+    with open(times_path) as f:
+        steps = json.load(f)
+    return seconds, usage.ru_maxrss * 1024, steps
+
+
+def full_iterations(report):
+    with open(report) as f:
+        schedule = json.load(f).get("schedule") or {}
+    return [i for r in schedule.get("full", ()) for i in range(r["first"], r["last"] + 1)]
+
+
+def measure(name, source, folder, repeat, configs):
+    script = os.path.join(folder, f"{name}.py")
+    with open(script, "w") as f:
+        f.write(source)
+    out = os.path.join(folder, f"out-{name}")
+    argvs = {
+        "plain": [sys.executable, "-c", LAUNCH, "plain", script],
+        "anomaly": [sys.executable, "-c", LAUNCH, "anomaly", script],
+        "gradviz run": [sys.executable, "-m", "gradviz", "run", "-q", "--fail-on", "never", "--out", out, script],
+        "--no-render": [sys.executable, "-m", "gradviz", "run", "-q", "--fail-on", "never", "--no-render", "--out",
+                        out + "-nr", script],
+    }
+    results = {c: [] for c in configs}
+    for round_ in range(repeat):
+        order = configs[round_ % len(configs):] + configs[:round_ % len(configs)]
+        for config in order:
+            results[config].append(run(argvs[config], folder, os.path.join(folder, f"{name}-times.json")))
+    full = full_iterations(os.path.join(out, "report.json"))
+    figures = {}
+    for config, runs in results.items():
+        wall = statistics.median(r[0] for r in runs)
+        rss = statistics.median(r[1] for r in runs)
+        per_step = [statistics.median(r[2][i] for r in runs) for i in range(len(runs[0][2]))]
+        figures[config] = (wall, rss, statistics.median(per_step[i] for i in full if i < len(per_step)))
+    sizes = {"report.json": os.path.getsize(os.path.join(out, "report.json")),
+             "report.html": os.path.getsize(os.path.join(out, "report.html"))}
+    return figures, sizes, full
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each configuration, medians (default 3)")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append",
+                        help="one of the workloads (repeatable; default all)")
+    parser.add_argument("--no-render-too", action="store_true",
+                        help="also `gradviz run --no-render` (the report without pictures)")
+    args = parser.parse_args()
+    configs = ["plain", "gradviz run", "anomaly"] + (["--no-render"] if args.no_render_too else [])
+    import platform
+
+    print(f"python {platform.python_version()}, {os.cpu_count()} cores, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; medians of {args.repeat} runs, each its own process")
+    mib = 2**20
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.workload or ["mlp", "reinforce", "lstm"]:
+            title, source = WORKLOADS[name]
+            figures, sizes, full = measure(name, source, folder, args.repeat, configs)
+            plain = figures["plain"]
+            print(f"\n{title}: plain {plain[0]:.2f} s, {plain[1] / mib:.0f} MiB; report.json "
+                  f"{sizes['report.json'] / mib:.2f} MiB, report.html {sizes['report.html'] / mib:.2f} MiB; "
+                  f"{len(full)} iterations traced in full")
+            print(f"  {'':14} {'wall':>8} {'ratio':>7} {'peak RSS':>9} {'ratio':>7} {'full-iteration step':>20}")
+            for config in configs:
+                wall, rss, step = figures[config]
+                print(f"  {config:14} {wall:7.2f}s {wall / plain[0]:6.2f}x {rss / mib:8.0f}M {rss / plain[1]:6.2f}x "
+                      f"{step * 1e3:9.2f} ms {step / plain[2]:5.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
