@@ -15,6 +15,11 @@
   share a *structure*, counted. Full records are kept for the first and last ``window`` iterations, for the
   first and last graph of each structure, and for anything a diagnostic points at (pinned, a few per line);
   the rest is dropped at each boundary and counted in ``dropped``.
+- A run that makes a new structure every iteration (REINFORCE: one graph per episode, as long as the episode)
+  would keep a graph per iteration that way. The structures' graphs kept beyond the window share a budget of
+  ``STRUCTURE_NODE_LIMIT`` nodes: first sightings in order while it lasts, and always the largest graph seen
+  (it evicts the most recent others); a graph left out is counted in ``dropped["structure_graphs"]``, its
+  structure still counted.
 """
 
 import hashlib
@@ -28,6 +33,8 @@ PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, b
 SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
 TRAIL_LIMIT = 64  # remembered creation-order descriptions of graphs, each mapped to its structure key
 CHAIN_LIMIT = 256  # open provisional iterations (a split at a repeated call site that may still fold back)
+# nodes of the structures' first/last graphs kept beyond the window (a node and its output are ~1 KiB of JSON)
+STRUCTURE_NODE_LIMIT = 6000
 
 
 _first = itemgetter(0)  # an edge's node id
@@ -102,7 +109,10 @@ class Grouping:
         self.open_points = []
         self._open_starts = []
         self.dropped = {"iterations": 0, "graphs": 0, "nodes": 0, "variables": 0, "events": 0, "backwards": 0,
-                        "series_points": 0}
+                        "series_points": 0, "structure_graphs": 0}
+        # graphs kept beyond the window as a structure's first/last: graph id -> its cost (nodes), oldest first
+        self._kept = {}
+        self._kept_nodes = 0
         self._pin_counts = {}
         self.pinned_events = set()
         self.pinned_backwards = set()
@@ -553,7 +563,7 @@ class Grouping:
             if g.parent is not None or g.pinned:
                 continue
             s = g.structure
-            if s is not None and (g.id == s.first_graph or g.id == s.last_graph):
+            if s is not None and (g.id == s.first_graph or g.id == s.last_graph) and self._keep_for_structure(g):
                 continue
             self._drop_graph(g)
         variables = trace.variables
@@ -579,7 +589,32 @@ class Grouping:
                 dropped["backwards"] += 1
         dropped["iterations"] += 1
 
+    def _keep_for_structure(self, graph):
+        """Whether ``graph``, leaving the window as a structure's first or last graph, fits the budget of
+        ``STRUCTURE_NODE_LIMIT`` nodes; the largest graph seen so far always does, the most recent kept ones
+        making room for it. A graph refused is counted in ``dropped["structure_graphs"]``."""
+        cost = min(len(graph.nodes), _elide.GRAPH_NODE_LIMIT)  # a giant graph's document keeps about that many
+        kept = self._kept
+        if self._kept_nodes + cost > STRUCTURE_NODE_LIMIT:
+            if any(size >= cost for size in kept.values()):
+                self.dropped["structure_graphs"] += 1
+                return False
+            for gid in reversed(list(kept)):  # the largest yet: the most recent others make room
+                if self._kept_nodes + cost <= STRUCTURE_NODE_LIMIT:
+                    break
+                other = self.graphs.get(gid)
+                if other is None or other.pinned:
+                    continue
+                self.dropped["structure_graphs"] += 1
+                self._drop_graph(other)
+        kept[graph.id] = cost
+        self._kept_nodes += cost
+        return True
+
     def _drop_graph(self, graph):
+        cost = self._kept.pop(graph.id, None)
+        if cost is not None:
+            self._kept_nodes -= cost
         nodes = self.trace.nodes
         variables = self.trace.variables
         dropped_nodes = dropped_vars = 0
