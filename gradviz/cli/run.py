@@ -183,7 +183,7 @@ def _list_files(output, written, out_dir):
         output.line(f"  {name.ljust(width)}  {about}" if about else f"  {name}")
     if written.not_drawn:
         count = len(written.not_drawn)
-        output.line(f"  +{count} more {'structure' if count == 1 else 'structures'} not drawn "
+        output.line(f"  +{count} more {'picture' if count == 1 else 'pictures'} not drawn "
                     f"(--max-pictures {written.max_pictures}), listed in report.json's manifest")
     _skipped_notes(output, written)
     if written.dot_missing:

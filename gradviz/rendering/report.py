@@ -226,12 +226,12 @@ def diagnostics_table(doc):
     stopped = stopped_note(doc)
     if not diagnostics:
         return stopped or Text("No diagnostics: nothing suspicious was found.", style="green")
-    severities = [terminal_safe(d.get("severity")) or "" for d in diagnostics]
-    codes = [terminal_safe(d.get("code")) or "" for d in diagnostics]
+    shown, rest = _gravest(diagnostics)
+    severities = [terminal_safe(d.get("severity")) or "" for d in shown]
+    codes = [terminal_safe(d.get("code")) or "" for d in shown]
     widths = [max(len("severity"), *map(len, severities)), max(len("code"), *map(len, codes))]
     header = Text(f"{'severity'.ljust(widths[0])}  {'code'.ljust(widths[1])}  where", style="dim")
     parts = [_heading(f"Diagnostics ({len(diagnostics)})"), Padding(header, (0, 0, 0, 1), expand=False)]
-    shown, rest = _gravest(diagnostics)
     for number, diag in enumerate(shown):
         loc = diag.get("location") or {}
         line = Text()
