@@ -40,6 +40,15 @@ STRUCTURE_NODE_LIMIT = 6000
 _first = itemgetter(0)  # an edge's node id
 
 
+def _digest(description):
+    """A structure's key: ``(signature, digest, node count)`` of its description (``Grouping._describe``), a few
+    dozen bytes whatever the graph's size. The signature (8 bytes, hex) is the document's; the 16-byte digest
+    keeps two structures apart."""
+    text = repr(description).encode()
+    return (hashlib.blake2b(text, digest_size=8).hexdigest(), hashlib.blake2b(text, digest_size=16).digest(),
+            len(description))
+
+
 def _root_order(rec, nid):
     if rec is None:
         return ((), "", nid)
@@ -92,7 +101,7 @@ class Grouping:
         self.graph_count = 0
         self.graphs_alive = 0
         self._graph_ids = itertools.count()
-        self.structures = {}  # structure key -> StructureRecord
+        self.structures = {}  # structure key (``_digest``) -> StructureRecord
         self.series = []
         self.series_step = 1
         self._iter_graphs = {0: []}
@@ -434,7 +443,10 @@ class Grouping:
         of their own shapes and ops), following each node's inputs in edge order; each node then contributes its
         op, output shape, innermost module path and inputs: the walk number of an input node, or for a leaf's
         AccumulateGrad (which consecutive graphs may share, so it has no walk number of its own) the order in
-        which the walk first met that leaf, its shape and its parameter name."""
+        which the walk first met that leaf, its shape and its parameter name.
+
+        The description is as long as the graph; a run with a new structure every iteration (REINFORCE) would
+        keep one per structure, so the key is its digest: ``(signature, 16-byte digest, node count)``."""
         nodes = self.trace.nodes
         accumulators = graph.accumulators
         records = {}
@@ -469,7 +481,7 @@ class Grouping:
             for nid in sorted(records):
                 if nid not in order:
                     order[nid] = len(order)
-        return self._describe(order, nodes)
+        return _digest(self._describe(order, nodes))
 
     def _describe(self, order, nodes):
         variables = self.trace.variables
@@ -526,8 +538,7 @@ class Grouping:
             if not live or s is None:
                 s = structures.get(key)
         if s is None:
-            signature = hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
-            s = StructureRecord(len(structures), signature, graph, len(key))
+            s = StructureRecord(len(structures), key[0], graph, key[2])
             structures[key] = s
         elif s.last_graph != graph.id:
             previous = s.last_graph
@@ -541,8 +552,8 @@ class Grouping:
         if trail is not None and not final and (known is None or (live and known[1] is not s)):
             if len(self._trail_keys) >= TRAIL_LIMIT:
                 self._trail_keys.clear()
-            # a repeated graph then costs one hash of its trail (structure keys are long tuples: hashing one
-            # again costs as much as the trail)
+            # a repeated graph then costs one hash of its trail (a structure key is a digest of a description
+            # as long as the graph: making it again costs more than the trail)
             self._trail_keys[trail] = (key, s if live else None)
         return s
 
