@@ -360,3 +360,13 @@ def test_the_report_lists_the_gravest_diagnostics_and_counts_the_others():
     assert re.findall(r"explain (code-\d)", text) == ["code-1", "code-2", "code-4"]
     assert "+3 more (1 warning, 2 infos), see report.html" in text
     assert text.startswith("Diagnostics (6)")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-pictures", "-1"], "Invalid value for '--max-pictures': -1 is not in the range x>=0"),
+    (["--render-budget", "soon"], "Invalid value for '--render-budget': 'soon' is not a valid float range"),
+])
+def test_bad_caps_are_one_line_errors(args, message):
+    result = CliRunner().invoke(main, ["run", *args, "rl.py"], prog_name="gradviz")
+    assert result.exit_code == 2
+    assert result.stderr == f"gradviz: error: {message} (see `gradviz run --help`)\n"
