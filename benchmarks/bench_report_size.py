@@ -136,6 +136,37 @@ def bert_case(args, folder, runs):
                     f"{os.path.getsize(largest) / 2**20:.2f} MiB"
         skipped = stderr.count("skipped picture")
         print(f"{name:14} {seconds:8.1f} {len(pngs):5d} {skipped:8d}  {shape}")
+    raster_steps(os.path.join(folder, runs[-1][0], "bert", "report.json"), args.repeat)
+
+
+def raster_steps(report, repeat):
+    """On the first graph of ``report``: one ``dot -Tpng`` (layout and pixels at 96 dpi) against this
+    checkout's two steps (``dot -Tdot`` layout, then drawing that layout capped at MAX_PIXELS), the same DOT
+    source, interleaved, medians of ``repeat``."""
+    import statistics
+
+    sys.path.insert(0, HERE)
+    from gradviz import load_trace
+    from gradviz.rendering import build_graph, raster, to_dot
+    from gradviz.rendering.layout import run_dot
+
+    doc = load_trace(report)
+    graph = doc["graphs"][0]["id"]
+    source = to_dot(build_graph(doc, graphs=[graph]))
+    times = {"dot -Tpng": [], "layout (-Tdot)": [], "drawing (-n2)": []}
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run_dot(source, "png", 120)
+        times["dot -Tpng"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        laid = run_dot(source, "dot", 120).decode()
+        times["layout (-Tdot)"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        raster.draw(laid, "png", 120)
+        times["drawing (-n2)"].append(time.perf_counter() - started)
+    print(f"  graph {graph} ({len(doc['graphs'][0]['nodes'])} nodes), wall medians of {repeat}: " + ", ".join(
+        f"{step} {statistics.median(values):.2f} s" for step, values in times.items())
+        + f"; drawn at {raster.resolution(laid)} dpi")
 
 
 def main():
@@ -143,6 +174,7 @@ def main():
     parser.add_argument("--case", choices=["chain", "reinforce", "bert-png", "all"], default="chain")
     parser.add_argument("--nodes", type=int, default=200_000, help="ops in the chain (default 200,000)")
     parser.add_argument("--episodes", type=int, default=1000, help="REINFORCE episodes (default 1,000)")
+    parser.add_argument("--repeat", type=int, default=5, help="repeats of the PNG steps (default 5)")
     parser.add_argument("--baseline", help="another gradviz checkout to measure the same way, first")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
