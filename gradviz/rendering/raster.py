@@ -45,9 +45,9 @@ def draw(laid, fmt, timeout):
     exe = shutil.which("dot")
     if exe is None:
         raise DotNotFoundError()
-    command = [exe, "-Kneato", "-n2", f"-T{fmt}"]
+    command = [exe, f"-T{fmt}", "-Kneato", "-n2"]  # the format first, as for a plain ``dot -T<fmt>``
     if fmt == "png":
-        command.insert(3, f"-Gdpi={resolution(laid)}")
+        command.append(f"-Gdpi={resolution(laid)}")
     try:
         done = subprocess.run(command, input=laid.encode("utf-8"), capture_output=True,
                               timeout=max(timeout, 0.05), check=False)
