@@ -93,8 +93,9 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
     names = {picture.stem: f"{picture.stem}.{suffix}" for picture in planned}
     written.not_drawn = [{"picture": p.about, "structure": p.structure, "graph": p.graph,
                           "reason": f"not drawn: {limit} pictures at most (--max-pictures)"} for p in listed]
-    manifest = {"files": [*REPORT_FILES, *names.values()], "skipped_pictures": written.skipped,
-                "pictures_not_drawn": written.not_drawn, "pictures_as_svg": written.as_svg}
+    manifest = {"files": [*REPORT_FILES, *names.values()], "skipped_pictures": written.skipped}
+    if written.not_drawn:  # these two only when not empty: a short run's manifest is as it always was
+        manifest["pictures_not_drawn"] = written.not_drawn
     doc["manifest"] = manifest
     _write_reports(doc, out_dir, {}, written, pending=bool(planned))
     written.reports_written = True
@@ -125,6 +126,8 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
             manifest["files"][manifest["files"].index(name)] = os.path.basename(path)
         written.paths.append(path)
         written.about[path] = picture.about
+    if written.as_svg:
+        manifest["pictures_as_svg"] = written.as_svg
     if planned:
         _write_reports(doc, out_dir, pictures, written, pending=False,
                        with_json=bool(written.skipped or written.as_svg))
