@@ -10,17 +10,27 @@ The order is what makes a run safe to interrupt or to fail around:
 4. report.html (and report.json, when a picture was skipped) are written again with the pictures and the list
    of skipped ones.
 
-report.json carries a ``manifest``: the files of this run and the pictures skipped, with why. When Graphviz's
-``dot`` program is missing, the ``.dot`` sources are written instead of pictures and the caller says in one line
-how to get them.
+Whatever the run's length, drawing is bounded: at most ``max_pictures`` pictures (``rendering.pictures``
+chooses the first graph, the diagnosed ones, the largest; the others are listed in the manifest as not drawn),
+within a total time budget for the whole run (``total_budget``), each picture within its own (``budget``). A
+PNG or PDF is laid out once and drawn from that layout with a budget of its own (``rendering/raster.py``); when
+the drawing runs past it, the picture is written as SVG instead, and the manifest says so.
+
+report.json carries a ``manifest``: the files of this run, the pictures skipped and those not drawn, with why.
+When Graphviz's ``dot`` program is missing, the ``.dot`` sources are written instead of pictures and the caller
+says in one line how to get them.
 """
 
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 
 from .output import one_line
+
+TOTAL_BUDGET = 60.0  # seconds for all the pictures of a run (``--render-budget``)
+_LEAST = 0.5  # seconds left under which no further picture is started
 
 FORMATS = ("svg", "png", "pdf", "dot")
 REPORT_FILES = ("report.json", "report.html")
@@ -41,6 +51,9 @@ class Written:
     dot_missing: bool = False
     about: dict = field(default_factory=dict)  # path -> what it shows ("structure 0, iteration 0 (first of 30)")
     skipped: list = field(default_factory=list)  # [{"file", "picture", "reason"}]: pictures not drawn
+    not_drawn: list = field(default_factory=list)  # [{"picture", "structure", "graph", "reason"}]: over the cap
+    as_svg: list = field(default_factory=list)  # [{"file", "written", "picture", "reason"}]: SVG, not PNG/PDF
+    max_pictures: int = 0  # the cap this run drew under
     not_shown: list = field(default_factory=list)  # [{"file", "picture", "reason"}]: drawn, not on the page
     removed: list = field(default_factory=list)  # names of an earlier run's files removed from the folder
     reports_written: bool = False  # this run's report.json and report.html are in place
@@ -57,45 +70,73 @@ def prepare_folder(out_dir):
         raise OutputFolderError(f"output folder `{shown_path(out_dir)}` is not writable")
 
 
-def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.0, written=None):
+def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.0, written=None,
+              max_pictures=None, total_budget=TOTAL_BUDGET):
     """Write report.json, report.html and (unless ``draw`` is false) the pictures into ``out_dir``; returns
     ``Written``. Adds the ``manifest`` to ``doc``. Pass ``written`` to follow the progress from outside (it is
-    filled in as the files land, so an interrupted caller knows which report is on disk).
+    filled in as the files land, so an interrupted caller knows which report is on disk). ``max_pictures``
+    (default ``rendering.pictures.MAX_PICTURES``) caps the pictures drawn, ``total_budget`` the seconds spent
+    drawing them all, ``budget`` the seconds of one picture's layout (and of a PNG's or PDF's drawing).
 
     Raises ``OutputFolderError`` (one line) when the folder or a report file cannot be written; the previous
     report is then left as it was.
     """
     from ..rendering import dot_available
-    from ..rendering.pictures import pictures_to_draw
+    from ..rendering.pictures import MAX_PICTURES, choose_pictures
 
     written = written if written is not None else Written()
     prepare_folder(out_dir)
-    planned = pictures_to_draw(doc) if draw else []
+    limit = written.max_pictures = MAX_PICTURES if max_pictures is None else max_pictures
+    planned, listed = choose_pictures(doc, limit) if draw else ([], [])
     written.dot_missing = bool(planned) and fmt != "dot" and not dot_available()
     suffix = "dot" if written.dot_missing else fmt
     names = {picture.stem: f"{picture.stem}.{suffix}" for picture in planned}
+    written.not_drawn = [{"picture": p.about, "structure": p.structure, "graph": p.graph,
+                          "reason": f"not drawn: {limit} pictures at most (--max-pictures)"} for p in listed]
     manifest = {"files": [*REPORT_FILES, *names.values()], "skipped_pictures": written.skipped}
+    if written.not_drawn:  # these two only when not empty: a short run's manifest is as it always was
+        manifest["pictures_not_drawn"] = written.not_drawn
     doc["manifest"] = manifest
     _write_reports(doc, out_dir, {}, written, pending=bool(planned))
     written.reports_written = True
     written.removed = remove_earlier_files(out_dir, set(manifest["files"]))
 
     pictures = {}
-    for picture in planned:
+    deadline = _now() + total_budget
+    for number, picture in enumerate(planned):
         name = names[picture.stem]
+        left = deadline - _now()
+        if left < _LEAST:  # the run's budget is spent: the rest are listed with why
+            for later in planned[number:]:
+                later_name = names[later.stem]
+                written.skipped.append({"file": later_name, "picture": later.about, "reason":
+                                        f"not drawn: the {total_budget:g} s budget for all pictures was spent "
+                                        "(--render-budget)"})
+                manifest["files"].remove(later_name)
+            break
         path = os.path.join(out_dir, name)
         try:
-            pictures.update(_draw(doc, path, picture, fmt, written, render_options or {}, budget))
+            shown, path = _draw(doc, path, picture, fmt, written, render_options or {}, min(budget, left))
+            pictures.update(shown)
         except Exception as exc:  # this picture only: the report and the other pictures still land
             written.skipped.append({"file": name, "picture": picture.about, "reason": reason_of(exc)})
             manifest["files"].remove(name)
             continue
+        if os.path.basename(path) != name:  # drawn as SVG instead
+            manifest["files"][manifest["files"].index(name)] = os.path.basename(path)
         written.paths.append(path)
         written.about[path] = picture.about
+    if written.as_svg:
+        manifest["pictures_as_svg"] = written.as_svg
     if planned:
-        _write_reports(doc, out_dir, pictures, written, pending=False, with_json=bool(written.skipped))
+        _write_reports(doc, out_dir, pictures, written, pending=False,
+                       with_json=bool(written.skipped or written.as_svg))
     written.paths += [os.path.join(out_dir, name) for name in REPORT_FILES]
     return written
+
+
+def _now():
+    return time.monotonic()
 
 
 def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
@@ -155,7 +196,8 @@ def _page(doc, pictures, written, pending):
 
 
 def _draw(doc, path, picture, fmt, written, options, budget):
-    """Draw one picture to ``path`` (atomically); returns what the page shows of it, {title: svg or source}."""
+    """Draw one picture to ``path`` (atomically); returns (what the page shows of it, {title: svg or source}; the
+    path written: ``path``, or the same name ending in .svg when a PNG or PDF ran past its drawing budget)."""
     from ..atomic import write_bytes, write_text
     from ..rendering import build_graph, to_dot
     from ..rendering.layout import lay_out
@@ -165,13 +207,40 @@ def _draw(doc, path, picture, fmt, written, options, budget):
         source = to_dot(build_graph(doc, **options))
         write_text(path, source)
         if written.dot_missing:
-            return {picture.title: None, picture.title + " (DOT source)": source}
-        return _page_svg(doc, path, picture, written, options, budget)
+            return {picture.title: None, picture.title + " (DOT source)": source}, path
+        return _page_svg(doc, path, picture, written, options, budget), path
+    if fmt in ("png", "pdf"):
+        return _draw_raster(doc, path, picture, fmt, written, options, budget)
     _, _, data = lay_out(doc, fmt, budget, **options)
     write_bytes(path, data)
-    if fmt == "svg":
-        return {picture.title: data.decode("utf-8")}
-    return _page_svg(doc, path, picture, written, options, budget)
+    return {picture.title: data.decode("utf-8")}, path
+
+
+def _draw_raster(doc, path, picture, fmt, written, options, budget):
+    """A PNG or PDF: laid out once (``budget``), drawn from that layout (``budget`` again, measured on the
+    drawing alone); past it, the SVG drawn from the same layout is written instead, with a note."""
+    from ..atomic import write_bytes
+    from ..rendering import raster
+
+    laid = raster.laid_out(doc, budget, **options)
+    svg = None
+    try:
+        data = raster.draw(laid, fmt, budget)
+    except raster.RasterTimeout as exc:
+        svg = raster.draw(laid, "svg", budget)
+        fallback = os.path.splitext(path)[0] + ".svg"
+        write_bytes(fallback, svg)
+        written.as_svg.append({"file": os.path.basename(path), "written": os.path.basename(fallback),
+                               "picture": picture.about, "reason": f"{reason_of(exc)}; written as SVG instead"})
+        return {picture.title: svg.decode("utf-8")}, fallback
+    write_bytes(path, data)
+    try:
+        svg = raster.draw(laid, "svg", budget)
+    except Exception as exc:
+        written.not_shown.append({"file": os.path.basename(path), "picture": picture.about,
+                                  "reason": f"written, but not shown on this page: {reason_of(exc)}"})
+        return {}, path
+    return {picture.title: svg.decode("utf-8")}, path
 
 
 def _page_svg(doc, path, picture, written, options, budget):
@@ -204,6 +273,11 @@ def write_picture(doc, path, fmt, budget=4.0, **options):
         if fmt != "dot":
             raise DotNotFoundError(DOT_MISSING, dot_path=dot_path)
         return dot_path
+    if fmt in ("png", "pdf"):  # laid out once, drawn from that layout, each step within ``budget``
+        from ..rendering import raster
+
+        write_bytes(target, raster.draw(raster.laid_out(doc, budget, **options), fmt, budget))
+        return target
     _, _, data = lay_out(doc, fmt, budget, **options)
     write_bytes(target, data)
     return target

@@ -27,6 +27,11 @@ from .engine import ENGINES
 @click.option("--no-render", is_flag=True, help="Skip the pictures (report.json and report.html are still written).")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
               help="Collapse graphs larger than this by module depth.")
+@click.option("--max-pictures", type=click.IntRange(min=0), default=12, show_default=True,
+              help="Draw at most this many pictures: the first graph, the diagnosed ones, then the largest; the "
+                   "others are listed in report.json's manifest.")
+@click.option("--render-budget", type=click.FloatRange(min=0), default=60.0, show_default=True, metavar="SECONDS",
+              help="Seconds for drawing all the pictures; those not drawn by then are listed.")
 @click.option("--no-check-backward", is_flag=True,
               help="Don't check custom autograd Functions' backward numerically (the wrong-backward diagnosis).")
 @click.option("--exact-memory", is_flag=True,
@@ -42,7 +47,7 @@ from .engine import ENGINES
               help="Record exactly iterations A to B (inclusive) in full, the others light: the rerun a light "
                    "finding advises.")
 def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
-        no_check_backward, exact_memory, light, full_steps, trace_steps):
+        max_pictures, render_budget, no_check_backward, exact_memory, light, full_steps, trace_steps):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
     Everything after SCRIPT is passed to the script as its own arguments.
@@ -88,7 +93,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
         written, folder_error = Written(), None
         try:
             write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes},
-                      written=written)
+                      written=written, max_pictures=max_pictures, total_budget=render_budget)
         except OutputFolderError as exc:
             folder_error = str(exc)
         with broken_pipe_safe():
@@ -179,32 +184,57 @@ def _print_report(output, doc):
             output.line("")
 
 
+_LISTED_FILES = 14  # file lines the report lists at most; report.json's manifest has them all
+_NOTES = 5  # notes on pictures skipped for one reason, at most; then one line for the rest
+
+
 def _list_files(output, written, out_dir):
-    """File names under the folder named once on the first line, each picture with what it shows; then one
-    note per picture that could not be drawn, and how to get pictures when ``dot`` is missing."""
+    """File names under the folder named once on the first line, each picture with what it shows (at most
+    ``_LISTED_FILES`` lines); then the pictures not drawn, skipped or written as SVG, a few lines at most, and
+    how to get pictures when ``dot`` is missing."""
     from ..rendering import DOT_MISSING
 
     shown = shown_path(out_dir).rstrip(os.sep)
     output.line(f"Wrote {len(written.paths)} files to {shown}{os.sep}")
     names = [os.path.relpath(path, out_dir) for path in written.paths]
     width = max(len(name) for name in names)
-    for path, name in zip(written.paths, names):
+    listed = list(zip(written.paths, names))
+    if len(listed) > _LISTED_FILES:  # the pictures are cut, report.json and report.html always shown
+        listed = listed[:_LISTED_FILES - 3] + [(None, None)] + listed[-2:]
+    for path, name in listed:
+        if path is None:
+            output.line(f"  … +{len(names) - _LISTED_FILES + 1} more pictures, see report.html")
+            continue
         about = written.about.get(path)
         output.line(f"  {name.ljust(width)}  {about}" if about else f"  {name}")
+    if written.not_drawn:
+        count = len(written.not_drawn)
+        output.line(f"  +{count} more {'picture' if count == 1 else 'pictures'} not drawn "
+                    f"(--max-pictures {written.max_pictures}), listed in report.json's manifest")
     _skipped_notes(output, written)
     if written.dot_missing:
         output.note(DOT_MISSING)
 
 
 def _skipped_notes(output, written):
-    """One line per picture that could not be drawn (or shown), with the reason."""
+    """One line per picture that could not be drawn (or shown, or was written as SVG), with the reason; pictures
+    skipped for the same reason (the run's budget spent) past the first few are one line."""
     from ..document import terminal_safe
 
     # a reason may quote dot's stderr, which quotes the user's labels: printed inert
+    by_reason = {}
     for item in written.skipped:
-        output.note(terminal_safe(f"skipped picture {item['file']} ({item['picture']}): {item['reason']}"))
+        by_reason.setdefault(item["reason"], []).append(item)
+    for reason, items in by_reason.items():
+        for item in items[:_NOTES]:
+            output.note(terminal_safe(f"skipped picture {item['file']} ({item['picture']}): {reason}"))
+        if len(items) > _NOTES:
+            output.note(terminal_safe(f"skipped {len(items) - _NOTES} more pictures: {reason}"))
     for item in written.not_shown:
         output.note(terminal_safe(f"picture {item['file']} ({item['picture']}) {item['reason']}"))
+    for item in written.as_svg:
+        output.note(terminal_safe(f"picture {item['file']} ({item['picture']}): {item['reason']} "
+                                  f"({item['written']})"))
 
 
 def default_out_dir(script):

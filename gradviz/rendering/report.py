@@ -23,7 +23,11 @@ from .style import backward_calls, backward_checks_text, human_bytes
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 _BARS = "▁▂▃▄▅▆▇█"
-_MAX_PARAMETERS = 16
+# The report fits a screen whatever the run (about 50 lines at most): each list is cut, with "+N more, see
+# report.html" (report.json has everything)
+_MAX_PARAMETERS = 10
+_MAX_STRUCTURES = 3
+_MAX_DIAGNOSTICS = 3
 _GRADIENT_STYLE = {"yes": "green", "none": "bold red", "frozen": "dim"}
 
 
@@ -165,9 +169,14 @@ def summary(doc):
     grid.add_column()
     grid.add_row("script", _data(display_path(doc.get("script")) or "(traced from Python)"))
     built = sum(s.get("count", 1) for s in structures) or len(graphs)
-    grid.add_row("graphs", f"{built:,} built, {_plural(len(structures), 'distinct structure')}")
-    for structure in structures:
+    dropped_section = doc.get("dropped") or {}
+    built += dropped_section.get("structure_count") or 0  # graphs of the structures a long run did not list
+    distinct = len(structures) + (dropped_section.get("structures") or 0)
+    grid.add_row("graphs", f"{built:,} built, {_plural(distinct, 'distinct structure')}")
+    for structure in structures[:_MAX_STRUCTURES]:
         grid.add_row("", _data(structure_line(structure)))
+    if distinct > _MAX_STRUCTURES:
+        grid.add_row("", Text(f"+{distinct - _MAX_STRUCTURES:,} more, see report.html", style="dim"))
     elided = (doc.get("dropped") or {}).get("elided_nodes")
     grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded" + (
         f", {elided:,} more elided (a graph above 5,000 nodes keeps its ends and diagnostic points)"
@@ -248,12 +257,13 @@ def diagnostics_table(doc):
     stopped = stopped_note(doc)
     if not diagnostics:
         return stopped or _silence(doc)
-    severities = [terminal_safe(d.get("severity")) or "" for d in diagnostics]
-    codes = [terminal_safe(d.get("code")) or "" for d in diagnostics]
+    shown, rest = _gravest(diagnostics)
+    severities = [terminal_safe(d.get("severity")) or "" for d in shown]
+    codes = [terminal_safe(d.get("code")) or "" for d in shown]
     widths = [max(len("severity"), *map(len, severities)), max(len("code"), *map(len, codes))]
     header = Text(f"{'severity'.ljust(widths[0])}  {'code'.ljust(widths[1])}  where", style="dim")
     parts = [_heading(f"Diagnostics ({len(diagnostics)})"), Padding(header, (0, 0, 0, 1), expand=False)]
-    for number, diag in enumerate(diagnostics):
+    for number, diag in enumerate(shown):
         loc = diag.get("location") or {}
         line = Text()
         line.append(severities[number].ljust(widths[0]), style=SEVERITY_STYLE.get(diag.get("severity"), ""))
@@ -269,6 +279,9 @@ def diagnostics_table(doc):
             block.append(Padding(source, (0, 0, 0, 5), expand=False))
         block.append(Padding(_data("hint: " + explain_hint(diag), style="green"), (0, 0, 0, 3), expand=False))
         parts.append(Padding(Group(*block), (1 if number else 0, 0, 0, 1), expand=False))
+    if rest:
+        more = Text(f"+{len(rest)} more ({_severities(rest)}), see report.html", style="dim")
+        parts.append(Padding(more, (1, 0, 0, 1), expand=False))
     if stopped:
         parts.append(Padding(stopped, (1, 0, 0, 0), expand=False))
     return Group(*parts)
@@ -324,6 +337,28 @@ def _unseen_lines(entry):
     if entry.get("advice"):
         lines.append(Padding(_data("advice: " + entry["advice"], style="green"), (0, 0, 0, 3), expand=False))
     return Group(*lines)
+
+
+def _gravest(diagnostics):
+    """(shown, rest): all when they fit ``_MAX_DIAGNOSTICS``; else the gravest that many, each list in the
+    document's order."""
+    if len(diagnostics) <= _MAX_DIAGNOSTICS:
+        return list(diagnostics), []
+    from ..document.vocabulary import severity_rank
+
+    by_gravity = sorted(range(len(diagnostics)), key=lambda i: -severity_rank(diagnostics[i].get("severity")))
+    chosen = set(by_gravity[:_MAX_DIAGNOSTICS])
+    return ([d for i, d in enumerate(diagnostics) if i in chosen],
+            [d for i, d in enumerate(diagnostics) if i not in chosen])
+
+
+def _severities(diagnostics):
+    """``2 errors, 1 warning``: how many of each severity, the gravest first."""
+    counts = {}
+    for diag in diagnostics:
+        counts[diag.get("severity")] = counts.get(diag.get("severity"), 0) + 1
+    order = [s for s in SEVERITY_STYLE if s in counts] + [s for s in counts if s not in SEVERITY_STYLE]
+    return ", ".join(_plural(counts[s], terminal_safe(str(s))) for s in order)
 
 
 def stopped_note(doc):

@@ -9,6 +9,7 @@ import numpy as np
 from .._version import __version__
 from ..document.model import FORMAT, VERSION, TraceDocument, write_json  # noqa: F401 - the contract owns them
 from . import elide as _elide
+from .grouping import STRUCTURE_NODE_LIMIT
 from .no_autograd import add_no_autograd
 from .records import json_float
 
@@ -206,6 +207,29 @@ def build_document(trace, with_diagnostics=True):
     return doc
 
 
+# Nodes the document lists at most (each with its output, ~1 KiB of JSON: report.json stays under ~20 MiB). The
+# window and the structures' graphs (tracing/grouping.py) bound how many graphs there are; this bounds their size
+# together, as elide.GRAPH_NODE_LIMIT bounds one graph's.
+DOCUMENT_NODE_LIMIT = 12000
+STRUCTURE_LIST_LIMIT = 2000  # structures listed (~150 bytes each); the rest are counted in ``dropped``
+_SHARE_FLOOR = 200  # no graph is elided below this many nodes, however many share the budget
+
+
+def graph_share(sizes, budget):
+    """The largest per-graph node count ``L`` such that graphs cut to ``min(size, L)`` fit ``budget`` together
+    (the small ones whole, the big ones cut alike); never above ``elide.GRAPH_NODE_LIMIT`` nor below
+    ``_SHARE_FLOOR``."""
+    if sum(min(size, _elide.GRAPH_NODE_LIMIT) for size in sizes) <= budget:
+        return _elide.GRAPH_NODE_LIMIT
+    left, count = budget, len(sizes)
+    for size in sorted(sizes):
+        if size * count > left:  # this graph and every larger one get an equal share of what is left
+            return max(_SHARE_FLOOR, min(_elide.GRAPH_NODE_LIMIT, left // count))
+        left -= size
+        count -= 1
+    return _elide.GRAPH_NODE_LIMIT
+
+
 def _build(trace):
     g = trace.groups
     structures = {k: s.copy() for k, s in g.structures.items()}
@@ -221,18 +245,19 @@ def _build(trace):
     graphs = []
     points = None
     elided = set()
-    for graph in sorted(g.graphs.values(), key=lambda x: x.id):
-        if graph.parent is None:
-            s = pending.get(graph.id)
-            if s is None and graph.structure is not None:
-                s = by_id.get(graph.structure.id)
-            gone = ()
-            if len(graph.nodes) > _elide.GRAPH_NODE_LIMIT:
-                if points is None:
-                    points = _elide.points_of(trace)
-                gone = _elide.elide(graph, trace.nodes, points, _elide.shared_accumulators(g.graphs.values(), graph))
-                elided |= gone
-            graphs.append(graph_dict(graph, s, trace.nodes, stopped, gone))
+    tops = [graph for graph in sorted(g.graphs.values(), key=lambda x: x.id) if graph.parent is None]
+    limit = graph_share([len(graph.nodes) for graph in tops], DOCUMENT_NODE_LIMIT)
+    for graph in tops:
+        s = pending.get(graph.id)
+        if s is None and graph.structure is not None:
+            s = by_id.get(graph.structure.id)
+        gone = ()
+        if len(graph.nodes) > limit:
+            if points is None:
+                points = _elide.points_of(trace)
+            gone = _elide.elide(graph, trace.nodes, points, _elide.shared_accumulators(tops, graph), limit)
+            elided |= gone
+        graphs.append(graph_dict(graph, s, trace.nodes, stopped, gone))
     variables = trace.variables.values()
     nodes = trace.nodes.values()
     dropped = dict(g.dropped, note=_drop_note(g))
@@ -242,8 +267,11 @@ def _build(trace):
         dropped["elided_nodes"] = dropped.get("elided_nodes", 0) + len(elided)
         dropped["elided_variables"] = dropped.get("elided_variables", 0) + len(trace.variables) - len(variables)
     if dropped.get("elided_nodes"):
-        elided_note = (f"{dropped['elided_nodes']} nodes of graphs above {_elide.GRAPH_NODE_LIMIT} nodes were elided "
-                       "(each such graph lists its ends and the nodes diagnostics point at, see graphs[].elided)")
+        above = min(limit, _elide.GRAPH_NODE_LIMIT)
+        elided_note = (f"{dropped['elided_nodes']} nodes of graphs above {above} nodes were elided "
+                       "(each such graph lists its ends and the nodes diagnostics point at, see graphs[].elided)"
+                       + (f": the document holds at most about {DOCUMENT_NODE_LIMIT} nodes, shared by its graphs"
+                          if limit < _elide.GRAPH_NODE_LIMIT else ""))
         dropped["note"] = (elided_note if not g.dropped["iterations"] else f"{dropped['note']}; {elided_note}")
     exception = trace.exception
     locations = _Locations()
@@ -262,7 +290,7 @@ def _build(trace):
         "variables": [variable_dict(r, locations) for r in variables],
         "nodes": [node_dict(r, locations) for r in nodes],
         "graphs": graphs,
-        "structures": [structure_dict(s) for s in sorted(by_id.values(), key=lambda s: s.id)],
+        "structures": listed_structures(by_id, graphs, dropped),
         "backwards": [backward_dict(b, elided) for b in trace.backwards.values()],
         "events": [event_dict(e) for e in trace.events.values()],
         "event_summary": [{"kind": kind, "location": _loc(loc), "count": c[0], "iterations": [c[1], c[2]]}
@@ -288,6 +316,29 @@ def schedule_section(builder):
         names = {key: live[key].name for key in builder.light.norms if key in live and live[key].name}
         section["light"] = builder.light.section(_loc, names)
     return section
+
+
+def listed_structures(by_id, graphs, dropped):
+    """The document's ``structures``: every one up to ``STRUCTURE_LIST_LIMIT``; beyond, those a listed graph
+    belongs to and the first others by id. The rest are counted in ``dropped["structures"]``, and the graphs
+    built with them in ``dropped["structure_count"]`` (so graphs built = the listed counts + that)."""
+    ordered = sorted(by_id.values(), key=lambda s: s.id)
+    if len(ordered) <= STRUCTURE_LIST_LIMIT:
+        return [structure_dict(s) for s in ordered]
+    drawn = {graph["structure"] for graph in graphs} & set(by_id)
+    room = STRUCTURE_LIST_LIMIT - len(drawn)
+    listed = []
+    unlisted = unlisted_count = 0
+    for s in ordered:
+        if s.id in drawn or room > 0:
+            room -= s.id not in drawn
+            listed.append(structure_dict(s))
+        else:
+            unlisted += 1
+            unlisted_count += s.count
+    dropped["structures"] = unlisted
+    dropped["structure_count"] = unlisted_count
+    return listed
 
 
 def unseen_section(builder):
@@ -335,10 +386,14 @@ def _drop_note(g):
     d = g.dropped
     if not d["iterations"]:
         return "nothing was dropped: every node, variable, event and backward call is in this document"
-    return (f"full records were kept for the first and last {g.window} iterations, the first and last graph of "
-            f"each structure and whatever a diagnostic points at; {d['iterations']} other iterations were "
-            "summarised (structures count every graph, memory.series has every iteration, event_summary every "
-            "event) and ids that refer to their records may be missing")
+    capped = d.get("structure_graphs")
+    kept = ("the first and last graph of each structure" if not capped else
+            f"the first and last graph of each structure while they fit {STRUCTURE_NODE_LIMIT} nodes (the largest "
+            f"always; {capped} more were left out, their structures still counted)")
+    return (f"full records were kept for the first and last {g.window} iterations, {kept} and whatever a "
+            f"diagnostic points at; {d['iterations']} other iterations were summarised (structures count every "
+            "graph, memory.series has every iteration, event_summary every event) and ids that refer to their "
+            "records may be missing")
 
 
 def add_diagnostics(doc):

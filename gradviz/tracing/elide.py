@@ -45,18 +45,22 @@ def points_of(trace):
     return found
 
 
-def elide(graph, nodes, points, shared=()):
+def elide(graph, nodes, points, shared=(), limit=None):
     """The ids of ``graph``'s nodes left out of the document (a set; empty when the graph is small enough).
-    ``shared``: accumulator ids that other graphs list (never elided: the record belongs to the leaf)."""
+    ``shared``: accumulator ids that other graphs list (never elided: the record belongs to the leaf).
+    ``limit``: the size to elide down to, lower than ``GRAPH_NODE_LIMIT`` when the document's node budget is
+    shared by many graphs (tracing/document.py); the ends kept shrink with it."""
     ids = graph.nodes
-    if len(ids) <= GRAPH_NODE_LIMIT:
+    limit = GRAPH_NODE_LIMIT if limit is None else limit
+    if len(ids) <= limit:
         return set()
+    ends = min(ENDS, max(1, limit * 2 // 5))
     accumulators = graph.accumulators
     ops = sorted(nid for nid in ids if nid not in accumulators)
-    if len(ops) + min(len(accumulators), ENDS) <= GRAPH_NODE_LIMIT:
+    if len(ops) + min(len(accumulators), ends) <= limit:
         return set()
-    keep = set(ops[:ENDS])
-    keep.update(ops[-ENDS:])
+    keep = set(ops[:ends])
+    keep.update(ops[-ends:])
     members = set(ops)
     consumed = set()
     flagged = []
@@ -69,7 +73,7 @@ def elide(graph, nodes, points, shared=()):
         if rec.nonfinite is not None and len(flagged) < POINT_LIMIT:
             flagged.append(nid)
     roots = [nid for nid in ops if nid not in consumed]
-    keep.update(roots[:ENDS])
+    keep.update(roots[:ends])
     wanted = [n for n in points if n in members][:POINT_LIMIT] + flagged
     if wanted:
         wanted_set = set(wanted)

@@ -15,6 +15,11 @@
   share a *structure*, counted. Full records are kept for the first and last ``window`` iterations, for the
   first and last graph of each structure, and for anything a diagnostic points at (pinned, a few per line);
   the rest is dropped at each boundary and counted in ``dropped``.
+- A run that makes a new structure every iteration (REINFORCE: one graph per episode, as long as the episode)
+  would keep a graph per iteration that way. The structures' graphs kept beyond the window share a budget of
+  ``STRUCTURE_NODE_LIMIT`` nodes: first sightings in order while it lasts, and always the largest graph seen
+  (it evicts the most recent others); a graph left out is counted in ``dropped["structure_graphs"]``, its
+  structure still counted.
 """
 
 import hashlib
@@ -28,9 +33,20 @@ PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, b
 SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
 TRAIL_LIMIT = 64  # remembered creation-order descriptions of graphs, each mapped to its structure key
 CHAIN_LIMIT = 256  # open provisional iterations (a split at a repeated call site that may still fold back)
+# nodes of the structures' first/last graphs kept beyond the window (a node and its output are ~1 KiB of JSON)
+STRUCTURE_NODE_LIMIT = 6000
 
 
 _first = itemgetter(0)  # an edge's node id
+
+
+def _digest(description):
+    """A structure's key: ``(signature, digest, node count)`` of its description (``Grouping._describe``), a few
+    dozen bytes whatever the graph's size. The signature (8 bytes, hex) is the document's; the 16-byte digest
+    keeps two structures apart."""
+    text = repr(description).encode()
+    return (hashlib.blake2b(text, digest_size=8).hexdigest(), hashlib.blake2b(text, digest_size=16).digest(),
+            len(description))
 
 
 def _root_order(rec, nid):
@@ -85,7 +101,7 @@ class Grouping:
         self.graph_count = 0
         self.graphs_alive = 0
         self._graph_ids = itertools.count()
-        self.structures = {}  # structure key -> StructureRecord
+        self.structures = {}  # structure key (``_digest``) -> StructureRecord
         self.series = []
         self.series_step = 1
         self._iter_graphs = {0: []}
@@ -102,7 +118,10 @@ class Grouping:
         self.open_points = []
         self._open_starts = []
         self.dropped = {"iterations": 0, "graphs": 0, "nodes": 0, "variables": 0, "events": 0, "backwards": 0,
-                        "series_points": 0}
+                        "series_points": 0, "structure_graphs": 0}
+        # graphs kept beyond the window as a structure's first/last: graph id -> its cost (nodes), oldest first
+        self._kept = {}
+        self._kept_nodes = 0
         self._pin_counts = {}
         self.pinned_events = set()
         self.pinned_backwards = set()
@@ -430,7 +449,10 @@ class Grouping:
         of their own shapes and ops), following each node's inputs in edge order; each node then contributes its
         op, output shape, innermost module path and inputs: the walk number of an input node, or for a leaf's
         AccumulateGrad (which consecutive graphs may share, so it has no walk number of its own) the order in
-        which the walk first met that leaf, its shape and its parameter name."""
+        which the walk first met that leaf, its shape and its parameter name.
+
+        The description is as long as the graph; a run with a new structure every iteration (REINFORCE) would
+        keep one per structure, so the key is its digest: ``(signature, 16-byte digest, node count)``."""
         nodes = self.trace.nodes
         accumulators = graph.accumulators
         records = {}
@@ -465,7 +487,7 @@ class Grouping:
             for nid in sorted(records):
                 if nid not in order:
                     order[nid] = len(order)
-        return self._describe(order, nodes)
+        return _digest(self._describe(order, nodes))
 
     def _describe(self, order, nodes):
         variables = self.trace.variables
@@ -522,8 +544,7 @@ class Grouping:
             if not live or s is None:
                 s = structures.get(key)
         if s is None:
-            signature = hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
-            s = StructureRecord(len(structures), signature, graph, len(key))
+            s = StructureRecord(len(structures), key[0], graph, key[2])
             structures[key] = s
         elif s.last_graph != graph.id:
             previous = s.last_graph
@@ -537,8 +558,8 @@ class Grouping:
         if trail is not None and not final and (known is None or (live and known[1] is not s)):
             if len(self._trail_keys) >= TRAIL_LIMIT:
                 self._trail_keys.clear()
-            # a repeated graph then costs one hash of its trail (structure keys are long tuples: hashing one
-            # again costs as much as the trail)
+            # a repeated graph then costs one hash of its trail (a structure key is a digest of a description
+            # as long as the graph: making it again costs more than the trail)
             self._trail_keys[trail] = (key, s if live else None)
         return s
 
@@ -566,7 +587,7 @@ class Grouping:
             if g.parent is not None or g.pinned:
                 continue
             s = g.structure
-            if s is not None and (g.id == s.first_graph or g.id == s.last_graph):
+            if s is not None and (g.id == s.first_graph or g.id == s.last_graph) and self._keep_for_structure(g):
                 continue
             self._drop_graph(g)
         variables = trace.variables
@@ -592,7 +613,32 @@ class Grouping:
                 dropped["backwards"] += 1
         dropped["iterations"] += 1
 
+    def _keep_for_structure(self, graph):
+        """Whether ``graph``, leaving the window as a structure's first or last graph, fits the budget of
+        ``STRUCTURE_NODE_LIMIT`` nodes; the largest graph seen so far always does, the most recent kept ones
+        making room for it. A graph refused is counted in ``dropped["structure_graphs"]``."""
+        cost = min(len(graph.nodes), _elide.GRAPH_NODE_LIMIT)  # a giant graph's document keeps about that many
+        kept = self._kept
+        if self._kept_nodes + cost > STRUCTURE_NODE_LIMIT:
+            if any(size >= cost for size in kept.values()):
+                self.dropped["structure_graphs"] += 1
+                return False
+            for gid in reversed(list(kept)):  # the largest yet: the most recent others make room
+                if self._kept_nodes + cost <= STRUCTURE_NODE_LIMIT:
+                    break
+                other = self.graphs.get(gid)
+                if other is None or other.pinned:
+                    continue
+                self.dropped["structure_graphs"] += 1
+                self._drop_graph(other)
+        kept[graph.id] = cost
+        self._kept_nodes += cost
+        return True
+
     def _drop_graph(self, graph):
+        cost = self._kept.pop(graph.id, None)
+        if cost is not None:
+            self._kept_nodes -= cost
         nodes = self.trace.nodes
         variables = self.trace.variables
         dropped_nodes = dropped_vars = 0
