@@ -92,17 +92,19 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
             continue
         written.paths.append(path)
         written.about[path] = picture.about
-    if planned:
-        _write_reports(doc, out_dir, pictures, written, pending=False, with_json=bool(written.skipped))
+    if planned:  # the page draws its own views of the graphs (module boxes that open; see rendering/views.py)
+        _write_reports(doc, out_dir, None, written, pending=False, with_json=bool(written.skipped),
+                       view_options={"budget": budget})
     written.paths += [os.path.join(out_dir, name) for name in REPORT_FILES]
     return written
 
 
-def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
-    """Stage report.json and report.html, then rename both into place: on any failure neither is replaced."""
+def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, view_options=None):
+    """Stage report.json and report.html, then rename both into place: on any failure neither is replaced.
+    ``pictures`` None: the page draws its views itself, with ``view_options``."""
     from ..atomic import Staged
 
-    page = _page(doc, pictures, written, pending)
+    page = _page(doc, pictures, written, pending, view_options)
     staged = []
     path = os.path.join(out_dir, "report.json")
     try:
@@ -135,13 +137,14 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
         raise
 
 
-def _page(doc, pictures, written, pending):
+def _page(doc, pictures, written, pending, view_options=None):
     """report.html's text. Should building it fail (a bug of gradviz's, never the run's fault), the page says
     so in one line and the failure is recorded in ``internal_errors``: report.json is still written."""
     from ..rendering.html import html_report
 
     try:
-        return html_report(doc, pictures, skipped=written.skipped + written.not_shown, pending=pending)
+        return html_report(doc, pictures, skipped=written.skipped + written.not_shown, pending=pending,
+                           view_options=view_options)
     except Exception as exc:
         import html
 
@@ -155,7 +158,8 @@ def _page(doc, pictures, written, pending):
 
 
 def _draw(doc, path, picture, fmt, written, options, budget):
-    """Draw one picture to ``path`` (atomically); returns what the page shows of it, {title: svg or source}."""
+    """Draw one picture to ``path`` (atomically); returns {title: svg or source} of what was drawn (the page
+    draws its own views, rendering/views.py)."""
     from ..atomic import write_bytes, write_text
     from ..rendering import build_graph, to_dot
     from ..rendering.layout import lay_out
@@ -166,26 +170,10 @@ def _draw(doc, path, picture, fmt, written, options, budget):
         write_text(path, source)
         if written.dot_missing:
             return {picture.title: None, picture.title + " (DOT source)": source}
-        return _page_svg(doc, path, picture, written, options, budget)
+        return {}
     _, _, data = lay_out(doc, fmt, budget, **options)
     write_bytes(path, data)
-    if fmt == "svg":
-        return {picture.title: data.decode("utf-8")}
-    return _page_svg(doc, path, picture, written, options, budget)
-
-
-def _page_svg(doc, path, picture, written, options, budget):
-    """The SVG the page embeds for a picture written in another format: a second layout. If that one fails,
-    the file stays and the page says why it does not show it."""
-    from ..rendering.layout import lay_out
-
-    try:
-        _, _, data = lay_out(doc, "svg", budget, **options)
-    except Exception as exc:
-        written.not_shown.append({"file": os.path.basename(path), "picture": picture.about,
-                                  "reason": f"written, but not shown on this page: {reason_of(exc)}"})
-        return {}
-    return {picture.title: data.decode("utf-8")}
+    return {picture.title: data.decode("utf-8")} if fmt == "svg" else {}
 
 
 def write_picture(doc, path, fmt, budget=4.0, **options):
