@@ -3,8 +3,7 @@
 import json
 import re
 
-from gradviz.rendering.html import (CHART_POINTS, DIAGNOSTIC_IDS_KEPT, SEARCH_ROWS, drawn_ids, html_report,
-                                    memory_chart)
+from gradviz.rendering.html import CHART_POINTS, DIAGNOSTIC_IDS_KEPT, SEARCH_ROWS, drawn_ids, html_report, memory_chart
 from gradviz.rendering.synthetic import DocBuilder
 
 
