@@ -22,6 +22,10 @@
     return current && current.pz ? current.pz.getSizes().realZoom * fontSize(current.svg) : 0;
   }
 
+  function fitView() {
+    if (current && current.pz) { current.pz.resize(); current.pz.fit(); current.pz.center(); }
+  }
+
   function legible() {
     // fit first; when that leaves node text too small to read, zoom in on the top of the graph
     var pz = current.pz;
@@ -322,7 +326,7 @@
   // ----- tools, keys, deep links ------------------------------------------------------------------------------
   document.getElementById("zoom-in").addEventListener("click", function () { if (current && current.pz) { current.pz.zoomIn(); } });
   document.getElementById("zoom-out").addEventListener("click", function () { if (current && current.pz) { current.pz.zoomOut(); } });
-  document.getElementById("fit").addEventListener("click", function () { if (current && current.pz) { current.pz.fit(); current.pz.center(); } });
+  document.getElementById("fit").addEventListener("click", fitView);
 
   document.addEventListener("keydown", function (ev) {
     if (ev.target === box || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
@@ -331,7 +335,7 @@
     else if (k === "j") { diagBy(1); } else if (k === "k") { diagBy(-1); }
     else if (k === "n") { stepBy(1); } else if (k === "p") { stepBy(-1); }
     else if ((k === "+" || k === "=") && pz) { pz.zoomIn(); } else if (k === "-" && pz) { pz.zoomOut(); }
-    else if (k === "0" && pz) { pz.fit(); pz.center(); }
+    else if (k === "0" && pz) { fitView(); }
     else if (k === "Escape" && current) { var v = views[current.shown]; if (v && v.parent) { mount(v.parent); } }
     else if (pz && k.indexOf("Arrow") === 0) {
       ev.preventDefault();
