@@ -96,7 +96,8 @@ def report_data(doc, drawn=None):
         if keep_nodes is not None:
             if node_id not in keep_nodes:
                 continue
-            keep_vars.update(v for v in [node.get("variable"), *(node.get("outputs") or [])] if v is not None)
+            if node.get("variable") is not None:  # outputs are named in the node's own record
+                keep_vars.add(node["variable"])
         outs = [index.variables.get(v, {}) for v in node.get("outputs") or []]
         saved = [{"name": index.variable_label(s["variable"]) if s.get("variable") is not None else "buffer",
                   "kind": s.get("kind"), "shape": s.get("shape"), "bytes": s.get("bytes"),

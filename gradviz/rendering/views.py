@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from .pictures import pictures_to_draw
 
 NODE_BUDGET = 80  # nodes per view: readable at one zoom step on a laptop screen
-SVG_BYTES_CAP = 4 * 1024 * 1024  # all views together; keeps report.html under 5 MiB on a 5,000-node run
+SVG_BYTES_CAP = 3 * 1024 * 1024  # all views together; keeps report.html under 5 MiB on a 5,000-node run
 MAX_LEVELS = 8  # nested module views below a picture
 _ID = re.compile(r"\b(gv(?:-|&#45;))?([nve])(\d+)\b")
 _BOX_ID = re.compile(r"^gv-(b\d+)$")
+_SLIM = re.compile(r'<title>[^<]*</title>\n?| font-family="Helvetica,sans-Serif"')
 _HEADER = re.compile(r"iteration \d+ · graph \d+")  # the picture's heading: the only text two alike graphs differ in
 
 
@@ -36,6 +37,12 @@ class View:
     same_as: str | None = None  # key of the view drawn identically (this one is not embedded)
     alias: dict = field(default_factory=dict)  # {node id of this graph: node id drawn in same_as}
     boxes: list = field(default_factory=list)  # box ids of this view that open an inside view
+
+
+def slim(svg):
+    """dot's SVG without what the page does not use: each element's <title> (its DOT name, shown as a tooltip
+    over the real one) and the font family repeated on every text (the page's style sets it once)."""
+    return _SLIM.sub("", svg)
 
 
 def _module_paths(node):
@@ -98,7 +105,7 @@ class _Drawer:
         if depth is None:
             depth = _depth_for_budget(doc, graph, level, self.node_budget, options)
         spec, source, data = lay_out(doc, "svg", self.budget, graphs=[graph], depth=depth, **options)
-        svg = data.decode("utf-8")
+        svg = slim(data.decode("utf-8"))
         self.bytes += len(svg)
         if level < 0:
             self.sources[graph] = source
