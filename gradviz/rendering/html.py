@@ -351,7 +351,7 @@ def _view_data(views):
     return out, where
 
 
-SEARCH_ROWS = 5000  # distinct (op, module, line) rows the search box knows beyond the embedded details
+SEARCH_ROWS = 8000  # distinct (op, module, line) rows the search box knows beyond the embedded details
 
 
 def _search_index(doc):

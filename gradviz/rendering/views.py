@@ -18,7 +18,8 @@ MAX_LEVELS = 8  # nested module views below a picture
 _ID = re.compile(r"\b(gv(?:-|&#45;))?([nve])(\d+)\b")
 _BOX_ID = re.compile(r"^gv-(b\d+)$")
 _SLIM = re.compile(r'<title>[^<]*</title>\n?| font-family="Helvetica,sans-Serif"')
-_HEADER = re.compile(r"iteration \d+ · graph \d+")  # the picture's heading: the only text two alike graphs differ in
+# what two alike graphs' pictures differ in besides ids: the heading's numbers, clusters numbered in walk order
+_HEADER = re.compile(r"iteration \d+ · graph \d+|(?<=cluster_)\d+")
 
 
 @dataclass
@@ -136,8 +137,8 @@ class _Drawer:
 
 
 def _normalized(text, alias):
-    """``text`` (DOT or SVG) with one graph's node ids renamed to another's and the heading's iteration and
-    graph number left out."""
+    """``text`` (DOT or SVG) with one graph's node ids renamed to another's, and the heading's iteration and
+    graph number and the clusters' numbers (given in walk order) left out."""
     def rename(match):
         prefix, kind, number = match.group(1) or "", match.group(2), int(match.group(3))
         return f"{prefix}{kind}{alias.get(number, number) if kind == 'n' else number}"
