@@ -338,11 +338,25 @@ def _view_templates(views):
     return "".join(blocks)
 
 
-def _view_data(views):
+def _structure_label(structure):
+    """``structure 3 · 40 graphs · 12 nodes · iterations 0–39``: an entry of the page's structure list."""
+    count, its = structure.get("count", 1), structure.get("iterations") or []
+    span = ""
+    if its:
+        first, last = its[0], its[-1]
+        span = f" · iteration {first}" if first == last else f" · iterations {first}–{last}"
+    return (f"structure {structure['id']} · {count} graph{'s' * (count != 1)} · "
+            f"{structure.get('node_count', 0):,} nodes{span}")
+
+
+def _view_data(views, doc):
     """The views' metadata for the page's script, and where each drawn id is: {"n17": view key}."""
     out, where = [], {}
+    structures = {s["id"]: s for s in doc.get("structures", [])}
     for view in views:
-        out.append({"key": view.key, "title": view.title, "graph": view.graph, "structure": view.structure,
+        label = _structure_label(structures[view.structure]) if view.structure in structures else view.title
+        out.append({"key": view.key, "title": view.title, "label": label, "graph": view.graph,
+                    "structure": view.structure,
                     "iteration": view.iteration, "which": view.which, "parent": view.parent, "box": view.box,
                     "same_as": view.same_as, "alias": {str(k): v for k, v in view.alias.items()},
                     "boxes": view.boxes, "drawn": view.svg is not None})
@@ -450,7 +464,7 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
             from .views import page_views
             views, notes = page_views(doc, **(view_options or {}))
     data = report_data(doc, drawn_ids({v.key: v.svg or v.source for v in views}))
-    data["views"], data["where"] = _view_data(views)
+    data["views"], data["where"] = _view_data(views, doc)
     data["search"] = _search_index(doc)
     data["order"] = diagnostic_order(doc)
     title = f"gradviz report: {doc.get('script') or 'trace'}"

@@ -106,8 +106,7 @@
         var s = v.structure === null || v.structure === undefined ? v.key : "s" + v.structure;
         if (seen[s]) { return; }
         seen[s] = true;
-        var o = el("option", null, v.structure === null || v.structure === undefined ? v.title
-          : "structure " + v.structure + (v.title.indexOf("of ") >= 0 ? " · " + v.title.split("(")[1].replace(")", "").split(" · ")[0] : ""));
+        var o = el("option", null, v.label);
         o.value = v.key;
         select.appendChild(o);
       });
