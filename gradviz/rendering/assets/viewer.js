@@ -366,4 +366,5 @@
     if (data.order.length && targetsOf(data.order[0]).length) { selectDiagnostic(data.order[0]); }
     else if (tops.length) { mount(tops[0].key); }
   }
+  window.gradvizViewer.ready = performance.now();  // the first view is on screen (benchmarks read it)
 })();
