@@ -26,16 +26,37 @@
     if (current && current.pz) { current.pz.resize(); current.pz.fit(); current.pz.center(); }
   }
 
+  function place(g) {
+    // where a node is drawn, in px from the stage's top-left, from pan/zoom's state (its DOM update waits for
+    // the next animation frame, so the element's on-screen box may still be the old one)
+    var b = g.getBBox(), m = current.svg.createSVGMatrix();
+    for (var e = g.parentNode; e && !(e.classList && e.classList.contains("svg-pan-zoom_viewport")); e = e.parentNode) {
+      var t = e.transform && e.transform.baseVal.consolidate();
+      if (t) { m = t.matrix.multiply(m); }
+    }
+    var pan = current.pz.getPan(), zoom = current.pz.getSizes().realZoom;
+    var x = m.a * b.x + m.c * b.y + m.e, y = m.b * b.x + m.d * b.y + m.f;
+    return {x: pan.x + zoom * x, y: pan.y + zoom * y, w: zoom * b.width, h: zoom * b.height};
+  }
+
+  function centre(g, top) {  // pan so that node g is in the middle of the stage (or near its top)
+    var p = place(g), box = stage.getBoundingClientRect();
+    current.pz.panBy({x: box.width / 2 - (p.x + p.w / 2), y: (top ? 40 : box.height / 2 - p.h / 2) - p.y});
+  }
+
   function legible() {
-    // fit first; when that leaves node text too small to read, zoom in on the top of the graph
-    var pz = current.pz;
-    pz.resize(); pz.fit(); pz.center();
+    // fit first; when that leaves node text too small to read, zoom in and start at the topmost node (not at
+    // blank space between clusters)
+    fitView();
     var px = textPx();
     if (px > 0 && px < MIN_TEXT_PX) {
-      var box = stage.getBoundingClientRect();
-      pz.zoomAtPointBy(MIN_TEXT_PX / px, {x: box.width / 2, y: 0});
-      var content = current.svg.querySelector(".svg-pan-zoom_viewport").getBoundingClientRect();
-      pz.panBy({x: 0, y: box.top + 8 - content.top});
+      current.pz.zoomBy(MIN_TEXT_PX / px);
+      var first = null, best = null;
+      current.svg.querySelectorAll("g.node").forEach(function (g) {
+        var p = place(g);
+        if (!best || p.y < best.y - 1 || (Math.abs(p.y - best.y) <= 1 && p.x < best.x)) { best = p; first = g; }
+      });
+      if (first) { centre(first, true); }
     }
   }
 
@@ -167,10 +188,8 @@
     mount(key);
     var g = stage.querySelector('[id="' + place.elem + '"]');
     if (!g) { return null; }
-    var pz = current.pz;
-    if (textPx() < 13) { pz.zoomBy(14 / textPx()); }
-    var box = stage.getBoundingClientRect(), r = g.getBoundingClientRect();
-    pz.panBy({x: box.left + box.width / 2 - (r.left + r.width / 2), y: box.top + box.height / 2 - (r.top + r.height / 2)});
+    if (textPx() < 13) { current.pz.zoomBy(14 / textPx()); }
+    centre(g, false);
     select(g);
     return g;
   }
