@@ -83,11 +83,24 @@ def test_a_peak_between_iteration_ends_is_drawn_above_every_point_and_explained(
               "series": [{"iteration": i, "retained_bytes": 0, "graphs_alive": 1 + i} for i in range(8)]}
     chart = memory_chart(memory)
     assert 'data-peak-bytes="11264"' in chart and ">peak 11.0 KiB</text>" in chart
+    assert 'id="memory-peaks"' not in chart and 'id="memory-peak-at"' not in chart   # no point says where
     graphs = re.search(r'id="memory-graphs"[^>]*points="([^"]+)"', chart).group(1).split()
     ys = [float(p.split(",")[1]) for p in graphs]
     assert ys == sorted(ys, reverse=True) and ys[0] > ys[-1]     # live graphs climb 1 -> 8
     page = html_report({"memory": memory, "graphs": [], "nodes": []}, svgs={})
-    assert 'id="memory-note"' in page and "the peak was reached inside an iteration" in page
+    assert 'id="memory-note"' in page and "The peak was reached inside an iteration" in page
+
+
+def test_each_iterations_own_peak_is_drawn_and_the_runs_peak_is_dotted_on_its_iteration():
+    memory = {"peak_retained_bytes": 3000, "final_retained_bytes": 0,
+              "series": [{"iteration": i, "retained_bytes": 0, "graphs_alive": 1,
+                          "peak_retained_bytes": 3000 if i == 5 else 1000} for i in range(8)]}
+    chart = memory_chart(memory)
+    assert ">peak 2.9 KiB (iteration 5)</text>" in chart
+    dot = re.search(r'<circle id="memory-peak-at" cx="([^"]+)" cy="([^"]+)"[^>]*data-iteration="5"', chart)
+    peaks = re.search(r'id="memory-peaks"[^>]*points="([^"]+)"', chart).group(1).split()
+    assert peaks[5] == f"{dot.group(1)},{dot.group(2)}" and float(dot.group(2)) == 14.0
+    assert len({p.split(",")[1] for p in peaks}) == 2
 
 
 def test_inline_svg_refuses_scripts():

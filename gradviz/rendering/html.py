@@ -150,20 +150,26 @@ def _cap_note(data, doc):
 
 
 def memory_chart(memory, width=640, height=170):
-    """Retained bytes (left axis, red) and live graphs (right axis, blue) per iteration as an inline SVG, with
-    the run's peak marked: ``memory.peak_retained_bytes``, the highest value at any moment. Series points are
-    taken when an iteration ends, after its backward freed what it saved, so the peak is usually above every
-    point: it is drawn as its own dashed line, never left out. Empty string when there is no series."""
+    """Per iteration, as an inline SVG: retained bytes when it ended (red), the highest retained bytes during it
+    (light red, when the document has it: an iteration's peak comes before its backward, its end after) and live
+    graphs (blue, right axis); the run's peak ``memory.peak_retained_bytes`` is marked by a dashed line and, when
+    the series says where, a dot on its iteration. Empty string when there is no series."""
     series = (memory or {}).get("series") or []
     if not series:
         return ""
     values = [s.get("retained_bytes") or 0 for s in series]
+    tops = [s.get("peak_retained_bytes") for s in series]
+    tops = [t if t is not None else v for t, v in zip(tops, values)] if any(t is not None for t in tops) else None
     alive = [s.get("graphs_alive") or 0 for s in series]
+    iterations = [s.get("iteration", i) for i, s in enumerate(series)]
     if len(values) > CHART_POINTS:  # a point per pixel is plenty: keep each bucket's peak
         size = -(-len(values) // CHART_POINTS)
-        values = [max(values[i:i + size]) for i in range(0, len(values), size)]
-        alive = [max(alive[i:i + size]) for i in range(0, len(alive), size)]
-    peak = max([memory.get("peak_retained_bytes") or 0, *values])
+
+        def buckets(xs):
+            return [max(xs[i:i + size]) for i in range(0, len(xs), size)]
+        values, alive, iterations = buckets(values), buckets(alive), iterations[::size]
+        tops = buckets(tops) if tops else None
+    peak = max([memory.get("peak_retained_bytes") or 0, *values, *(tops or [])])
     top, top_alive = peak or 1, max(alive) or 1
     left, right, bottom, top_pad = 64, 44, 24, 14
     w, h = width - left - right, height - bottom - top_pad
@@ -172,11 +178,20 @@ def memory_chart(memory, width=640, height=170):
     def y(v, scale):
         return top_pad + h - v / scale * h
 
-    retained = " ".join(f"{left + i * step:.1f},{y(v, top):.1f}" for i, v in enumerate(values))
-    graphs = " ".join(f"{left + i * step:.1f},{y(v, top_alive):.1f}" for i, v in enumerate(alive))
+    def line(xs, scale):
+        return " ".join(f"{left + i * step:.1f},{y(v, scale):.1f}" for i, v in enumerate(xs))
     first, last = series[0].get("iteration", 0), series[-1].get("iteration", len(series) - 1)
     peak_y = y(peak, top)
     text = 'font-size="10" font-family="sans-serif"'
+    marks = ""
+    if tops and peak in tops:
+        at = tops.index(peak)
+        marks = (f'<circle id="memory-peak-at" cx="{left + at * step:.1f}" cy="{peak_y:.1f}" r="4" fill="#c0392b" '
+                 f'data-iteration="{iterations[at]}"><title>peak {html.escape(human_bytes(peak))} during iteration '
+                 f'{iterations[at]}</title></circle>')
+    peaks = (f'<polyline id="memory-peaks" fill="none" stroke="#e6a19a" stroke-width="1.5" '
+             f'points="{line(tops, top)}"/>' if tops else "")
+    where = f" (iteration {iterations[tops.index(peak)]})" if tops and peak in tops else ""
     return (f'<svg id="memory-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'role="img" aria-label="retained bytes and live graphs per iteration" data-peak-bytes="{peak}" '
             f'data-points="{len(values)}">'
@@ -193,10 +208,11 @@ def memory_chart(memory, width=640, height=170):
             f'<text x="{left - 4}" y="{peak_y + 4:.1f}" {text} text-anchor="end" fill="#c0392b">'
             f'{html.escape(human_bytes(peak))}</text>'
             f'<text x="{left + 6}" y="{max(peak_y - 3, 10):.1f}" {text} fill="#c0392b">peak '
-            f'{html.escape(human_bytes(peak))}</text>'
-            f'<polyline id="memory-graphs" fill="none" stroke="#2874a6" stroke-width="1.5" points="{graphs}"/>'
-            f'<polyline id="memory-retained" fill="none" stroke="#c0392b" stroke-width="2" points="{retained}"/>'
-            '</svg>')
+            f'{html.escape(human_bytes(peak))}{where}</text>'
+            f'<polyline id="memory-graphs" fill="none" stroke="#2874a6" stroke-width="1.5" '
+            f'points="{line(alive, top_alive)}"/>{peaks}'
+            f'<polyline id="memory-retained" fill="none" stroke="#c0392b" stroke-width="2" '
+            f'points="{line(values, top)}"/>{marks}</svg>')
 
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -419,13 +435,15 @@ def _memory_section(doc):
     series = memory.get("series") or []
     note = ""
     if series and not any(s.get("retained_bytes") for s in series) and memory.get("peak_retained_bytes"):
-        note = ('<p class="muted" id="memory-note">Each point is taken when an iteration ends, after its backward '
-                'freed what the graph saved, so retained bytes there are 0; the peak was reached inside an '
-                'iteration (before a backward). Live graphs still count graphs kept alive.</p>')
+        note = ('<p class="muted" id="memory-note">Retained bytes are 0 at the end of every iteration: each '
+                'backward freed what its graph saved. The peak was reached inside an iteration, before its '
+                'backward; live graphs still count the graphs kept alive.</p>')
+    during = ('<span class="key-peaks">the highest during it</span>, ' if any("peak_retained_bytes" in s
+                                                                           for s in series) else "")
     return (f'<p>peak retained <b>{human_bytes(memory.get("peak_retained_bytes"))}</b>, final '
             f'<b>{human_bytes(memory.get("final_retained_bytes"))}</b> (saved tensors of graphs that backward has '
-            f'not freed, still alive); <span class="key-retained">retained bytes</span> and '
-            f'<span class="key-graphs">live graphs</span> at the end of each iteration</p>'
+            f'not freed, still alive). Per iteration: <span class="key-retained">retained bytes at its end</span>, '
+            f'{during}<span class="key-graphs">live graphs</span></p>'
             f'<div class="chart">{memory_chart(memory)}</div>{note}')
 
 
