@@ -1,5 +1,6 @@
 """report.html in headless Chromium: the page's size and how long it takes until the first view is on screen,
-for real-PyTorch ResNet-style nets (8 and 48 residual blocks) and a 2-layer TransformerEncoder, against the page
+for real-PyTorch ResNet-style nets (8 and 48 residual blocks), a 2-layer TransformerEncoder and a synthetic
+5,000-node trace with nothing to fold (50 module calls of 100 distinct ops), against the page
 another checkout writes for the same trace (``--baseline PATH``, e.g. the main branch) loaded in the same
 browser, alternately, so machine noise hits both alike.
 
@@ -23,7 +24,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 CASES = {"resnet-8": ("resnet_doc", {"blocks": 8}), "resnet-48": ("resnet_doc", {"blocks": 48}),
-         "transformer-2": ("transformer_doc", {"layers": 2})}
+         "transformer-2": ("transformer_doc", {"layers": 2}),
+         "wide-5000": ("big_doc", {})}  # 5,000 nodes in 50 module calls, none alike: the page-size worst case
 WRITE = "import json, sys; from gradviz.rendering.html import html_report; " \
         "open(sys.argv[2], 'w', encoding='utf-8').write(html_report(json.load(open(sys.argv[1]))))"
 
@@ -66,7 +68,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--baseline", help="another checkout whose report.html to load side by side")
     args = parser.parse_args()
+    import test_render_html_viewer
     import viewer_models
+
+    makers = {"resnet_doc": viewer_models.resnet_doc, "transformer_doc": viewer_models.transformer_doc,
+              "big_doc": test_render_html_viewer.big_doc}
 
     work = tempfile.mkdtemp(prefix="gradviz-bench-html-")
     driver = browser()
@@ -75,7 +81,7 @@ def main():
           + (f"{'base page':>11}{'base ms':>9}{'ratio':>7}" if args.baseline else ""))
     try:
         for name, (maker, kwargs) in CASES.items():
-            doc = getattr(viewer_models, maker)(**kwargs)
+            doc = makers[maker](**kwargs)
             doc_path = os.path.join(work, f"{name}.json")
             with open(doc_path, "w", encoding="utf-8") as f:
                 json.dump(doc, f)
