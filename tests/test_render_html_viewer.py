@@ -2,6 +2,7 @@
 table, one view per picture with module boxes that open, a structure's alike last graph embedded once, and the
 page's size on a 5,000-node run."""
 
+import html
 import json
 import re
 
@@ -143,3 +144,14 @@ def test_a_5000_node_run_fits_the_page_budget_with_modules_that_open():
     if closed:                                         # what the cap left closed is said, not hidden
         assert f"{closed} module views not embedded to keep the page small" in page
     assert len(data["search"]) == 5001                 # every op reachable by search (each has its own line)
+
+
+def test_without_graphviz_the_page_shows_each_pictures_dot_source(monkeypatch):
+    import gradviz.rendering.layout as layout
+
+    monkeypatch.setattr(layout, "dot_available", lambda: False)
+    page = html_report(chained_models_doc())
+    template = re.search(r'<template id="tpl-g0">(.*?)</template>', page, re.S).group(1)
+    assert template.startswith(f'<div class="nopic"><p>No picture: {html.escape(layout.DOT_MISSING)}</p><pre>')
+    assert "digraph" in template and 'id=&quot;gv-n3&quot;' in template
+    assert embedded_json(page)["views"][0]["drawn"] is False
