@@ -262,7 +262,8 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
     sys.path.insert(0, os.path.dirname(__file__))
     from viewer_models import transformer_doc
 
-    open_report(browser, tmp_path, transformer_doc())
+    doc = transformer_doc()
+    open_report(browser, tmp_path, doc)
     assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
     boxes = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
     titles = [b.find_element(By.TAG_NAME, "text").get_attribute("textContent") for b in boxes]
@@ -277,4 +278,15 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
     assert browser.find_element(By.ID, "crumbs").text.endswith("model.0.layers.0.self_attn")
     browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the whole graph
     assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
+    # the last iteration is drawn like the first, so embedded once: a link to its node lands on its twin
+    (structure,) = doc["structures"]
+    attention = "ScaledDotProductFlashAttentionForCpuBackward0"
+    first, last = ([n["id"] for n in doc["nodes"] if n["graph"] == g and n["op"] == attention]
+                   for g in (structure["first_graph"], structure["last_graph"]))
+    browser.get((tmp_path / "report.html").as_uri() + f"#node-g{structure['last_graph']}-n{last[0]}")
+    selected = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-selected")]
+    assert selected == [f"gv-n{first[0]}"]
+    assert browser.find_element(By.ID, "view-note").text == (
+        f"node n{last[0]} of graph {structure['last_graph']} (iteration 1) is shown as n{first[0]} of graph "
+        f"{structure['first_graph']}: the two graphs are drawn alike")
     assert severe(browser) == []

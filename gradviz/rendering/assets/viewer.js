@@ -176,7 +176,9 @@
     var key = data.where[kind + drawnId];
     if (!key) { return null; }
     if (asked && asked.same_as && key.indexOf(asked.same_as) === 0) { key = asked.key + key.slice(asked.same_as.length); }
-    return {key: views[key] ? key : drawnKey(key), elem: "gv-" + kind + drawnId};
+    var via = asked && asked.same_as && drawnId !== id ? {graph: asked.graph, id: id, iteration: asked.iteration,
+                                                         twin: views[asked.same_as]} : null;
+    return {key: views[key] ? key : drawnKey(key), elem: "gv-" + kind + drawnId, via: via};
   }
 
   function focus(place) {
@@ -191,6 +193,13 @@
     if (textPx() < 13) { current.pz.zoomBy(14 / textPx()); }
     centre(g, false);
     select(g);
+    if (place.via) {  // a graph drawn like its structure's first: say which node stands for the one asked for
+      var v = place.via;
+      document.getElementById("view-note").textContent = "node n" + v.id + " of graph " + v.graph +
+        " (iteration " + v.iteration + ") is shown as " + place.elem.slice(3) + " of graph " + v.twin.graph +
+        ": the two graphs are drawn alike";
+      setHash("node-g" + v.graph + "-n" + v.id);
+    }
     return g;
   }
 
