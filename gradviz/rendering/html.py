@@ -487,7 +487,11 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
     data["order"] = diagnostic_order(doc)
     title = f"gradviz report: {doc.get('script') or 'trace'}"
     view_notes = "".join(f'<p class="muted">{with_code(n)}</p>' for n in notes)
-    empty = "" if views else '<p class="muted" id="no-graph">No graph was recorded.</p>'
+    empty = ""
+    if not views and not pending:
+        empty = ('<p class="muted" id="no-graph">No graph was recorded.</p>' if not doc.get("graphs") else
+                 '<p class="muted" id="no-graph">The graphs were not drawn for this page (<code>gradviz run '
+                 '--no-render</code>); report.json has them.</p>')
     script = _asset("vendor/svg-pan-zoom.min.js") + "\n" + _asset("report.js") + "\n" + _asset("viewer.js")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
