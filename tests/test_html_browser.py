@@ -1,15 +1,20 @@
 """report.html in a real browser: headless Chromium shows the graph, clicking a node shows its details, clicking a
-diagnostic highlights its nodes, and the console stays free of errors."""
+diagnostic highlights its nodes and steps through them, pan and zoom move the view, search and deep links land on
+their node, a module box opens its inside, the memory chart's peak is report.json's, and the console stays free
+of errors."""
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
 
 from gradviz.rendering.html import html_report
 from gradviz.rendering.layout import dot_available
-from gradviz.rendering.synthetic import chained_models_doc, hostile_doc
+from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, hostile_doc
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -31,7 +36,7 @@ def browser():
     options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
-                 "--window-size=1400,1000"):
+                 "--window-size=1440,900"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
@@ -40,10 +45,10 @@ def browser():
     shutil.rmtree(profile, ignore_errors=True)
 
 
-def open_report(browser, tmp_path, doc):
+def open_report(browser, tmp_path, doc, fragment=""):
     path = tmp_path / "report.html"
     path.write_text(html_report(doc), encoding="utf-8")
-    browser.get(path.as_uri())
+    browser.get(path.as_uri() + fragment)
     return path
 
 
@@ -85,9 +90,203 @@ def test_hostile_names_render_as_text_without_errors(browser, tmp_path):
     from selenium.webdriver.common.by import By
 
     open_report(browser, tmp_path, hostile_doc())
-    assert browser.execute_script("return document.scripts.length") == 2
+    assert browser.execute_script("return document.scripts.length") == 2     # the data and the page's script
     node = browser.find_element(By.ID, "gv-n0")
     node.click()
     text = browser.find_element(By.ID, "inspector-body").text
     assert 'w"</script><script>alert(1)</script>&amp;' in text
+    assert severe(browser) == []
+
+
+def transform(browser):
+    # svg-pan-zoom applies a change at the next animation frame: wait for two
+    browser.execute_async_script("var done = arguments[0];"
+                                 "requestAnimationFrame(function () { requestAnimationFrame(done); });")
+    return browser.execute_script(
+        "return document.querySelector('#stage .svg-pan-zoom_viewport').getAttribute('transform')")
+
+
+def matrix_of(text):
+    return [float(x) for x in text[len("matrix("):-1].split(",")]
+
+
+def matrix(browser):
+    return matrix_of(transform(browser))
+
+
+def in_stage(browser, element_id):
+    """Whether the element's centre is inside the graph's box on screen."""
+    return browser.execute_script(
+        "var s = document.getElementById('stage').getBoundingClientRect(),"
+        " r = document.querySelector('#stage [id=\"' + arguments[0] + '\"]').getBoundingClientRect(),"
+        " x = r.left + r.width / 2, y = r.top + r.height / 2;"
+        "return x > s.left && x < s.right && y > s.top && y < s.bottom;", element_id)
+
+
+def test_zoom_buttons_keys_and_dragging_change_the_view_transform(browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    open_report(browser, tmp_path, chained_models_doc())
+    browser.find_element(By.ID, "fit").click()
+    fitted = transform(browser)
+    assert fitted.startswith("matrix(")
+    browser.find_element(By.ID, "zoom-in").click()
+    zoomed = transform(browser)
+    scale = [float(x) for x in zoomed[7:-1].split(",")][0]
+    assert zoomed != fitted and scale > float(fitted[7:-1].split(",")[0])
+    stage = browser.find_element(By.ID, "stage")
+    ActionChains(browser).move_to_element_with_offset(stage, 5, 5).click_and_hold().move_by_offset(120, 60) \
+        .release().perform()
+    dragged = [float(x) for x in transform(browser)[7:-1].split(",")]
+    before = [float(x) for x in zoomed[7:-1].split(",")]
+    assert dragged[4] == pytest.approx(before[4] + 120, abs=2) and dragged[5] == pytest.approx(before[5] + 60, abs=2)
+    browser.find_element(By.TAG_NAME, "body").send_keys("0")       # fit again
+    assert matrix(browser) == pytest.approx(matrix_of(fitted), abs=1e-4)
+    assert severe(browser) == []
+
+
+def test_search_finds_a_parameter_and_lands_on_it(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    doc = chained_models_doc()
+    weight = next(v["id"] for v in doc["variables"] if v["name"] == "model2.weight")
+    drawn_as = next(n["id"] for n in doc["nodes"] if n.get("variable") == weight)   # its AccumulateGrad leaf box
+    open_report(browser, tmp_path, doc)
+    box = browser.find_element(By.ID, "search")
+    box.send_keys("model2.weight")
+    hits = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#search-results .hit")]
+    assert hits[0] == "model2.weight · parameter"
+    box.send_keys(Keys.ENTER)
+    selected = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-selected")]
+    assert selected == [f"gv-n{drawn_as}"]
+    assert in_stage(browser, f"gv-n{drawn_as}")
+    inspector = browser.find_element(By.ID, "inspector-body").text
+    assert "leaf\nmodel2.weight" in inspector and "(1, 2)" in inspector
+    assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
+    box.send_keys(Keys.ESCAPE)
+    box.send_keys("y1 = model1")                                       # a source line finds its op
+    assert browser.find_elements(By.CSS_SELECTOR, "#search-results .hit")[0].text.startswith("AddmmBackward")
+    assert severe(browser) == []
+
+
+def test_a_deep_link_opens_the_page_on_its_node(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    doc = chained_models_doc()
+    y2 = next(n["id"] for n in doc["nodes"] if (n.get("location") or {}).get("text") == "y2 = model2(y1)")
+    open_report(browser, tmp_path, doc, f"#node-g0-n{y2}")
+    selected = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-selected")]
+    assert selected == [f"gv-n{y2}"] and in_stage(browser, f"gv-n{y2}")
+    assert browser.find_element(By.CSS_SELECTOR, "#inspector-body h3").text == "AddmmBackward"
+    assert "y2 = model2(y1)" in browser.find_element(By.ID, "inspector-body").text
+    browser.get((tmp_path / "report.html").as_uri() + "#diag-0")
+    assert "active" in browser.find_element(By.ID, "diag-0").get_attribute("class")
+    assert severe(browser) == []
+
+
+def two_node_diagnostic_doc():
+    b = DocBuilder("steps.py")
+    w = b.leaf("w", [3], parameter=True)
+    a = b.op("ExpBackward", [w], [3], name="a", text="a = w.exp()")
+    c = b.op("MulBackward0", [a], [3], name="c", text="c = a * 2")
+    loss = b.op("SumBackward0", [c], [], name="loss", text="loss = c.sum()")
+    b.backward(loss)
+    b.diagnostic("nan-inf", "warning", "`a` and `c` overflow", nodes=[a, c], line=2, text="a = w.exp()")
+    b.diagnostic("stale-version", "error", "saved `a` changed", nodes=[c], line=9, text="c = a * 2")
+    b.diagnostic("graph-cut", "info", "cut", nodes=[loss], line=1, text="w = ...")
+    return b.finish()
+
+
+def test_the_diagnostics_bar_comes_first_sorted_and_steps_through_nodes(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    doc = two_node_diagnostic_doc()
+    open_report(browser, tmp_path, doc)
+    entries = browser.find_elements(By.CSS_SELECTOR, "#diagbar .dentry")
+    assert [e.get_attribute("id") for e in entries] == ["diag-1", "diag-0", "diag-2"]   # error, warning, info
+    bar, stage = browser.find_element(By.ID, "diagbar").rect, browser.find_element(By.ID, "stage").rect
+    assert bar["y"] < stage["y"] < 900                                  # message and graph on one screen
+    assert entries[1].find_element(By.CSS_SELECTOR, ".msg code").text == "a"
+    a, c = (n["id"] for n in doc["nodes"] if n["op"] in ("ExpBackward", "MulBackward0"))
+
+    def selected():
+        return [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-selected")]
+    entries[1].click()
+    assert entries[1].find_element(By.CLASS_NAME, "steppos").text == "1/2" and selected() == [f"gv-n{a}"]
+    highlighted = {e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-hl")}
+    assert highlighted == {f"gv-n{a}", f"gv-n{c}"}
+    entries[1].find_element(By.CLASS_NAME, "next").click()
+    assert entries[1].find_element(By.CLASS_NAME, "steppos").text == "2/2" and selected() == [f"gv-n{c}"]
+    assert in_stage(browser, f"gv-n{c}")
+    browser.find_element(By.TAG_NAME, "body").send_keys("n")           # wraps round
+    assert entries[1].find_element(By.CLASS_NAME, "steppos").text == "1/2" and selected() == [f"gv-n{a}"]
+    assert severe(browser) == []
+
+
+def test_the_memory_chart_peak_is_report_jsons_on_a_real_pytorch_leak(browser, tmp_path):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    script = tmp_path / "leak.py"
+    script.write_text("import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
+                      "model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))\n"
+                      "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+                      "X = torch.randn(64, 10)\ny = X.sum(1, keepdim=True)\ntotal_loss = 0\n"
+                      "for _ in range(8):\n    opt.zero_grad()\n    loss = nn.functional.mse_loss(model(X), y)\n"
+                      "    loss.backward()\n    opt.step()\n    total_loss += loss\n")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    subprocess.run([sys.executable, "-m", "gradviz", "run", "--out", str(out), str(script)], cwd=tmp_path,
+                   env=env, check=True, capture_output=True)
+    memory = json.loads((out / "report.json").read_text())["memory"]
+    browser.get((out / "report.html").as_uri())
+    chart = browser.find_element(By.ID, "memory-chart")
+    assert int(chart.get_attribute("data-peak-bytes")) == memory["peak_retained_bytes"] > 0
+    peak = browser.find_element(By.ID, "memory-peak")
+    assert int(peak.get_attribute("data-bytes")) == memory["peak_retained_bytes"]
+    assert float(peak.get_attribute("y1")) == 14.0                # the chart's top: nothing in the series is above
+    label = [t.text for t in chart.find_elements(By.TAG_NAME, "text") if t.text.startswith("peak ")]
+    assert label == [f"peak {memory['peak_retained_bytes'] / 1024:.1f} KiB"]
+    alive = [p["graphs_alive"] for p in memory["series"]]
+    assert alive[-1] > alive[0]                               # the leak: the live-graphs line climbs
+    assert browser.find_element(By.ID, "memory-note").is_displayed()
+    assert severe(browser) == []
+
+
+def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser, tmp_path):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from viewer_models import transformer_doc
+
+    doc = transformer_doc()
+    open_report(browser, tmp_path, doc)
+    assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
+    boxes = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
+    titles = [b.find_element(By.TAG_NAME, "text").get_attribute("textContent") for b in boxes]
+    assert "model.0.layers.0.self_attn (MultiheadAttention)" in titles
+    box = boxes[titles.index("model.0.layers.0.self_attn (MultiheadAttention)")]
+    box_id = box.get_attribute("id")
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-" + box_id[3:]
+    inside = {e.find_element(By.TAG_NAME, "text").get_attribute("textContent")
+              for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node")}
+    assert "ScaledDotProductFlashAttentionForCpuBackward0" in inside and "AddmmBackward0" in inside
+    assert browser.find_element(By.ID, "crumbs").text.endswith("model.0.layers.0.self_attn")
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the whole graph
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
+    # the last iteration is drawn like the first, so embedded once: a link to its node lands on its twin
+    (structure,) = doc["structures"]
+    attention = "ScaledDotProductFlashAttentionForCpuBackward0"
+    first, last = ([n["id"] for n in doc["nodes"] if n["graph"] == g and n["op"] == attention]
+                   for g in (structure["first_graph"], structure["last_graph"]))
+    browser.get((tmp_path / "report.html").as_uri() + f"#node-g{structure['last_graph']}-n{last[0]}")
+    selected = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-selected")]
+    assert selected == [f"gv-n{first[0]}"]
+    assert browser.find_element(By.ID, "view-note").text == (
+        f"node n{last[0]} of graph {structure['last_graph']} (iteration 1) is shown as n{first[0]} of graph "
+        f"{structure['first_graph']}: the two graphs are drawn alike")
     assert severe(browser) == []

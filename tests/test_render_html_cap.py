@@ -3,7 +3,7 @@
 import json
 import re
 
-from gradviz.rendering.html import CHART_POINTS, DIAGNOSTIC_IDS_KEPT, drawn_ids, html_report, memory_chart
+from gradviz.rendering.html import CHART_POINTS, DIAGNOSTIC_IDS_KEPT, SEARCH_ROWS, drawn_ids, html_report, memory_chart
 from gradviz.rendering.synthetic import DocBuilder
 
 
@@ -44,8 +44,7 @@ def test_only_the_drawn_nodes_and_what_they_refer_to_are_embedded_with_a_note():
     data = embedded_json(page)
     assert sorted(data["nodes"]) == ["2", "3"]
     params = [str(v["id"]) for v in doc["variables"] if v["is_parameter"]]
-    outputs = [str(v) for n in (2, 3) for v in doc["nodes"][n]["outputs"]]
-    assert sorted(data["variables"]) == sorted(set(params + outputs))
+    assert sorted(data["variables"]) == sorted(params)     # outputs are named in their node's record
     total_nodes, total_vars = len(doc["nodes"]), len(doc["variables"])
     assert data["omitted"] == {"nodes": total_nodes - 2, "variables": total_vars - len(data["variables"])}
     note = re.search(r'<p class="muted" id="cap-note">(.*?)</p>', page).group(1)
@@ -55,9 +54,11 @@ def test_only_the_drawn_nodes_and_what_they_refer_to_are_embedded_with_a_note():
 
 
 def test_the_page_grows_with_what_is_drawn_not_with_the_run():
-    small = len(html_report(chain_doc(1000), svgs={"chain": PICTURE}))
-    large = len(html_report(chain_doc(20000), svgs={"chain": PICTURE}))
-    assert large - small < 2000  # a few digits in the counts; 19,000 more nodes embedded would be megabytes
+    # beyond the search index's cap (one row per distinct op, module and line), only the counts grow
+    small_page = html_report(chain_doc(SEARCH_ROWS + 1000), svgs={"chain": PICTURE})
+    large = len(html_report(chain_doc(4 * SEARCH_ROWS), svgs={"chain": PICTURE}))
+    assert large - len(small_page) < 2000  # a few digits; 14,000 more nodes embedded would be megabytes
+    assert len(embedded_json(small_page)["search"]) == SEARCH_ROWS
 
 
 def test_a_diagnostic_on_every_node_keeps_the_drawn_ones_and_a_bounded_number_of_others():
@@ -81,9 +82,9 @@ def test_a_small_run_embeds_everything_and_has_no_note():
 def test_the_memory_chart_keeps_each_buckets_peak_beyond_its_point_cap():
     series = [{"iteration": i, "retained_bytes": 1000 if i == 54321 else 1} for i in range(100_000)]
     chart = memory_chart({"series": series})
-    points = re.search(r'points="([^"]*)"', chart).group(1).split()
+    points = re.search(r'id="memory-retained"[^>]*points="([^"]*)"', chart).group(1).split()
     assert len(points) == CHART_POINTS
-    tops = [p for p in points if p.endswith(",12.0")]  # the peak is drawn at the chart's top
+    tops = [p for p in points if p.endswith(",14.0")]  # the peak is drawn at the chart's top
     assert len(tops) == 1
 
 

@@ -278,7 +278,7 @@ def test_thousand_iterations_make_one_structure_and_a_small_document():
     assert doc["memory"]["final_retained_bytes"] == 0
     import json
 
-    assert len(json.dumps(doc)) < 160_000
+    assert len(json.dumps(doc)) < 185_000  # 1,000 series points of ~180 bytes (each with its own peak)
     assert tr.stats["backward_calls"] == 1000 and tr.stats["iterations"] == 1000
 
 

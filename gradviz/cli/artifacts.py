@@ -128,9 +128,9 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
         written.about[path] = picture.about
     if written.as_svg:
         manifest["pictures_as_svg"] = written.as_svg
-    if planned:
-        _write_reports(doc, out_dir, pictures, written, pending=False,
-                       with_json=bool(written.skipped or written.as_svg))
+    if planned:  # the page draws its own views of the graphs (module boxes that open; see rendering/views.py)
+        _write_reports(doc, out_dir, None, written, pending=False, with_json=bool(written.skipped or written.as_svg),
+                       view_options={"budget": budget})
     written.paths += [os.path.join(out_dir, name) for name in REPORT_FILES]
     return written
 
@@ -139,11 +139,12 @@ def _now():
     return time.monotonic()
 
 
-def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
-    """Stage report.json and report.html, then rename both into place: on any failure neither is replaced."""
+def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, view_options=None):
+    """Stage report.json and report.html, then rename both into place: on any failure neither is replaced.
+    ``pictures`` None: the page draws its views itself, with ``view_options``."""
     from ..atomic import Staged
 
-    page = _page(doc, pictures, written, pending)
+    page = _page(doc, pictures, written, pending, view_options)
     staged = []
     path = os.path.join(out_dir, "report.json")
     try:
@@ -176,13 +177,14 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True):
         raise
 
 
-def _page(doc, pictures, written, pending):
+def _page(doc, pictures, written, pending, view_options=None):
     """report.html's text. Should building it fail (a bug of gradviz's, never the run's fault), the page says
     so in one line and the failure is recorded in ``internal_errors``: report.json is still written."""
     from ..rendering.html import html_report
 
     try:
-        return html_report(doc, pictures, skipped=written.skipped + written.not_shown, pending=pending)
+        return html_report(doc, pictures, skipped=written.skipped + written.not_shown, pending=pending,
+                           view_options=view_options)
     except Exception as exc:
         import html
 
@@ -208,7 +210,7 @@ def _draw(doc, path, picture, fmt, written, options, budget):
         write_text(path, source)
         if written.dot_missing:
             return {picture.title: None, picture.title + " (DOT source)": source}, path
-        return _page_svg(doc, path, picture, written, options, budget), path
+        return {}, path  # the page draws its own views (rendering/views.py)
     if fmt in ("png", "pdf"):
         return _draw_raster(doc, path, picture, fmt, written, options, budget)
     _, _, data = lay_out(doc, fmt, budget, **options)

@@ -6,8 +6,10 @@ Every user string is escaped: HTML text with ``html.escape``, the embedded JSON 
 
 import html
 import json
+import os
 import re
 from importlib import resources
+from urllib.parse import quote
 
 from ..document import DocIndex
 from .style import backward_calls, backward_checks_text, human_bytes
@@ -94,7 +96,8 @@ def report_data(doc, drawn=None):
         if keep_nodes is not None:
             if node_id not in keep_nodes:
                 continue
-            keep_vars.update(v for v in [node.get("variable"), *(node.get("outputs") or [])] if v is not None)
+            if node.get("variable") is not None:  # outputs are named in the node's own record
+                keep_vars.add(node["variable"])
         outs = [index.variables.get(v, {}) for v in node.get("outputs") or []]
         saved = [{"name": index.variable_label(s["variable"]) if s.get("variable") is not None else "buffer",
                   "kind": s.get("kind"), "shape": s.get("shape"), "bytes": s.get("bytes"),
@@ -146,83 +149,256 @@ def _cap_note(data, doc):
             f'record.</p>')
 
 
-def memory_chart(memory, width=520, height=140):
-    """Retained bytes per iteration as an inline SVG line chart (empty string when there is no series)."""
+def memory_chart(memory, width=640, height=170):
+    """Per iteration, as an inline SVG: retained bytes when it ended (red), the highest retained bytes during it
+    (light red, when the document has it: an iteration's peak comes before its backward, its end after) and live
+    graphs (blue, right axis); the run's peak ``memory.peak_retained_bytes`` is marked by a dashed line and, when
+    the series says where, a dot on its iteration. Empty string when there is no series."""
     series = (memory or {}).get("series") or []
     if not series:
         return ""
-    values = [s.get("retained_bytes", 0) for s in series]
+    values = [s.get("retained_bytes") or 0 for s in series]
+    tops = [s.get("peak_retained_bytes") for s in series]
+    tops = [t if t is not None else v for t, v in zip(tops, values)] if any(t is not None for t in tops) else None
+    alive = [s.get("graphs_alive") or 0 for s in series]
+    iterations = [s.get("iteration", i) for i, s in enumerate(series)]
     if len(values) > CHART_POINTS:  # a point per pixel is plenty: keep each bucket's peak
         size = -(-len(values) // CHART_POINTS)
-        values = [max(values[i:i + size]) for i in range(0, len(values), size)]
-    top = max(values) or 1
-    left, bottom, right, top_pad = 60, 22, 10, 12
+
+        def buckets(xs):
+            return [max(xs[i:i + size]) for i in range(0, len(xs), size)]
+        values, alive, iterations = buckets(values), buckets(alive), iterations[::size]
+        tops = buckets(tops) if tops else None
+    peak = max([memory.get("peak_retained_bytes") or 0, *values, *(tops or [])])
+    top, top_alive = peak or 1, max(alive) or 1
+    left, right, bottom, top_pad = 64, 44, 24, 14
     w, h = width - left - right, height - bottom - top_pad
     step = w / max(1, len(values) - 1)
-    points = " ".join(f"{left + i * step:.1f},{top_pad + h - v / top * h:.1f}" for i, v in enumerate(values))
+
+    def y(v, scale):
+        return top_pad + h - v / scale * h
+
+    def line(xs, scale):
+        return " ".join(f"{left + i * step:.1f},{y(v, scale):.1f}" for i, v in enumerate(xs))
     first, last = series[0].get("iteration", 0), series[-1].get("iteration", len(series) - 1)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-            f'aria-label="retained bytes per iteration">'
+    peak_y = y(peak, top)
+    text = 'font-size="10" font-family="sans-serif"'
+    marks = ""
+    if tops and peak in tops:
+        at = tops.index(peak)
+        marks = (f'<circle id="memory-peak-at" cx="{left + at * step:.1f}" cy="{peak_y:.1f}" r="4" fill="#c0392b" '
+                 f'data-iteration="{iterations[at]}"><title>peak {html.escape(human_bytes(peak))} during iteration '
+                 f'{iterations[at]}</title></circle>')
+    peaks = (f'<polyline id="memory-peaks" fill="none" stroke="#e6a19a" stroke-width="1.5" '
+             f'points="{line(tops, top)}"/>' if tops else "")
+    where = f" (iteration {iterations[tops.index(peak)]})" if tops and peak in tops else ""
+    return (f'<svg id="memory-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'role="img" aria-label="retained bytes and live graphs per iteration" data-peak-bytes="{peak}" '
+            f'data-points="{len(values)}">'
             f'<line x1="{left}" y1="{top_pad + h}" x2="{left + w}" y2="{top_pad + h}" stroke="#999"/>'
             f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{top_pad + h}" stroke="#999"/>'
-            f'<text x="{left - 4}" y="{top_pad + 4}" font-size="10" text-anchor="end">'
-            f'{html.escape(human_bytes(top))}</text>'
-            f'<text x="{left - 4}" y="{top_pad + h}" font-size="10" text-anchor="end">0</text>'
-            f'<text x="{left}" y="{height - 6}" font-size="10">iteration {first}</text>'
-            f'<text x="{left + w}" y="{height - 6}" font-size="10" text-anchor="end">{last}</text>'
-            f'<polyline fill="none" stroke="#c0392b" stroke-width="2" points="{points}"/></svg>')
+            f'<line x1="{left + w}" y1="{top_pad}" x2="{left + w}" y2="{top_pad + h}" stroke="#bbb"/>'
+            f'<text x="{left - 4}" y="{top_pad + h}" {text} text-anchor="end">0</text>'
+            f'<text x="{left + w + 4}" y="{top_pad + h}" {text}>0</text>'
+            f'<text x="{left + w + 4}" y="{top_pad + 4}" {text} fill="#2874a6">{top_alive:,}</text>'
+            f'<text x="{left}" y="{height - 8}" {text}>iteration {first}</text>'
+            f'<text x="{left + w}" y="{height - 8}" {text} text-anchor="end">{last}</text>'
+            f'<line id="memory-peak" x1="{left}" y1="{peak_y:.1f}" x2="{left + w}" y2="{peak_y:.1f}" '
+            f'stroke="#c0392b" stroke-dasharray="4 3" data-bytes="{peak}"/>'
+            f'<text x="{left - 4}" y="{peak_y + 4:.1f}" {text} text-anchor="end" fill="#c0392b">'
+            f'{html.escape(human_bytes(peak))}</text>'
+            f'<text x="{left + 6}" y="{max(peak_y - 3, 10):.1f}" {text} fill="#c0392b">peak '
+            f'{html.escape(human_bytes(peak))}{where}</text>'
+            f'<polyline id="memory-graphs" fill="none" stroke="#2874a6" stroke-width="1.5" '
+            f'points="{line(alive, top_alive)}"/>{peaks}'
+            f'<polyline id="memory-retained" fill="none" stroke="#c0392b" stroke-width="2" '
+            f'points="{line(values, top)}"/>{marks}</svg>')
 
 
-def _diagnostics_table(doc):
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def diagnostic_order(doc):
+    """Positions of the document's diagnostics, most severe first, then by line (then as emitted)."""
+    diags = doc.get("diagnostics", [])
+
+    def key(pos):
+        diag = diags[pos]
+        line = (diag.get("location") or {}).get("line")
+        return _SEVERITY_RANK.get(diag.get("severity"), 3), line if isinstance(line, int) else 1 << 60, pos
+    return sorted(range(len(diags)), key=key)
+
+
+def with_code(text):
+    """Escaped ``text`` with `backticked` parts as <code> (an unpaired backtick stays a backtick)."""
+    parts = (text or "").split("`")
+    if len(parts) % 2 == 0:
+        parts[-2:] = ["`".join(parts[-2:])]
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
+
+
+def _source_link(loc):
+    if not loc or not loc.get("file"):
+        return ""
+    where = f"{loc['file']}:{loc.get('line')}"
+    href = "file://" + quote(str(loc["file"])) if str(loc["file"]).startswith("/") else None
+    label = html.escape(os.path.basename(str(loc["file"])) + f":{loc.get('line')}")
+    if href:
+        return f'<a class="srcloc" href="{html.escape(href)}" title="{html.escape(where)}">{label}</a>'
+    return f'<code class="srcloc" title="{html.escape(where)}">{label}</code>'
+
+
+def _diagnostic_bar(doc):
+    """The top bar: every diagnostic, most severe first, each with its nodes to step through."""
+    diags = doc.get("diagnostics", [])
+    if not diags:
+        if not doc.get("graphs"):
+            note = "No diagnostics, but the trace saw no graph at all: there was nothing to check."
+        elif doc.get("unseen"):
+            note = "No diagnostics in what the trace saw; see above for what it did not see."
+        else:
+            note = "No diagnostics: nothing suspicious was found."
+        return f'<p class="muted" id="no-diagnostics">{html.escape(note)}</p>'
     rows = []
-    for pos, diag in enumerate(doc.get("diagnostics", [])):
+    for pos in diagnostic_order(doc):
+        diag = diags[pos]
         loc = diag.get("location") or {}
-        where = f"{loc.get('file')}:{loc.get('line')}" if loc else ""
-        source = f'<pre class="src">{html.escape(loc["text"])}</pre>' if loc.get("text") else ""
         count = f' <span class="muted">(×{diag["count"]})</span>' if diag.get("count", 1) > 1 else ""
+        source = f'<code class="srcline">{html.escape(loc["text"].strip())}</code>' if loc.get("text") else ""
+        severity = html.escape(diag["severity"])
         rows.append(
-            f'<tr class="diag" id="diag-{pos}" data-diag="{pos}">'
-            f'<td><span class="sev {html.escape(diag["severity"])}">{html.escape(diag["severity"])}</span></td>'
-            f'<td><code>{html.escape(diag["code"])}</code></td><td><code>{html.escape(where)}</code></td>'
-            f'<td>{html.escape(diag["message"])}{count}{source}'
-            f'<div class="hint">{html.escape(diag.get("hint") or "")}</div></td></tr>')
+            f'<div class="dentry" id="diag-{pos}" data-diag="{pos}" tabindex="0">'
+            f'<span class="sev {severity}">{severity}</span> <code class="dcode">{html.escape(diag["code"])}</code>'
+            f' {_source_link(loc)} <span class="msg">{with_code(diag["message"])}{count}</span>'
+            f'<span class="step"><button class="prev" title="previous node (p)">‹</button>'
+            f'<span class="steppos"></span><button class="next" title="next node (n)">›</button></span>'
+            f'<div class="dmore">{source}<span class="hint">{with_code(diag.get("hint") or "")}</span></div>'
+            '</div>')
+    return "".join(rows) + '<div id="diag-status" class="muted"></div>'
+
+
+def _unseen_banner(doc):
+    """What ran beyond the trace's sight, first on the page; and plainly when the trace saw no graph at all."""
+    items = []
+    for entry in doc.get("unseen") or []:
+        count = entry.get("count") or 1
+        parts = [f'<b>{html.escape(str(entry.get("kind") or ""))}</b>: {with_code(str(entry.get("what") or ""))}'
+                 + (f" (×{count:,})" if count > 1 else "")]
+        if entry.get("how"):
+            parts.append(with_code(str(entry["how"])))
+        loc = entry.get("location")
+        if loc:
+            parts.append(_source_link(loc))
+        if entry.get("advice"):
+            parts.append(f'<span class="hint">{with_code(str(entry["advice"]))}</span>')
+        items.append("<li>" + " · ".join(parts) + "</li>")
+    if not doc.get("graphs") and not any(e.get("kind") == "no-autograd" for e in doc.get("unseen") or []):
+        items.insert(0, "<li><b>no graph</b>: the trace saw no autograd graph at all, so nothing here says the run "
+                        "is fine.</li>")
+    if not items:
+        return ""
+    return ('<section id="unseen"><b>Not seen by this trace</b> (this report says nothing about it):<ul>'
+            + "".join(items) + "</ul></section>")
+
+
+def _parameter_table(doc):
+    index = DocIndex(doc)
+    rows = []
+    for var in doc.get("variables", []):
+        if not var.get("is_parameter"):
+            continue
+        norm = _finite(index.leaf_norm.get(var["id"]))
+        got = var["id"] in index.leaf_norm
+        shape = "(" + ", ".join(str(d) for d in var.get("shape") or []) + ")"
+        rows.append(f'<tr data-variable="{var["id"]}"><td><code>{html.escape(index.variable_label(var["id"]))}</code>'
+                    f'</td><td>{html.escape(shape)}</td><td>{"" if norm is None else f"{norm:.4g}"}</td>'
+                    f'<td class="{"yes" if got else "no"}">{"yes" if got else "no"}</td></tr>')
     if not rows:
-        return '<p class="muted">No diagnostics: nothing suspicious was found.</p>'
-    return ('<table class="diags"><tr><th>severity</th><th>code</th><th>where</th><th>what</th></tr>'
-            + "".join(rows) + '</table><div id="diag-status" class="muted"></div>')
+        return '<p class="muted">No parameters in this trace.</p>'
+    return ('<table id="parameters" class="params"><tr><th>parameter</th><th>shape</th><th>grad norm</th>'
+            '<th>got a gradient</th></tr>' + "".join(rows) + "</table>")
 
 
-def default_svgs(doc, budget=4.0, **options):
-    """One picture per distinct graph structure (first and last graph where they differ): {title: svg}."""
-    from . import to_dot
-    from .graph import build_graph
-    from .layout import dot_available, lay_out
-    from .pictures import pictures_to_draw
+def _pictures_from_svgs(svgs):
+    """Views for pictures given as {title: svg or DOT source or None} (``gradviz run`` while drawing; tests)."""
+    from .views import View
 
-    pictures = {}
-    for picture in pictures_to_draw(doc)[:12]:
-        if dot_available():
-            _, _, data = lay_out(doc, "svg", budget, graphs=[picture.graph], **options)
-            pictures[picture.title] = data.decode("utf-8")
-        else:
-            pictures[picture.title] = None
-            pictures[picture.title + " (DOT source)"] = to_dot(build_graph(doc, graphs=[picture.graph], **options))
-    return pictures
-
-
-def _picture_blocks(pictures):
-    from .layout import DOT_MISSING
-
-    blocks = []
-    for title, svg in pictures.items():
+    views = []
+    for number, (title, svg) in enumerate(svgs.items()):
+        view = View(f"p{number}", -1, title)
         if svg is None:
-            blocks.append(f'<div class="picture"><h3>{html.escape(title)}</h3>'
-                          f'<p class="nopic">No picture: {html.escape(DOT_MISSING)}</p></div>')
+            from .layout import DOT_MISSING
+            view.error = DOT_MISSING
         elif title.endswith("(DOT source)"):
-            blocks.append(f'<div class="picture"><h3>{html.escape(title)}</h3><pre>{html.escape(svg)}</pre></div>')
+            view.source = svg
         else:
-            blocks.append(f'<div class="picture"><h3>{html.escape(title)}</h3>{inline_svg(svg)}</div>')
-    return "".join(blocks) or '<p class="muted">No graph was recorded.</p>'
+            view.svg = svg
+        views.append(view)
+    return views
+
+
+def _view_templates(views):
+    blocks = []
+    for view in views:
+        if view.same_as:
+            continue
+        if view.svg is not None:
+            body = inline_svg(view.svg)
+        elif view.source is not None:
+            from .layout import DOT_MISSING
+            body = (f'<div class="nopic"><p>No picture: {html.escape(DOT_MISSING)}</p><pre>'
+                    f'{html.escape(view.source)}</pre></div>')
+        else:
+            body = f'<div class="nopic">No picture: {html.escape(view.error or "not drawn")}</div>'
+        blocks.append(f'<template id="tpl-{html.escape(view.key)}">{body}</template>')
+    return "".join(blocks)
+
+
+def _structure_label(structure):
+    """``structure 3 · 40 graphs · 12 nodes · iterations 0–39``: an entry of the page's structure list."""
+    count, its = structure.get("count", 1), structure.get("iterations") or []
+    span = ""
+    if its:
+        first, last = its[0], its[-1]
+        span = f" · iteration {first}" if first == last else f" · iterations {first}–{last}"
+    return (f"structure {structure['id']} · {count} graph{'s' * (count != 1)} · "
+            f"{structure.get('node_count', 0):,} nodes{span}")
+
+
+def _view_data(views, doc):
+    """The views' metadata for the page's script, and where each drawn id is: {"n17": view key}."""
+    out, where = [], {}
+    structures = {s["id"]: s for s in doc.get("structures", [])}
+    for view in views:
+        label = _structure_label(structures[view.structure]) if view.structure in structures else view.title
+        out.append({"key": view.key, "title": view.title, "label": label, "graph": view.graph,
+                    "structure": view.structure,
+                    "iteration": view.iteration, "which": view.which, "parent": view.parent, "box": view.box,
+                    "same_as": view.same_as, "alias": {str(k): v for k, v in view.alias.items()},
+                    "boxes": view.boxes, "drawn": view.svg is not None})
+        for kind, number in _DRAWN_ID.findall(view.svg or view.source or ""):
+            where.setdefault(f"{kind}{number}", view.key)
+    return out, where
+
+
+SEARCH_ROWS = 8000  # distinct (op, module, line) rows the search box knows beyond the embedded details
+
+
+def _search_index(doc):
+    """[first node id, op, innermost module path, "file:line", graph, count] per distinct op, module and line,
+    over every node of the document (the first ``SEARCH_ROWS`` of them): search reaches the nodes whose details
+    the page leaves out and says how many share the row, while a loop's repeats cost one row."""
+    rows = {}
+    for node in doc.get("nodes", []):
+        loc = node.get("location") or {}
+        where = f"{os.path.basename(str(loc.get('file') or ''))}:{loc.get('line')}" if loc else ""
+        key = (node.get("class_name") if node.get("custom") else node["op"], (node.get("module") or [""])[-1], where)
+        row = rows.get(key)
+        if row is not None:
+            row[5] += 1
+        elif len(rows) < SEARCH_ROWS:
+            rows[key] = [node["id"], *key, node.get("graph"), 1]
+    return list(rows.values())
 
 
 def _skipped_blocks(skipped, pending):
@@ -256,9 +432,19 @@ def _memory_section(doc):
     memory = doc.get("memory") or {}
     if not memory:
         return '<p class="muted">No memory figures in this trace.</p>'
+    series = memory.get("series") or []
+    note = ""
+    if series and not any(s.get("retained_bytes") for s in series) and memory.get("peak_retained_bytes"):
+        note = ('<p class="muted" id="memory-note">Retained bytes are 0 at the end of every iteration: each '
+                'backward freed what its graph saved. The peak was reached inside an iteration, before its '
+                'backward; live graphs still count the graphs kept alive.</p>')
+    during = ('<span class="key-peaks">the highest during it</span>, ' if any("peak_retained_bytes" in s
+                                                                           for s in series) else "")
     return (f'<p>peak retained <b>{human_bytes(memory.get("peak_retained_bytes"))}</b>, final '
             f'<b>{human_bytes(memory.get("final_retained_bytes"))}</b> (saved tensors of graphs that backward has '
-            f'finished with, still alive)</p><div class="chart">{memory_chart(memory)}</div>')
+            f'not freed, still alive). Per iteration: <span class="key-retained">retained bytes at its end</span>, '
+            f'{during}<span class="key-graphs">live graphs</span></p>'
+            f'<div class="chart">{memory_chart(memory)}</div>{note}')
 
 
 def _summary(doc):
@@ -280,28 +466,58 @@ def _summary(doc):
     return " · ".join(html.escape(p) for p in parts)
 
 
-def html_report(doc, svgs=None, skipped=(), pending=False):
-    """The whole report page as a string. ``svgs``: {title: svg text} pictures; default: rendered here.
-    ``skipped``: [{"file", "picture", "reason"}] pictures that could not be drawn; ``pending``: the pictures are
-    still to be drawn (the page says so). Node details are embedded for what the pictures show only."""
-    pictures = svgs if svgs is not None else default_svgs(doc)
-    data = report_data(doc, drawn_ids(pictures))
+def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_options=None):
+    """The whole report page as a string.
+
+    ``svgs``: {title: svg text} pictures shown as they are (no module views); ``views``: ``views.View``s; by
+    default the page draws its own (``views.page_views``: depth fitted to a node budget, collapsed modules
+    opening on click; ``view_options`` go to ``page_views``). ``skipped``: [{"file", "picture", "reason"}]
+    pictures that could not be drawn; ``pending``: the pictures are still to be drawn (the page says so).
+    """
+    notes = []
+    if views is None:
+        if svgs is not None:
+            views = _pictures_from_svgs(svgs)
+        else:
+            from .views import page_views
+            views, notes = page_views(doc, **(view_options or {}))
+    data = report_data(doc, drawn_ids({v.key: v.svg or v.source for v in views}))
+    data["views"], data["where"] = _view_data(views, doc)
+    data["search"] = _search_index(doc)
+    data["order"] = diagnostic_order(doc)
     title = f"gradviz report: {doc.get('script') or 'trace'}"
+    view_notes = "".join(f'<p class="muted">{with_code(n)}</p>' for n in notes)
+    empty = ""
+    if not views and not pending:
+        empty = ('<p class="muted" id="no-graph">No graph was recorded.</p>' if not doc.get("graphs") else
+                 '<p class="muted" id="no-graph">The graphs were not drawn for this page (<code>gradviz run '
+                 '--no-render</code>); report.json has them.</p>')
+    script = _asset("vendor/svg-pan-zoom.min.js") + "\n" + _asset("report.js") + "\n" + _asset("viewer.js")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
-        f'<header><h1>{html.escape(title)}</h1><div class="sub">{_summary(doc)}</div></header>'
-        '<main><div id="left">'
-        f'<h2>Graphs</h2>{_skipped_blocks(skipped, pending)}{_cap_note(data, doc)}'
-        f'<div id="pictures">{_picture_blocks(pictures)}</div>'
-        f'<h2>Diagnostics</h2><div id="diagnostics">{_diagnostics_table(doc)}</div>'
-        f'<h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
-        '</div><aside id="inspector"><h2>Inspector</h2><div id="inspector-body">'
-        '<p class="muted">Click a node in a graph to see its op, shape, dtype, bytes, source line, saved tensors '
-        'and gradient norm; click a diagnostic to highlight its nodes.</p></div></aside></main>'
+        f'<header><div class="titles"><h1>{html.escape(title)}</h1><div class="sub">{_summary(doc)}</div></div>'
+        '<div id="searchbox"><input id="search" type="search" autocomplete="off" '
+        'placeholder="search ops, parameters, modules, lines  ( / )" aria-label="search the graphs">'
+        '<div id="search-results" hidden></div></div></header>'
+        f'{_unseen_banner(doc)}<section id="diagbar">{_diagnostic_bar(doc)}</section>'
+        '<main><div id="viewer"><div id="toolbar">'
+        '<label>structure <select id="structure-select"></select></label>'
+        '<span id="iterations"></span><span id="crumbs"></span>'
+        '<span class="tools"><button id="zoom-out" title="zoom out (-)">−</button>'
+        '<button id="zoom-in" title="zoom in (+)">+</button><button id="fit" title="fit to screen (0)">fit</button>'
+        '</span></div><div id="view-note" class="muted"></div>'
+        f'{_skipped_blocks(skipped, pending)}{empty}<div id="stage"></div>{_cap_note(data, doc)}{view_notes}</div>'
+        '<aside id="inspector"><h2>Inspector</h2><div id="inspector-body">'
+        '<p class="muted">Click a node to see its op, shape, dtype, bytes, source line, saved tensors and gradient '
+        'norm; a module box opens its inside. Keys: / search, j/k diagnostics, n/p their nodes, +/− zoom, 0 fit, '
+        'Esc back.</p></div></aside></main>'
+        f'<section id="details"><h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
+        f'<h2>Parameters</h2>{_parameter_table(doc)}</section>'
+        f'{_view_templates(views)}'
         f'<script type="application/json" id="gv-data">{json_for_script(data)}</script>'
-        f"<script>{_asset('report.js')}</script></body></html>\n")
+        f"<script>{script}</script></body></html>\n")
 
 
 def notebook_fragment(doc, budget=4.0, **options):

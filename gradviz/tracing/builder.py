@@ -766,8 +766,10 @@ class TraceBuilder:
                 if graph is not None and block not in keys:
                     keys[block] = nbytes
                     graph.saved_bytes += nbytes
-            if book.now > book.peak:
-                book.peak = book.now
+            if book.now > book.top:  # MemoryBook.hold's bookkeeping, inline
+                book.top = book.now
+                if book.now > book.peak:
+                    book.peak = book.now
         if counters is not None or storages is not None:  # indexed when someone reads the indexes
             rec.counters = counters
             rec.storages = storages

@@ -176,7 +176,7 @@ def event_dict(e):
 def memory_section(trace):
     g = trace.groups
     stopped = trace.stopped and g.at_stop is not None
-    now = g.at_stop if stopped else g.point(g.iteration)
+    now = g.at_stop if stopped else g.point(g.iteration, closing=False)
     series = list(g.series) + g.open_points + [now]
     graphs = []
     for graph in sorted(g.graphs.values(), key=lambda x: x.id):

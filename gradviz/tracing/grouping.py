@@ -57,14 +57,16 @@ def _root_order(rec, nid):
 
 class MemoryBook:
     """Bytes held by saved tensors of live, unfreed nodes, each memory block counted once however many nodes
-    hold it (a reference count per block)."""
+    hold it (a reference count per block). ``top`` is the highest ``now`` since the last series point (the
+    point's own peak: an iteration's peak comes before its backward, its point after)."""
 
-    __slots__ = ("counts", "now", "peak")
+    __slots__ = ("counts", "now", "peak", "top")
 
     def __init__(self):
         self.counts = {}
         self.now = 0
         self.peak = 0
+        self.top = 0
 
     def hold(self, owners):
         counts = self.counts
@@ -75,8 +77,10 @@ class MemoryBook:
                 self.now += nbytes
             else:
                 entry[0] += 1
-        if self.now > self.peak:
-            self.peak = self.now
+        if self.now > self.top:
+            self.top = self.now
+            if self.now > self.peak:
+                self.peak = self.now
 
     def release(self, owners):
         counts = self.counts
@@ -378,6 +382,8 @@ class Grouping:
         for starts in self._open_starts[k:]:
             self._starts |= starts
         del self._open_starts[k:]
+        for point in self.open_points[k:]:  # folded back: their peaks belong to the iteration that goes on
+            self.memory.top = max(self.memory.top, point["peak_retained_bytes"])
         del self.open_points[k:]
         self.iteration = target
         self.iter_vars = self._iter_vars[target]
@@ -390,10 +396,17 @@ class Grouping:
                     _elide.prune(self.trace, g)  # a dead giant graph: let go of the records its document elides
         self._add_point(self.point(iteration) if point is None else point)
 
-    def point(self, iteration):
-        light = self.trace.light  # graphs built on light iterations, still alive (schedule.py)
-        return {"iteration": iteration, "retained_bytes": self.memory.now + light.nbytes,
-                "graphs_alive": self.graphs_alive + light.graphs, "nodes_alive": len(self.trace.live_nodes)}
+    def point(self, iteration, closing=True):
+        """The series point of ``iteration`` as it ends (``closing``: the next point's peak starts from now);
+        graphs built on light iterations and still alive (schedule.py) count too."""
+        memory = self.memory
+        light = self.trace.light
+        now = memory.now + light.nbytes
+        point = {"iteration": iteration, "retained_bytes": now, "graphs_alive": self.graphs_alive + light.graphs,
+                 "nodes_alive": len(self.trace.live_nodes), "peak_retained_bytes": max(memory.top + light.nbytes, now)}
+        if closing:
+            memory.top = memory.now
+        return point
 
     def iteration_graphs(self, iteration):
         return self._iter_graphs.get(iteration, ())
@@ -402,7 +415,15 @@ class Grouping:
         self.series.append(point)
         if len(self.series) > SERIES_LIMIT:  # thin: keep every other point, always the first
             self.dropped["series_points"] += len(self.series) // 2
-            self.series = self.series[::2]
+            series = self.series
+            # a dropped point's peak moves to the next kept one (or to the next point to come)
+            for i in range(1, len(series), 2):
+                if i + 1 < len(series):
+                    series[i + 1]["peak_retained_bytes"] = max(series[i + 1]["peak_retained_bytes"],
+                                                               series[i]["peak_retained_bytes"])
+                else:
+                    self.memory.top = max(self.memory.top, series[i]["peak_retained_bytes"])
+            self.series = series[::2]
 
     # ----- structures ------------------------------------------------------------------------------------------
     def trail(self, graph):

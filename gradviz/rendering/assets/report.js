@@ -1,4 +1,4 @@
-// gradviz report: node inspector and diagnostic highlighting. All user text goes through textContent.
+// gradviz report: the node inspector. All user text goes through textContent.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("gv-data").textContent);
@@ -48,7 +48,7 @@
       var d = data.diagnostics[i];
       var a = el("a", null, d.severity + " " + d.code);
       a.href = "#diag-" + i;
-      a.addEventListener("click", function (ev) { ev.preventDefault(); selectDiagnostic(i); });
+      a.addEventListener("click", function (ev) { ev.preventDefault(); window.gradvizViewer.selectDiagnostic(i); });
       box.appendChild(a); box.appendChild(document.createTextNode(" "));
     });
     return box;
@@ -111,40 +111,6 @@
     inspector.appendChild(dl);
   }
 
-  function clearMarks(cls) {
-    document.querySelectorAll("." + cls).forEach(function (e) { e.classList.remove(cls); });
-  }
-
-  function selectDiagnostic(i) {
-    var d = data.diagnostics[i];
-    clearMarks("gv-hl"); clearMarks("active");
-    var row = document.getElementById("diag-" + i);
-    if (row) { row.classList.add("active"); }
-    var first = null;
-    document.querySelectorAll("svg g.node").forEach(function (g) {
-      var t = targetOf(g.id);
-      if (!t) { return; }
-      var hit = (t.node !== undefined && d.nodes.indexOf(Number(t.node)) >= 0) ||
-                (t.variable !== undefined && d.variables.indexOf(Number(t.variable)) >= 0);
-      if (hit) { g.classList.add("gv-hl"); if (!first) { first = g; } }
-    });
-    var status = document.getElementById("diag-status");
-    status.textContent = first ? "" : "(its nodes are not in the pictures above)";
-    if (first && first.scrollIntoView) { first.scrollIntoView({block: "center", inline: "center"}); }
-  }
-
-  document.querySelectorAll("svg g.node").forEach(function (g) {
-    g.addEventListener("click", function () {
-      var t = targetOf(g.id);
-      clearMarks("gv-selected");
-      g.classList.add("gv-selected");
-      if (!t) {
-        inspector.replaceChildren(el("p", "muted", g.textContent.trim()));
-      } else if (t.node !== undefined) { showNode(t.node); } else { showVariable(t.variable); }
-    });
-  });
-  document.querySelectorAll("tr.diag").forEach(function (row) {
-    row.addEventListener("click", function () { selectDiagnostic(Number(row.dataset.diag)); });
-  });
-  window.gradvizReport = {showNode: showNode, showVariable: showVariable, selectDiagnostic: selectDiagnostic};
+  window.gradvizReport = {data: data, el: el, showNode: showNode, showVariable: showVariable, targetOf: targetOf,
+                          selectDiagnostic: function (i) { window.gradvizViewer.selectDiagnostic(i); }};
 })();

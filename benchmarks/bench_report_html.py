@@ -1,0 +1,110 @@
+"""report.html in headless Chromium: the page's size and how long it takes until the first view is on screen,
+for real-PyTorch ResNet-style nets (8 and 48 residual blocks), a 2-layer TransformerEncoder and a synthetic
+5,000-node trace with nothing to fold (50 module calls of 100 distinct ops), against the page
+another checkout writes for the same trace (``--baseline PATH``, e.g. the main branch) loaded in the same
+browser, alternately, so machine noise hits both alike.
+
+    python benchmarks/bench_report_html.py --rounds 7 --baseline /work/main
+
+Load time is the browser's own: navigation start to the viewer's ``ready`` mark (the first view drawn, pan/zoom
+on), or to the load event for a page without it. Each figure is the median over rounds.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+CASES = {"resnet-8": ("resnet_doc", {"blocks": 8}), "resnet-48": ("resnet_doc", {"blocks": 48}),
+         "transformer-2": ("transformer_doc", {"layers": 2}),
+         "wide-5000": ("big_doc", {})}  # 5,000 nodes in 50 module calls, none alike: the page-size worst case
+WRITE = "import json, sys; from gradviz.rendering.html import html_report; " \
+        "open(sys.argv[2], 'w', encoding='utf-8').write(html_report(json.load(open(sys.argv[1]))))"
+
+
+def write_page(checkout, doc_path, page_path):
+    """report.html for the trace at ``doc_path`` as ``checkout``'s gradviz writes it; seconds it took."""
+    import time
+
+    start = time.perf_counter()
+    env = dict(os.environ, PYTHONPATH=checkout)
+    # from the trace's folder: `python -c` puts the working folder first on sys.path
+    subprocess.run([sys.executable, "-c", WRITE, doc_path, page_path], env=env, check=True,
+                   cwd=os.path.dirname(doc_path))
+    return time.perf_counter() - start
+
+
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", f"--user-data-dir={tempfile.mkdtemp()}",
+                 "--window-size=1440,900"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+
+
+def load_ms(driver, page):
+    driver.get("file://" + page)
+    return driver.execute_script(
+        "var v = window.gradvizViewer; if (v && v.ready) { return v.ready; }"
+        "return performance.getEntriesByType('navigation')[0].loadEventEnd;")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--baseline", help="another checkout whose report.html to load side by side")
+    args = parser.parse_args()
+    import test_render_html_viewer
+    import viewer_models
+
+    makers = {"resnet_doc": viewer_models.resnet_doc, "transformer_doc": viewer_models.transformer_doc,
+              "big_doc": test_render_html_viewer.big_doc}
+
+    work = tempfile.mkdtemp(prefix="gradviz-bench-html-")
+    driver = browser()
+    print(f"chromium headless 1440x900, {args.rounds} rounds, medians; cores: {os.cpu_count()}")
+    print(f"{'case':<15}{'nodes':>7}{'page':>10}{'write s':>9}{'load ms':>9}"
+          + (f"{'base page':>11}{'base ms':>9}{'ratio':>7}" if args.baseline else ""))
+    try:
+        for name, (maker, kwargs) in CASES.items():
+            doc = makers[maker](**kwargs)
+            doc_path = os.path.join(work, f"{name}.json")
+            with open(doc_path, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            pages = {"new": os.path.join(work, f"{name}.html")}
+            wrote = write_page(ROOT, doc_path, pages["new"])
+            if args.baseline:
+                pages["base"] = os.path.join(work, f"{name}-base.html")
+                write_page(args.baseline, doc_path, pages["base"])
+            times = {key: [] for key in pages}
+            for round_ in range(args.rounds):
+                for key in (list(pages) if round_ % 2 == 0 else list(pages)[::-1]):
+                    times[key].append(load_ms(driver, pages[key]))
+            new = statistics.median(times["new"])
+            line = (f"{name:<15}{len(doc['nodes']):>7}{os.path.getsize(pages['new']) / 1e6:>8.2f}MB{wrote:>9.1f}"
+                    f"{new:>9.0f}")
+            if args.baseline:
+                base = statistics.median(times["base"])
+                line += f"{os.path.getsize(pages['base']) / 1e6:>9.2f}MB{base:>9.0f}{new / base:>7.2f}"
+            print(line, flush=True)
+    finally:
+        driver.quit()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""report.html's viewer, page side: diagnostics first and sorted, what the trace did not see, the parameter
+table, one view per picture with module boxes that open, a structure's alike last graph embedded once, and the
+page's size on a 5,000-node run."""
+
+import html
+import json
+import re
+
+import pytest
+
+from gradviz.rendering.html import diagnostic_order, html_report, with_code
+from gradviz.rendering.layout import dot_available
+from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, hostile_doc
+from gradviz.rendering.views import SVG_BYTES_CAP, page_views
+
+needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
+
+
+def embedded_json(page):
+    return json.loads(re.search(r'<script type="application/json" id="gv-data">(.*?)</script>', page, re.S).group(1))
+
+
+def bar_ids(page):
+    return re.findall(r'<div class="dentry" id="diag-(\d+)"', page)
+
+
+def test_the_diagnostics_bar_is_first_and_sorted_by_severity_then_line():
+    doc = chained_models_doc()   # a warning emitted before an error, both on one line
+    doc["diagnostics"].append(dict(doc["diagnostics"][0], id=2, severity="warning", location={"file": "m.py",
+                                                                                              "line": 1}))
+    doc["diagnostics"].append(dict(doc["diagnostics"][0], id=3, severity="info", location=None))
+    assert diagnostic_order(doc) == [1, 2, 0, 3]
+    page = html_report(doc, svgs={})
+    assert bar_ids(page) == ["1", "2", "0", "3"]
+    assert page.index('id="diagbar"') < page.index('id="stage"') < page.index('id="memory"')
+    assert embedded_json(page)["order"] == [1, 2, 0, 3]
+
+
+def test_backticks_become_code_and_everything_else_stays_escaped():
+    assert with_code("call `x.retain_grad()` before <b>") == "call <code>x.retain_grad()</code> before &lt;b&gt;"
+    assert with_code("`<i>`") == "<code>&lt;i&gt;</code>"
+    assert with_code("a ` b") == "a ` b"                       # an unpaired backtick stays
+    page = html_report(hostile_doc(), svgs={})
+    bar = page[page.index('id="diagbar"'):page.index("<main>")]
+    assert "<script>" not in bar and "&lt;/script&gt;" in bar
+
+
+def test_source_lines_link_to_the_file_and_say_where():
+    doc = chained_models_doc()
+    doc["diagnostics"][1]["location"]["file"] = "/home/me/seed <1>.py"
+    page = html_report(doc, svgs={})
+    assert ('<a class="srcloc" href="file:///home/me/seed%20%3C1%3E.py" title="/home/me/seed &lt;1&gt;.py:'
+            in page)
+    assert '<code class="srcline">y1.backward(y1.grad)</code>' in page
+
+
+def test_what_the_trace_did_not_see_comes_first():
+    doc = chained_models_doc()
+    doc["unseen"] = [{"kind": "child-process", "what": "`python train.py`", "count": 2,
+                      "how": "subprocess.run", "location": {"file": "run.py", "line": 7}, "advice": "run it <here>"}]
+    page = html_report(doc, svgs={})
+    banner = re.search(r'<section id="unseen">(.*?)</section>', page, re.S).group(1)
+    assert "<b>child-process</b>: <code>python train.py</code> (×2) · subprocess.run" in banner
+    assert "run.py:7" in banner and "run it &lt;here&gt;" in banner
+    assert page.index('id="unseen"') < page.index('id="diagbar"')
+
+
+def test_a_trace_that_saw_no_graph_never_reads_as_an_all_clear():
+    doc = {"nodes": [], "graphs": [], "variables": [], "diagnostics": []}
+    page = html_report(doc, svgs={})
+    assert "the trace saw no autograd graph at all" in page
+    assert "nothing suspicious" not in page
+    assert "No diagnostics, but the trace saw no graph at all" in page
+    doc["unseen"] = [{"kind": "no-autograd", "what": "no graph", "count": 1, "how": "torch.no_grad() was on",
+                      "location": None, "advice": None}]
+    page = html_report(doc, svgs={})
+    assert "<b>no-autograd</b>: no graph · torch.no_grad() was on" in page
+    assert "the trace saw no autograd graph at all" not in page   # said once, by the document's own entry
+
+
+def test_the_parameter_table_has_names_shapes_grad_norms_and_who_got_none():
+    doc = chained_models_doc()
+    frozen = doc["variables"][-1]
+    frozen.update(is_parameter=True, name="frozen.weight")
+    page = html_report(doc, svgs={})
+    rows = re.findall(r'<tr data-variable="\d+"><td><code>([^<]*)</code></td><td>([^<]*)</td><td>([^<]*)</td>'
+                      r'<td class="(yes|no)">', page)
+    assert ("model1.weight", "(2, 3)", "0.1429", "yes") in rows
+    assert rows[-1][0] == "frozen.weight" and rows[-1][3] == "no"
+
+
+@needs_dot
+def test_a_structures_last_graph_drawn_like_its_first_is_embedded_once_with_its_nodes_mapped():
+    import gradviz
+    from gradviz import nn
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    with gradviz.trace() as tr:
+        for _ in range(3):
+            model(gradviz.ones(2, 3)).sum().backward()
+    doc = tr.to_dict()
+    views, _ = page_views(doc)
+    first, last = [v for v in views if v.parent is None]
+    assert (first.iteration, last.iteration) == (0, 2) and last.same_as == first.key and last.svg is None
+    graphs = {g["id"]: g for g in doc["graphs"]}
+    ops = {n["id"]: n["op"] for n in doc["nodes"]}
+    assert sorted(last.alias) == sorted(graphs[last.graph]["nodes"])
+    assert all(ops[a] == ops[f] and f in graphs[first.graph]["nodes"] for a, f in last.alias.items())
+    page = html_report(doc)
+    assert page.count("<template id=") == 1
+
+
+def big_doc(blocks=50, ops=100):
+    """5,000 nodes in 50 module calls, no two alike (nothing folds): the worst case for the page's size."""
+    b = DocBuilder("big.py")
+    b.module("net", "Net")
+    y = b.leaf("x", (4,), requires_grad=False)
+    for i in range(blocks):
+        b.module(f"net.block{i}", "Block")
+        y = b.op("MulBackward0", [y, b.leaf(f"net.block{i}.weight", (4,), parameter=True)], (4,),
+                 module=["net", f"net.block{i}"])
+        for j in range(ops - 2):
+            y = b.op(f"Op{j}Backward0", [y], (4,), module=["net", f"net.block{i}"])
+    b.backward(b.op("SumBackward0", [y], ()))
+    return b.finish()
+
+
+@needs_dot
+def test_a_5000_node_run_fits_the_page_budget_with_modules_that_open():
+    doc = big_doc()
+    page = html_report(doc)
+    assert len(doc["nodes"]) == 5001 and len(page.encode("utf-8")) <= 5 * 1024 * 1024
+    data = embedded_json(page)
+    top = data["views"][0]
+    assert top["key"] == "g0" and top["parent"] is None
+    overview = re.search(r'<template id="tpl-g0">(.*?)</template>', page, re.S).group(1)
+    assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', overview))) == 50   # a box per block
+    inside = [v for v in data["views"] if v["parent"] == "g0"]
+    assert inside and all(v["title"].startswith("net.block") for v in inside)
+    assert sorted(top["boxes"]) == sorted(v["box"] for v in inside)
+    drawn_svg = sum(len(m) for m in re.findall(r"<template id=.*?</template>", page, re.S))
+    assert drawn_svg <= SVG_BYTES_CAP * 1.05
+    closed = 50 - len(inside)
+    if closed:                                         # what the cap left closed is said, not hidden
+        assert f"{closed} module views not embedded to keep the page small" in page
+    assert len(data["search"]) == 5001                 # every op reachable by search (each has its own line)
+
+
+def test_without_graphviz_the_page_shows_each_pictures_dot_source(monkeypatch):
+    import gradviz.rendering.layout as layout
+
+    monkeypatch.setattr(layout, "dot_available", lambda: False)
+    page = html_report(chained_models_doc())
+    template = re.search(r'<template id="tpl-g0">(.*?)</template>', page, re.S).group(1)
+    assert template.startswith(f'<div class="nopic"><p>No picture: {html.escape(layout.DOT_MISSING)}</p><pre>')
+    assert "digraph" in template and 'id=&quot;gv-n3&quot;' in template
+    assert embedded_json(page)["views"][0]["drawn"] is False
