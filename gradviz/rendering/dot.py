@@ -101,6 +101,10 @@ def _edge_line(edge):
         pairs.append(("penwidth", _num(edge.penwidth)))
     if not edge.constraint:
         pairs.append(("constraint", "false"))
+    if edge.minlen != 1:
+        pairs.append(("minlen", str(edge.minlen)))
+    if edge.weight != 1:
+        pairs.append(("weight", str(edge.weight)))
     if edge.arrowhead != "normal":
         pairs.append(("arrowhead", edge.arrowhead))
     line = f"{dot_id(edge.tail)} -> {dot_id(edge.head)}"

@@ -138,6 +138,11 @@ class _Styler:
         elif self.show_grads and not self.forward:
             norm = self._norm(src)
             spec.label = "" if norm is None else f"{norm:.3g}"
+        if "parameter" in src.flags and edge.kind == "data":
+            # A parameter sits beside the op that uses it, not a rank above: a rank of its own makes each module
+            # cluster reach into the rank of the module before it, and dot then sets the clusters side by side,
+            # one step further over per block (the diagonal staircase of a residual net).
+            spec.minlen = 0
         if edge.count > 1 and edge.kind == "data" and src.kind in ("leaf", "const", "cut"):
             spec.label = (spec.label + " " if spec.label else "") + f"×{edge.count}"
         self.edges.append(spec)
