@@ -18,7 +18,7 @@ def _module_keys(item):
 
 
 def _path(call_key):
-    return call_key[2:].rsplit("#", 1)[0]
+    return call_key[2:].split("@", 1)[0].rsplit("#", 1)[0]
 
 
 # -- unrolled loops -------------------------------------------------------------------------------------------
@@ -119,6 +119,9 @@ def _fold(ir, ops, pos, start, period, reps, cluster_key):
                     all(c.dst in removed for c in consumers[leaf.key]):
                 mapping[leaf.key] = twin.key
                 twin.flags.add("varies")
+                # the drawn leaf stands for every step's leaf: each is listed when it is inspected
+                twin.variables += [v for v in leaf.variables if v not in twin.variables]
+                twin.nodes += [n for n in leaf.nodes if n not in twin.nodes]
     loops = set()
     for edge in ir.edges:
         if edge.src in pos and edge.dst in pos and start <= pos[edge.src] and \
@@ -130,7 +133,14 @@ def _fold(ir, ops, pos, start, period, reps, cluster_key):
     ir.remap(mapping, frozenset(loops))
     shared = _common_prefix([item.calls for item in kept])
     for item in kept:
-        item.calls = shared + [cluster_key] + item.calls[len(shared):]
+        # A step need not start where a module call starts, so a call can be part inside the fold and part
+        # outside: its inside part is a cluster of its own under the fold's (one key for both would hang the
+        # call's cluster under one parent or the other, and the fold's cluster could vanish from the picture).
+        inner = [f"{key}@{cluster_key}" for key in item.calls[len(shared):]]
+        for key, renamed in zip(item.calls[len(shared):], inner):
+            if key in ir.clusters:
+                ir.clusters.setdefault(renamed, ir.clusters[key])
+        item.calls = shared + [cluster_key] + inner
         item.flags.add("folded")
     names = " → ".join(item.title for item in kept[:4]) + (" → …" if period > 4 else "")
     ir.clusters[cluster_key] = ("repeat", [f"× {reps}", f"{names} ({period} ops per step)"])

@@ -5,10 +5,14 @@ a working graph of items (ops, leaves, cut points), reshapes it so it stays draw
 what the diagnostics found and styles everything (``style``).
 """
 
+import re
+
 from ..document import CUT_ORIGINS, DocIndex, is_accumulate_grad
 from . import collapse
 from .ir import IR, Item
 from .style import human_bytes, shape_text, style_spec
+
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
 def select_graphs(index, iteration=None, graphs=None):
@@ -67,7 +71,11 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
 
 # -- items ----------------------------------------------------------------------------------------------------
 def _op_item(index, node, forward):
-    title = node["class_name"] if (node.get("custom") or forward) else node["op"]
+    title = node["op"]
+    if node.get("custom"):
+        title = node["class_name"]
+    elif forward:  # the forward op, not its backward node: AddmmBackward0 -> Addmm
+        title = _BACKWARD_SUFFIX.sub("", node.get("class_name") or title) or title
     item = Item(f"n{node['id']}", "op", (node["id"],), title, shape=tuple(node.get("shape") or ()),
                 nodes=[node["id"]], variables=list(node.get("outputs") or []))
     names = [index.variables[v]["name"] for v in item.variables if index.variables.get(v, {}).get("name")]
@@ -152,30 +160,46 @@ def _backward_items(ir, index, node_ids):
 
 
 def _forward_items(ir, index, node_ids):
+    """The forward data flow: the backward graph's edges reversed (``inputs`` are the engine's own links, so the
+    picture is connected on every engine), parameters and inputs as leaves, and the inputs that need no gradient
+    (constants, cuts) from ``input_variables`` where it lines up with ``inputs``."""
     drawn = {n for n in node_ids if not is_accumulate_grad(index.nodes[n])}
     for node_id in sorted(drawn):
         ir.add(_op_item(index, index.nodes[node_id], forward=True))
     for node_id in sorted(drawn):
-        for var_id in index.nodes[node_id].get("input_variables") or []:
-            var = index.variables.get(var_id)
-            if var is None:
-                continue
-            if var.get("node") in drawn:
-                ir.edge(f"n{var['node']}", f"n{node_id}")
-                continue
-            if var.get("node") is not None:
-                ir.edge(_external_item(ir, index, var["node"], (node_id, -2)), f"n{node_id}")
-                continue
-            key = f"v{var_id}"
-            if key not in ir.items:
-                cut = var.get("origin") in CUT_ORIGINS or var.get("source") is not None
-                kind = "cut" if cut and not var.get("requires_grad") else \
-                    "leaf" if var.get("requires_grad") else "const"
-                item = ir.add(_variable_item(index, var_id, key, kind, (node_id, -1)))
-                if cut:
-                    _cut_source(ir, index, item, var_id, drawn)
-            ir.edge(key, f"n{node_id}")
+        node = index.nodes[node_id]
+        inputs = node.get("inputs") or []
+        in_vars = node.get("input_variables") or []
+        aligned = len(in_vars) == len(inputs)
+        for slot, (source, _) in enumerate(inputs):
+            if source is not None:
+                ir.edge(_forward_source(ir, index, source, drawn, (node_id, -2)), f"n{node_id}")
+            elif aligned and in_vars[slot] is not None:
+                ir.edge(_forward_leaf(ir, index, in_vars[slot], drawn, (node_id, -1)), f"n{node_id}")
     _mark_roots(ir, index, node_ids)
+
+
+def _forward_source(ir, index, source, drawn, order):
+    """The item a forward edge starts from: a drawn op, a parameter or input (its AccumulateGrad), or an
+    earlier graph."""
+    if source in drawn:
+        return f"n{source}"
+    node = index.nodes.get(source)
+    if node is not None and is_accumulate_grad(node) and node.get("variable") is not None:
+        return _forward_leaf(ir, index, node["variable"], drawn, order)
+    return _external_item(ir, index, source, order)
+
+
+def _forward_leaf(ir, index, var_id, drawn, order):
+    key = f"v{var_id}"
+    if key not in ir.items:
+        var = index.variables.get(var_id) or {}
+        cut = var.get("origin") in CUT_ORIGINS or var.get("source") is not None
+        kind = "cut" if cut and not var.get("requires_grad") else "leaf" if var.get("requires_grad") else "const"
+        item = ir.add(_variable_item(index, var_id, key, kind, order))
+        if cut:
+            _cut_source(ir, index, item, var_id, drawn)
+    return key
 
 
 def _external_item(ir, index, node_id, order):

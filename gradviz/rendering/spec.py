@@ -52,6 +52,8 @@ class SpecNode:
     tooltip: str = ""
     doc_node: int | None = None
     doc_variable: int | None = None
+    doc_nodes: list = field(default_factory=list)      # every document node it stands for (folded, collapsed)
+    doc_variables: list = field(default_factory=list)  # every Variable it stands for (a folded leaf: each step's)
 
 
 @dataclass

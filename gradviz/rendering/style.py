@@ -112,6 +112,13 @@ class _Styler:
             style, fontsize, rows = style + ",dashed", 9, rows[:1]
         if "nonfinite" in item.flags:
             rows.append(Row("NaN/Inf in output", size=9, color="#c0392b"))
+        tooltip = " · ".join(r.text for r in rows)
+        leaves = item.variables if item.kind in ("leaf", "const", "cut") else []
+        if len(leaves) > 1 and "ghost" not in item.flags:
+            names = [self.index.variable_label(v) for v in leaves]
+            rows.insert(len(rows) - ("root" in item.flags), Row(f"{len(names)} folded: {names[0]} … {names[-1]}",
+                                                                 size=9))
+            tooltip = " · ".join(r.text for r in rows) + " · all: " + ", ".join(names)
         doc_node = item.nodes[0] if len(item.nodes) == 1 else None
         doc_var = item.variables[0] if item.kind in ("leaf", "const", "cut") and item.variables else None
         self.kinds.add("parameter" if "parameter" in item.flags else item.kind if item.kind != "leaf" else "input")
@@ -124,7 +131,8 @@ class _Styler:
             border=border, style=style, penwidth=2.0 if "root" in item.flags else penwidth,
             peripheries=2 if "root" in item.flags else 1, fontsize=fontsize,
             cluster=self.cluster_name(item.calls[-1]) if item.calls else None, html_id=f"gv-{item.key}",
-            tooltip=" · ".join(r.text for r in rows), doc_node=doc_node, doc_variable=doc_var))
+            tooltip=tooltip, doc_node=doc_node, doc_variable=doc_var, doc_nodes=list(item.nodes),
+            doc_variables=list(leaves)))
 
     def edge(self, edge):
         src = self.ir.items[edge.src]
