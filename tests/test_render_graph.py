@@ -231,7 +231,7 @@ def test_per_step_inputs_fold_onto_one_leaf():
     spec = build_graph(loop_doc(20, reuse_input=False))
     leaves = [n for n in spec.nodes if n.kind == "leaf"]
     assert sorted(texts(n)[0] for n in leaves) == ["W", "x_t"]
-    assert "a different one each step" in texts(next(n for n in leaves if texts(n)[0] == "x_t"))
+    assert "a different one each step (20 in all)" in texts(next(n for n in leaves if texts(n)[0] == "x_t"))
 
 
 def test_high_degree_leaf_becomes_ghosts_when_not_folded():

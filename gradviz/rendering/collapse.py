@@ -132,6 +132,13 @@ def _fold(ir, ops, pos, start, period, reps, cluster_key):
                 loops.add((src, dst))
     ir.remap(mapping, frozenset(loops))
     shared = _common_prefix([item.calls for item in kept])
+    kept_keys = {item.key for item in kept}
+    consumers = ir.consumers()
+    for item in list(ir.items.values()):
+        # a leaf that only the kept step uses (its parameters) goes into the fold with it
+        if item.kind in LEAF_KINDS and item.calls[:len(shared)] == shared and len(item.calls) > len(shared) and \
+                consumers[item.key] and all(e.dst in kept_keys for e in consumers[item.key]):
+            kept.append(item)
     for item in kept:
         # A step need not start where a module call starts, so a call can be part inside the fold and part
         # outside: its inside part is a cluster of its own under the fold's (one key for both would hang the
@@ -141,8 +148,9 @@ def _fold(ir, ops, pos, start, period, reps, cluster_key):
             if key in ir.clusters:
                 ir.clusters.setdefault(renamed, ir.clusters[key])
         item.calls = shared + [cluster_key] + inner
-        item.flags.add("folded")
-    names = " → ".join(item.title for item in kept[:4]) + (" → …" if period > 4 else "")
+        if item.kind == "op":
+            item.flags.add("folded")
+    names = " → ".join(item.title for item in kept[:min(period, 4)]) + (" → …" if period > 4 else "")
     ir.clusters[cluster_key] = ("repeat", [f"× {reps}", f"{names} ({period} ops per step)"])
     ir.notes.append(f"a loop of {reps} steps × {period} ops is drawn once")
 
@@ -171,6 +179,24 @@ def size_at_depth(ir, depth):
         elif "ghost" not in item.flags:
             kept += 1
     return kept + len(boxes)
+
+
+def depth_for_budget(ir, node_budget):
+    """The deepest module depth whose collapsed picture has at most ``node_budget`` nodes (0 when none does;
+    ``module_depth(ir)`` when the whole picture fits)."""
+    for depth in range(module_depth(ir), -1, -1):
+        if size_at_depth(ir, depth) <= node_budget:
+            return depth
+    return 0
+
+
+def choose_depth(doc, graph_ids, node_budget, forward=False):
+    """The module depth to draw graphs ``graph_ids`` of trace document ``doc`` at so the picture has at most
+    ``node_budget`` nodes: the deepest that fits (a transformer's layers as boxes rather than 100 ops). The
+    whole graph's depth when it fits as it is; 0 when nothing fits (only the top modules as boxes)."""
+    from .graph import working_graph  # graph.py builds the working graph with this module's steps
+
+    return depth_for_budget(working_graph(doc, graphs=graph_ids, forward=forward)[3], node_budget)
 
 
 def collapse_depth(ir, depth, module_classes, shape_text):

@@ -35,14 +35,13 @@ def select_graphs(index, iteration=None, graphs=None):
     return chosen
 
 
-def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
-                max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True):
-    """The picture of one iteration's graph(s) as a ``GraphSpec``.
+READABLE_NODES = 100  # a picture above this is collapsed by module depth when no depth is given
+RANKDIRS = ("TB", "LR", "BT", "RL")
 
-    ``depth``: collapse modules deeper than this into boxes. ``max_nodes``: above it, collapse by module depth
-    automatically, then keep the nodes nearest the root. ``ghost_uses``: leaves used this often are drawn once
-    per use. ``fold_loops``: draw an unrolled loop once with its repeat count.
-    """
+
+def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=True):
+    """(index, chosen graph ids, their node ids, the working graph) before any collapsing: items, module
+    clusters, graph clusters and folded loops."""
     index = DocIndex(doc)
     chosen = select_graphs(index, iteration, graphs)
     node_ids = sorted(n for g in chosen for n in index.graphs[g].get("nodes", []) if n in index.nodes)
@@ -50,23 +49,51 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     (_forward_items if forward else _backward_items)(ir, index, node_ids)
     _assign_calls(ir, index)
     _graph_clusters(ir, index, chosen)
-    before = ir.size()
+    ir.unfolded_size = ir.size()
     if fold_loops:
         collapse.fold_repeats(ir, module_classes=index.modules)
+    return index, chosen, node_ids, ir
+
+
+def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
+                max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True, rankdir=None,
+                node_budget=READABLE_NODES):
+    """The picture of one iteration's graph(s) as a ``GraphSpec``.
+
+    ``depth``: collapse modules deeper than this into boxes; when not given and the picture has more than
+    ``node_budget`` nodes (None: no budget), the deepest depth that fits it (``collapse.choose_depth``).
+    ``max_nodes``: the hard cap, after collapsing: keep the nodes nearest the root. ``ghost_uses``: leaves used
+    this often are drawn once per use. ``fold_loops``: draw an unrolled loop once with its repeat count.
+    ``rankdir``: TB, LR, BT or RL (default: the backward graph bottom to top, the forward view top to bottom).
+    """
+    rankdir = check_rankdir(rankdir)
+    index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops)
+    before, folded = ir.unfolded_size, ir.size()
+    budget = min(node_budget, max_nodes) if node_budget else max_nodes
     if depth is not None:
         collapse.collapse_depth(ir, depth, index.modules, shape_text)
-    elif ir.size() > max_nodes:
+    elif ir.size() > budget:
         deepest = collapse.module_depth(ir)
-        fits = [d for d in range(deepest) if collapse.size_at_depth(ir, d) <= max_nodes]
-        if deepest:
-            collapse.collapse_depth(ir, max(fits) if fits else 0, index.modules, shape_text)
+        fitting = collapse.depth_for_budget(ir, budget)
+        if fitting < deepest:
+            collapse.collapse_depth(ir, fitting, index.modules, shape_text)
+            ir.notes[-1] += f" to fit {budget} nodes (choose with --depth / depth=)"
     if ir.size() > max_nodes:
         collapse.truncate(ir, max_nodes)
-    if ir.size() < before and ir.size() > 0 and before > max_nodes:
+    if folded > max_nodes and 0 < ir.size() < before:  # (folding alone never needs saying: the fold is drawn)
         ir.notes.insert(0, f"too large to draw whole: {before:,} nodes > max_nodes {max_nodes}, so")
     collapse.ghost_leaves(ir, ghost_uses)
     return style_spec(ir, index, chosen, node_ids, forward=forward, show_saved=show_saved,
-                      show_grads=show_grads)
+                      show_grads=show_grads, rankdir=rankdir or ("TB" if forward else "BT"))
+
+
+def check_rankdir(rankdir):
+    """``rankdir`` upper-cased, or None for the default; a ValueError naming the choices otherwise."""
+    if rankdir is None:
+        return None
+    if not isinstance(rankdir, str) or rankdir.upper() not in RANKDIRS:
+        raise ValueError(f"unknown rankdir {rankdir!r}: use one of {', '.join(RANKDIRS)}")
+    return rankdir.upper()
 
 
 # -- items ----------------------------------------------------------------------------------------------------

@@ -70,6 +70,26 @@ def _node_style(item):
     return "box", colors[0], colors[1], "filled,rounded"
 
 
+VARIES = "a different one each step"
+
+
+def common_name(names):
+    """One name for names that differ only in numbers between dots: ``layers.#.weight`` for ``layers.0.weight``,
+    ``layers.1.weight``…; else the first name."""
+    split = [name.split(".") for name in names]
+    if any(len(parts) != len(split[0]) for parts in split):
+        return names[0]
+    out = []
+    for column in zip(*split):
+        if len(set(column)) == 1:
+            out.append(column[0])
+        elif all(part.isdigit() for part in column):
+            out.append("#")
+        else:
+            return names[0]
+    return ".".join(out)
+
+
 def _rows(item):
     rows = [Row(item.title, bold=True)]
     if item.kind not in ("more", "module", "external"):
@@ -78,7 +98,7 @@ def _rows(item):
         rows.append(Row("custom Function", size=9, color="#7d3c98"))
     rows += [Row(line, size=9) for line in item.lines]
     if "varies" in item.flags:
-        rows.append(Row("a different one each step", size=9))
+        rows.append(Row(VARIES, size=9))
     if "root" in item.flags:
         rows.append(Row("root", size=9, bold=True))
     return rows
@@ -114,11 +134,12 @@ class _Styler:
             rows.append(Row("NaN/Inf in output", size=9, color="#c0392b"))
         tooltip = " · ".join(r.text for r in rows)
         leaves = item.variables if item.kind in ("leaf", "const", "cut") else []
-        if len(leaves) > 1 and "ghost" not in item.flags:
+        if len(leaves) > 1:
+            # a folded leaf: one per step, named by what the names share (layers.#.weight); all in the tooltip
             names = [self.index.variable_label(v) for v in leaves]
-            rows.insert(len(rows) - ("root" in item.flags), Row(f"{len(names)} folded: {names[0]} … {names[-1]}",
-                                                                 size=9))
-            tooltip = " · ".join(r.text for r in rows) + " · all: " + ", ".join(names)
+            rows[0] = Row(common_name(names), bold=True)
+            rows = [Row(f"{VARIES} ({len(names)} in all)", size=9) if r.text == VARIES else r for r in rows]
+            tooltip = " · ".join(r.text for r in rows) + " · " + ", ".join(names)
         doc_node = item.nodes[0] if len(item.nodes) == 1 else None
         doc_var = item.variables[0] if item.kind in ("leaf", "const", "cut") and item.variables else None
         self.kinds.add("parameter" if "parameter" in item.flags else item.kind if item.kind != "leaf" else "input")
@@ -288,7 +309,7 @@ def _title(index, chosen, node_ids, forward):
     return " · ".join(parts)
 
 
-def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, show_grads=False):
+def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, show_grads=False, rankdir=None):
     styler = _Styler(ir, index, forward, show_saved, show_grads)
     for item in sorted(ir.items.values(), key=lambda i: i.order):
         styler.node(item)
@@ -301,7 +322,7 @@ def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, sho
         notes.append("some node records were dropped from the trace")
     spec = GraphSpec(title=_title(index, chosen, node_ids, forward), subtitle=notes, nodes=styler.nodes,
                      edges=styler.edges, clusters=styler.clusters(), legend=styler.legend(),
-                     rankdir="TB" if forward else "BT", collapsed=bool(ir.notes))
+                     rankdir=rankdir or ("TB" if forward else "BT"), collapsed=bool(ir.notes))
     if not spec.nodes:
         spec.nodes.append(SpecNode("empty", [Row("nothing to draw", bold=True),
                                              Row("no graph node was recorded", size=9)], "note", shape="note"))
