@@ -6,6 +6,7 @@ import click
 
 from .artifacts import FORMATS, shown_path
 from .engine import ENGINES
+from .graph import rankdir_option
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -27,12 +28,13 @@ from .engine import ENGINES
 @click.option("--no-render", is_flag=True, help="Skip the pictures (report.json and report.html are still written).")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
               help="Collapse graphs larger than this by module depth.")
+@rankdir_option("[default: BT, the root at the bottom]")
 @click.option("--no-check-backward", is_flag=True,
               help="Don't check custom autograd Functions' backward numerically (the wrong-backward diagnosis).")
 @click.option("--exact-memory", is_flag=True,
               help="On PyTorch, measure saved memory through saved-tensor hooks (every pack seen; slower). "
                    "gradviz's engine measures it exactly either way.")
-def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
+def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes, rankdir,
         no_check_backward, exact_memory):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
@@ -77,7 +79,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
 
         written, folder_error = Written(), None
         try:
-            write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes},
+            write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes, "rankdir": rankdir},
                       written=written)
         except OutputFolderError as exc:
             folder_error = str(exc)

@@ -92,7 +92,7 @@ def check_rankdir(rankdir):
     if rankdir is None:
         return None
     if not isinstance(rankdir, str) or rankdir.upper() not in RANKDIRS:
-        raise ValueError(f"unknown rankdir {rankdir!r}: use one of {', '.join(RANKDIRS)}")
+        raise ValueError(f"unknown rankdir `{rankdir}`: use one of {', '.join(RANKDIRS)}")
     return rankdir.upper()
 
 
