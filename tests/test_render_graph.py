@@ -66,7 +66,7 @@ def test_show_saved_and_show_grads():
     spec = build_graph(doc, show_saved=True, show_grads=True)
     nodes = by_name(spec)
     assert texts(nodes["n3_s0"]) == ["saved input X", "(4, 3) · 48 B · version 0"]
-    assert texts(nodes["n3_s1"])[0] == "saved input v5"
+    assert texts(nodes["n3_s1"])[0] == "saved input T of model1"   # no name: the op and module that made it
     assert ("n3_s0", "n3") in edge_pairs(spec, "saved")
     norms = doc["backwards"][0]["grad_norms"]
     labels = {(e.tail, e.head): e.label for e in spec.edges}

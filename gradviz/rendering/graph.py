@@ -5,14 +5,10 @@ a working graph of items (ops, leaves, cut points), reshapes it so it stays draw
 what the diagnostics found and styles everything (``style``).
 """
 
-import re
-
 from ..document import CUT_ORIGINS, DocIndex, is_accumulate_grad
 from . import collapse
 from .ir import IR, Item
-from .style import human_bytes, shape_text, style_spec
-
-_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+from .style import forward_op, human_bytes, shape_text, style_spec, tensor_name
 
 
 def select_graphs(index, iteration=None, graphs=None):
@@ -102,7 +98,7 @@ def _op_item(index, node, forward):
     if node.get("custom"):
         title = node["class_name"]
     elif forward:  # the forward op, not its backward node: AddmmBackward0 -> Addmm
-        title = _BACKWARD_SUFFIX.sub("", node.get("class_name") or title) or title
+        title = forward_op(node)
     item = Item(f"n{node['id']}", "op", (node["id"],), title, shape=tuple(node.get("shape") or ()),
                 nodes=[node["id"]], variables=list(node.get("outputs") or []))
     names = [index.variables[v]["name"] for v in item.variables if index.variables.get(v, {}).get("name")]
@@ -124,7 +120,7 @@ def _leaf_flags(var):
 
 def _variable_item(index, var_id, key, kind, order):
     var = index.variables.get(var_id) or {}  # an id may name a dropped record: drawn by its id
-    item = Item(key, kind, order, index.variable_label(var_id), shape=tuple(var.get("shape") or ()),
+    item = Item(key, kind, order, tensor_name(index, var_id), shape=tuple(var.get("shape") or ()),
                 variables=[var_id], flags=_leaf_flags(var) if kind == "leaf" else set())
     if kind == "cut":
         how = ".data" if var.get("origin") == "data" else "numpy()" if var.get("origin") == "numpy" else "detach()"
@@ -150,7 +146,7 @@ def _cut_source(ir, index, item, var_id, drawn):
         ir.edge(f"n{producer}", item.key, "cut")
     else:
         where = f" (graph {index.nodes[producer]['graph']})" if producer in index.nodes else ""
-        item.lines.append(f"from {index.variable_label(source['id'])}{where}")
+        item.lines.append(f"from {tensor_name(index, source['id'])}{where}")
 
 
 def _backward_items(ir, index, node_ids):

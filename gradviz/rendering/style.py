@@ -1,5 +1,7 @@
 """Working graph → ``GraphSpec``: shapes, colours, labels, and the marks diagnostics leave on a picture."""
 
+import re
+
 from ..document import is_accumulate_grad, severity_rank
 from .spec import COLORS, GraphSpec, LegendEntry, Row, SpecCluster, SpecEdge, SpecNode
 
@@ -71,6 +73,31 @@ def _node_style(item):
 
 
 VARIES = "a different one each step"
+BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+
+def forward_op(node):
+    """The forward op a backward node stands for: ``AddmmBackward0`` -> ``Addmm``; a custom Function's class."""
+    name = node.get("class_name") or node.get("op") or "?"
+    return name if node.get("custom") else BACKWARD_SUFFIX.sub("", name) or name
+
+
+def tensor_name(index, var_id):
+    """How a picture names a Variable: the name the trace recorded (a Python name or a parameter's module path);
+    else what made it, ``Addmm of model.fc1`` (the op and the module that ran it); else what kind of leaf it
+    is. ``v<id>`` only for a Variable whose record was dropped."""
+    var = index.variables.get(var_id)
+    if var is None:
+        return f"v{var_id}"
+    if var.get("name"):
+        return var["name"]
+    node = index.nodes.get(var.get("node"))
+    if node is not None:
+        modules = node.get("module") or []
+        return forward_op(node) + (f" of {modules[-1]}" if modules else " output")
+    if var.get("is_parameter"):
+        return "parameter"
+    return "input" if var.get("requires_grad") else "constant"
 
 
 def common_name(names):
@@ -136,7 +163,7 @@ class _Styler:
         leaves = item.variables if item.kind in ("leaf", "const", "cut") else []
         if len(leaves) > 1:
             # a folded leaf: one per step, named by what the names share (layers.#.weight); all in the tooltip
-            names = [self.index.variable_label(v) for v in leaves]
+            names = [tensor_name(self.index, v) for v in leaves]
             rows[0] = Row(common_name(names), bold=True)
             rows = [Row(f"{VARIES} ({len(names)} in all)", size=9) if r.text == VARIES else r for r in rows]
             tooltip = " · ".join(r.text for r in rows) + " · " + ", ".join(names)
@@ -192,7 +219,7 @@ class _Styler:
             if owner is None:
                 continue
             line = (event.get("location") or {}).get("line")
-            rows = [Row(f"{self.index.variable_label(var_id)}.grad → None", bold=True, size=10)]
+            rows = [Row(f"{tensor_name(self.index, var_id)}.grad → None", bold=True, size=10)]
             if line is not None:
                 rows.append(Row(f"read at line {line}", size=9))
             key = f"e{event['id']}"
@@ -222,7 +249,7 @@ class _Styler:
 
     def _saved_node(self, item, number, saved, event):
         key = f"{item.key}_s{number}"
-        name = " " + self.index.variable_label(saved["variable"]) if saved.get("variable") is not None else ""
+        name = " " + tensor_name(self.index, saved["variable"]) if saved.get("variable") is not None else ""
         rows = [Row(f"saved {saved.get('kind', 'input')}{name}", size=9, bold=True),
                 Row(f"{shape_text(saved.get('shape'))} · {human_bytes(saved.get('bytes'))} · "
                     f"version {saved.get('version')}", size=9)]
