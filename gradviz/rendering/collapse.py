@@ -170,22 +170,37 @@ def module_depth(ir):
     return max((len(_module_keys(item)) for item in ir.items.values()), default=0)
 
 
-def size_at_depth(ir, depth):
-    boxes, kept = set(), 0
-    for item in ir.items.values():
-        keys = _module_keys(item)
+def _box_of(ir, depth, modules=False):
+    """A function giving the module call an item's module keys collapse into at ``depth``, or None: the call at
+    index ``depth``; with ``modules`` also the innermost call when it has no call inside it (a Linear, a Conv2d:
+    the architecture view draws every such module as one box, the ops between modules as ops)."""
+    parents = {key for item in ir.items.values() for key in _module_keys(item)[:-1]} if modules else set()
+
+    def box(keys):
         if len(keys) > depth:
-            boxes.add(keys[depth])
+            return keys[depth]
+        return keys[-1] if modules and keys and keys[-1] not in parents else None
+
+    return box
+
+
+def size_at_depth(ir, depth, modules=False):
+    """How many nodes the picture has once collapsed at ``depth`` (``modules``: as the architecture view)."""
+    box_of, boxes, kept = _box_of(ir, depth, modules), set(), 0
+    for item in ir.items.values():
+        box = box_of(_module_keys(item))
+        if box is not None:
+            boxes.add(box)
         elif "ghost" not in item.flags:
             kept += 1
     return kept + len(boxes)
 
 
-def depth_for_budget(ir, node_budget):
+def depth_for_budget(ir, node_budget, modules=False):
     """The deepest module depth whose collapsed picture has at most ``node_budget`` nodes (0 when none does;
     ``module_depth(ir)`` when the whole picture fits)."""
     for depth in range(module_depth(ir), -1, -1):
-        if size_at_depth(ir, depth) <= node_budget:
+        if size_at_depth(ir, depth, modules) <= node_budget:
             return depth
     return 0
 
@@ -199,13 +214,15 @@ def choose_depth(doc, graph_ids, node_budget, forward=False):
     return depth_for_budget(working_graph(doc, graphs=graph_ids, forward=forward)[3], node_budget)
 
 
-def collapse_depth(ir, depth, module_classes, shape_text):
-    """Replace every module call deeper than ``depth`` by one box: its path, class, ops, parameters, in/out."""
+def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
+    """Replace every module call deeper than ``depth`` by one box: its path, class, ops, parameters, in/out
+    shapes. ``modules``: every module with no module inside it too (the architecture view)."""
+    box_of = _box_of(ir, depth, modules)
     members = {}
     for item in list(ir.items.values()):
-        keys = _module_keys(item)
-        if len(keys) > depth:
-            members.setdefault(keys[depth], []).append(item)
+        box = box_of(_module_keys(item))
+        if box is not None:
+            members.setdefault(box, []).append(item)
     if not members:
         return
     mapping = {}
@@ -234,7 +251,12 @@ def collapse_depth(ir, depth, module_classes, shape_text):
         box.flags.update(flag for item in items for flag in item.flags if flag == "root")
         ir.add(box)
     ir.remap(mapping)
-    ir.notes.append(f"modules deeper than {depth} are collapsed")
+    if not modules:
+        ir.notes.append(f"modules deeper than {depth} are collapsed")
+    elif any(len(_module_keys(item)) > depth + 1 for items in members.values() for item in items):
+        ir.notes.append(f"each module is one box, those deeper than {depth} inside their parent's")
+    else:
+        ir.notes.append("each module is one box")
 
 
 # -- hard cap -------------------------------------------------------------------------------------------------

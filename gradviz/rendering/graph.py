@@ -53,7 +53,7 @@ def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=Tr
 
 def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
                 max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True, rankdir=None,
-                node_budget=READABLE_NODES):
+                node_budget=READABLE_NODES, architecture=False):
     """The picture of one iteration's graph(s) as a ``GraphSpec``.
 
     ``depth``: collapse modules deeper than this into boxes; when not given and the picture has more than
@@ -61,15 +61,20 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     ``max_nodes``: the hard cap, after collapsing: keep the nodes nearest the root. ``ghost_uses``: leaves used
     this often are drawn once per use. ``fold_loops``: draw an unrolled loop once with its repeat count.
     ``rankdir``: TB, LR, BT or RL (default: the backward graph bottom to top, the forward view top to bottom).
+    ``architecture``: the forward view with every module as one box (its class, parameters, input and output
+    shapes) and the ops between modules as ops, as torchview draws a model.
     """
     rankdir = check_rankdir(rankdir)
+    forward = forward or architecture
     index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops)
     before, folded = ir.unfolded_size, ir.size()
     budget = min(node_budget, max_nodes) if node_budget else max_nodes
-    if depth is not None:
-        collapse.collapse_depth(ir, depth, index.modules, shape_text)
+    deepest = collapse.module_depth(ir)
+    if depth is not None or architecture:
+        if depth is None:
+            depth = collapse.depth_for_budget(ir, budget, modules=True)
+        collapse.collapse_depth(ir, depth, index.modules, shape_text, modules=architecture)
     elif ir.size() > budget:
-        deepest = collapse.module_depth(ir)
         fitting = collapse.depth_for_budget(ir, budget)
         if fitting < deepest:
             collapse.collapse_depth(ir, fitting, index.modules, shape_text)
@@ -80,7 +85,8 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
         ir.notes.insert(0, f"too large to draw whole: {before:,} nodes > max_nodes {max_nodes}, so")
     collapse.ghost_leaves(ir, ghost_uses)
     return style_spec(ir, index, chosen, node_ids, forward=forward, show_saved=show_saved,
-                      show_grads=show_grads, rankdir=rankdir or ("TB" if forward else "BT"))
+                      show_grads=show_grads, rankdir=rankdir or ("TB" if forward else "BT"),
+                      architecture=architecture)
 
 
 def check_rankdir(rankdir):

@@ -316,14 +316,14 @@ class _Styler:
         return entries
 
 
-def _title(index, chosen, node_ids, forward):
+def _title(index, chosen, node_ids, view):
     doc = index.doc
     script = doc.get("script") or "trace"
     if not chosen:
         return f"{script}: no graph was recorded"
     graphs = [index.graphs[g] for g in chosen]
     iterations = sorted({g.get("iteration") for g in graphs})
-    parts = [script, "forward data flow" if forward else "backward graph",
+    parts = [script, view,
              "iteration " + ", ".join(str(i) for i in iterations)]
     if len(graphs) == 1:
         structure = index.structures.get(graphs[0].get("structure"))
@@ -336,7 +336,8 @@ def _title(index, chosen, node_ids, forward):
     return " · ".join(parts)
 
 
-def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, show_grads=False, rankdir=None):
+def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, show_grads=False, rankdir=None,
+               architecture=False):
     styler = _Styler(ir, index, forward, show_saved, show_grads)
     for item in sorted(ir.items.values(), key=lambda i: i.order):
         styler.node(item)
@@ -347,7 +348,9 @@ def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, sho
     notes = list(ir.notes)
     if any(not index.graphs[g].get("full", True) for g in chosen):
         notes.append("some node records were dropped from the trace")
-    spec = GraphSpec(title=_title(index, chosen, node_ids, forward), subtitle=notes, nodes=styler.nodes,
+    view = "architecture" if architecture else "forward data flow" if forward else "backward graph"
+    spec = GraphSpec(title=_title(index, chosen, node_ids, view),
+                     subtitle=notes, nodes=styler.nodes,
                      edges=styler.edges, clusters=styler.clusters(), legend=styler.legend(),
                      rankdir=rankdir or ("TB" if forward else "BT"), collapsed=bool(ir.notes))
     if not spec.nodes:
