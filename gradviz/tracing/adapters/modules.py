@@ -124,7 +124,13 @@ class ModuleNames:
         return name
 
     def _taken(self, module):
-        return {tree.name for tree in self._trees.values() if tree.ref() is not None and tree.ref() is not module}
+        """Root names in use: by another live root module, or by parameters that outlive theirs (a module
+        called once as a temporary, ``nn.Linear(2, 1)(h)``: the graph keeps its parameters)."""
+        taken = {tree.name for tree in self._trees.values() if tree.ref() is not None and tree.ref() is not module}
+        for ref, path in self.param_names.values():
+            if ref() is not None:
+                taken.update(path[:end] for end in range(len(path)) if path[end] == ".")
+        return taken
 
     def _free_name(self, name, module):
         """``name`` unless another live root module has it (``for layer in layers: layer(x)`` finds ``layer``
