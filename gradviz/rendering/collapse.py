@@ -85,7 +85,7 @@ def _longest_periodic_run(codes, loose, min_reps, max_period=512):
     return best
 
 
-def fold_repeats(ir, min_reps=4, min_nodes=16, passes=3, module_classes=None):
+def fold_repeats(ir, min_reps=4, min_nodes=16, passes=8, module_classes=None):
     """Show an unrolled loop once, in a cluster labelled "× reps", with its recurrence as a loop edge; a stack of
     identical layers in a container (``module_classes``: the document's path -> class table) is such a loop
     too."""
@@ -131,7 +131,9 @@ def _fold(ir, ops, pos, start, period, reps, cluster_key):
             if (pos[edge.src] - start) % period >= (pos[edge.dst] - start) % period:
                 loops.add((src, dst))
     ir.remap(mapping, frozenset(loops))
-    shared = _common_prefix([item.calls for item in kept])
+    # the calls every step runs in (the whole span's, not the kept step's: the kept step's block call is one of
+    # the blocks the fold stands for, and the fold goes around all of them)
+    shared = _common_prefix([item.calls for item in span])
     kept_keys = {item.key for item in kept}
     consumers = ir.consumers()
     for item in list(ir.items.values()):
