@@ -80,11 +80,16 @@ def test_resnet_blocks_lay_out_without_the_staircase(resnet8):
 
 
 @needs_dot
-def test_48_block_resnet_is_a_column_too():
+def test_48_block_resnet_is_a_column_of_folded_stages():
     doc = render_models.traced_step(*render_models.resnet((12, 12, 12, 12)))
     spec = build_graph(doc, node_budget=None)
     width, height = laid_out_size(spec)
     assert width < 2 * height and width < 2500, (width, height)
+    # each stage's 12 blocks are one fold, drawn around the blocks inside its stage (not inside its first block)
+    assert _loop_notes(spec) == ["a loop of 12 steps × 7 ops is drawn once"] * 4
+    names = {c.name: c.rows[0].text for c in spec.clusters}
+    folds = [c for c in spec.clusters if c.rows[0].text == "× 12"]
+    assert sorted(names[c.parent] for c in folds) == [f"model.layer{i} (Sequential)" for i in range(1, 5)]
 
 
 @needs_dot
