@@ -67,14 +67,15 @@ SIZE_VIEWS = {"backward (default)": {}, "forward": {"forward": True}}
 def draw_real_models(out, fmt):
     from gradviz.rendering import build_graph, render, to_dot
 
-    for name, doc in real_model_docs().items():
+    docs = real_model_docs()
+    for name, doc in docs.items():
         for suffix, options in REAL_VIEWS.items():
             target = out / f"{name}{suffix}.{fmt}"
-            render(doc, target, format=fmt, **options)
+            render(doc, target, format=fmt, budget=60, **options)  # a generous budget: rasterizing is slow too
             print(target)
     # before: the same picture with each parameter a rank above its op (what the pictures wrote until issue 17):
     # the residual blocks' clusters overlap in rank and dot sets them side by side, a diagonal staircase
-    spec = build_graph(real_model_docs()["resnet8"], node_budget=None)
+    spec = build_graph(docs["resnet8"], node_budget=None)
     for edge in spec.edges:
         edge.minlen = 1
     target = out / f"resnet8-before-staircase.{fmt}"

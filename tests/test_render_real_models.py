@@ -254,10 +254,13 @@ def test_two_linear_layers_have_two_names(tmp_path):
         "    h = torch.tanh(layer(h))",
         "out = nn.Linear(2, 1)(h)",
         "out = nn.Linear(1, 1)(out)",
+        "net = nn.Linear(1, 1)",
+        "bundle = (net, out)   # a tuple of arguments, not a stack of layers: net keeps its own name",
+        "out = bundle[0](bundle[1])",
         "out.sum().backward()",
     ]))
     names = [v["name"] for v in doc["variables"] if v.get("is_parameter")]
     assert names == ["layers[0].weight", "layers[0].bias", "layers[1].weight", "layers[1].bias",
-                     "Linear.weight", "Linear.bias", "Linear_2.weight", "Linear_2.bias"]
+                     "Linear.weight", "Linear.bias", "Linear_2.weight", "Linear_2.bias", "net.weight", "net.bias"]
     leaves = [texts(n)[0] for n in build_graph(doc).nodes if n.kind == "leaf"]
     assert sorted(leaves) == sorted(names)

@@ -184,15 +184,19 @@ class ModuleNames:
 
 
 def _name_in_containers(frame, obj, depth=4):
-    """``layers[1]`` when a list or tuple the user's code binds (in this frame or a few outer ones) holds
-    ``obj``; identity, never ==. Long lists (data, not layers) are not searched."""
+    """``layers[1]`` when a list or tuple of modules the user's code binds (in this frame or a few outer ones)
+    holds ``obj``; identity, never ==. Lists with other things (``(model, x, y)``: a bundle of arguments, not a
+    stack of layers) and long lists (data) do not name a module."""
     while frame is not None and depth > 0:
         for scope in (frame.f_locals, frame.f_globals):
             for key, value in list(scope.items()):
-                if isinstance(value, (list, tuple)) and len(value) <= 1000 and not key.startswith("_"):
-                    for number, item in enumerate(value):
-                        if item is obj:
-                            return f"{key}[{number}]"
+                if isinstance(value, (list, tuple)) and len(value) <= 1000 and not key.startswith("_") and \
+                        any(item is obj for item in value) and all(_is_module(item) for item in value):
+                    return f"{key}[{next(n for n, item in enumerate(value) if item is obj)}]"
         frame = frame.f_back
         depth -= 1
     return None
+
+
+def _is_module(obj):
+    return callable(getattr(obj, "named_parameters", None)) and hasattr(obj, "_modules")
