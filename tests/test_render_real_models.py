@@ -264,3 +264,21 @@ def test_two_linear_layers_have_two_names(tmp_path):
                      "Linear.weight", "Linear.bias", "Linear_2.weight", "Linear_2.bias", "net.weight", "net.bias"]
     leaves = [texts(n)[0] for n in build_graph(doc).nodes if n.kind == "leaf"]
     assert sorted(leaves) == sorted(names)
+
+
+def test_gradviz_run_passes_rankdir_to_its_pictures(tmp_path):
+    import sys
+
+    script = tmp_path / "chain.py"
+    script.write_text("import torch\nw = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\n")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "gradviz", "run", "--engine", "gradviz", "--format", "dot",
+                           "--rankdir", "LR", "--out", str(out), "-q", str(script)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (picture,) = out.glob("*.dot")
+    assert "\trankdir=LR," in picture.read_text().replace("graph [", "\t")
+    bad = subprocess.run([sys.executable, "-m", "gradviz", "run", "--rankdir", "up", str(script)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "unknown rankdir `up`: use one of TB, LR, BT, RL" in bad.stderr
