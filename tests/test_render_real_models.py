@@ -90,6 +90,9 @@ def test_48_block_resnet_is_a_column_of_folded_stages():
     names = {c.name: c.rows[0].text for c in spec.clusters}
     folds = [c for c in spec.clusters if c.rows[0].text == "× 12"]
     assert sorted(names[c.parent] for c in folds) == [f"model.layer{i} (Sequential)" for i in range(1, 5)]
+    # collapsed, a box inside a fold is named for every step's module
+    boxes = [texts(n)[0] for n in build_graph(doc, depth=2).nodes if n.kind == "module"]
+    assert [f"model.layer{i}.# (BasicBlock)" in boxes for i in range(1, 5)] == [True] * 4
 
 
 @needs_dot

@@ -239,6 +239,9 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
         ops = [item for item in items if item.kind != "leaf"]
         path = _path(call_key)
         cls = module_classes.get(path)
+        title = path
+        if "@" in call_key:  # inside a fold: the box stands for the module of every step (layers.#.conv1)
+            title = ".".join("#" if i and part.isdigit() else part for i, part in enumerate(path.split(".")))
         values = sum(int(np.prod(item.shape or ())) for item in params)
         lines = [f"{len(ops)} ops · {len(params)} parameters ({values:,} values)"]
         if ins:
@@ -246,7 +249,7 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
         if outs:
             lines.append("out " + ", ".join(dict.fromkeys(shape_text(s) for s in outs)))
         first = min(items, key=lambda item: item.order)
-        box = Item(box_key, "module", first.order, path + (f" ({cls})" if cls else ""), lines,
+        box = Item(box_key, "module", first.order, title + (f" ({cls})" if cls else ""), lines,
                    shape=outs[0] if outs else None, calls=first.calls[:first.calls.index(call_key)],
                    nodes=[n for item in items for n in item.nodes],
                    variables=[v for item in items for v in item.variables], params=values)
