@@ -103,8 +103,6 @@ def _edge_line(edge):
         pairs.append(("constraint", "false"))
     if edge.minlen != 1:
         pairs.append(("minlen", str(edge.minlen)))
-    if edge.weight != 1:
-        pairs.append(("weight", str(edge.weight)))
     if edge.arrowhead != "normal":
         pairs.append(("arrowhead", edge.arrowhead))
     line = f"{dot_id(edge.tail)} -> {dot_id(edge.head)}"

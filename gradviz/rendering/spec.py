@@ -68,7 +68,6 @@ class SpecEdge:
     arrowhead: str = "normal"
     kind: str = "data"             # data, cut, loop, note, saved, ghost
     minlen: int = 1                # 0: may sit on its consumer's rank (a parameter beside the op using it)
-    weight: int = 1
 
 
 @dataclass
