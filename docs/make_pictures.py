@@ -2,14 +2,22 @@
 
 Run from the repository root: python docs/make_pictures.py [--out docs/images] [--format png]. Each sample in
 samples/ runs under a trace; its last iteration's graph is drawn to <out>/<sample>.<format>, plus the variants
-docs/pictures.md shows (forward view, saved tensors, collapsed depth), and a 10,000-node loop.
+docs/pictures.md shows (forward view, saved tensors, collapsed depth), and a 10,000-node loop. With PyTorch
+installed, the real-size models of tests/render_models.py (ResNets, a transformer, a BERT-like encoder) are drawn
+too, with the before/after pictures of the residual-net layout.
+
+``python docs/make_pictures.py --sizes`` draws nothing: it prints the laid-out size (``dot -Tjson``) of each real
+model's pictures, the table in docs/pictures.md. It uses only options every version has, so the same command run
+on an older checkout (``PYTHONPATH=<old checkout>``) gives the "before" column.
 """
 
 import argparse
 import contextlib
 import io
+import json
 import os
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,6 +47,55 @@ def trace_sample(path):
     return doc
 
 
+def real_model_docs():
+    """{name: trace document} of one training step of each real-size model (needs PyTorch)."""
+    sys.path.insert(0, str(ROOT))
+    from tests import render_models as models
+
+    built = {"resnet8": models.resnet((2, 2, 2, 2)), "resnet48": models.resnet((12, 12, 12, 12)),
+             "transformer": models.transformer(layers=2), "bert": models.bert(layers=4)}
+    return {name: models.traced_step(*model) for name, model in built.items()}
+
+
+REAL_VIEWS = {  # picture suffix -> build_graph options (the default picture first)
+    "": {}, "-full": {"node_budget": None}, "-forward": {"forward": True, "node_budget": None},
+    "-architecture": {"architecture": True}, "-lr": {"rankdir": "LR"},
+}
+SIZE_VIEWS = {"backward (default)": {}, "forward": {"forward": True}}
+
+
+def draw_real_models(out, fmt):
+    from gradviz.rendering import build_graph, render, to_dot
+
+    docs = real_model_docs()
+    for name, doc in docs.items():
+        for suffix, options in REAL_VIEWS.items():
+            target = out / f"{name}{suffix}.{fmt}"
+            render(doc, target, format=fmt, budget=60, **options)  # a generous budget: rasterizing is slow too
+            print(target)
+    # before: the same picture with each parameter a rank above its op (what the pictures wrote until issue 17):
+    # the residual blocks' clusters overlap in rank and dot sets them side by side, a diagonal staircase
+    spec = build_graph(docs["resnet8"], node_budget=None)
+    for edge in spec.edges:
+        edge.minlen = 1
+    target = out / f"resnet8-before-staircase.{fmt}"
+    target.write_bytes(subprocess.run(["dot", f"-T{fmt}"], input=to_dot(spec).encode(), capture_output=True,
+                                      check=True).stdout)
+    print(target)
+
+
+def print_sizes():
+    from gradviz.rendering import build_graph, to_dot
+
+    print("| model | view | nodes drawn | laid out (pt) |\n|---|---|---|---|")
+    for name, doc in real_model_docs().items():
+        for view, options in SIZE_VIEWS.items():
+            spec = build_graph(doc, **options)
+            done = subprocess.run(["dot", "-Tjson"], input=to_dot(spec).encode(), capture_output=True, check=True)
+            x0, y0, x1, y1 = (float(v) for v in json.loads(done.stdout)["bb"].split(","))
+            print(f"| {name} | {view} | {len(spec.nodes)} | {x1 - x0:,.0f} × {y1 - y0:,.0f} |")
+
+
 def main():
     from gradviz.rendering import render
     from gradviz.rendering.synthetic import loop_doc
@@ -46,7 +103,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=str(ROOT / "docs" / "images"))
     parser.add_argument("--format", default="png", choices=["png", "svg", "pdf", "dot"])
+    parser.add_argument("--sizes", action="store_true", help="print the real models' picture sizes, draw nothing")
     args = parser.parse_args()
+    if args.sizes:
+        print_sizes()
+        return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for sample in sorted((ROOT / "samples").glob("*.py")):
@@ -61,6 +122,12 @@ def main():
     target = out / f"loop_10000.{args.format}"
     render(loop_doc(3333), target, format=args.format)
     print(target)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("PyTorch is not installed: the real-size models are not drawn")
+        return
+    draw_real_models(out, args.format)
 
 
 if __name__ == "__main__":

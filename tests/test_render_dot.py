@@ -11,7 +11,7 @@ import pytest
 from gradviz.rendering.dot import html_escape, quote, to_dot
 from gradviz.rendering.graph import build_graph
 from gradviz.rendering.layout import dot_available
-from gradviz.rendering.synthetic import chained_models_doc, hostile_doc, loop_doc
+from gradviz.rendering.synthetic import chained_models_doc, hostile_doc, loop_doc, residual_doc
 
 GOLDEN = Path(__file__).parent / "render_golden"
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
@@ -20,6 +20,10 @@ CASES = {
     "chained_models": lambda: build_graph(chained_models_doc(), show_saved=True, show_grads=True),
     "chained_models_forward": lambda: build_graph(chained_models_doc(), forward=True),
     "loop_folded": lambda: build_graph(loop_doc(50)),
+    # the layout fixes: parameters on their op's rank (minlen=0: no staircase), left to right, architecture
+    "residual_blocks": lambda: build_graph(residual_doc(2), fold_loops=False),
+    "residual_lr": lambda: build_graph(residual_doc(2), fold_loops=False, rankdir="LR"),
+    "residual_architecture": lambda: build_graph(residual_doc(2), architecture=True),
 }
 
 

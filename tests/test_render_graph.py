@@ -66,7 +66,7 @@ def test_show_saved_and_show_grads():
     spec = build_graph(doc, show_saved=True, show_grads=True)
     nodes = by_name(spec)
     assert texts(nodes["n3_s0"]) == ["saved input X", "(4, 3) · 48 B · version 0"]
-    assert texts(nodes["n3_s1"])[0] == "saved input v5"
+    assert texts(nodes["n3_s1"])[0] == "saved input T of model1"   # no name: the op and module that made it
     assert ("n3_s0", "n3") in edge_pairs(spec, "saved")
     norms = doc["backwards"][0]["grad_norms"]
     labels = {(e.tail, e.head): e.label for e in spec.edges}
@@ -231,7 +231,7 @@ def test_per_step_inputs_fold_onto_one_leaf():
     spec = build_graph(loop_doc(20, reuse_input=False))
     leaves = [n for n in spec.nodes if n.kind == "leaf"]
     assert sorted(texts(n)[0] for n in leaves) == ["W", "x_t"]
-    assert "a different one each step" in texts(next(n for n in leaves if texts(n)[0] == "x_t"))
+    assert "a different one each step (20 in all)" in texts(next(n for n in leaves if texts(n)[0] == "x_t"))
 
 
 def test_high_degree_leaf_becomes_ghosts_when_not_folded():

@@ -11,6 +11,21 @@ from .engine import ENGINES
 from .output import one_line
 
 
+def _check_rankdir(ctx, param, value):
+    from ..rendering.graph import check_rankdir
+
+    try:
+        return check_rankdir(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def rankdir_option(default_text):
+    """``--rankdir LR|TB|BT|RL`` (any case), shared by ``graph`` and ``run``."""
+    return click.option("--rankdir", metavar="LR|TB|BT|RL", default=None, callback=_check_rankdir,
+                        help=f"Layout direction: LR left to right, TB top to bottom…  {default_text}")
+
+
 @click.command()
 @click.argument("source", type=click.Path(dir_okay=True))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -24,6 +39,10 @@ from .output import one_line
 @click.option("--show-saved", is_flag=True, help="Draw saved tensors as side nodes (shape, bytes, version).")
 @click.option("--show-grads", is_flag=True, help="Label edges with the gradient norm that flowed through them.")
 @click.option("--forward", is_flag=True, help="Draw the forward data flow instead of the backward graph.")
+@click.option("--architecture", is_flag=True,
+              help="Draw the model's architecture: the forward view, each module one box with its input and output "
+                   "shapes (with --depth K, modules deeper than K inside their parent's box).")
+@rankdir_option("[default: BT for the backward graph, TB for --forward]")
 @click.option("--open", "open_after", is_flag=True, help="Open the picture when it is written.")
 @click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
               help="Run the script on gradviz's engine, on real PyTorch, or auto (as for `run`).")
@@ -33,8 +52,8 @@ from .output import one_line
 @click.option("--exact-memory", is_flag=True,
               help="On PyTorch (a script), measure saved memory through saved-tensor hooks (every pack seen; slower). "
                    "gradviz's engine measures it exactly either way.")
-def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads, forward, open_after, engine,
-          use_torch, max_nodes, exact_memory):
+def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads, forward, architecture, rankdir,
+          open_after, engine, use_torch, max_nodes, exact_memory):
     """Draw the graph of SOURCE: a Python script (run under a trace) or a saved trace (.json).
 
     Options may come before or after SOURCE; arguments for the script go after `--`:
@@ -46,7 +65,7 @@ def graph(source, args, out_file, fmt, iteration, depth, show_saved, show_grads,
     fmt = _format(out_file, fmt)
     doc, exit_code = _document(output, source, args, use_torch, engine, exact_memory)
     options = {"iteration": iteration, "depth": depth, "show_saved": show_saved, "show_grads": show_grads,
-               "forward": forward, "max_nodes": max_nodes}
+               "forward": forward, "max_nodes": max_nodes, "rankdir": rankdir, "architecture": architecture}
     path = _draw(output, doc, source, out_file, fmt, options)
     output.line(f"Wrote {path}")
     if open_after:

@@ -6,6 +6,7 @@ import click
 
 from .artifacts import FORMATS, shown_path
 from .engine import ENGINES
+from .graph import rankdir_option
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -32,6 +33,7 @@ from .engine import ENGINES
                    "others are listed in report.json's manifest.")
 @click.option("--render-budget", type=click.FloatRange(min=0), default=60.0, show_default=True, metavar="SECONDS",
               help="Seconds for drawing all the pictures; those not drawn by then are listed.")
+@rankdir_option("[default: BT, the root at the bottom]")
 @click.option("--no-check-backward", is_flag=True,
               help="Don't check custom autograd Functions' backward numerically (the wrong-backward diagnosis).")
 @click.option("--exact-memory", is_flag=True,
@@ -47,7 +49,7 @@ from .engine import ENGINES
               help="Record exactly iterations A to B (inclusive) in full, the others light: the rerun a light "
                    "finding advises.")
 def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
-        max_pictures, render_budget, no_check_backward, exact_memory, light, full_steps, trace_steps):
+        rankdir, max_pictures, render_budget, no_check_backward, exact_memory, light, full_steps, trace_steps):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
     Everything after SCRIPT is passed to the script as its own arguments.
@@ -92,7 +94,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
 
         written, folder_error = Written(), None
         try:
-            write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes},
+            write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes, "rankdir": rankdir},
                       written=written, max_pictures=max_pictures, total_budget=render_budget)
         except OutputFolderError as exc:
             folder_error = str(exc)

@@ -18,7 +18,7 @@ def _module_keys(item):
 
 
 def _path(call_key):
-    return call_key[2:].rsplit("#", 1)[0]
+    return call_key[2:].split("@", 1)[0].rsplit("#", 1)[0]
 
 
 # -- unrolled loops -------------------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ def _longest_periodic_run(codes, loose, min_reps, max_period=512):
     return best
 
 
-def fold_repeats(ir, min_reps=4, min_nodes=16, passes=3, module_classes=None):
+def fold_repeats(ir, min_reps=4, min_nodes=16, passes=8, module_classes=None):
     """Show an unrolled loop once, in a cluster labelled "× reps", with its recurrence as a loop edge; a stack of
     identical layers in a container (``module_classes``: the document's path -> class table) is such a loop
     too."""
@@ -119,6 +119,9 @@ def _fold(ir, ops, pos, start, period, reps, cluster_key):
                     all(c.dst in removed for c in consumers[leaf.key]):
                 mapping[leaf.key] = twin.key
                 twin.flags.add("varies")
+                # the drawn leaf stands for every step's leaf: each is listed when it is inspected
+                twin.variables += [v for v in leaf.variables if v not in twin.variables]
+                twin.nodes += [n for n in leaf.nodes if n not in twin.nodes]
     loops = set()
     for edge in ir.edges:
         if edge.src in pos and edge.dst in pos and start <= pos[edge.src] and \
@@ -128,11 +131,28 @@ def _fold(ir, ops, pos, start, period, reps, cluster_key):
             if (pos[edge.src] - start) % period >= (pos[edge.dst] - start) % period:
                 loops.add((src, dst))
     ir.remap(mapping, frozenset(loops))
-    shared = _common_prefix([item.calls for item in kept])
+    # the calls every step runs in (the whole span's, not the kept step's: the kept step's block call is one of
+    # the blocks the fold stands for, and the fold goes around all of them)
+    shared = _common_prefix([item.calls for item in span])
+    kept_keys = {item.key for item in kept}
+    consumers = ir.consumers()
+    for item in list(ir.items.values()):
+        # a leaf that only the kept step uses (its parameters) goes into the fold with it
+        if item.kind in LEAF_KINDS and item.calls[:len(shared)] == shared and len(item.calls) > len(shared) and \
+                consumers[item.key] and all(e.dst in kept_keys for e in consumers[item.key]):
+            kept.append(item)
     for item in kept:
-        item.calls = shared + [cluster_key] + item.calls[len(shared):]
-        item.flags.add("folded")
-    names = " → ".join(item.title for item in kept[:4]) + (" → …" if period > 4 else "")
+        # A step need not start where a module call starts, so a call can be part inside the fold and part
+        # outside: its inside part is a cluster of its own under the fold's (one key for both would hang the
+        # call's cluster under one parent or the other, and the fold's cluster could vanish from the picture).
+        inner = [f"{key}@{cluster_key}" for key in item.calls[len(shared):]]
+        for key, renamed in zip(item.calls[len(shared):], inner):
+            if key in ir.clusters:
+                ir.clusters.setdefault(renamed, ir.clusters[key])
+        item.calls = shared + [cluster_key] + inner
+        if item.kind == "op":
+            item.flags.add("folded")
+    names = " → ".join(item.title for item in kept[:min(period, 4)]) + (" → …" if period > 4 else "")
     ir.clusters[cluster_key] = ("repeat", [f"× {reps}", f"{names} ({period} ops per step)"])
     ir.notes.append(f"a loop of {reps} steps × {period} ops is drawn once")
 
@@ -152,24 +172,59 @@ def module_depth(ir):
     return max((len(_module_keys(item)) for item in ir.items.values()), default=0)
 
 
-def size_at_depth(ir, depth):
-    boxes, kept = set(), 0
-    for item in ir.items.values():
-        keys = _module_keys(item)
+def _box_of(ir, depth, modules=False):
+    """A function giving the module call an item's module keys collapse into at ``depth``, or None: the call at
+    index ``depth``; with ``modules`` also the innermost call when it has no call inside it (a Linear, a Conv2d:
+    the architecture view draws every such module as one box, the ops between modules as ops)."""
+    parents = {key for item in ir.items.values() for key in _module_keys(item)[:-1]} if modules else set()
+
+    def box(keys):
         if len(keys) > depth:
-            boxes.add(keys[depth])
+            return keys[depth]
+        return keys[-1] if modules and keys and keys[-1] not in parents else None
+
+    return box
+
+
+def size_at_depth(ir, depth, modules=False):
+    """How many nodes the picture has once collapsed at ``depth`` (``modules``: as the architecture view)."""
+    box_of, boxes, kept = _box_of(ir, depth, modules), set(), 0
+    for item in ir.items.values():
+        box = box_of(_module_keys(item))
+        if box is not None:
+            boxes.add(box)
         elif "ghost" not in item.flags:
             kept += 1
     return kept + len(boxes)
 
 
-def collapse_depth(ir, depth, module_classes, shape_text):
-    """Replace every module call deeper than ``depth`` by one box: its path, class, ops, parameters, in/out."""
+def depth_for_budget(ir, node_budget, modules=False):
+    """The deepest module depth whose collapsed picture has at most ``node_budget`` nodes (0 when none does;
+    ``module_depth(ir)`` when the whole picture fits)."""
+    for depth in range(module_depth(ir), -1, -1):
+        if size_at_depth(ir, depth, modules) <= node_budget:
+            return depth
+    return 0
+
+
+def choose_depth(doc, graph_ids, node_budget, forward=False):
+    """The module depth to draw graphs ``graph_ids`` of trace document ``doc`` at so the picture has at most
+    ``node_budget`` nodes: the deepest that fits (a transformer's layers as boxes rather than 100 ops). The
+    whole graph's depth when it fits as it is; 0 when nothing fits (only the top modules as boxes)."""
+    from .graph import working_graph  # graph.py builds the working graph with this module's steps
+
+    return depth_for_budget(working_graph(doc, graphs=graph_ids, forward=forward)[3], node_budget)
+
+
+def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
+    """Replace every module call deeper than ``depth`` by one box: its path, class, ops, parameters, in/out
+    shapes. ``modules``: every module with no module inside it too (the architecture view)."""
+    box_of = _box_of(ir, depth, modules)
     members = {}
     for item in list(ir.items.values()):
-        keys = _module_keys(item)
-        if len(keys) > depth:
-            members.setdefault(keys[depth], []).append(item)
+        box = box_of(_module_keys(item))
+        if box is not None:
+            members.setdefault(box, []).append(item)
     if not members:
         return
     mapping = {}
@@ -184,6 +239,9 @@ def collapse_depth(ir, depth, module_classes, shape_text):
         ops = [item for item in items if item.kind != "leaf"]
         path = _path(call_key)
         cls = module_classes.get(path)
+        title = path
+        if "@" in call_key:  # inside a fold: the box stands for the module of every step (layers.#.conv1)
+            title = ".".join("#" if i and part.isdigit() else part for i, part in enumerate(path.split(".")))
         values = sum(int(np.prod(item.shape or ())) for item in params)
         lines = [f"{len(ops)} ops · {len(params)} parameters ({values:,} values)"]
         if ins:
@@ -191,14 +249,19 @@ def collapse_depth(ir, depth, module_classes, shape_text):
         if outs:
             lines.append("out " + ", ".join(dict.fromkeys(shape_text(s) for s in outs)))
         first = min(items, key=lambda item: item.order)
-        box = Item(box_key, "module", first.order, path + (f" ({cls})" if cls else ""), lines,
+        box = Item(box_key, "module", first.order, title + (f" ({cls})" if cls else ""), lines,
                    shape=outs[0] if outs else None, calls=first.calls[:first.calls.index(call_key)],
                    nodes=[n for item in items for n in item.nodes],
                    variables=[v for item in items for v in item.variables], params=values)
         box.flags.update(flag for item in items for flag in item.flags if flag == "root")
         ir.add(box)
     ir.remap(mapping)
-    ir.notes.append(f"modules deeper than {depth} are collapsed")
+    if not modules:
+        ir.notes.append(f"modules deeper than {depth} are collapsed")
+    elif any(len(_module_keys(item)) > depth + 1 for items in members.values() for item in items):
+        ir.notes.append(f"each module is one box, those deeper than {depth} inside their parent's")
+    else:
+        ir.notes.append("each module is one box")
 
 
 # -- hard cap -------------------------------------------------------------------------------------------------

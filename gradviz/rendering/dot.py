@@ -101,6 +101,8 @@ def _edge_line(edge):
         pairs.append(("penwidth", _num(edge.penwidth)))
     if not edge.constraint:
         pairs.append(("constraint", "false"))
+    if edge.minlen != 1:
+        pairs.append(("minlen", str(edge.minlen)))
     if edge.arrowhead != "normal":
         pairs.append(("arrowhead", edge.arrowhead))
     line = f"{dot_id(edge.tail)} -> {dot_id(edge.head)}"

@@ -8,7 +8,7 @@ what the diagnostics found and styles everything (``style``).
 from ..document import CUT_ORIGINS, DocIndex, is_accumulate_grad
 from . import collapse
 from .ir import IR, Item
-from .style import human_bytes, shape_text, style_spec
+from .style import forward_op, human_bytes, shape_text, style_spec, tensor_name
 
 
 def select_graphs(index, iteration=None, graphs=None):
@@ -31,14 +31,13 @@ def select_graphs(index, iteration=None, graphs=None):
     return chosen
 
 
-def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
-                max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True):
-    """The picture of one iteration's graph(s) as a ``GraphSpec``.
+READABLE_NODES = 100  # a picture above this is collapsed by module depth when no depth is given
+RANKDIRS = ("TB", "LR", "BT", "RL")
 
-    ``depth``: collapse modules deeper than this into boxes. ``max_nodes``: above it, collapse by module depth
-    automatically, then keep the nodes nearest the root. ``ghost_uses``: leaves used this often are drawn once
-    per use. ``fold_loops``: draw an unrolled loop once with its repeat count.
-    """
+
+def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=True):
+    """(index, chosen graph ids, their node ids, the working graph) before any collapsing: items, module
+    clusters, graph clusters and folded loops."""
     index = DocIndex(doc)
     chosen = select_graphs(index, iteration, graphs)
     node_ids = sorted(n for g in chosen for n in index.graphs[g].get("nodes", []) if n in index.nodes)
@@ -46,28 +45,66 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     (_forward_items if forward else _backward_items)(ir, index, node_ids)
     _assign_calls(ir, index)
     _graph_clusters(ir, index, chosen)
-    before = ir.size()
+    ir.unfolded_size = ir.size()
     if fold_loops:
         collapse.fold_repeats(ir, module_classes=index.modules)
-    if depth is not None:
-        collapse.collapse_depth(ir, depth, index.modules, shape_text)
-    elif ir.size() > max_nodes:
-        deepest = collapse.module_depth(ir)
-        fits = [d for d in range(deepest) if collapse.size_at_depth(ir, d) <= max_nodes]
-        if deepest:
-            collapse.collapse_depth(ir, max(fits) if fits else 0, index.modules, shape_text)
+    return index, chosen, node_ids, ir
+
+
+def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
+                max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True, rankdir=None,
+                node_budget=READABLE_NODES, architecture=False):
+    """The picture of one iteration's graph(s) as a ``GraphSpec``.
+
+    ``depth``: collapse modules deeper than this into boxes; when not given and the picture has more than
+    ``node_budget`` nodes (None: no budget), the deepest depth that fits it (``collapse.choose_depth``).
+    ``max_nodes``: the hard cap, after collapsing: keep the nodes nearest the root. ``ghost_uses``: leaves used
+    this often are drawn once per use. ``fold_loops``: draw an unrolled loop once with its repeat count.
+    ``rankdir``: TB, LR, BT or RL (default: the backward graph bottom to top, the forward view top to bottom).
+    ``architecture``: the forward view with every module as one box (its class, parameters, input and output
+    shapes) and the ops between modules as ops, as torchview draws a model.
+    """
+    rankdir = check_rankdir(rankdir)
+    forward = forward or architecture
+    index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops)
+    before, folded = ir.unfolded_size, ir.size()
+    budget = min(node_budget, max_nodes) if node_budget else max_nodes
+    deepest = collapse.module_depth(ir)
+    if depth is not None or architecture:
+        if depth is None:
+            depth = collapse.depth_for_budget(ir, budget, modules=True)
+        collapse.collapse_depth(ir, depth, index.modules, shape_text, modules=architecture)
+    elif ir.size() > budget:
+        fitting = collapse.depth_for_budget(ir, budget)
+        if fitting < deepest:
+            collapse.collapse_depth(ir, fitting, index.modules, shape_text)
+            ir.notes[-1] += f" to fit {budget} nodes (choose with --depth / depth=)"
     if ir.size() > max_nodes:
         collapse.truncate(ir, max_nodes)
-    if ir.size() < before and ir.size() > 0 and before > max_nodes:
+    if folded > max_nodes and 0 < ir.size() < before:  # (folding alone never needs saying: the fold is drawn)
         ir.notes.insert(0, f"too large to draw whole: {before:,} nodes > max_nodes {max_nodes}, so")
     collapse.ghost_leaves(ir, ghost_uses)
     return style_spec(ir, index, chosen, node_ids, forward=forward, show_saved=show_saved,
-                      show_grads=show_grads)
+                      show_grads=show_grads, rankdir=rankdir or ("TB" if forward else "BT"),
+                      architecture=architecture)
+
+
+def check_rankdir(rankdir):
+    """``rankdir`` upper-cased, or None for the default; a ValueError naming the choices otherwise."""
+    if rankdir is None:
+        return None
+    if not isinstance(rankdir, str) or rankdir.upper() not in RANKDIRS:
+        raise ValueError(f"unknown rankdir `{rankdir}`: use one of {', '.join(RANKDIRS)}")
+    return rankdir.upper()
 
 
 # -- items ----------------------------------------------------------------------------------------------------
 def _op_item(index, node, forward):
-    title = node["class_name"] if (node.get("custom") or forward) else node["op"]
+    title = node["op"]
+    if node.get("custom"):
+        title = node["class_name"]
+    elif forward:  # the forward op, not its backward node: AddmmBackward0 -> Addmm
+        title = forward_op(node)
     item = Item(f"n{node['id']}", "op", (node["id"],), title, shape=tuple(node.get("shape") or ()),
                 nodes=[node["id"]], variables=list(node.get("outputs") or []))
     names = [index.variables[v]["name"] for v in item.variables if index.variables.get(v, {}).get("name")]
@@ -89,7 +126,7 @@ def _leaf_flags(var):
 
 def _variable_item(index, var_id, key, kind, order):
     var = index.variables.get(var_id) or {}  # an id may name a dropped record: drawn by its id
-    item = Item(key, kind, order, index.variable_label(var_id), shape=tuple(var.get("shape") or ()),
+    item = Item(key, kind, order, tensor_name(index, var_id), shape=tuple(var.get("shape") or ()),
                 variables=[var_id], flags=_leaf_flags(var) if kind == "leaf" else set())
     if kind == "cut":
         how = ".data" if var.get("origin") == "data" else "numpy()" if var.get("origin") == "numpy" else "detach()"
@@ -115,7 +152,7 @@ def _cut_source(ir, index, item, var_id, drawn):
         ir.edge(f"n{producer}", item.key, "cut")
     else:
         where = f" (graph {index.nodes[producer]['graph']})" if producer in index.nodes else ""
-        item.lines.append(f"from {index.variable_label(source['id'])}{where}")
+        item.lines.append(f"from {tensor_name(index, source['id'])}{where}")
 
 
 def _backward_items(ir, index, node_ids):
@@ -152,30 +189,46 @@ def _backward_items(ir, index, node_ids):
 
 
 def _forward_items(ir, index, node_ids):
+    """The forward data flow: the backward graph's edges reversed (``inputs`` are the engine's own links, so the
+    picture is connected on every engine), parameters and inputs as leaves, and the inputs that need no gradient
+    (constants, cuts) from ``input_variables`` where it lines up with ``inputs``."""
     drawn = {n for n in node_ids if not is_accumulate_grad(index.nodes[n])}
     for node_id in sorted(drawn):
         ir.add(_op_item(index, index.nodes[node_id], forward=True))
     for node_id in sorted(drawn):
-        for var_id in index.nodes[node_id].get("input_variables") or []:
-            var = index.variables.get(var_id)
-            if var is None:
-                continue
-            if var.get("node") in drawn:
-                ir.edge(f"n{var['node']}", f"n{node_id}")
-                continue
-            if var.get("node") is not None:
-                ir.edge(_external_item(ir, index, var["node"], (node_id, -2)), f"n{node_id}")
-                continue
-            key = f"v{var_id}"
-            if key not in ir.items:
-                cut = var.get("origin") in CUT_ORIGINS or var.get("source") is not None
-                kind = "cut" if cut and not var.get("requires_grad") else \
-                    "leaf" if var.get("requires_grad") else "const"
-                item = ir.add(_variable_item(index, var_id, key, kind, (node_id, -1)))
-                if cut:
-                    _cut_source(ir, index, item, var_id, drawn)
-            ir.edge(key, f"n{node_id}")
+        node = index.nodes[node_id]
+        inputs = node.get("inputs") or []
+        in_vars = node.get("input_variables") or []
+        aligned = len(in_vars) == len(inputs)
+        for slot, (source, _) in enumerate(inputs):
+            if source is not None:
+                ir.edge(_forward_source(ir, index, source, drawn, (node_id, -2)), f"n{node_id}")
+            elif aligned and in_vars[slot] is not None:
+                ir.edge(_forward_leaf(ir, index, in_vars[slot], drawn, (node_id, -1)), f"n{node_id}")
     _mark_roots(ir, index, node_ids)
+
+
+def _forward_source(ir, index, source, drawn, order):
+    """The item a forward edge starts from: a drawn op, a parameter or input (its AccumulateGrad), or an
+    earlier graph."""
+    if source in drawn:
+        return f"n{source}"
+    node = index.nodes.get(source)
+    if node is not None and is_accumulate_grad(node) and node.get("variable") is not None:
+        return _forward_leaf(ir, index, node["variable"], drawn, order)
+    return _external_item(ir, index, source, order)
+
+
+def _forward_leaf(ir, index, var_id, drawn, order):
+    key = f"v{var_id}"
+    if key not in ir.items:
+        var = index.variables.get(var_id) or {}
+        cut = var.get("origin") in CUT_ORIGINS or var.get("source") is not None
+        kind = "cut" if cut and not var.get("requires_grad") else "leaf" if var.get("requires_grad") else "const"
+        item = ir.add(_variable_item(index, var_id, key, kind, order))
+        if cut:
+            _cut_source(ir, index, item, var_id, drawn)
+    return key
 
 
 def _external_item(ir, index, node_id, order):

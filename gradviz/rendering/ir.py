@@ -39,6 +39,7 @@ class IR:
         self.edges = []
         self.clusters = {}         # key -> (kind, label lines, parent-independent)
         self.notes = []            # what was collapsed or dropped, for the title
+        self.unfolded_size = 0     # items before loops were folded (the subtitle's "N nodes > max_nodes")
 
     def add(self, item):
         self.items[item.key] = item

@@ -52,6 +52,8 @@ class SpecNode:
     tooltip: str = ""
     doc_node: int | None = None
     doc_variable: int | None = None
+    doc_nodes: list = field(default_factory=list)      # every document node it stands for (folded, collapsed)
+    doc_variables: list = field(default_factory=list)  # every Variable it stands for (a folded leaf: each step's)
 
 
 @dataclass
@@ -65,6 +67,7 @@ class SpecEdge:
     constraint: bool = True
     arrowhead: str = "normal"
     kind: str = "data"             # data, cut, loop, note, saved, ghost
+    minlen: int = 1                # 0: may sit on its consumer's rank (a parameter beside the op using it)
 
 
 @dataclass

@@ -1,5 +1,7 @@
 """Working graph → ``GraphSpec``: shapes, colours, labels, and the marks diagnostics leave on a picture."""
 
+import re
+
 from ..document import is_accumulate_grad, severity_rank
 from .spec import COLORS, GraphSpec, LegendEntry, Row, SpecCluster, SpecEdge, SpecNode
 
@@ -70,6 +72,51 @@ def _node_style(item):
     return "box", colors[0], colors[1], "filled,rounded"
 
 
+VARIES = "a different one each step"
+BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+
+def forward_op(node):
+    """The forward op a backward node stands for: ``AddmmBackward0`` -> ``Addmm``; a custom Function's class."""
+    name = node.get("class_name") or node.get("op") or "?"
+    return name if node.get("custom") else BACKWARD_SUFFIX.sub("", name) or name
+
+
+def tensor_name(index, var_id):
+    """How a picture names a Variable: the name the trace recorded (a Python name or a parameter's module path);
+    else what made it, ``Addmm of model.fc1`` (the op and the module that ran it); else what kind of leaf it
+    is. ``v<id>`` only for a Variable whose record was dropped."""
+    var = index.variables.get(var_id)
+    if var is None:
+        return f"v{var_id}"
+    if var.get("name"):
+        return var["name"]
+    node = index.nodes.get(var.get("node"))
+    if node is not None:
+        modules = node.get("module") or []
+        return forward_op(node) + (f" of {modules[-1]}" if modules else " output")
+    if var.get("is_parameter"):
+        return "parameter"
+    return "input" if var.get("requires_grad") else "constant"
+
+
+def common_name(names):
+    """One name for names that differ only in numbers between dots: ``layers.#.weight`` for ``layers.0.weight``,
+    ``layers.1.weight``…; else the first name."""
+    split = [name.split(".") for name in names]
+    if any(len(parts) != len(split[0]) for parts in split):
+        return names[0]
+    out = []
+    for column in zip(*split):
+        if len(set(column)) == 1:
+            out.append(column[0])
+        elif all(part.isdigit() for part in column):
+            out.append("#")
+        else:
+            return names[0]
+    return ".".join(out)
+
+
 def _rows(item):
     rows = [Row(item.title, bold=True)]
     if item.kind not in ("more", "module", "external"):
@@ -78,7 +125,7 @@ def _rows(item):
         rows.append(Row("custom Function", size=9, color="#7d3c98"))
     rows += [Row(line, size=9) for line in item.lines]
     if "varies" in item.flags:
-        rows.append(Row("a different one each step", size=9))
+        rows.append(Row(VARIES, size=9))
     if "root" in item.flags:
         rows.append(Row("root", size=9, bold=True))
     return rows
@@ -112,6 +159,14 @@ class _Styler:
             style, fontsize, rows = style + ",dashed", 9, rows[:1]
         if "nonfinite" in item.flags:
             rows.append(Row("NaN/Inf in output", size=9, color="#c0392b"))
+        tooltip = " · ".join(r.text for r in rows)
+        leaves = item.variables if item.kind in ("leaf", "const", "cut") else []
+        if len(leaves) > 1:
+            # a folded leaf: one per step, named by what the names share (layers.#.weight); all in the tooltip
+            names = [tensor_name(self.index, v) for v in leaves]
+            rows[0] = Row(common_name(names), bold=True)
+            rows = [Row(f"{VARIES} ({len(names)} in all)", size=9) if r.text == VARIES else r for r in rows]
+            tooltip = " · ".join(r.text for r in rows) + " · " + ", ".join(names)
         doc_node = item.nodes[0] if len(item.nodes) == 1 else None
         doc_var = item.variables[0] if item.kind in ("leaf", "const", "cut") and item.variables else None
         self.kinds.add("parameter" if "parameter" in item.flags else item.kind if item.kind != "leaf" else "input")
@@ -124,7 +179,8 @@ class _Styler:
             border=border, style=style, penwidth=2.0 if "root" in item.flags else penwidth,
             peripheries=2 if "root" in item.flags else 1, fontsize=fontsize,
             cluster=self.cluster_name(item.calls[-1]) if item.calls else None, html_id=f"gv-{item.key}",
-            tooltip=" · ".join(r.text for r in rows), doc_node=doc_node, doc_variable=doc_var))
+            tooltip=tooltip, doc_node=doc_node, doc_variable=doc_var, doc_nodes=list(item.nodes),
+            doc_variables=list(leaves)))
 
     def edge(self, edge):
         src = self.ir.items[edge.src]
@@ -138,6 +194,11 @@ class _Styler:
         elif self.show_grads and not self.forward:
             norm = self._norm(src)
             spec.label = "" if norm is None else f"{norm:.3g}"
+        if "parameter" in src.flags and edge.kind == "data":
+            # A parameter sits beside the op that uses it, not a rank above: a rank of its own makes each module
+            # cluster reach into the rank of the module before it, and dot then sets the clusters side by side,
+            # one step further over per block (the diagonal staircase of a residual net).
+            spec.minlen = 0
         if edge.count > 1 and edge.kind == "data" and src.kind in ("leaf", "const", "cut"):
             spec.label = (spec.label + " " if spec.label else "") + f"×{edge.count}"
         self.edges.append(spec)
@@ -158,7 +219,7 @@ class _Styler:
             if owner is None:
                 continue
             line = (event.get("location") or {}).get("line")
-            rows = [Row(f"{self.index.variable_label(var_id)}.grad → None", bold=True, size=10)]
+            rows = [Row(f"{tensor_name(self.index, var_id)}.grad → None", bold=True, size=10)]
             if line is not None:
                 rows.append(Row(f"read at line {line}", size=9))
             key = f"e{event['id']}"
@@ -188,7 +249,7 @@ class _Styler:
 
     def _saved_node(self, item, number, saved, event):
         key = f"{item.key}_s{number}"
-        name = " " + self.index.variable_label(saved["variable"]) if saved.get("variable") is not None else ""
+        name = " " + tensor_name(self.index, saved["variable"]) if saved.get("variable") is not None else ""
         rows = [Row(f"saved {saved.get('kind', 'input')}{name}", size=9, bold=True),
                 Row(f"{shape_text(saved.get('shape'))} · {human_bytes(saved.get('bytes'))} · "
                     f"version {saved.get('version')}", size=9)]
@@ -255,14 +316,14 @@ class _Styler:
         return entries
 
 
-def _title(index, chosen, node_ids, forward):
+def _title(index, chosen, node_ids, view):
     doc = index.doc
     script = doc.get("script") or "trace"
     if not chosen:
         return f"{script}: no graph was recorded"
     graphs = [index.graphs[g] for g in chosen]
     iterations = sorted({g.get("iteration") for g in graphs})
-    parts = [script, "forward data flow" if forward else "backward graph",
+    parts = [script, view,
              "iteration " + ", ".join(str(i) for i in iterations)]
     if len(graphs) == 1:
         structure = index.structures.get(graphs[0].get("structure"))
@@ -275,7 +336,8 @@ def _title(index, chosen, node_ids, forward):
     return " · ".join(parts)
 
 
-def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, show_grads=False):
+def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, show_grads=False, rankdir=None,
+               architecture=False):
     styler = _Styler(ir, index, forward, show_saved, show_grads)
     for item in sorted(ir.items.values(), key=lambda i: i.order):
         styler.node(item)
@@ -286,9 +348,11 @@ def style_spec(ir, index, chosen, node_ids, forward=False, show_saved=False, sho
     notes = list(ir.notes)
     if any(not index.graphs[g].get("full", True) for g in chosen):
         notes.append("some node records were dropped from the trace")
-    spec = GraphSpec(title=_title(index, chosen, node_ids, forward), subtitle=notes, nodes=styler.nodes,
+    view = "architecture" if architecture else "forward data flow" if forward else "backward graph"
+    spec = GraphSpec(title=_title(index, chosen, node_ids, view),
+                     subtitle=notes, nodes=styler.nodes,
                      edges=styler.edges, clusters=styler.clusters(), legend=styler.legend(),
-                     rankdir="TB" if forward else "BT", collapsed=bool(ir.notes))
+                     rankdir=rankdir or ("TB" if forward else "BT"), collapsed=bool(ir.notes))
     if not spec.nodes:
         spec.nodes.append(SpecNode("empty", [Row("nothing to draw", bold=True),
                                              Row("no graph node was recorded", size=9)], "note", shape="note"))

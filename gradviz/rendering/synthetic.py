@@ -289,3 +289,40 @@ def hostile_doc():
     b.diagnostic("none-grad", "warning", f"{bad}.grad is None </script>", variables=[y], line=3,
                  text="print(y.grad) # </script><!--", hint='use "retain_grad()" & <friends>')
     return b.finish()
+
+
+def residual_doc(blocks=2):
+    """A residual net's graph: a stem, then ``blocks`` blocks ``relu(bn(conv(relu(conv(x)))) + x)`` under
+    ``net.layers.<i>`` with their parameters, then a linear head and a mean: the shape whose block clusters
+    once laid out as a diagonal staircase."""
+    b = DocBuilder("resnet.py")
+    b.module("net", "ResNet")
+    b.module("net.stem", "Conv2d")
+    x = b.leaf("x", [2, 3, 8, 8], requires_grad=False, text="x = torch.randn(2, 3, 8, 8)")
+    w = b.leaf("net.stem.weight", [4, 3, 3, 3], parameter=True)
+    h = b.op("ConvolutionBackward0", [x, w], [2, 4, 8, 8], module=["net", "net.stem"], saved=[x, w], line=20,
+             text="h = self.stem(x)")
+    for i in range(blocks):
+        block = f"net.layers.{i}"
+        b.module(block, "BasicBlock")
+        skip = h
+        for conv in ("conv1", "conv2"):
+            b.module(f"{block}.{conv}", "Conv2d")
+            b.module(f"{block}.bn{conv[-1]}", "BatchNorm2d")
+            weight = b.leaf(f"{block}.{conv}.weight", [4, 4, 3, 3], parameter=True)
+            h = b.op("ConvolutionBackward0", [h, weight], [2, 4, 8, 8], module=["net", block, f"{block}.{conv}"],
+                     saved=[h, weight], line=10)
+            gamma = b.leaf(f"{block}.bn{conv[-1]}.weight", [4], parameter=True)
+            h = b.op("NativeBatchNormBackward0", [h, gamma], [2, 4, 8, 8],
+                     module=["net", block, f"{block}.bn{conv[-1]}"], saved=[h, gamma], line=11)
+            if conv == "conv1":
+                h = b.op("ReluBackward0", [h], [2, 4, 8, 8], module=["net", block], line=12)
+        h = b.op("AddBackward0", [h, skip], [2, 4, 8, 8], module=["net", block], line=13, text="out = out + x")
+        h = b.op("ReluBackward0", [h], [2, 4, 8, 8], module=["net", block], line=14)
+    b.module("net.fc", "Linear")
+    fc = b.leaf("net.fc.weight", [10, 4], parameter=True)
+    pooled = b.op("MeanBackward1", [h], [2, 4], module=["net"], line=21)
+    out = b.op("MmBackward0", [pooled, fc], [2, 10], module=["net", "net.fc"], saved=[pooled, fc], line=22)
+    loss = b.op("MeanBackward0", [out], [], name="loss", line=30, text="loss = net(x).mean()")
+    b.backward(loss, line=31)
+    return b.finish()

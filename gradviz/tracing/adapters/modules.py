@@ -114,10 +114,34 @@ class ModuleNames:
         if entry is not None and entry.valid(module):
             self.tree = entry.tree
             return entry.path
-        name = name_in_frames(find_frame(2), module) or type(module).__name__
+        frame = find_frame(2)
+        # a list's item first: ``for layer in layers: layer(x)`` binds ``layer`` to each in turn
+        name = self._free_name(_name_in_containers(frame, module), module) or \
+            self._free_name(name_in_frames(frame, module), module) or \
+            self._numbered(type(module).__name__, module)
         self.tree = tree = _ModuleTree(module, name)
         self.name_tree(module, name, tree)
         return name
+
+    def _taken(self, module):
+        """Root names in use: by another live root module, or by parameters that outlive theirs (a module
+        called once as a temporary, ``nn.Linear(2, 1)(h)``: the graph keeps its parameters)."""
+        taken = {tree.name for tree in self._trees.values() if tree.ref() is not None and tree.ref() is not module}
+        for ref, path in self.param_names.values():
+            if ref() is not None:
+                taken.update(path[:end] for end in range(len(path)) if path[end] == ".")
+        return taken
+
+    def _free_name(self, name, module):
+        """``name`` unless another live root module has it (``for layer in layers: layer(x)`` finds ``layer``
+        for each: two Linear layers' parameters would both be ``layer.weight``)."""
+        return name if name is not None and name not in self._taken(module) else None
+
+    def _numbered(self, name, module):
+        taken, number = self._taken(module), 1
+        while (f"{name}_{number}" if number > 1 else name) in taken:
+            number += 1
+        return f"{name}_{number}" if number > 1 else name
 
     def name_tree(self, module, name, tree=None):
         """Dotted paths for a root module's submodules and parameters (``model1.conv.weight``). A module or a
@@ -157,3 +181,22 @@ class ModuleNames:
         found = self.new_parameters
         self.new_parameters = {}
         return found
+
+
+def _name_in_containers(frame, obj, depth=4):
+    """``layers[1]`` when a list or tuple of modules the user's code binds (in this frame or a few outer ones)
+    holds ``obj``; identity, never ==. Lists with other things (``(model, x, y)``: a bundle of arguments, not a
+    stack of layers) and long lists (data) do not name a module."""
+    while frame is not None and depth > 0:
+        for scope in (frame.f_locals, frame.f_globals):
+            for key, value in list(scope.items()):
+                if isinstance(value, (list, tuple)) and len(value) <= 1000 and not key.startswith("_") and \
+                        any(item is obj for item in value) and all(_is_module(item) for item in value):
+                    return f"{key}[{next(n for n, item in enumerate(value) if item is obj)}]"
+        frame = frame.f_back
+        depth -= 1
+    return None
+
+
+def _is_module(obj):
+    return callable(getattr(obj, "named_parameters", None)) and hasattr(obj, "_modules")
