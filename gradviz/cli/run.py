@@ -32,8 +32,14 @@ from .engine import ENGINES
 @click.option("--exact-memory", is_flag=True,
               help="On PyTorch, measure saved memory through saved-tensor hooks (every pack seen; slower). "
                    "gradviz's engine measures it exactly either way.")
+@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
+              help="Run SCRIPT as a job of this many ranks with torchrun --standalone, every rank traced "
+                   "(see `gradviz torchrun` for torchrun's other options).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --nproc-per-node: stop the job after this many seconds (each rank still writes its "
+                   "document and the line it was on).")
 def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
-        no_check_backward, exact_memory):
+        no_check_backward, exact_memory, nproc_per_node, timeout):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
     Everything after SCRIPT is passed to the script as its own arguments.
@@ -43,25 +49,33 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     from .session import trace_script
 
     output = Output(quiet=quiet or json_only)
+    if nproc_per_node is not None or timeout is not None:
+        _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
+                 no_check_backward, exact_memory, json_only)
     show_progress = output.is_terminal and not (quiet or json_only)
     choice = choose_engine(output, engine, script, use_torch)
     # resolved before the script runs: it may change or even delete the working folder
     out_dir = os.path.abspath(out_dir or default_out_dir(script))
     written = None
+    from ..distributed.launch import ChildTracing
+
+    children = ChildTracing(out_dir, choice.trace, not no_check_backward, exact_memory, script)
     try:
         try:
             if json_only:
                 # stdout carries the JSON document alone: the script's prints, and its children's, go to stderr
                 with script_stdout_to_stderr():
                     traced = trace_script(script, args, torch=choice.shim, check_backward=not no_check_backward,
-                                          engine=choice.trace, exact_memory=exact_memory)
+                                          engine=choice.trace, exact_memory=exact_memory, started=children.started)
             else:
                 traced = trace_script(script, args, torch=choice.shim, output=output, progress=show_progress,
                                       check_backward=not no_check_backward, engine=choice.trace,
-                                      exact_memory=exact_memory)
+                                      exact_memory=exact_memory, started=children.started)
         except ScriptError as exc:
             output.abort(str(exc))
-        doc, result = traced.doc, traced.result
+        finally:
+            children.close()
+        doc, result = children.report(traced.doc), traced.result
         tolerate_unencodable()
 
         if json_only:
@@ -87,6 +101,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                 from ..document import terminal_safe
 
                 output.note(terminal_safe(result.cwd_note))
+            _print_job(output, doc)
             _print_report(output, doc)
             if folder_error:
                 _skipped_notes(output, written)
@@ -100,6 +115,25 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     if folder_error and code == 0:
         code = 1
     raise click.exceptions.Exit(code)
+
+
+def _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
+             no_check_backward, exact_memory, json_only):
+    """``--nproc-per-node N``: the script as a torchrun job (``gradviz torchrun --standalone``)."""
+    if nproc_per_node is None:
+        output.abort("--timeout applies to a job: give --nproc-per-node too (or use `gradviz torchrun`)")
+    from .torchrun import run_job
+
+    run_job(output, ["--standalone", "--nproc-per-node", str(nproc_per_node)], script, list(args), out_dir=out_dir,
+            fmt=fmt, timeout=timeout, fail_on=fail_on, draw=not no_render, max_nodes=max_nodes,
+            check_backward=not no_check_backward, exact_memory=exact_memory, json_only=json_only)
+
+
+def _print_job(output, doc):
+    if doc.get("job"):
+        from .torchrun import print_job
+
+        print_job(output, doc)
 
 
 def choose_engine(output, engine, script, use_torch):

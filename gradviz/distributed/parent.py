@@ -23,6 +23,15 @@ class Children:
     def __init__(self):
         self.processes = []
         self.subprocesses = []
+        self._objects = []  # the Process objects, for their exit codes once the script is over
+
+    def settle(self):
+        """Each started process's exit code as it stands now (None: still running, or never joined)."""
+        for record, process in zip(self.processes, self._objects):
+            try:
+                record["exitcode"] = process.exitcode
+            except Exception:  # a process object in an odd state: its exit code is unknown
+                record["exitcode"] = None
 
 
 def _where():
@@ -41,6 +50,7 @@ def _wrap_start(children):
         result = original(self)
         if mine:
             children.processes.append({"pid": self.pid, "how": how, "index": index, "location": _where()})
+            children._objects.append(self)
         return result
 
     watching = [os.getpid()]
@@ -89,6 +99,7 @@ def watch(config, trace=None):
     try:
         yield children
     finally:
+        children.settle()
         for step in undo:
             step()
         child.uninstall()

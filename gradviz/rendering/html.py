@@ -10,6 +10,7 @@ import re
 from importlib import resources
 
 from ..document import DocIndex
+from .ranks import ranks_section
 from .style import backward_calls, backward_checks_text, human_bytes
 
 _PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
@@ -292,7 +293,7 @@ def html_report(doc, svgs=None, skipped=(), pending=False):
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
         f'<header><h1>{html.escape(title)}</h1><div class="sub">{_summary(doc)}</div></header>'
-        '<main><div id="left">'
+        f'<main><div id="left">{ranks_section(doc)}'
         f'<h2>Graphs</h2>{_skipped_blocks(skipped, pending)}{_cap_note(data, doc)}'
         f'<div id="pictures">{_picture_blocks(pictures)}</div>'
         f'<h2>Diagnostics</h2><div id="diagnostics">{_diagnostics_table(doc)}</div>'
