@@ -84,10 +84,12 @@ def _traced_run(run, config, how, index):
     import gradviz
 
     from .record import document_when_killed, save
+    from .rpc import RpcUse, note_unseen
 
     tr = gradviz.trace(engine=config.get("engine", "auto"), check_backward=config.get("check_backward", True),
                        exact_memory=config.get("exact_memory", False))
     last = LastWords()
+    rpc = RpcUse().start()
     tr.start()
     last.arm(lambda signal_name, where: save(document_when_killed(tr), config, how, "killed", 128 + 15,
                                              stopped_at=where, signal_name=signal_name, index=index, rank=index))
@@ -105,6 +107,9 @@ def _traced_run(run, config, how, index):
         try:
             tr.__exit__(type(error) if ending == "exception" else None, error if ending == "exception" else None,
                         error.__traceback__ if ending == "exception" else None)
-            save(tr.to_dict(), config, how, ending, code, index=index, rank=index)
+            doc = tr.to_dict()
+            if rpc.stop():
+                note_unseen(doc)
+            save(doc, config, how, ending, code, index=index, rank=index)
         finally:
             last.done()

@@ -24,10 +24,13 @@ def main(argv=None):
         return 2
     from ..cli.runner import ScriptError
     from ..cli.session import trace_script
+    from .rpc import RpcUse, note_unseen
 
     last = last_words.LastWords()
+    rpc = RpcUse()
 
     def started(tr):
+        rpc.start()
         child.install(config, inherited_trace=tr)  # this rank's own multiprocessing children, traced too
         last.arm(lambda signal_name, where: save(document_when_killed(tr), config, HOW, "killed", 128 + 15,
                                                  stopped_at=where, signal_name=signal_name))
@@ -40,6 +43,8 @@ def main(argv=None):
         sys.stderr.write(f"gradviz: {exc}\n")
         return 2
     result = traced.result
+    if rpc.stop():
+        note_unseen(traced.doc)
     if result.exit_message:
         sys.stderr.write(result.exit_message + "\n")
     if result.exception is not None:
