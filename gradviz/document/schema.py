@@ -84,6 +84,10 @@ BACKWARD_CHECKS = {"enabled": "bool", "budget": "int", "repeats": "int", "over_b
                    "checks": [BACKWARD_CHECK]}
 THREADS = {"observed": ["thread"], "unobserved": ["thread"], "note?": "str"}
 UNSEEN = {"kind": "str", "what": "str", "count": "int", "how?": "?str", "location?": "?loc", "advice?": "?str"}
+PROCESS = {"rank": "?int", "local_rank": "?int", "world_size": "?int", "pid": "int", "parent_pid": "?int",
+           "how": "str", "status": "str", "stopped_at?": "?loc"}
+JOB = {"how": "str", "world_size": "?int", "processes": ["obj"], "structures": ["obj"], "first_divergence": "?obj",
+       "stopped": ["obj"]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
@@ -91,7 +95,7 @@ DOCUMENT = {
     "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
     "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS, "threads?": THREADS,
-    "unseen?": [UNSEEN],
+    "unseen?": [UNSEEN], "process?": PROCESS, "job?": JOB, "ranks?": ["obj"],
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.
