@@ -107,3 +107,21 @@ def test_the_bootstrap_hands_over_to_the_sitecustomize_it_hides(tmp_path):
     code = "import os, sys; print(os.environ.get('OTHER_SITECUSTOMIZE'), 'gradviz.distributed.child' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["ran", "False"]  # not a multiprocessing child: left alone, and the other one ran
+
+
+def test_dataloader_workers_are_not_traced_and_are_listed_as_such():
+    import multiprocessing
+
+    from torch.utils.data._utils.worker import _worker_loop
+
+    from gradviz.distributed.child import DATALOADER_WORKER, how_started
+
+    assert how_started(multiprocessing.Process(target=_worker_loop)) == (DATALOADER_WORKER, None)
+    assert how_started(multiprocessing.get_context("spawn").Process(target=print)) == (
+        "multiprocessing.Process.start (spawn)", None)
+    main = gradviz.trace(engine="gradviz").to_dict()
+    where = {"file": "s.py", "line": 9, "text": "for x in loader:", "function": "<module>"}
+    started = [{"pid": 50 + i, "how": DATALOADER_WORKER, "location": where, "exitcode": 0} for i in range(2)]
+    [entry] = merge(main, [], started)["unseen"]
+    assert (entry["count"], entry["what"]) == (2, "DataLoader worker processes (they load data; not traced)")
+    assert entry["location"] == where

@@ -93,11 +93,12 @@ def print_job(output, doc):
     """The per-rank lines, before the usual report (which is the main document's: rank 0's under torchrun)."""
     from ..rendering.ranks import job_lines, job_table
 
-    table = job_table(doc)
+    table, lines = job_table(doc), job_lines(doc)
     if table is not None:
         output.print(table)
-        for line in job_lines(doc):
-            output.line(line)
+    for line in lines:
+        output.line(line)
+    if table is not None or lines:
         output.line("")
 
 

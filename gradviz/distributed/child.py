@@ -39,10 +39,15 @@ def uninstall():
     _state["installed"] = False
 
 
+DATALOADER_WORKER = "torch.utils.data.DataLoader worker"
+
+
 def how_started(process):
     """``torch.multiprocessing.spawn`` when the target is its wrapper (then the index it passes is the rank by
-    convention), else ``multiprocessing.Process.start (<method>)``; and that index or None."""
+    convention), a DataLoader worker, else ``multiprocessing.Process.start (<method>)``; and that index or None."""
     target = getattr(process, "_target", None)
+    if getattr(target, "__module__", "") == "torch.utils.data._utils.worker":
+        return DATALOADER_WORKER, None
     if (getattr(target, "__module__", ""), getattr(target, "__name__", "")) == ("torch.multiprocessing.spawn", "_wrap"):
         args = getattr(process, "_args", ())
         return "torch.multiprocessing.spawn", (args[1] if len(args) > 1 and isinstance(args[1], int) else None)
@@ -59,12 +64,14 @@ def _start_method():
 def _prepare(process):
     """In the child, just before the target runs: leave the parent's trace behind and wrap ``run`` (an instance
     attribute, so a subclass's own ``run`` is wrapped too)."""
+    how, index = how_started(process)
+    if how == DATALOADER_WORKER:  # it loads data: left untraced (a forked one steps aside), and listed unseen
+        return
     config = _state["config"]
     _state["config"] = None  # a grandchild forked from here installs its own
     inherited, _state["inherited"] = _state["inherited"], None
     if inherited is not None:
         _leave(inherited)
-    how, index = how_started(process)
     run = process.run
     process.run = lambda: _traced_run(run, config, how, index)
 

@@ -10,6 +10,7 @@ everything that reads one still does; its ``diagnostics`` gain every process's, 
 import json
 import os
 
+from .child import DATALOADER_WORKER
 from .config import PROCESSES
 
 
@@ -73,6 +74,12 @@ def _not_traced(started, processes, subprocesses):
     entries = []
     for start in started:
         if start.get("pid") in seen:
+            continue
+        if start.get("how") == DATALOADER_WORKER:
+            entries.append({"kind": "child-process", "count": 1, "how": start["how"], "location": start.get("location"),
+                            "what": "DataLoader worker processes (they load data; not traced)",
+                            "advice": "batches are traced from the moment the main process uses them; "
+                                      "num_workers=0 traces the loading too"})
             continue
         entries.append({"kind": "child-process", "count": 1, "how": start.get("how"),
                         "location": start.get("location"),

@@ -39,7 +39,7 @@ def job_table(doc):
     """One row per process: rank, pid, how it started, how it ended and where, iterations, graphs,
     structures, peak retained memory, diagnostics. None for a single-process document."""
     job = doc.get("job")
-    if not job:
+    if not job or not job.get("processes"):
         return None
     from rich.table import Table
     from rich.text import Text
@@ -62,7 +62,7 @@ def job_lines(doc):
     job = doc.get("job") or {}
     rows = job.get("processes", [])
     lines = [f"Job: {len(rows)} traced process{'es' if len(rows) != 1 else ''} ({terminal_safe(job.get('how'))})"
-             + (f", world size {job['world_size']}" if job.get("world_size") else "")]
+             + (f", world size {job['world_size']}" if job.get("world_size") else "")] if rows else []
     divergence = job.get("first_divergence")
     if divergence:
         groups = {}
@@ -91,6 +91,8 @@ def ranks_section(doc):
     job = doc.get("job")
     if not job:
         return ""
+    if not job.get("processes"):
+        return "".join(f"<p>{html.escape(line)}</p>" for line in job_lines(doc))
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ("process", "pid", "started by", "status", "stopped at",
                                                         "iterations", "graphs", "structures", "peak memory",
                                                         "diagnostics"))
