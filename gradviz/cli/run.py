@@ -59,7 +59,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     written = None
     from ..distributed.launch import ChildTracing
 
-    children = ChildTracing(out_dir, choice.trace, not no_check_backward, exact_memory, script)
+    children = ChildTracing(None if json_only else out_dir, choice.trace, not no_check_backward, exact_memory, script)
     try:
         try:
             if json_only:

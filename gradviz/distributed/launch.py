@@ -98,7 +98,13 @@ class ChildTracing:
     merged with its children's when it started any. ``close()`` undoes everything (idempotent)."""
 
     def __init__(self, out_dir, engine, check_backward, exact_memory, script):
+        """``out_dir`` None: the children's documents go to a temporary folder, removed after the merge."""
         self.config = None
+        self._temporary = None
+        if out_dir is None:
+            import tempfile
+
+            out_dir = self._temporary = tempfile.mkdtemp(prefix="gradviz-children-")
         self.args = (out_dir, engine, check_backward, exact_memory, script)
         self._watch = None
         self.children = None
@@ -117,6 +123,15 @@ class ChildTracing:
             watch.__exit__(None, None, None)
 
     def report(self, doc):
+        try:
+            return self._report(doc)
+        finally:
+            if self._temporary is not None:
+                import shutil
+
+                shutil.rmtree(self._temporary, ignore_errors=True)
+
+    def _report(self, doc):
         from .identity import process_section
         from .merge import load_documents, merge
 
