@@ -113,7 +113,13 @@ class ChildTracing:
         from .parent import watch
 
         out_dir, engine, check_backward, exact_memory, script = self.args
-        self.config = job_config(out_dir, engine, check_backward, exact_memory, script)
+        try:
+            self.config = job_config(out_dir, engine, check_backward, exact_memory, script)
+        except OSError:  # the output folder cannot be made: the report says so later; children write elsewhere
+            import tempfile
+
+            self._temporary = tempfile.mkdtemp(prefix="gradviz-children-")
+            self.config = job_config(self._temporary, engine, check_backward, exact_memory, script)
         self._watch = watch(self.config, tr)
         self.children = self._watch.__enter__()
 
