@@ -125,3 +125,19 @@ def test_dataloader_workers_are_not_traced_and_are_listed_as_such():
     [entry] = merge(main, [], started)["unseen"]
     assert (entry["count"], entry["what"]) == (2, "DataLoader worker processes (they load data; not traced)")
     assert entry["location"] == where
+
+
+def test_the_job_diagnostics_come_last_with_their_links_renumbered(monkeypatch):
+    import types
+
+    job = [{"id": 0, "code": "ddp-unused-parameters", "severity": "error", "message": "m", "links": [1],
+            "details": {"ranks": [1]}},
+           {"id": 1, "code": "ddp-divergent-graph", "severity": "error", "message": "m", "links": [0],
+            "details": {"ranks": [0, 1]}}]
+    rules = types.ModuleType("gradviz.diagnose.ddp_rules")
+    rules.diagnose_job = lambda docs: [dict(d) for d in job] if len(docs) == 2 else []
+    monkeypatch.setitem(sys.modules, "gradviz.diagnose.ddp_rules", rules)
+    docs = [rank_doc(0, [["a"]], [leak(7, [3])]), rank_doc(1, [["a"]])]
+    doc = merge(None, docs, how="torchrun")
+    assert [(d["id"], d["code"], d["links"]) for d in doc["diagnostics"]] == [
+        (0, "retained-graph", []), (1, "ddp-unused-parameters", [2]), (2, "ddp-divergent-graph", [1])]

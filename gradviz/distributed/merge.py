@@ -152,10 +152,14 @@ def _merged_diagnostics(main, processes):
                 entry.update(nodes=[], variables=[], links=[])
             keyed[key] = entry
             out.append(entry)
-    out.extend(_job_diagnostics(processes))
     for i, diag in enumerate(out):
         diag["id"] = i
-    return out
+    job = _job_diagnostics(processes)
+    moved = {diag.get("id", i): len(out) + i for i, diag in enumerate(job)}  # their links name their own ids
+    for i, diag in enumerate(job):
+        diag["id"] = len(out) + i
+        diag["links"] = [moved[link] for link in diag.get("links") or [] if link in moved]
+    return out + job
 
 
 def _rank_of(doc, position):
