@@ -32,6 +32,8 @@ def split_torchrun_args(argv):
     except SystemExit:
         lines = [line for line in captured.getvalue().splitlines() if line.strip()]
         reason = lines[-1].split("error: ", 1)[-1] if lines else "bad arguments"
+        if "training_script" in reason:
+            raise LaunchError("no script to run: give SCRIPT after torchrun's options") from None
         raise LaunchError(f"torchrun options: {reason}") from None
     if parsed.module or parsed.no_python:
         raise LaunchError("gradviz torchrun runs a Python script: -m/--module and --no-python are not supported")
