@@ -11,7 +11,9 @@ rounds in an order rotated each round (the machine's noise hits all alike):
 - ``ddp 2 ranks traced``: ``gradviz torchrun -q --no-render --standalone --nproc-per-node 2``.
 
 Each process times its own steps after a warm-up (start-up, the launcher and the report are paid once per job and
-left out); a job's figure is its slowest rank's median step; the table gives the median over rounds. Every
+left out), in wall time and in its main thread's CPU time (steadier on a shared machine: it leaves out waiting for
+the other rank and for a core); a job's figure is its slowest rank's median step; the tables give the median over
+rounds. Every
 process runs one intra-op thread (``OMP_NUM_THREADS=1``): two ranks use the two cores the single process leaves
 half idle, so the DDP step also pays the all-reduce and any contention with other work on the machine.
 The issue's target: the traced 2-rank step costs no more than the single traced process's step.
@@ -53,10 +55,10 @@ def run_once(name, command, prefix):
     if done.returncode != 0:
         raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stderr[-2000:]}")
     folder = Path(prefix).parent
-    medians = [json.loads(p.read_text())["median"] for p in folder.glob(Path(prefix).name + "-rank*.json")]
+    ranks = [json.loads(p.read_text()) for p in folder.glob(Path(prefix).name + "-rank*.json")]
     for p in folder.glob(Path(prefix).name + "-rank*.json"):
         p.unlink()
-    return max(medians)
+    return {clock: max(r[clock] for r in ranks) for clock in ("wall", "cpu")}
 
 
 def main():
@@ -73,15 +75,19 @@ def main():
             for name in names[r % len(names):] + names[:r % len(names)]:
                 samples.setdefault(name, []).append(run_once(name, contenders[name], prefix))
     print(common.machine_info())
-    med = {name: common.median(values) for name, values in samples.items()}
-    rows = [[name, common.format_time(med[name]), f"±{common.spread(samples[name]) * 50:.0f}%",
-             common.ratio_text(med[name], med["single"]), common.ratio_text(med[name], med["single traced"])]
-            for name in samples]
-    print(common.table(f"MLP training step, median over {args.rounds} rounds of {args.steps} steps (slowest rank)",
-                       rows, ["contender", "per step", "spread", "vs single", "vs single traced"]))
-    print(f"traced/untraced: single {med['single traced'] / med['single']:.2f}×, "
-          f"2-rank DDP {med['ddp 2 ranks traced'] / med['ddp 2 ranks']:.2f}×; "
-          f"traced 2-rank step / traced single step: {med['ddp 2 ranks traced'] / med['single traced']:.2f}×")
+    for clock in ("cpu", "wall"):
+        values = {name: [s[clock] for s in runs] for name, runs in samples.items()}
+        med = {name: common.median(v) for name, v in values.items()}
+        rows = [[name, common.format_time(med[name]), f"±{common.spread(values[name]) * 50:.0f}%",
+                 common.ratio_text(med[name], med["single"]), common.ratio_text(med[name], med["single traced"])]
+                for name in values]
+        print()
+        print(common.table(f"MLP training step, {clock} time, median over {args.rounds} rounds of {args.steps} "
+                           f"steps (slowest rank)", rows,
+                           ["contender", "per step", "spread", "vs single", "vs single traced"]))
+        print(f"traced/untraced: single {med['single traced'] / med['single']:.2f}×, "
+              f"2-rank DDP {med['ddp 2 ranks traced'] / med['ddp 2 ranks']:.2f}×; "
+              f"traced 2-rank step / traced single step: {med['ddp 2 ranks traced'] / med['single traced']:.2f}×")
 
 
 if __name__ == "__main__":
