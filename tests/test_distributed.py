@@ -158,3 +158,36 @@ def test_rpc_workers_are_traced_in_their_children(tmp_path):
     for rank_doc in ranks.values():
         [rpc] = [e for e in rank_doc["unseen"] if e["how"] == "torch.distributed.rpc"]
         assert rpc["kind"] == "thread"
+
+
+SPAWN_ERROR = """\
+import torch
+import torch.multiprocessing as mp
+
+
+def work(rank):
+    w = torch.ones(2, requires_grad=True)
+    (w * 2).sum().backward()
+    if rank == 1:
+        raise ValueError("rank one broke")
+
+
+if __name__ == "__main__":
+    mp.spawn(work, nprocs=2)
+"""
+
+
+def test_an_mp_spawn_child_that_raises_is_reported_at_its_line(tmp_path):
+    (tmp_path / "spawn_error.py").write_text(SPAWN_ERROR)
+    result = gradviz(tmp_path, "run", "--no-render", "--out", "out", "spawn_error.py")
+    assert result.returncode == 1
+    doc = report(tmp_path / "out")
+    ranks = by_rank(doc)
+    # torch's spawn wrapper turns the error into exit(1); the document still names the error and its line
+    assert ranks[1]["status"]["exception"]["message"] == "rank one broke"
+    assert ranks[1]["status"]["exception"]["location"]["line"] == 9
+    assert ranks[0]["process"]["status"] == "finished" and len(ranks[1]["backwards"]) == 1
+    [stopped] = doc["job"]["stopped"]
+    assert (stopped["rank"], stopped["location"]["line"]) == (1, 9)
+    assert "rank 1 stopped at spawn_error.py:9: ValueError: rank one broke" in result.stdout
+    assert "gradviz/distributed" not in result.stderr  # no gradviz frame in any traceback

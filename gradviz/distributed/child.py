@@ -7,6 +7,7 @@ first (its records are the parent's; the child's document holds only what the ch
 """
 
 import multiprocessing.process as mp_process
+import sys
 
 from .last_words import LastWords
 
@@ -73,7 +74,7 @@ def _prepare(process):
     if inherited is not None:
         _leave(inherited)
     run = process.run
-    process.run = lambda: _traced_run(run, config, how, index)
+    process.run = lambda: _traced_run(run, config, how, index, process.name)
 
 
 def _leave(trace):
@@ -87,7 +88,7 @@ def _leave(trace):
     trace.active = False
 
 
-def _traced_run(run, config, how, index):
+def _traced_run(run, config, how, index, name):
     import gradviz
 
     from .record import document_when_killed, save
@@ -105,15 +106,24 @@ def _traced_run(run, config, how, index):
         run()
     except SystemExit as exc:
         ending, code = "exit", exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        error = exc
+        if code and isinstance(exc.__context__, Exception):  # mp.spawn's wrapper turns the target's error into
+            ending, error = "exception", exc.__context__      # exit(1): the error is the one to report
         raise
-    except BaseException as exc:
+    except Exception as exc:
+        ending, code, error = "exception", 1, exc
+        # as multiprocessing prints it, without gradviz's frames; the exit status is the same (1)
+        from ..cli.runner import user_traceback
+
+        sys.stderr.write(f"Process {name}:\n{user_traceback(exc)}")
+        sys.stderr.flush()
+        raise SystemExit(1) from None
+    except BaseException as exc:  # KeyboardInterrupt and the like: multiprocessing's own handling
         ending, code, error = "exception", 1, exc
         raise
     finally:
         try:
-            tr.__exit__(type(error) if ending == "exception" else None, error if ending == "exception" else None,
-                        error.__traceback__ if ending == "exception" else None)
+            tr.__exit__(type(error) if error is not None else None, error,
+                        error.__traceback__ if error is not None else None)
             doc = tr.to_dict()
             if rpc.stop():
                 note_unseen(doc)
