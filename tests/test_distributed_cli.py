@@ -14,6 +14,8 @@ from gradviz.distributed.launch import split_torchrun_args, torchrun_command
     (["torchrun", "--bogus", "3", "x.py"], "gradviz: error: torchrun options: unrecognized arguments: --bogus"),
     (["torchrun", "-m", "pkg.train"],
      "gradviz: error: gradviz torchrun runs a Python script: -m/--module and --no-python are not supported"),
+    (["run", "--nproc-per-node", "2", "--torch", "x.py"],
+     "gradviz: error: --nproc-per-node runs a torchrun job, on PyTorch: drop --engine gradviz / --torch"),
     (["run", "--timeout", "3", "x.py"],
      "gradviz: error: --timeout applies to a job: give --nproc-per-node too (or use `gradviz torchrun`)"),
 ])

@@ -50,6 +50,8 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
 
     output = Output(quiet=quiet or json_only)
     if nproc_per_node is not None or timeout is not None:
+        if use_torch or engine == "gradviz":
+            output.abort("--nproc-per-node runs a torchrun job, on PyTorch: drop --engine gradviz / --torch")
         _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
                  no_check_backward, exact_memory, json_only)
     show_progress = output.is_terminal and not (quiet or json_only)
