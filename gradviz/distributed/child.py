@@ -69,7 +69,6 @@ def _prepare(process):
     if how == DATALOADER_WORKER:  # it loads data: left untraced (a forked one steps aside), and listed unseen
         return
     config = _state["config"]
-    _state["config"] = None  # a grandchild forked from here installs its own
     inherited, _state["inherited"] = _state["inherited"], None
     if inherited is not None:
         _leave(inherited)
@@ -99,6 +98,7 @@ def _traced_run(run, config, how, index, name):
     last = LastWords()
     rpc = RpcUse().start()
     tr.start()
+    install(config, inherited_trace=tr)  # a grandchild forked from this child leaves this trace behind in turn
     last.arm(lambda signal_name, where: save(document_when_killed(tr), config, how, "killed", 128 + 15,
                                              stopped_at=where, signal_name=signal_name, index=index, rank=index))
     ending, code, error = "finished", 0, None
