@@ -185,7 +185,7 @@ def test_help_lists_the_commands(cli):
     result = cli("--help")
     assert result.exit_code == 0
     commands = [line.split()[0] for line in result.stdout.split("Commands:\n")[1].splitlines() if line.strip()]
-    assert commands == ["explain", "graph", "run", "supported"]
+    assert commands == ["explain", "graph", "run", "supported", "torchrun"]
 
 
 def test_help_does_not_import_the_heavy_parts():

@@ -8,6 +8,7 @@ from .graph import graph
 from .output import OneLineUsageErrors
 from .run import run
 from .supported import supported
+from .torchrun import torchrun
 
 
 @click.group(cls=OneLineUsageErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +21,7 @@ main.add_command(run)
 main.add_command(graph)
 main.add_command(explain)
 main.add_command(supported)
+main.add_command(torchrun)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -48,8 +48,15 @@ from .graph import rankdir_option
 @click.option("--trace-steps", default=None, metavar="A:B",
               help="Record exactly iterations A to B (inclusive) in full, the others light: the rerun a light "
                    "finding advises.")
+@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
+              help="Run SCRIPT as a job of this many ranks with torchrun --standalone, every rank traced "
+                   "(see `gradviz torchrun` for torchrun's other options).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --nproc-per-node: stop the job after this many seconds (each rank still writes its "
+                   "document and the line it was on).")
 def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
-        rankdir, max_pictures, render_budget, no_check_backward, exact_memory, light, full_steps, trace_steps):
+        rankdir, max_pictures, render_budget, no_check_backward, exact_memory, light, full_steps, trace_steps,
+        nproc_per_node, timeout):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
     Everything after SCRIPT is passed to the script as its own arguments.
@@ -59,26 +66,38 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     from .session import trace_script
 
     output = Output(quiet=quiet or json_only)
+    if nproc_per_node is not None or timeout is not None:
+        if use_torch or engine == "gradviz":
+            output.abort("--nproc-per-node runs a torchrun job, on PyTorch: drop --engine gradviz / --torch")
+        _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
+                 no_check_backward, exact_memory, json_only)
     show_progress = output.is_terminal and not (quiet or json_only)
     schedule = choose_schedule(output, light, full_steps, trace_steps)
     choice = choose_engine(output, engine, script, use_torch)
     # resolved before the script runs: it may change or even delete the working folder
     out_dir = os.path.abspath(out_dir or default_out_dir(script))
     written = None
+    from ..distributed.launch import ChildTracing
+
+    children = ChildTracing(None if json_only else out_dir, choice.trace, not no_check_backward, exact_memory, script)
     try:
         try:
             if json_only:
                 # stdout carries the JSON document alone: the script's prints, and its children's, go to stderr
                 with script_stdout_to_stderr():
                     traced = trace_script(script, args, torch=choice.shim, check_backward=not no_check_backward,
-                                          engine=choice.trace, exact_memory=exact_memory, schedule=schedule)
+                                          engine=choice.trace, exact_memory=exact_memory, schedule=schedule,
+                                          started=children.started)
             else:
                 traced = trace_script(script, args, torch=choice.shim, output=output, progress=show_progress,
                                       check_backward=not no_check_backward, engine=choice.trace,
-                                      exact_memory=exact_memory, schedule=schedule)
+                                      exact_memory=exact_memory, schedule=schedule,
+                                          started=children.started)
         except ScriptError as exc:
             output.abort(str(exc))
-        doc, result = traced.doc, traced.result
+        finally:
+            children.close()
+        doc, result = children.report(traced.doc), traced.result
         tolerate_unencodable()
 
         if json_only:
@@ -104,6 +123,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                 from ..document import terminal_safe
 
                 output.note(terminal_safe(result.cwd_note))
+            _print_job(output, doc)
             _print_report(output, doc)
             if folder_error:
                 _skipped_notes(output, written)
@@ -131,6 +151,25 @@ def choose_schedule(output, light, full_steps, trace_steps):
         return {"light": True, "full_steps": full_steps, "trace_steps": parse_steps(trace_steps)}
     except ValueError as exc:
         output.abort(f"--trace-steps: {exc}")
+
+
+def _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
+             no_check_backward, exact_memory, json_only):
+    """``--nproc-per-node N``: the script as a torchrun job (``gradviz torchrun --standalone``)."""
+    if nproc_per_node is None:
+        output.abort("--timeout applies to a job: give --nproc-per-node too (or use `gradviz torchrun`)")
+    from .torchrun import run_job
+
+    run_job(output, ["--standalone", "--nproc-per-node", str(nproc_per_node)], script, list(args), out_dir=out_dir,
+            fmt=fmt, timeout=timeout, fail_on=fail_on, draw=not no_render, max_nodes=max_nodes,
+            check_backward=not no_check_backward, exact_memory=exact_memory, json_only=json_only)
+
+
+def _print_job(output, doc):
+    if doc.get("job"):
+        from .torchrun import print_job
+
+        print_job(output, doc)
 
 
 def choose_engine(output, engine, script, use_torch):

@@ -18,13 +18,14 @@ class TracedRun:
 
 
 def trace_script(path, args=(), torch=False, output=None, progress=False, check_backward=True, engine="gradviz",
-                 exact_memory=False, schedule=None):
+                 exact_memory=False, schedule=None, started=None):
     """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
 
     ``torch=True`` makes ``import torch`` resolve to gradviz for the run; ``engine`` is the trace's (``auto``,
     ``gradviz``, ``torch``: see ``cli/engine.py``; ``exact_memory`` as for ``gradviz.trace``). ``progress=True``
     shows a live line (backward calls, iterations, retained memory) on ``output``'s console while the script runs.
     ``schedule``: ``gradviz.trace``'s ``light`` / ``full_steps`` / ``trace_steps`` (None: every iteration in full).
+    ``started(tr)`` is called once the trace is active, before the script runs (child and rank tracing).
     """
     import gradviz
 
@@ -37,6 +38,8 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
 
             stack.enter_context(TorchShim())
         tr.__enter__()
+        if started is not None:
+            started(tr)
         if progress and output is not None:  # started by traced code: its refresh thread is not "unobserved"
             stack.enter_context(_live_progress(output, tr))
         result = None

@@ -90,6 +90,10 @@ LIGHT = {"nonfinite_loss": "?obj", "nonfinite_grad": "?obj", "growth": "?obj", "
          "retained_bytes": "int", "grad_norms": [GRAD_NORMS]}
 SCHEDULE = {"mode": "str", "full_steps": "int", "trace_steps": "?[int]", "full": [FULL_RANGE],
             "light_iterations": "int", "light?": LIGHT}
+PROCESS = {"rank": "?int", "local_rank": "?int", "world_size": "?int", "pid": "int", "parent_pid": "?int",
+           "how": "str", "status": "str", "stopped_at?": "?loc"}
+JOB = {"how": "str", "world_size": "?int", "processes": ["obj"], "structures": ["obj"], "first_divergence": "?obj",
+       "stopped": ["obj"]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
@@ -97,7 +101,7 @@ DOCUMENT = {
     "backwards": [BACKWARD], "events": [EVENT], "diagnostics": [DIAGNOSTIC], "memory": MEMORY, "dropped": "obj",
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
     "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS, "threads?": THREADS,
-    "unseen?": [UNSEEN], "schedule?": SCHEDULE,
+    "unseen?": [UNSEEN], "schedule?": SCHEDULE, "process?": PROCESS, "job?": JOB, "ranks?": ["obj"],
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.

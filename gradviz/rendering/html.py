@@ -12,6 +12,7 @@ from importlib import resources
 from urllib.parse import quote
 
 from ..document import DocIndex
+from .ranks import ranks_section
 from .style import backward_calls, backward_checks_text, human_bytes
 
 _PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
@@ -513,7 +514,7 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
         '<p class="muted">Click a node to see its op, shape, dtype, bytes, source line, saved tensors and gradient '
         'norm; a module box opens its inside. Keys: / search, j/k diagnostics, n/p their nodes, +/− zoom, 0 fit, '
         'Esc back.</p></div></aside></main>'
-        f'<section id="details"><h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
+        f'<section id="details">{ranks_section(doc)}<h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
         f'<h2>Parameters</h2>{_parameter_table(doc)}</section>'
         f'{_view_templates(views)}'
         f'<script type="application/json" id="gv-data">{json_for_script(data)}</script>'

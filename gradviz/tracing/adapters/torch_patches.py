@@ -48,6 +48,7 @@ def install(adapter):
     if _current[0] is not None and _current[0] is not adapter:
         _current[0].detach()  # one torch trace at a time: the newest one watches
     _current[0] = adapter
+    _forked[0] = False  # attached in a forked child: this is the child's own, fresh trace (distributed/child.py)
     adapter.handles = [register_module_forward_pre_hook(adapter.module_enter),
                        register_module_forward_hook(adapter.module_exit, always_call=True),
                        register_optimizer_step_pre_hook(adapter.step_begin),

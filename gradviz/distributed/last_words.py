@@ -1,0 +1,77 @@
+"""A traced process that is told to stop (SIGTERM: torchrun tearing a job down, a timeout, ``Process.terminate``)
+still writes its document, with the line its main thread was on.
+
+Python runs signal handlers on the main thread between bytecodes, so a rank stuck in a collective (gloo waits in
+C++ with the GIL released) would never run one. Where we start the process ourselves, SIGTERM is blocked in the
+main thread before any other thread exists (every later thread inherits the mask), and a thread of ours takes it
+with ``sigwait``: it stops the trace, writes the document and exits with status 128 + 15, as the signal would
+have. Elsewhere (a forked child inherits its parent's mask) a plain handler does the same from the main thread.
+"""
+
+import os
+import signal
+import sys
+import threading
+
+_BLOCKED = [False]
+
+
+def block_early():
+    """Block SIGTERM in this (main) thread, before other threads start, so that only ``arm``'s thread takes it.
+    Only for processes that will ``arm``: a blocked SIGTERM with nobody waiting for it would never stop them."""
+    if hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        _BLOCKED[0] = True
+
+
+def main_thread_location():
+    """``{"file", "line", "function", "text"}`` of the innermost user frame of the main thread, now."""
+    from ..tracing.frames import _is_internal
+
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None and _is_internal(frame.f_code):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    import linecache
+
+    code = frame.f_code
+    return {"file": code.co_filename, "line": frame.f_lineno, "function": code.co_name,
+            "text": linecache.getline(code.co_filename, frame.f_lineno).strip()}
+
+
+class LastWords:
+    """``arm(write)``: on SIGTERM, call ``write(signal_name, location)`` once (it builds and writes the
+    document), then end the process with 128 + the signal number. ``done()``: the document is written the
+    ordinary way; a SIGTERM from now on just ends the process."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._write = None
+        self._finished = False
+
+    def arm(self, write):
+        self._write = write
+        if _BLOCKED[0]:
+            threading.Thread(target=self._wait, name="gradviz-last-words", daemon=True).start()
+        elif threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda signum, frame: self._die(signum))
+
+    def done(self):
+        with self._lock:
+            self._finished = True
+
+    def _wait(self):
+        signum = signal.sigwait({signal.SIGTERM})
+        self._die(signum)
+
+    def _die(self, signum):
+        with self._lock:
+            if not self._finished and self._write is not None:
+                self._finished = True
+                try:
+                    self._write(signal.Signals(signum).name, main_thread_location())
+                except Exception as exc:  # the exit must happen whatever: say why there is no document
+                    sys.stderr.write(f"gradviz: could not write this process's document: {exc}\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)

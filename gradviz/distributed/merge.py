@@ -1,0 +1,267 @@
+"""The processes' documents become one report: the main document, the per-process documents side by side under
+``ranks``, and a ``job`` summary (docs/trace-format.md "Job"). Documents in, a document out: nothing here runs a
+trace or renders.
+
+The top-level document stays a valid trace document (the traced script's own, or rank 0's under torchrun), so
+everything that reads one still does; its ``diagnostics`` gain every process's, one entry per code and line with
+``details.ranks``, and the DDP diagnostics over all ranks (``diagnose.ddp_rules.diagnose_job``) when present.
+"""
+
+import json
+import os
+
+from .child import DATALOADER_WORKER
+from .config import PROCESSES
+
+
+def load_documents(config):
+    """This run's process documents (its ``run_id``) from the run's ``processes/`` folder, ordered by rank, then
+    pid; unreadable files are skipped with a note in the second value."""
+    docs, notes = [], []
+    folder = config["folder"]
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return docs, notes
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as exc:
+            notes.append(f"{PROCESSES}/{name}: {exc}")
+            continue
+        process = doc.get("process") if isinstance(doc, dict) else None
+        if isinstance(process, dict) and process.get("run_id") == config["run_id"]:
+            process["file"] = f"{PROCESSES}/{name}"
+            docs.append(doc)
+    docs.sort(key=_order)
+    return docs, notes
+
+
+def _order(doc):
+    process = doc["process"]
+    rank = process.get("rank")
+    return (rank is None, rank if rank is not None else 0, process.get("pid") or 0)
+
+
+def merge(main, processes, started=(), subprocesses=(), how=None):
+    """The job's report. ``main`` is the traced script's document (None under torchrun: rank 0's, or the first
+    process's, stands in); ``processes`` the per-process documents; ``started`` the ``multiprocessing`` starts
+    the script made (``parent.Children.processes``) and ``subprocesses`` its Python interpreters started with
+    ``Popen``: those that left no document are listed in ``unseen``."""
+    if main is None and not processes:
+        return None
+    top = dict(main if main is not None else processes[0])
+    main_is_process = main is None
+    top["ranks"] = processes
+    top["unseen"] = list(top.get("unseen") or []) + _not_traced(started, processes, subprocesses)
+    top["diagnostics"] = _merged_diagnostics(top if not main_is_process else None, processes)
+    top["job"] = job_summary(processes, how=how or _how(processes), main_is_rank=main_is_process,
+                             started=len(started), not_traced=_count_not_traced(top["unseen"]))
+    return top
+
+
+def _how(processes):
+    hows = {p["process"].get("how") for p in processes}
+    return hows.pop() if len(hows) == 1 else "processes"
+
+
+# ----- children that left no document ------------------------------------------------------------------------
+def _not_traced(started, processes, subprocesses):
+    seen = {doc["process"].get("pid") for doc in processes}
+    entries = []
+    for start in started:
+        if start.get("pid") in seen:
+            continue
+        if start.get("how") == DATALOADER_WORKER:
+            entries.append({"kind": "child-process", "count": 1, "how": start["how"], "location": start.get("location"),
+                            "what": "DataLoader worker processes (they load data; not traced)",
+                            "advice": "batches are traced from the moment the main process uses them; "
+                                      "num_workers=0 traces the loading too"})
+            continue
+        entries.append({"kind": "child-process", "count": 1, "how": start.get("how"),
+                        "location": start.get("location"),
+                        "what": f"a process the script started left no document ({_why(start)})",
+                        "advice": "let the child return from its target (os._exit and SIGKILL end it before gradviz "
+                                  "can write; SIGTERM and exceptions are handled), and start it from the traced "
+                                  "script with this interpreter"})
+    for sub in subprocesses:
+        entries.append({"kind": "child-process", "count": 1, "how": sub.get("how"), "location": sub.get("location"),
+                        "what": "a Python interpreter started directly is not traced",
+                        "advice": "trace it on its own (`gradviz run` on that script), or start it with "
+                                  "multiprocessing / torch.multiprocessing.spawn, whose children are traced"})
+    return _counted(entries)
+
+
+def _why(start):
+    code = start.get("exitcode")
+    if code is None:
+        return "still running, or never joined, when the script ended"
+    if code < 0:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"it exited with status {code} without gradviz's exit (os._exit, another interpreter)"
+
+
+def _counted(entries):
+    """One entry per (how, location, what), counted, in first-seen order."""
+    merged = {}
+    for entry in entries:
+        loc = entry.get("location") or {}
+        key = (entry["how"], loc.get("file"), loc.get("line"), entry["what"])
+        if key in merged:
+            merged[key]["count"] += 1
+        else:
+            merged[key] = entry
+    return list(merged.values())
+
+
+def _count_not_traced(unseen):
+    return sum(e.get("count", 1) for e in unseen if e.get("kind") == "child-process")
+
+
+# ----- diagnostics ---------------------------------------------------------------------------------------------
+def _merged_diagnostics(main, processes):
+    """The main document's diagnostics as they are (its node ids are the top level's), then each process's,
+    one per (code, file, line) with the ranks it was seen on (node and variable ids dropped: they are the
+    process's own, read them in ``ranks``), then the job-wide DDP diagnostics."""
+    out = [dict(d) for d in (main.get("diagnostics") or [])] if main is not None else []
+    keyed = {}
+    for position, doc in enumerate(processes):
+        rank = _rank_of(doc, position)
+        own = main is None and position == 0  # the top level is this process's document
+        for diag in doc.get("diagnostics") or []:
+            loc = diag.get("location") or {}
+            key = (diag.get("code"), loc.get("file"), loc.get("line"))
+            if key in keyed:
+                entry = keyed[key]
+                ranks = entry["details"]["ranks"]
+                if rank not in ranks:
+                    ranks.append(rank)
+                entry["count"] = entry.get("count", 1) + diag.get("count", 1)
+                continue
+            entry = dict(diag)
+            entry["details"] = dict(diag.get("details") or {}, ranks=[rank])
+            if not own:
+                entry.update(nodes=[], variables=[], links=[])
+            keyed[key] = entry
+            out.append(entry)
+    for i, diag in enumerate(out):
+        diag["id"] = i
+    job = _job_diagnostics(processes)
+    moved = {diag.get("id", i): len(out) + i for i, diag in enumerate(job)}  # their links name their own ids
+    for i, diag in enumerate(job):
+        diag["id"] = len(out) + i
+        diag["links"] = [moved[link] for link in diag.get("links") or [] if link in moved]
+    return out + job
+
+
+def _rank_of(doc, position):
+    rank = (doc.get("process") or {}).get("rank")
+    return rank if rank is not None else position
+
+
+def _job_diagnostics(processes):
+    try:
+        from ..diagnose.ddp_rules import diagnose_job
+    except ImportError:  # the DDP rules are optional
+        return []
+    if len(processes) < 2:
+        return []
+    try:
+        return [dict(d) for d in diagnose_job(processes)]
+    except Exception as exc:  # a failing rule must not cost the report
+        return [{"code": "internal-error", "severity": "info", "message": f"the DDP rules failed: {exc}",
+                 "location": None, "details": {"ranks": []}}]
+
+
+# ----- the job summary -----------------------------------------------------------------------------------------
+def job_summary(processes, how, main_is_rank, started=0, not_traced=0):
+    """``{"how", "world_size", "main", "processes": [...], "structures": [...], "first_divergence",
+    "stopped": [...], "started", "not_traced"}`` (docs/trace-format.md "Job")."""
+    rows = [_process_row(doc, position) for position, doc in enumerate(processes)]
+    sizes = {doc["process"].get("world_size") for doc in processes} - {None}
+    ranked = [row for row in rows if row["rank"] is not None]
+    return {"how": how, "world_size": sizes.pop() if len(sizes) == 1 else (len(ranked) or None),
+            "main": "rank" if main_is_rank else "script",
+            "processes": rows, "structures": _structures_by_rank(processes),
+            "first_divergence": first_divergence(processes),
+            "stopped": [{"rank": r["rank"], "pid": r["pid"], "status": r["status"], "location": r["stopped_at"],
+                         "reason": r["reason"]} for r in rows if r["status"] != "finished"],
+            "started": started, "not_traced": not_traced}
+
+
+def _process_row(doc, position):
+    process, status = doc["process"], doc.get("status") or {}
+    exception = status.get("exception") or None
+    stopped_at, reason = process.get("stopped_at"), None
+    if process.get("status") == "killed":
+        reason = f"killed ({status.get('signal') or 'signal'})"
+    elif exception:
+        stopped_at = exception.get("location")
+        reason = f"{exception.get('type')}: {exception.get('message')}"
+    elif status.get("exit_code"):
+        reason = f"exit status {status.get('exit_code')}"
+    memory = doc.get("memory") or {}
+    return {"rank": process.get("rank"), "pid": process.get("pid"), "how": process.get("how"),
+            "status": process.get("status"), "exit_code": status.get("exit_code"), "stopped_at": stopped_at,
+            "reason": reason, "iterations": doc.get("iterations", 0), "graphs": len(doc.get("graphs") or []),
+            "backwards": len(doc.get("backwards") or []),
+            "structures": [s.get("signature") for s in doc.get("structures") or []],
+            "peak_retained_bytes": memory.get("peak_retained_bytes", 0),
+            "final_retained_bytes": memory.get("final_retained_bytes", 0),
+            "diagnostics": len(doc.get("diagnostics") or []), "file": process.get("file")}
+
+
+def _structures_by_rank(processes):
+    """Each structure (by signature) with the ranks that built it and how often: which ranks built which."""
+    table = {}
+    for position, doc in enumerate(processes):
+        rank = _rank_of(doc, position)
+        for s in doc.get("structures") or []:
+            entry = table.setdefault(s.get("signature"), {"signature": s.get("signature"),
+                                                          "node_count": s.get("node_count"), "ranks": [],
+                                                          "counts": {}, "first_iteration": {}})
+            if rank not in entry["ranks"]:
+                entry["ranks"].append(rank)
+            entry["counts"][str(rank)] = entry["counts"].get(str(rank), 0) + s.get("count", 0)
+            first = (s.get("iterations") or [None])[0]
+            entry["first_iteration"][str(rank)] = first
+    return list(table.values())
+
+
+def first_divergence(processes):
+    """The first iteration at which the ranks' graphs differ: ``{"iteration", "by_rank": {rank: [signatures]}}``
+    or None. Compared where every rank kept the iteration's graphs, and at the first iteration of any structure
+    that not every rank built."""
+    if len(processes) < 2:
+        return None
+    per_rank = []
+    for position, doc in enumerate(processes):
+        signature = {s.get("id"): s.get("signature") for s in doc.get("structures") or []}
+        by_iteration = {}
+        for graph in doc.get("graphs") or []:
+            by_iteration.setdefault(graph.get("iteration"), []).append(signature.get(graph.get("structure")))
+        per_rank.append((_rank_of(doc, position), by_iteration, doc))
+    candidates = []
+    common = set.intersection(*(set(it) for _, it, _ in per_rank))
+    for iteration in sorted(i for i in common if i is not None):
+        if len({tuple(sorted(s or "" for s in it[iteration])) for _, it, _ in per_rank}) > 1:
+            candidates.append(iteration)
+            break
+    everywhere = set.intersection(*({s.get("signature") for s in d.get("structures") or []} for _, _, d in per_rank))
+    for _, _, doc in per_rank:
+        for s in doc.get("structures") or []:
+            if s.get("signature") not in everywhere and s.get("iterations"):
+                candidates.append(s["iterations"][0])
+    if not candidates:
+        return None
+    iteration = min(candidates)
+    return {"iteration": iteration,
+            "by_rank": {str(rank): sorted(s or "" for s in it.get(iteration, [])) for rank, it, _ in per_rank}}

@@ -1,0 +1,106 @@
+"""The traced script's side: every process it starts is noted (how, where, its pid), so that the report can say
+which children were traced and which left no document, and why.
+
+While the script runs: the settings are exported (``config.export``), ``multiprocessing`` children are traced
+(``child.install``; a fork inherits it), ``BaseProcess.start`` is wrapped to note each start, and
+``subprocess.Popen`` to note Python interpreters started directly, which are not traced.
+"""
+
+import multiprocessing.process as mp_process
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
+
+from . import child
+from .config import export
+
+
+class Children:
+    """What the script started: ``processes`` (``{"pid", "how", "index", "location"}`` per ``multiprocessing``
+    start) and ``subprocesses`` (``{"how", "location"}`` per Python interpreter started with ``Popen``)."""
+
+    def __init__(self):
+        self.processes = []
+        self.subprocesses = []
+        self._objects = []  # the Process objects, for their exit codes once the script is over
+
+    def settle(self):
+        """Each started process's exit code as it stands now (None: still running, or never joined)."""
+        for record, process in zip(self.processes, self._objects):
+            try:
+                record["exitcode"] = process.exitcode
+            except Exception:  # a process object in an odd state: its exit code is unknown
+                record["exitcode"] = None
+
+
+def _where():
+    from ..tracing.frames import location_of, user_frame
+
+    loc = location_of(user_frame(3))
+    return loc.as_dict() if loc is not None else None
+
+
+def _wrap_start(children):
+    original = mp_process.BaseProcess.start
+
+    def start(self):
+        mine = os.getpid() == watching[0]  # not a start made by a child (a fork carries this wrapper along)
+        how, index = child.how_started(self) if mine else (None, None)  # before: start() forgets the target
+        result = original(self)
+        if mine:
+            children.processes.append({"pid": self.pid, "how": how, "index": index, "location": _where()})
+            children._objects.append(self)
+        return result
+
+    watching = [os.getpid()]
+    mp_process.BaseProcess.start = start
+    return lambda: setattr(mp_process.BaseProcess, "start", original)
+
+
+def _is_python(args):
+    program = args if isinstance(args, (str, bytes, os.PathLike)) else (args[0] if args else "")
+    program = os.fsdecode(program).split()[0] if program else ""
+    name = os.path.basename(program)
+    return program == sys.executable or name.startswith("python")
+
+
+def _command_text(args):
+    words = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    text = " ".join(os.fsdecode(w) if isinstance(w, (bytes, os.PathLike)) else str(w) for w in words[:3])
+    return text if len(words) <= 3 else text + " …"
+
+
+def _wrap_popen(children):
+    original = subprocess.Popen.__init__
+
+    def __init__(self, args, *rest, **kwargs):
+        try:
+            if _is_python(args) and os.getpid() == pid:
+                children.subprocesses.append({"how": f"subprocess.Popen {_command_text(args)}",
+                                              "location": _where()})
+        except Exception:  # noting it is a nicety; the start must happen as without the trace
+            pass
+        original(self, args, *rest, **kwargs)
+
+    pid = os.getpid()
+    subprocess.Popen.__init__ = __init__
+    return lambda: setattr(subprocess.Popen, "__init__", original)
+
+
+@contextmanager
+def watch(config, trace=None):
+    """Children of the block are traced into ``config``'s folder; yields the ``Children`` it started."""
+    children = Children()
+    os.makedirs(config["folder"], exist_ok=True)
+    restore_env = export(config)
+    child.install(config, inherited_trace=trace)
+    undo = [_wrap_start(children), _wrap_popen(children)]
+    try:
+        yield children
+    finally:
+        children.settle()
+        for step in undo:
+            step()
+        child.uninstall()
+        restore_env()

@@ -1,0 +1,66 @@
+"""``python -m gradviz.distributed.rank_worker SCRIPT [ARGS]...``: one rank of a ``gradviz torchrun`` job.
+
+PyTorch's elastic launcher starts this module once per rank (its ``-m`` option), with RANK, LOCAL_RANK and
+WORLD_SIZE set. It runs SCRIPT as ``__main__`` under a trace, exactly as ``gradviz run`` does, and writes the
+rank's document to the job's ``processes/`` folder: when the script ends, raises, exits, or is told to stop
+(SIGTERM, as torchrun sends when another rank fails or the job times out).
+"""
+
+import sys
+
+from . import child, last_words
+from .config import read
+from .record import document_when_killed, save
+
+HOW = "torchrun"
+
+
+def main(argv=None):
+    last_words.block_early()  # first of all: every thread torch and gloo start later inherits the mask
+    argv = sys.argv[1:] if argv is None else argv
+    config = read()
+    if config is None or not argv:
+        sys.stderr.write("gradviz: rank_worker is started by `gradviz torchrun`, not directly\n")
+        return 2
+    from ..cli.runner import ScriptError
+    from ..cli.session import trace_script
+    from .rpc import RpcUse, note_unseen
+
+    last = last_words.LastWords()
+    rpc = RpcUse()
+
+    def started(tr):
+        rpc.start()
+        child.install(config, inherited_trace=tr)  # this rank's own multiprocessing children, traced too
+        last.arm(lambda signal_name, where: save(document_when_killed(tr), config, HOW, "killed", 128 + 15,
+                                                 stopped_at=where, signal_name=signal_name))
+
+    try:
+        traced = trace_script(argv[0], argv[1:], engine=config.get("engine", "auto"),
+                              check_backward=config.get("check_backward", True),
+                              exact_memory=config.get("exact_memory", False), started=started)
+    except ScriptError as exc:
+        sys.stderr.write(f"gradviz: {exc}\n")
+        return 2
+    result = traced.result
+    if rpc.stop():
+        note_unseen(traced.doc)
+    if result.exit_message:
+        sys.stderr.write(result.exit_message + "\n")
+    if result.exception is not None:
+        sys.stderr.write(f"[rank {_rank()}] {result.traceback}")
+    try:
+        save(traced.doc, config, HOW, result.ending, result.exit_code)
+    finally:
+        last.done()
+    return result.exit_code
+
+
+def _rank():
+    import os
+
+    return os.environ.get("RANK", "?")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

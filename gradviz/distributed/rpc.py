@@ -1,0 +1,49 @@
+"""``torch.distributed.rpc`` in a traced process: what its agent runs is beyond the trace, and the document says so.
+
+RPC requests are served on the agent's own threads, which the trace does not observe (a function mode belongs to
+one thread), and ``dist_autograd.backward`` runs backward across processes without a ``Tensor.backward`` call.
+Only the public ``init_rpc`` is wrapped, to know that this process used RPC.
+"""
+
+import sys
+
+RPC_HOW = "torch.distributed.rpc"
+
+
+class RpcUse:
+    """``start()`` before the traced code runs (wraps ``init_rpc`` when the module is imported already);
+    ``stop()`` puts it back and returns whether RPC was started meanwhile."""
+
+    def __init__(self):
+        self.used = False
+        self._module = self._original = None
+
+    def start(self):
+        module = sys.modules.get("torch.distributed.rpc")
+        original = getattr(module, "init_rpc", None)
+        if original is None:
+            return self
+
+        def init_rpc(*args, **kwargs):
+            self.used = True
+            return original(*args, **kwargs)
+
+        self._module, self._original = module, original
+        module.init_rpc = init_rpc
+        return self
+
+    def stop(self):
+        if self._module is not None:
+            self._module.init_rpc = self._original
+            self._module = None
+        return self.used
+
+
+def note_unseen(doc):
+    """Add the ``unseen`` entry for a process that started RPC."""
+    doc.setdefault("unseen", []).append({
+        "kind": "thread", "count": 1, "how": RPC_HOW, "location": None,
+        "what": "RPC calls this process served for others (run on the RPC agent's own threads), and distributed "
+                "autograd's backward (dist_autograd.backward)",
+        "advice": "the calls this process made, and its local graphs, are traced; run the served functions "
+                  "under their own gradviz.trace() to see them"})

@@ -1,0 +1,142 @@
+"""The job's processes in the report: per-rank lines for the terminal (a rich table) and a per-rank HTML section.
+
+Reads only the merged document's ``job`` and ``ranks`` (``distributed/merge.py``); a single-process document has
+neither and gets nothing. Every document string is escaped: ``terminal_safe`` Texts for the terminal,
+``html.escape`` for the page.
+"""
+
+import html
+
+from ..document import terminal_safe
+from .style import human_bytes
+
+_STATUS_STYLE = {"finished": "green", "exception": "bold red", "killed": "bold red", "exit": "yellow"}
+
+
+def _where(location):
+    if not location:
+        return ""
+    from .report import where
+
+    return where(location)
+
+
+def _who(row):
+    return f"rank {row['rank']}" if row.get("rank") is not None else f"pid {row.get('pid')}"
+
+
+def _short_how(how):
+    """``spawn`` for ``multiprocessing.Process.start (spawn)``, ``mp.spawn`` for ``torch.multiprocessing.spawn``."""
+    how = how or ""
+    if how == "torch.multiprocessing.spawn":
+        return "mp.spawn"
+    if how.startswith("multiprocessing.Process.start (") and how.endswith(")"):
+        return how[len("multiprocessing.Process.start ("):-1]
+    return how
+
+
+def job_table(doc):
+    """One row per process: rank, pid, how it started, how it ended and where, iterations, graphs,
+    structures, peak retained memory, diagnostics. None for a single-process document."""
+    job = doc.get("job")
+    if not job or not job.get("processes"):
+        return None
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=None, box=None, header_style="bold", pad_edge=False)
+    for name in ("process", "started", "status", "stopped at", "iters", "graphs", "structs", "peak mem", "diags"):
+        table.add_column(name, overflow="fold")
+    for row in job.get("processes", []):
+        table.add_row(Text(_who(row)), Text(terminal_safe(_short_how(row.get("how"))), no_wrap=True),
+                      Text(terminal_safe(row.get("status") or ""), style=_STATUS_STYLE.get(row.get("status"), "")),
+                      Text(terminal_safe(_where(row.get("stopped_at")))), Text(str(row.get("iterations", 0))),
+                      Text(str(row.get("graphs", 0))), Text(str(len(row.get("structures") or []))),
+                      Text(human_bytes(row.get("peak_retained_bytes") or 0)), Text(str(row.get("diagnostics", 0))))
+    return table
+
+
+def job_lines(doc):
+    """Plain sentences under the table: the job, where the ranks' graphs first differ, who stopped where, and the
+    children that were not traced."""
+    job = doc.get("job") or {}
+    rows = job.get("processes", [])
+    lines = [f"Job: {len(rows)} traced process{'es' if len(rows) != 1 else ''} ({terminal_safe(job.get('how'))})"
+             + (f", world size {job['world_size']}" if job.get("world_size") else "")] if rows else []
+    divergence = job.get("first_divergence")
+    if divergence:
+        groups = {}
+        for rank, signatures in (divergence.get("by_rank") or {}).items():
+            groups.setdefault(tuple(signatures), []).append(rank)
+        parts = [f"ranks {', '.join(r)}: {', '.join(s) or 'no graph'}" for s, r in groups.items()]
+        lines.append(terminal_safe(f"The ranks' graphs first differ at iteration {divergence['iteration']} "
+                                   f"(structures: {'; '.join(parts)})"))
+    elif len(rows) > 1:
+        lines.append("Every process built the same graph structures in the iterations kept.")
+    for stop in job.get("stopped", []):
+        at = _where(stop.get("location"))
+        lines.append(terminal_safe(f"{_who(stop)} stopped{' at ' + at if at else ''}: "
+                                   f"{stop.get('reason') or stop.get('status')}"))
+    for entry in doc.get("unseen") or []:
+        if entry.get("kind") == "child-process":
+            at = _where(entry.get("location"))
+            lines.append(terminal_safe(f"Not traced: {entry.get('count', 1)} × {entry.get('what')} "
+                                       f"[{entry.get('how')}]{' at ' + at if at else ''}"))
+    return lines
+
+
+def ranks_section(doc):
+    """The page's per-rank section: the table, the job sentences, which ranks built which structure, and each
+    rank's first graph side by side. Empty for a single-process document."""
+    job = doc.get("job")
+    if not job:
+        return ""
+    if not job.get("processes"):
+        return "".join(f"<p>{html.escape(line)}</p>" for line in job_lines(doc))
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ("process", "pid", "started by", "status", "stopped at",
+                                                        "iterations", "graphs", "structures", "peak memory",
+                                                        "diagnostics"))
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
+            _who(row), row.get("pid"), row.get("how") or "", row.get("status") or "", _where(row.get("stopped_at")),
+            row.get("iterations", 0), row.get("graphs", 0), len(row.get("structures") or []),
+            human_bytes(row.get("peak_retained_bytes") or 0), row.get("diagnostics", 0))) + "</tr>"
+        for row in job.get("processes", []))
+    sentences = "".join(f"<p>{html.escape(line)}</p>" for line in job_lines(doc))
+    return (f'<h2>Processes</h2><div id="ranks"><table class="ranks"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>{sentences}{_structure_matrix(job)}{_side_by_side(doc)}</div>")
+
+
+def _structure_matrix(job):
+    rows = job.get("processes", [])
+    if not job.get("structures") or len(rows) < 2:
+        return ""
+    ranks = [row.get("rank") for row in rows]
+    head = "<th>structure</th><th>nodes</th>" + "".join(f"<th>{html.escape(_who(r))}</th>" for r in rows)
+    body = ""
+    for s in job["structures"]:
+        cells = "".join(f"<td>{html.escape(str(s['counts'].get(str(r), '—')))}</td>" for r in ranks)
+        body += (f"<tr><td><code>{html.escape(str(s.get('signature')))}</code></td>"
+                 f"<td>{html.escape(str(s.get('node_count')))}</td>{cells}</tr>")
+    return (f'<h3>Which process built which structure (graphs of each)</h3><table class="ranks">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def _side_by_side(doc, budget=1.5):
+    """Each process's first graph picture, in one row (the SVG of the main document is drawn above)."""
+    from .html import default_svgs, inline_svg
+
+    cells = []
+    for position, rank_doc in enumerate(doc.get("ranks") or []):
+        row = doc["job"]["processes"][position]
+        try:
+            pictures = default_svgs(rank_doc, budget=budget)
+        except Exception as exc:  # one rank's picture must not cost the page
+            pictures = {f"not drawn: {exc}": None}
+        title, svg = next(iter(pictures.items()), ("no graph", None))
+        shown = inline_svg(svg) if svg and svg.lstrip().startswith("<") else f"<p>{html.escape(title)}</p>"
+        cells.append(f'<div class="picture"><h3>{html.escape(_who(row))}: {html.escape(title)}</h3>{shown}</div>')
+    if not cells:
+        return ""
+    return ('<h3>First graph of each process</h3><div class="ranks-row" style="display:flex;gap:1em;'
+            f'overflow-x:auto">{"".join(cells)}</div>')

@@ -1,0 +1,194 @@
+"""Jobs and child processes on real PyTorch (gloo on CPU, localhost only): ``gradviz torchrun``, ``gradviz run
+--nproc-per-node``, and the children of a traced script, each run once as a real subprocess and checked on the
+merged report. The scripts are samples/distributed/*.py."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradviz.document import validate
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples" / "distributed"
+
+
+def gradviz(tmp, *args, timeout=240):
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "gradviz", *args], cwd=tmp, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def report(out):
+    doc = json.loads((out / "report.json").read_text())
+    validate(doc)
+    for rank_doc in doc.get("ranks", []):
+        validate(rank_doc)
+    return doc
+
+
+def by_rank(doc):
+    return {r["process"]["rank"]: r for r in doc["ranks"]}
+
+
+@pytest.fixture(scope="module")
+def clean_pair(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pair")
+    result = gradviz(tmp, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "2",
+                     str(SAMPLES / "ddp_mlp.py"), "3")
+    return result, tmp / "out"
+
+
+def test_a_clean_two_rank_ddp_job_gives_one_report_with_both_ranks_graphs_and_no_alarms(clean_pair):
+    result, out = clean_pair
+    assert result.returncode == 0, result.stderr
+    doc = report(out)
+    assert doc["diagnostics"] == []
+    ranks = by_rank(doc)
+    assert sorted(ranks) == [0, 1]
+    for rank, rank_doc in ranks.items():
+        process = rank_doc["process"]
+        assert (process["rank"], process["local_rank"], process["world_size"]) == (rank, rank, 2)
+        assert process["how"] == "torchrun" and process["status"] == "finished"
+        assert rank_doc["iterations"] == 3 and len(rank_doc["backwards"]) == 3
+        assert {"model.module.0.weight", "model.module.2.bias"} <= {v["name"] for v in rank_doc["variables"]}
+    job = doc["job"]
+    assert (job["how"], job["world_size"], job["first_divergence"], job["stopped"]) == ("torchrun", 2, None, [])
+    [structure] = job["structures"]  # both ranks built the same structure, three times each
+    assert structure["ranks"] == [0, 1] and structure["counts"] == {"0": 3, "1": 3}
+    assert [row["peak_retained_bytes"] > 0 for row in job["processes"]] == [True, True]
+    # the report's top level is rank 0's document: everything that reads one document still works
+    assert doc["process"]["rank"] == 0 and doc["iterations"] == 3
+    lines = result.stdout.splitlines()
+    assert [line.split()[:3] for line in lines if line.startswith("rank ")] == [
+        ["rank", "0", "torchrun"], ["rank", "1", "torchrun"]]
+    assert "Job: 2 traced processes (torchrun), world size 2" in lines
+    files = sorted(p.name for p in (out / "processes").iterdir())
+    assert [name.split("-")[0] for name in files] == ["rank0", "rank1"]
+    assert len({name.split("-pid")[1] for name in files}) == 2
+
+
+def test_the_html_report_has_a_per_rank_section(clean_pair):
+    _, out = clean_pair
+    page = (out / "report.html").read_text()
+    assert '<h2>Processes</h2><div id="ranks">' in page
+    assert page.count("<td>rank 0</td>") == 1 and page.count("<td>rank 1</td>") == 1
+    assert "Which process built which structure" in page and "First graph of each process" in page
+
+
+def test_four_ranks_through_gradviz_run_nproc_per_node(tmp_path):
+    result = gradviz(tmp_path, "run", "--no-render", "--out", "out", "--nproc-per-node", "4",
+                     str(SAMPLES / "ddp_mlp.py"), "2")
+    assert result.returncode == 0, result.stderr
+    doc = report(tmp_path / "out")
+    assert sorted(by_rank(doc)) == [0, 1, 2, 3]
+    assert {r["process"]["world_size"] for r in doc["ranks"]} == {4}
+    assert [row["iterations"] for row in doc["job"]["processes"]] == [2, 2, 2, 2]
+    assert doc["diagnostics"] == [] and doc["job"]["first_divergence"] is None
+
+
+def test_a_rank_that_crashes_leaves_its_document_and_the_report_says_where_each_rank_stopped(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "2",
+                     str(SAMPLES / "ddp_rank_crash.py"))
+    assert result.returncode == 1
+    doc = report(tmp_path / "out")
+    ranks = by_rank(doc)
+    crashed = ranks[1]["status"]
+    assert crashed["exception"]["message"] == "rank 1 gives up at step 1"
+    assert crashed["exception"]["location"]["line"] == 18
+    assert ranks[1]["iterations"] == 2
+    stopped = {s["rank"]: s for s in doc["job"]["stopped"]}
+    assert stopped[1]["location"]["line"] == 18 and stopped[1]["reason"].startswith("RuntimeError: rank 1 gives up")
+    # rank 0 was stopped too (by the broken connection, or torchrun's SIGTERM), and still wrote its document
+    assert ranks[0]["process"]["status"] in ("exception", "killed") and 0 in stopped
+    assert "rank 1 stopped at" in result.stdout and "ddp_rank_crash.py:18" in result.stdout
+
+
+def test_a_hanging_rank_is_stopped_by_the_timeout_and_both_ranks_say_where_they_were(tmp_path):
+    # 60 s: on a loaded machine two ranks can take 20 s just to import torch and join the gloo group
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--timeout", "60", "--out", "out", "--standalone",
+                     "--nproc-per-node", "2", str(SAMPLES / "ddp_rank_hang.py"))
+    assert result.returncode != 0
+    doc = report(tmp_path / "out")
+    assert doc["job"]["timed_out"] is True
+    stopped = {s["rank"]: s for s in doc["job"]["stopped"]}
+    # rank 0 waits inside the gloo all-reduce (C++, no Python signal handler could run there): still written
+    assert stopped[0]["location"]["text"] == "dist.all_reduce(torch.ones(1))"
+    assert stopped[1]["location"]["text"] == "time.sleep(3600)"
+    assert {s["reason"] for s in stopped.values()} == {"killed (SIGTERM)"}
+    assert [r["iterations"] for r in doc["ranks"]] == [2, 2]
+    assert "stopped after --timeout 60 s" in result.stderr
+
+
+def test_a_script_that_spawns_workers_has_them_traced_or_listed_as_not_traced(tmp_path):
+    result = gradviz(tmp_path, "run", "--no-render", "--out", "out", str(SAMPLES / "spawn_workers.py"))
+    assert result.returncode == 0, result.stderr
+    doc = report(tmp_path / "out")
+    assert doc["process"]["how"] == "main" and doc["iterations"] == 1  # the script's own graph
+    hows = sorted(r["process"]["how"] for r in doc["ranks"])
+    assert hows == ["multiprocessing.Process.start (fork)", "multiprocessing.Process.start (forkserver)",
+                    "multiprocessing.Process.start (spawn)", "torch.multiprocessing.spawn",
+                    "torch.multiprocessing.spawn"]
+    for rank_doc in doc["ranks"]:
+        assert rank_doc["process"]["parent_pid"] in (doc["process"]["pid"], None) or \
+            rank_doc["process"]["how"].endswith("(forkserver)")  # a forkserver child's parent is the server
+        assert len(rank_doc["backwards"]) == (3 if rank_doc["process"]["how"] == "torch.multiprocessing.spawn" else 2)
+    spawned = {r["process"]["rank"] for r in doc["ranks"] if r["process"]["how"] == "torch.multiprocessing.spawn"}
+    assert spawned == {0, 1}
+    not_traced = {e["how"]: e for e in doc["unseen"] if e["kind"] == "child-process"}
+    abrupt = not_traced["multiprocessing.Process.start (spawn)"]
+    assert abrupt["location"]["text"] == "abrupt.start()" and "left no document" in abrupt["what"]
+    popen = next(e for how, e in not_traced.items() if how.startswith("subprocess.Popen"))
+    assert popen["location"]["text"] == 'subprocess.run([sys.executable, "-c", "pass"], check=True)'
+    assert doc["job"]["not_traced"] == 2 and doc["job"]["started"] == 6
+    assert "Not traced: 1 × a process the script started left no document" in result.stdout
+    assert "spawn_workers.py:" in result.stdout
+
+
+def test_rpc_workers_are_traced_in_their_children(tmp_path):
+    result = gradviz(tmp_path, "run", "--no-render", "--out", "out", str(SAMPLES / "rpc_workers.py"))
+    assert result.returncode == 0, result.stderr
+    doc = report(tmp_path / "out")
+    ranks = by_rank(doc)
+    assert sorted(ranks) == [0, 1]
+    assert len(ranks[0]["backwards"]) == 3 and ranks[0]["iterations"] == 3
+    assert [b["location"]["text"] for b in ranks[0]["backwards"]] == ["loss.backward()"] * 3
+    for rank_doc in ranks.values():
+        [rpc] = [e for e in rank_doc["unseen"] if e["how"] == "torch.distributed.rpc"]
+        assert rpc["kind"] == "thread"
+
+
+SPAWN_ERROR = """\
+import torch
+import torch.multiprocessing as mp
+
+
+def work(rank):
+    w = torch.ones(2, requires_grad=True)
+    (w * 2).sum().backward()
+    if rank == 1:
+        raise ValueError("rank one broke")
+
+
+if __name__ == "__main__":
+    mp.spawn(work, nprocs=2)
+"""
+
+
+def test_an_mp_spawn_child_that_raises_is_reported_at_its_line(tmp_path):
+    (tmp_path / "spawn_error.py").write_text(SPAWN_ERROR)
+    result = gradviz(tmp_path, "run", "--no-render", "--out", "out", "spawn_error.py")
+    assert result.returncode == 1
+    doc = report(tmp_path / "out")
+    ranks = by_rank(doc)
+    # torch's spawn wrapper turns the error into exit(1); the document still names the error and its line
+    assert ranks[1]["status"]["exception"]["message"] == "rank one broke"
+    assert ranks[1]["status"]["exception"]["location"]["line"] == 9
+    assert ranks[0]["process"]["status"] == "finished" and len(ranks[1]["backwards"]) == 1
+    [stopped] = doc["job"]["stopped"]
+    assert (stopped["rank"], stopped["location"]["line"]) == (1, 9)
+    assert "rank 1 stopped at spawn_error.py:9: ValueError: rank one broke" in result.stdout
+    assert "gradviz/distributed" not in result.stderr  # no gradviz frame in any traceback
