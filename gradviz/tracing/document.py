@@ -274,6 +274,9 @@ def _build(trace):
         "threads": threads_section(trace),
         "unseen": unseen_section(trace),
     })
+    ddp = trace.ddp_facts.section(_loc)
+    if ddp is not None:  # only where DistributedDataParallel ran
+        doc["ddp"] = ddp
     return doc
 
 

@@ -21,6 +21,8 @@ import os
 import threading
 import warnings
 
+from . import torch_ddp
+
 _forked = [False]  # set in a forked child: it records nothing
 _current = [None]  # the attached TorchAdapter (the wrapped functions find it here)
 _saved = []  # (owner, attribute, original) of what install() replaced
@@ -51,6 +53,7 @@ def install(adapter):
                        register_optimizer_step_pre_hook(adapter.step_begin),
                        register_optimizer_step_post_hook(adapter.step_end)]
     _quiet_compile_warning(adapter)
+    torch_ddp.install(adapter)  # DistributedDataParallel's forward and the ranks' facts
     if not _saved:
         Function = torch.autograd.function.Function
         _replace(Function, "apply", classmethod(_traced_apply(Function.__dict__["apply"].__func__)))
@@ -82,6 +85,7 @@ def uninstall(adapter):
         for h in getattr(adapter, "handles", ()):
             h.remove()
         adapter.handles = []
+        torch_ddp.uninstall(adapter)
         _restore_compile_warning(adapter)
         if _current[0] is adapter:
             _current[0] = None
