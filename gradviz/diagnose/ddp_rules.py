@@ -1,0 +1,334 @@
+"""DistributedDataParallel diagnostics over a job: every rank's trace document, compared.
+
+``diagnose_job(rank_docs)`` is a pure function of the documents (their ``ddp`` sections, written by the torch
+adapter's DDP watcher, and their graphs and structures). Each finding names the ranks involved
+(``details["ranks"]``) and, where it is about parameters, which (``details["parameters"]``):
+
+- ``ddp-unused-parameters``: wrapped parameters some rank's backward gave no gradient, at the line of the call
+  the branch skipped (or PyTorch's own "Expected to have finished reduction" error turned into that);
+- ``ddp-divergent-graph``: ranks built different graphs in one iteration;
+- ``ddp-accumulate-without-no-sync``: micro-steps before one optimizer step each all-reduced;
+- ``ddp-grad-mismatch``: a parameter's gradient differs across ranks at an optimizer step.
+"""
+
+from ..document.vocabulary import normalise_op
+from .records import Collector, related
+
+# two ranks' gradients after an all-reduce are the same bits; this only absorbs printing and rounding of the sum
+_GRAD_TOLERANCE = 1e-6
+
+
+def diagnose_job(rank_docs):
+    """The DDP diagnostics of a job, given each rank's document (a ``process.rank`` field, or else the list order,
+    gives each document's rank)."""
+    ranks = [_Rank(doc, i) for i, doc in enumerate(rank_docs)]
+    ranks.sort(key=lambda r: r.rank)
+    out = Collector()
+    if any(r.ddp for r in ranks):
+        unused_parameters(ranks, out)
+        divergent_graph(ranks, out)
+        accumulate_without_no_sync(ranks, out)
+        grad_mismatch(ranks, out)
+    return out.finish()
+
+
+class _Rank:
+    def __init__(self, doc, position):
+        self.doc = doc
+        self.ddp = doc.get("ddp") or {}
+        process = doc.get("process") or self.ddp.get("process") or {}
+        rank = process.get("rank")
+        self.rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else position
+        self.modules = {m["path"]: m for m in self.ddp.get("modules", ())}
+
+
+def _ranks_text(ranks):
+    ranks = sorted(ranks)
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+
+
+def _names_text(names, most=6):
+    names = list(names)
+    text = ", ".join(f"`{n}`" for n in names[:most])
+    return text + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _line(location):
+    if not location:
+        return "an unknown line"
+    return f"{location.get('file')}:{location.get('line')}"
+
+
+# ----- ddp-unused-parameters -------------------------------------------------------------------------------------
+def unused_parameters(ranks, out):
+    """Per DDP module: the parameters some rank's backward never reached, grouped by the line that skipped them."""
+    found = {}  # module path -> {parameter: {rank: unused entry}}
+    errors = {}  # module path -> [(rank, error)]
+    for r in ranks:
+        for entry in r.ddp.get("unused", ()):
+            found.setdefault(entry["module"], {}).setdefault(entry["parameter"], {})[r.rank] = entry
+        for error in r.ddp.get("errors", ()):
+            errors.setdefault(error["module"], []).append((r.rank, error))
+            for name in error.get("parameters", ()):
+                per_rank = found.setdefault(error["module"], {}).setdefault(name, {})
+                per_rank.setdefault(r.rank, {"module": error["module"], "parameter": name, "count": 1,
+                                             "first_forward": max(error.get("forward", 1) - 1, 0),
+                                             "location": error.get("location"), "owner_called": None})
+    for path, params in found.items():
+        module = next((r.modules[path] for r in ranks if path in r.modules), {})
+        owners = module.get("owners", {})
+        by_site = {}  # the line the branch skipped -> parameters
+        for name, per_rank in params.items():
+            site, called = _skip_site(ranks, path, owners.get(name), per_rank)
+            by_site.setdefault(_key(site), (site, called, []))[2].append(name)
+        for site, called, names in by_site.values():
+            _report_unused(ranks, out, path, module, names, params, site, called, errors.get(path, ()))
+
+
+def _key(location):
+    return None if not location else (location.get("file"), location.get("line"))
+
+
+def _skip_site(ranks, path, owner, per_rank):
+    """Where the submodule holding the parameter is called (in another iteration or on another rank): the line the
+    branch skipped. ``called`` says whether that submodule was called in the forward that missed it (then its
+    output did not reach the loss)."""
+    called = any(e.get("owner_called") for e in per_rank.values())
+    for r in sorted(ranks, key=lambda r: (r.rank not in per_rank, r.rank)):
+        site = r.modules.get(path, {}).get("call_sites", {}).get(owner)
+        if site:
+            return site, called
+    first = per_rank[min(per_rank)]
+    return first.get("location"), called
+
+
+def _report_unused(ranks, out, path, module, names, params, site, called, errors):
+    involved = sorted({rank for n in names for rank in params[n]})
+    all_ranks = [r.rank for r in ranks]
+    forwards = {r.rank: r.ddp.get("forward_count", 0) for r in ranks}
+    always = all(params[n].get(rank, {}).get("count", 0) >= forwards.get(rank, 0) > 0
+                 for n in names for rank in all_ranks)
+    find_unused = bool(module.get("find_unused_parameters"))
+    error = next(((rank, e) for rank, e in errors if set(names) & set(e.get("parameters", ()))), None)
+    ddp_line = _ranks_first(ranks, involved, names, params)
+    first_forward = min(e.get("first_forward", 0) for n in names for e in params[n].values())
+    skipped = (f"the call at {_line(site)} was skipped" if not called else
+               f"{_line(site)} ran but its output did not reach the loss")
+    message = (f"{_names_text(names)} of DDP module `{path}` got no gradient on {_ranks_text(involved)} "
+               f"(first in forward {first_forward}): {skipped}")
+    if always:
+        severity = "warning" if find_unused else "error"
+        message += "; they never get a gradient on any rank"
+        hint = ("Remove the layer or use it in forward(); if it is kept on purpose, freeze it "
+                "(`requires_grad_(False)`) before wrapping the model in DDP. `find_unused_parameters=True` "
+                "only hides it, at the cost of a graph walk every iteration.")
+    elif find_unused:
+        severity = "info"
+        message += ("; find_unused_parameters=True lets DDP reduce without them (their gradient is averaged with "
+                    "zeros from the ranks that skipped)")
+        hint = ("Nothing hangs. If every rank should train these parameters every step, make the branch the same "
+                "on every rank.")
+    else:
+        severity = "error"
+        message += ("; with find_unused_parameters=False DDP waits for their gradients: the next iteration raises "
+                    "'Expected to have finished reduction in the prior iteration' (and the other ranks hang)")
+        hint = ("The branch is taken on some ranks or iterations only: pass `find_unused_parameters=True` to "
+                "DistributedDataParallel(...), or make every rank use the layer each iteration (e.g. add "
+                "`0 * layer(h)` to the output when skipping it).")
+    if error is not None:
+        message += f". {_ranks_text([error[0]])} raised it at {_line(error[1].get('location'))}"
+    rel = [related("DDP forward", ddp_line)]
+    if error is not None:
+        rel.append(related("reduction error raised", error[1].get("location")))
+    out.add("ddp-unused-parameters", message, hint, site or ddp_line, severity=severity, related=rel,
+            details={"ranks": involved, "parameters": sorted(names), "module": path,
+                     "find_unused_parameters": find_unused, "never_used": always,
+                     "per_rank": {str(rank): sorted(n for n in names if rank in params[n]) for rank in involved},
+                     "first_forward": first_forward,
+                     "reduction_error_rank": None if error is None else error[0]})
+
+
+def _ranks_first(ranks, involved, names, params):
+    for rank in involved:
+        for n in names:
+            entry = params[n].get(rank)
+            if entry and entry.get("location"):
+                return entry["location"]
+    return None
+
+
+# ----- ddp-divergent-graph ---------------------------------------------------------------------------------------
+def divergent_graph(ranks, out):
+    """The first iteration (among those every rank kept) where ranks built graphs that differ in more than shapes."""
+    if len(ranks) < 2:
+        return
+    per_rank = [(r, _graphs_by_iteration(r.doc)) for r in ranks]
+    common = set.intersection(*(set(g) for _, g in per_rank))
+    differing = []
+    for it in sorted(common):
+        groups = {}
+        for r, graphs in per_rank:
+            groups.setdefault(graphs[it][0], []).append(r)
+        if len(groups) < 2:
+            continue
+        keys = {}
+        for r, graphs in per_rank:
+            keys.setdefault(tuple(op for op, _ in graphs[it][1]), []).append(r)
+        if len(keys) < 2:  # the same ops on the same lines, other shapes (an uneven last batch)
+            continue
+        differing.append((it, keys))
+    if not differing:
+        return
+    it, keys = differing[0]
+    sequences = [(members, [ops for ops in _graphs_by_iteration(members[0].doc)[it][1]]) for members in
+                 keys.values()]
+    index, location = _first_difference(sequences)
+    groups = sorted(sorted(r.rank for r in members) for members in keys.values())
+    text = "; ".join(f"{_ranks_text(g)}: {len(next(s for m, s in sequences if sorted(r.rank for r in m) == g))} ops"
+                     for g in groups)
+    message = (f"ranks built different graphs in iteration {it} ({text}); they first differ at op {index}, "
+               f"{_line(location)}")
+    if len(differing) > 1:
+        message += f"; {len(differing)} of the {len(common)} iterations compared differ"
+    hint = ("A branch that depends on the rank or on the rank's data changes which layers run: DDP all-reduces "
+            "the same buckets in the same order on every rank, so a layer run on some ranks only makes the others "
+            "wait (a hang, or 'Expected to have finished reduction'). Take the same branch on every rank (decide it "
+            "from a value all-reduced or broadcast first), or pass `find_unused_parameters=True`.")
+    out.add("ddp-divergent-graph", message, hint, location,
+            details={"ranks": sorted(r.rank for members in keys.values() for r in members), "groups": groups,
+                     "iteration": it, "first_difference": index, "iterations_differing": [d[0] for d in differing],
+                     "iterations_compared": len(common)})
+
+
+def _graphs_by_iteration(doc):
+    """iteration -> (the structure signatures of its graphs, its ops in creation order as ((op, file, line), loc))."""
+    signatures = {s["id"]: s.get("signature") for s in doc.get("structures", ())}
+    nodes = {n["id"]: n for n in doc.get("nodes", ())}
+    by_it = {}
+    for g in doc.get("graphs", ()):
+        entry = by_it.setdefault(g["iteration"], [[], []])
+        entry[0].append(signatures.get(g.get("structure")))
+        for nid in g.get("nodes", ()):
+            n = nodes.get(nid)
+            if n is None or normalise_op(n["op"]) == "AccumulateGrad":
+                continue
+            loc = n.get("location") or {}
+            entry[1].append((nid, (normalise_op(n["op"]), loc.get("file"), loc.get("line")), n.get("location")))
+    result = {}
+    for it, (sigs, ops) in by_it.items():
+        ops.sort(key=lambda o: o[0])
+        result[it] = (tuple(sorted(str(s) for s in sigs)), [(key, loc) for _, key, loc in ops])
+    return result
+
+
+def _first_difference(sequences):
+    """The position of the first op where the groups' op sequences differ, and the line of that op on a group that
+    ran a line the others did not (the branch)."""
+    lists = [s for _, s in sequences]
+    index = 0
+    while all(index < len(s) for s in lists) and len({s[index][0] for s in lists}) == 1:
+        index += 1
+    candidates = [s[index] for s in lists if index < len(s)]
+    lines = [{(key[1], key[2]) for key, _ in s} for s in lists]
+    for key, loc in candidates:
+        if any((key[1], key[2]) not in other for other in lines):
+            return index, loc
+    return index, candidates[0][1] if candidates else None
+
+
+# ----- ddp-accumulate-without-no-sync ---------------------------------------------------------------------------
+def accumulate_without_no_sync(ranks, out):
+    """Optimizer steps whose micro-steps all-reduced more than once (no ``no_sync()`` around the earlier ones)."""
+    found = {}  # (module, line) -> [rank, first entry, steps]
+    for r in ranks:
+        acc = r.ddp.get("accumulation") or {}
+        first = acc.get("first")
+        if not first:
+            continue
+        key = (first["module"], _key(first.get("location")))
+        entry = found.setdefault(key, {"ranks": [], "first": first, "extra": 0})
+        entry["ranks"].append(r.rank)
+        entry["extra"] = max(entry["extra"], acc.get("extra_syncs", 0))
+    for (module, _), entry in found.items():
+        first = entry["first"]
+        n, synced = first["backwards"], first["synced"]
+        message = (f"{n} backward passes of DDP module `{module}` before one optimizer step each all-reduced "
+                   f"({synced} all-reduces where 1 is needed) on {_ranks_text(entry['ranks'])}, from step "
+                   f"{first['step']}")
+        hint = (f"Wrap the first {n - 1} micro-steps (forward and backward) in `with {module}.no_sync():` and let "
+                "the last one all-reduce: the gradients summed locally are the same, with one all-reduce per step.")
+        out.add("ddp-accumulate-without-no-sync", message, hint, first.get("location"),
+                related=[related("optimizer step", first.get("step_location"))],
+                details={"ranks": sorted(entry["ranks"]), "module": module, "micro_steps": n,
+                         "synchronised": synced, "extra_all_reduces": entry["extra"], "step": first["step"]})
+
+
+# ----- ddp-grad-mismatch -------------------------------------------------------------------------------------------
+def grad_mismatch(ranks, out):
+    """The first optimizer step at which a parameter's gradient is not the same on every rank."""
+    if len(ranks) < 2:
+        return
+    steps = [{s["step"]: s for s in r.ddp.get("steps", ())} for r in ranks]
+    common = sorted(set.intersection(*(set(s) for s in steps)))
+    wrapped = {p for r in ranks for m in r.modules.values() for p in m.get("parameters", ())}
+    for step in common:
+        records = [s[step] for s in steps]
+        names = set.intersection(*(set(rec.get("gradients", {})) for rec in records))
+        differing = {}
+        for name in sorted(names):
+            values = [rec["gradients"][name] for rec in records]
+            if _differ(values):
+                differing[name] = values
+        if differing:
+            _report_mismatch(ranks, out, step, records, differing, wrapped)
+            return
+
+
+def _differ(values):
+    for a in values[1:]:
+        for x, y in zip(values[0], a):
+            if not (isinstance(x, (int, float)) and isinstance(y, (int, float))):
+                if x != y:
+                    return True
+                continue
+            if abs(x - y) > _GRAD_TOLERANCE * max(abs(x), abs(y), 1e-12):
+                return True
+    return False
+
+
+def _report_mismatch(ranks, out, step, records, differing, wrapped):
+    names = sorted(differing)
+    outside = [n for n in names if n not in wrapped]
+    location = _first_use(ranks[0].doc, (outside or names)[0]) or records[0].get("location")
+    norms = {name: {str(r.rank): values[i][0] for i, r in enumerate(ranks)} for name, values in differing.items()}
+    first = names[0]
+    shown = ", ".join(f"rank {rank}: {norm:.4g}" if isinstance(norm, float) else f"rank {rank}: {norm}"
+                      for rank, norm in norms[first].items())
+    if outside:
+        message = (f"the gradients of {_names_text(names)} differ across ranks at optimizer step {step} "
+                   f"(`{first}` norm {shown}): {_names_text(outside)} "
+                   f"{'is' if len(outside) == 1 else 'are'} not in any DDP module, so nothing all-reduces "
+                   f"{'it' if len(outside) == 1 else 'them'} and the ranks' copies drift apart")
+        hint = ("Make the layer part of the model you wrap in DistributedDataParallel (a submodule of it), or "
+                "all-reduce its gradients yourself before `step()` "
+                "(`dist.all_reduce(p.grad); p.grad /= world_size`).")
+    else:
+        message = (f"the gradients of {_names_text(names)} differ across ranks at optimizer step {step} after "
+                   f"DDP's all-reduce (`{first}` norm {shown}): something changed them per rank afterwards")
+        hint = ("Look for code between `backward()` and `step()` that depends on the rank: a gradient hook, "
+                "scaling or clipping by a rank-local value, or writing `.grad` by hand.")
+    out.add("ddp-grad-mismatch", message, hint, location,
+            related=[related("optimizer step", records[0].get("location"))],
+            details={"ranks": [r.rank for r in ranks], "parameters": names, "not_wrapped": outside, "step": step,
+                     "norms": norms})
+
+
+def _first_use(doc, name):
+    """The line of the first op that used the parameter called ``name`` (the layer's call)."""
+    ids = {v["id"] for v in doc.get("variables", ()) if v.get("name") == name}
+    if not ids:
+        return None
+    for n in sorted(doc.get("nodes", ()), key=lambda n: n["id"]):
+        if ids & set(v for v in n.get("input_variables", ()) if v is not None) and n.get("location"):
+            return n["location"]
+    return None
