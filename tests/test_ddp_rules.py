@@ -28,7 +28,7 @@ def rank_doc(rank=None, *, unused=(), find_unused=False, grads=None, accumulatio
         "modules": [{"path": "model", "find_unused_parameters": find_unused, "static_graph": False,
                      "parameters": list(PARAMS), "owners": dict(OWNERS),
                      "call_sites": {"model.module.a": loc(10), "model.module.b": loc(12, "h = self.b(h)")}}],
-        "forwards": [], "forward_count": forwards,
+        "forwards": [], "forward_count": forwards + 1, "backward_count": forwards,  # one evaluation forward
         "steps": [{"step": 0, "iteration": 0, "location": loc(30, "opt.step()"), "optimizer": "SGD", "micro": [],
                    "gradients": grads or {p: [1.0, 0.5] for p in PARAMS}}],
         "step_count": 1,
@@ -66,6 +66,23 @@ def test_with_find_unused_parameters_a_branch_is_info_and_never_used_is_a_warnin
     assert d["severity"] == "warning" and d["details"]["never_used"] is True
     assert d["details"]["ranks"] == [0, 1]
     assert "Remove the layer" in d["hint"]
+
+
+def test_a_layer_no_rank_calls_is_placed_at_the_ddp_call_and_said_so():
+    docs = [rank_doc(r, find_unused=True, unused=[("model.module.b.weight", 3)]) for r in (0, 1)]
+    for doc in docs:
+        del doc["ddp"]["modules"][0]["call_sites"]["model.module.b"]
+    [d] = diagnose_job(docs)
+    assert d["location"] == loc(25, "out = model(x)")
+    assert "no rank ever called `model.module.b` in forward" in d["message"]
+    assert d["severity"] == "warning"
+
+
+def test_a_layer_called_whose_output_missed_the_loss_is_said_so():
+    docs = [rank_doc(0), rank_doc(1, unused=[("model.module.b.weight", 1)])]
+    docs[1]["ddp"]["unused"][0]["owner_called"] = True
+    [d] = diagnose_job(docs)
+    assert "`model.module.b` was called at train.py:12 but its output did not reach the loss" in d["message"]
 
 
 def test_ranks_come_from_the_process_section_not_the_list_order():

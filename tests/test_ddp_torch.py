@@ -25,11 +25,54 @@ TWO_RANKS = ["ddp_clean.py", "ddp_divergent_graph.py", "ddp_accumulate_without_n
              "ddp_unused_parameters.py"]  # the last one breaks the process group
 
 
+# find_unused_parameters=True: a layer each rank skips every other step, one no rank calls, an evaluation pass
+BRANCHES = """\
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 8)
+        self.b = nn.Linear(8, 8)
+        self.never = nn.Linear(8, 8)
+        self.c = nn.Linear(8, 1)
+
+    def forward(self, x, deep):
+        h = torch.relu(self.a(x))
+        if deep:
+            h = torch.relu(self.b(h))
+        return self.c(h)
+
+
+def train(rank, world_size, steps=3):
+    torch.manual_seed(0)
+    model = DistributedDataParallel(Net(), find_unused_parameters=True)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(steps):
+        x = torch.randn(16, 4) + rank
+        opt.zero_grad()
+        loss = model(x, deep=(rank + step) % 2 == 0).pow(2).mean()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        model(x, deep=True)
+"""
+
+
 def _run_ranks(out, nprocs, names):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "ddp_ranks.py"), str(out), str(nprocs),
-                           *[str(SAMPLES / n) for n in names]], env=env, capture_output=True, text=True,
-                          timeout=300)
+    scripts = []
+    for n in names:
+        if n == "ddp_branches.py":
+            (out / n).write_text(BRANCHES)
+            scripts.append(str(out / n))
+        else:
+            scripts.append(str(SAMPLES / n))
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "ddp_ranks.py"), str(out), str(nprocs), *scripts],
+                          env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     docs = {}
     for name in names:
@@ -40,7 +83,7 @@ def _run_ranks(out, nprocs, names):
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-    return _run_ranks(tmp_path_factory.mktemp("ddp2"), 2, TWO_RANKS)
+    return _run_ranks(tmp_path_factory.mktemp("ddp2"), 2, ["ddp_branches.py", *TWO_RANKS])
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +150,24 @@ def test_layer_skipped_on_rank_1_is_named_at_the_skipped_call(two):
     assert sorted(error["parameters"]) == d["details"]["parameters"]
     assert docs[1]["status"]["exception"]["type"] == "RuntimeError"  # the rank's document survived its crash
     assert docs[0]["ddp"]["unused"] == []
+
+
+def test_find_unused_parameters_branch_is_info_and_a_layer_never_called_a_warning(two):
+    docs = two["ddp_branches"]
+    for doc in docs:
+        assert [(f["synced"], f["backward"]) for f in doc["ddp"]["forwards"]] == [(True, True)] * 3 + [(False, False)]
+    found = {d["details"]["parameters"][0]: d for d in diagnose_job(docs) if d["code"] == "ddp-unused-parameters"}
+    assert sorted(found) == ["model.module.b.bias", "model.module.never.bias"]
+    branch, never = found["model.module.b.bias"], found["model.module.never.bias"]
+    assert branch["severity"] == "info" and branch["details"]["ranks"] == [0, 1]
+    assert branch["location"]["text"] == "h = torch.relu(self.b(h))"
+    assert branch["details"]["per_rank"] == {"0": ["model.module.b.bias", "model.module.b.weight"],
+                                             "1": ["model.module.b.bias", "model.module.b.weight"]}
+    assert never["severity"] == "warning" and never["details"]["never_used"] is True
+    assert never["details"]["parameters"] == ["model.module.never.bias", "model.module.never.weight"]
+    assert never["location"]["text"] == "loss = model(x, deep=(rank + step) % 2 == 0).pow(2).mean()"
+    assert "no rank ever called `model.module.never`" in never["message"]
+    assert "Remove the layer" in never["hint"]
 
 
 def test_rank_dependent_branch_is_a_divergent_graph_at_its_line(two):

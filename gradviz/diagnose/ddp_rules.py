@@ -79,10 +79,11 @@ def unused_parameters(ranks, out):
         owners = module.get("owners", {})
         by_site = {}  # the line the branch skipped -> parameters
         for name, per_rank in params.items():
-            site, called = _skip_site(ranks, path, owners.get(name), per_rank)
-            by_site.setdefault(_key(site), (site, called, []))[2].append(name)
-        for site, called, names in by_site.values():
-            _report_unused(ranks, out, path, module, names, params, site, called, errors.get(path, ()))
+            owner = owners.get(name)
+            site, called = _skip_site(ranks, path, owner, per_rank)
+            by_site.setdefault(_key(site), (site, called, owner, []))[3].append(name)
+        for site, called, owner, names in by_site.values():
+            _report_unused(ranks, out, path, module, names, params, site, called, owner, errors.get(path, ()))
 
 
 def _key(location):
@@ -92,28 +93,32 @@ def _key(location):
 def _skip_site(ranks, path, owner, per_rank):
     """Where the submodule holding the parameter is called (in another iteration or on another rank): the line the
     branch skipped. ``called`` says whether that submodule was called in the forward that missed it (then its
-    output did not reach the loss)."""
+    output did not reach the loss), None when no rank ever called it (the line is then the DDP module's call)."""
     called = any(e.get("owner_called") for e in per_rank.values())
     for r in sorted(ranks, key=lambda r: (r.rank not in per_rank, r.rank)):
         site = r.modules.get(path, {}).get("call_sites", {}).get(owner)
         if site:
             return site, called
     first = per_rank[min(per_rank)]
-    return first.get("location"), called
+    return first.get("location"), None
 
 
-def _report_unused(ranks, out, path, module, names, params, site, called, errors):
+def _report_unused(ranks, out, path, module, names, params, site, called, owner, errors):
     involved = sorted({rank for n in names for rank in params[n]})
     all_ranks = [r.rank for r in ranks]
-    forwards = {r.rank: r.ddp.get("forward_count", 0) for r in ranks}
+    forwards = {r.rank: r.ddp.get("backward_count", 0) for r in ranks}
     always = all(params[n].get(rank, {}).get("count", 0) >= forwards.get(rank, 0) > 0
                  for n in names for rank in all_ranks)
     find_unused = bool(module.get("find_unused_parameters"))
     error = next(((rank, e) for rank, e in errors if set(names) & set(e.get("parameters", ()))), None)
     ddp_line = _ranks_first(ranks, involved, names, params)
     first_forward = min(e.get("first_forward", 0) for n in names for e in params[n].values())
-    skipped = (f"the call at {_line(site)} was skipped" if not called else
-               f"{_line(site)} ran but its output did not reach the loss")
+    if called is None:
+        skipped = f"no rank ever called `{owner}` in forward"
+    elif called:
+        skipped = f"`{owner}` was called at {_line(site)} but its output did not reach the loss"
+    else:
+        skipped = f"the call of `{owner}` at {_line(site)} was skipped"
     message = (f"{_names_text(names)} of DDP module `{path}` got no gradient on {_ranks_text(involved)} "
                f"(first in forward {first_forward}): {skipped}")
     if always:

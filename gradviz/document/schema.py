@@ -91,7 +91,8 @@ DDP_FORWARD = {"module": "str", "forward": "int", "iteration": "int", "synced": 
 DDP_STEP = {"step": "int", "iteration": "int", "location": "?loc", "optimizer": "str", "micro": ["obj"],
             "gradients": "{[num]}"}
 DDP = {"process": "?obj", "modules": [DDP_MODULE], "forwards": [DDP_FORWARD], "forward_count": "int",
-       "steps": [DDP_STEP], "step_count": "int", "unused": ["obj"], "accumulation": "obj", "errors": ["obj"]}
+       "backward_count": "int", "steps": [DDP_STEP], "step_count": "int", "unused": ["obj"], "accumulation": "obj",
+       "errors": ["obj"]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",

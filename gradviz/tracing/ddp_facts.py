@@ -35,6 +35,7 @@ class DdpFacts:
         self.process = None
         self.modules = {}  # path -> module record
         self.forwards = _Ends()
+        self.backward_count = 0  # forwards whose backward reached some parameter
         self.steps = _Ends()
         self.unused = {}  # (module path, parameter) -> {"count", "first_forward", "iteration", "location", "skipped"}
         self.accumulation = {"steps": 0, "unsynchronised_micro_steps": 0, "extra_syncs": 0, "first": None}
@@ -53,6 +54,7 @@ class DdpFacts:
                 module["call_sites"].setdefault(record["submodule"], record["location"])
         elif kind == "forward":
             self.forwards.add(record)
+            self.backward_count += bool(record.get("backward"))
             self._note_unused(record)
         elif kind == "step":
             self.steps.add(record)
@@ -110,6 +112,7 @@ class DdpFacts:
             "modules": modules,
             "forwards": [located(r, "location") for r in self.forwards.records()],
             "forward_count": self.forwards.count,
+            "backward_count": self.backward_count,
             "steps": [dict(located(r, "location"), micro=[located(m, "location") for m in r.get("micro", ())])
                       for r in self.steps.records()],
             "step_count": self.steps.count,
