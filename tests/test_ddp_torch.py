@@ -134,6 +134,8 @@ def test_clean_training_records_no_sync_micro_steps_and_equal_gradients(two):
 def test_layer_skipped_on_rank_1_is_named_at_the_skipped_call(two):
     docs = two["ddp_unused_parameters"]
     d = only(diagnose_job(docs), "ddp-unused-parameters")
+    divergent = only(diagnose_job(docs), "ddp-divergent-graph")  # the same branch parts the graphs: linked
+    assert d["links"] == [divergent["id"]] and divergent["location"] == d["location"]
     assert d["severity"] == "error"
     assert d["location"]["line"] == line_of("ddp_unused_parameters.py", "h = torch.relu(self.hidden(h))")
     assert d["details"]["ranks"] == [1]

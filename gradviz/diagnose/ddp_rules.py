@@ -25,8 +25,11 @@ def diagnose_job(rank_docs):
     ranks.sort(key=lambda r: r.rank)
     out = Collector()
     if any(r.ddp for r in ranks):
-        unused_parameters(ranks, out)
-        divergent_graph(ranks, out)
+        skipped = unused_parameters(ranks, out)
+        divergent = divergent_graph(ranks, out)
+        for key in skipped:  # the branch that skipped a layer is also where the graphs part: one finding, linked
+            if divergent is not None and key[1:] == divergent[1:]:
+                out.link(key, divergent)
         accumulate_without_no_sync(ranks, out)
         grad_mismatch(ranks, out)
     return out.finish()
@@ -61,7 +64,9 @@ def _line(location):
 
 # ----- ddp-unused-parameters -------------------------------------------------------------------------------------
 def unused_parameters(ranks, out):
-    """Per DDP module: the parameters some rank's backward never reached, grouped by the line that skipped them."""
+    """Per DDP module: the parameters some rank's backward never reached, grouped by the line that skipped them.
+    Returns the findings' keys."""
+    keys = []
     found = {}  # module path -> {parameter: {rank: unused entry}}
     errors = {}  # module path -> [(rank, error)]
     for r in ranks:
@@ -83,7 +88,9 @@ def unused_parameters(ranks, out):
             site, called = _skip_site(ranks, path, owner, per_rank)
             by_site.setdefault(_key(site), (site, called, owner, []))[3].append(name)
         for site, called, owner, names in by_site.values():
-            _report_unused(ranks, out, path, module, names, params, site, called, owner, errors.get(path, ()))
+            keys.append(_report_unused(ranks, out, path, module, names, params, site, called, owner,
+                                       errors.get(path, ())))
+    return keys
 
 
 def _key(location):
@@ -145,7 +152,7 @@ def _report_unused(ranks, out, path, module, names, params, site, called, owner,
     rel = [related("DDP forward", ddp_line)]
     if error is not None:
         rel.append(related("reduction error raised", error[1].get("location")))
-    out.add("ddp-unused-parameters", message, hint, site or ddp_line, severity=severity, related=rel,
+    return out.add("ddp-unused-parameters", message, hint, site or ddp_line, severity=severity, related=rel,
             details={"ranks": involved, "parameters": sorted(names), "module": path,
                      "find_unused_parameters": find_unused, "never_used": always,
                      "per_rank": {str(rank): sorted(n for n in names if rank in params[n]) for rank in involved},
@@ -164,9 +171,10 @@ def _ranks_first(ranks, involved, names, params):
 
 # ----- ddp-divergent-graph ---------------------------------------------------------------------------------------
 def divergent_graph(ranks, out):
-    """The first iteration (among those every rank kept) where ranks built graphs that differ in more than shapes."""
+    """The first iteration (among those every rank kept) where ranks built graphs that differ in more than shapes.
+    Returns the finding's key, or None."""
     if len(ranks) < 2:
-        return
+        return None
     per_rank = [(r, _graphs_by_iteration(r.doc)) for r in ranks]
     common = set.intersection(*(set(g) for _, g in per_rank))
     differing = []
@@ -183,7 +191,7 @@ def divergent_graph(ranks, out):
             continue
         differing.append((it, keys))
     if not differing:
-        return
+        return None
     it, keys = differing[0]
     sequences = [(members, [ops for ops in _graphs_by_iteration(members[0].doc)[it][1]]) for members in
                  keys.values()]
@@ -199,7 +207,7 @@ def divergent_graph(ranks, out):
             "the same buckets in the same order on every rank, so a layer run on some ranks only makes the others "
             "wait (a hang, or 'Expected to have finished reduction'). Take the same branch on every rank (decide it "
             "from a value all-reduced or broadcast first), or pass `find_unused_parameters=True`.")
-    out.add("ddp-divergent-graph", message, hint, location,
+    return out.add("ddp-divergent-graph", message, hint, location,
             details={"ranks": sorted(r.rank for members in keys.values() for r in members), "groups": groups,
                      "iteration": it, "first_difference": index, "iterations_differing": [d[0] for d in differing],
                      "iterations_compared": len(common)})
