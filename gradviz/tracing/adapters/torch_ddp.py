@@ -257,7 +257,7 @@ class DDPWatch:
         for g, group in enumerate(optimizer.param_groups):
             for i, p in enumerate(group.get("params", ())):
                 grad = getattr(p, "grad", None)
-                if grad is None or grad.is_sparse:
+                if grad is None or grad.is_sparse or grad.is_complex():  # (no float64 sum of those)
                     continue
                 names.append(self.adapter.names.parameter_path(p) or f"{type(optimizer).__name__}[{g}][{i}]")
                 grads.append(grad.detach())
