@@ -162,6 +162,18 @@ def test_divergent_graph_points_at_the_line_only_some_ranks_ran():
     assert d["details"]["groups"] == [[0], [1]] and d["details"]["first_difference"] == 2
 
 
+def test_a_graph_no_backward_ran_through_is_not_compared():
+    base = [("AddmmBackward0", 10), ("MeanBackward0", 20)]
+    docs = _graph_docs([base, base])
+    metric = [{"id": 9, "op": "SumBackward0", "location": loc(50), "shape": []}]
+    docs[0]["nodes"] += metric
+    docs[0]["graphs"].append({"id": 1, "iteration": 0, "structure": 1, "nodes": [9], "backwarded": False})
+    docs[0]["structures"].append({"id": 1, "signature": "metric"})
+    assert diagnose_job(docs) == []
+    docs[0]["graphs"][1]["backwarded"] = True
+    assert diagnose_job(docs)[0]["location"]["line"] == 50
+
+
 def test_graphs_differing_in_shapes_only_are_not_divergent():
     ops = [("AddmmBackward0", 10), ("MeanBackward0", 20)]
     assert diagnose_job(_graph_docs([ops, ops], shapes_by_rank={1: "[3]"})) == []

@@ -214,11 +214,14 @@ def divergent_graph(ranks, out):
 
 
 def _graphs_by_iteration(doc):
-    """iteration -> (the structure signatures of its graphs, its ops in creation order as ((op, file, line), loc))."""
+    """iteration -> (the structure signatures of its backwarded graphs, their ops in creation order as
+    ((op, file, line), loc))."""
     signatures = {s["id"]: s.get("signature") for s in doc.get("structures", ())}
     nodes = {n["id"]: n for n in doc.get("nodes", ())}
     by_it = {}
     for g in doc.get("graphs", ()):
+        if g.get("backwarded") is False:  # DDP all-reduces in backward: a graph no backward ran through (a metric
+            continue                      # computed on one rank) does not make the ranks wait
         entry = by_it.setdefault(g["iteration"], [[], []])
         entry[0].append(signatures.get(g.get("structure")))
         for nid in g.get("nodes", ()):
