@@ -265,8 +265,11 @@ class DDPWatch:
             return {}
         with torch.no_grad():
             norms = torch._foreach_norm(grads)
-            values = [n.double().cpu() for n in norms] + [t.sum(dtype=torch.float64).cpu() for t in grads]
-            flat = torch.stack(values).tolist()
+            sums = [t.sum(dtype=torch.float64) for t in grads]
+            if len({t.device for t in grads}) == 1:  # one read-back (one device sync on a GPU)
+                flat = torch.cat([torch.stack(norms).double(), torch.stack(sums)]).tolist()
+            else:
+                flat = torch.stack([n.double().cpu() for n in norms] + [t.cpu() for t in sums]).tolist()
         n = len(grads)
         return {name: [flat[k], flat[n + k]] for k, name in enumerate(names)}
 
