@@ -109,6 +109,7 @@ def test_job_codes_are_the_samples_expected_ones(two, name):
     docs = two[name[:-3]]
     for doc in docs:
         validate(doc)  # the ddp section fits the schema
+        assert doc["internal_errors"] == []
     assert EXPECTED[name]["ranks"] == 2
     assert sorted(d["code"] for d in diagnose_job(docs)) == sorted(EXPECTED[name]["codes"])
 

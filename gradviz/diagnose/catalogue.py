@@ -621,7 +621,7 @@ all-reduce the summed gradients:
 At an optimizer step, a parameter's gradient was not the same on every rank.
 
 After DDP's all-reduce every rank holds the same averaged gradient, so the replicas stay identical. gradviz
-takes a fingerprint of each gradient the optimizer is given (its norm and its float64 sum) on every rank and
+takes a fingerprint of each gradient the optimizer is given (its norm and its sum) on every rank and
 compares them. A difference means the gradient was never all-reduced, most often because the layer is not
 part of the module wrapped in DDP, or that code after backward changed it per rank (a hook, scaling or
 clipping by a rank-local value). The replicas then drift apart silently; nothing raises.

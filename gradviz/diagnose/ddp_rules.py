@@ -289,7 +289,7 @@ def grad_mismatch(ranks, out):
     wrapped = {p for r in ranks for m in r.modules.values() for p in m.get("parameters", ())}
     for step in common:
         records = [s[step] for s in steps]
-        names = set.intersection(*(set(rec.get("gradients", {})) for rec in records))
+        names = set.intersection(*(set(rec.get("gradients", {})) for rec in records))  # (empty: not sampled)
         differing = {}
         for name in sorted(names):
             values = [rec["gradients"][name] for rec in records]
