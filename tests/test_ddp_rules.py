@@ -162,6 +162,26 @@ def test_divergent_graph_points_at_the_line_only_some_ranks_ran():
     assert d["details"]["groups"] == [[0], [1]] and d["details"]["first_difference"] == 2
 
 
+def test_a_branch_taken_once_beyond_the_kept_iterations_is_found_from_the_structures():
+    base = [("AddmmBackward0", 10), ("MeanBackward0", 20)]
+    docs = _graph_docs([base, base])  # iteration 0, kept on both ranks, the same
+    for doc in docs:
+        doc["structures"][0].update({"iterations": [0, 999], "count": 1000, "first_graph": 0})
+    # rank 1 took a branch once, in iteration 500: a structure of its own, whose first graph is kept; rank 0's
+    # graph of iteration 500 was dropped (only its structure's count says it was there)
+    extra = [{"id": 20, "op": "AddmmBackward0", "location": loc(10), "shape": [2]},
+             {"id": 21, "op": "SigmoidBackward0", "location": loc(15), "shape": [2]},
+             {"id": 22, "op": "MeanBackward0", "location": loc(20), "shape": []}]
+    docs[1]["nodes"] += extra
+    docs[1]["graphs"].append({"id": 5, "iteration": 500, "structure": 1, "nodes": [20, 21, 22], "backwarded": True})
+    docs[1]["structures"].append({"id": 1, "signature": "branch", "iterations": [500, 500], "count": 1,
+                                  "first_graph": 5})
+    docs[1]["structures"][0]["count"] = 999
+    [d] = diagnose_job(docs)
+    assert d["code"] == "ddp-divergent-graph"
+    assert (d["details"]["iteration"], d["location"]["line"], d["details"]["groups"]) == (500, 15, [[0], [1]])
+
+
 def test_a_graph_no_backward_ran_through_is_not_compared():
     base = [("AddmmBackward0", 10), ("MeanBackward0", 20)]
     docs = _graph_docs([base, base])

@@ -171,46 +171,87 @@ def _ranks_first(ranks, involved, names, params):
 
 # ----- ddp-divergent-graph ---------------------------------------------------------------------------------------
 def divergent_graph(ranks, out):
-    """The first iteration (among those every rank kept) where ranks built graphs that differ in more than shapes.
-    Returns the finding's key, or None."""
+    """The first iteration where ranks built graphs that differ in more than shapes: among the iterations every
+    rank kept full records of, and, beyond them, where a structure some ranks built and others did not first
+    appeared. Returns the finding's key, or None."""
     if len(ranks) < 2:
         return None
     per_rank = [(r, _graphs_by_iteration(r.doc)) for r in ranks]
     common = set.intersection(*(set(g) for _, g in per_rank))
-    differing = []
+    differing = {}  # iteration -> [(ranks, their ops)] of each group of ranks with the same ops
     for it in sorted(common):
-        groups = {}
-        for r, graphs in per_rank:
-            groups.setdefault(graphs[it][0], []).append(r)
-        if len(groups) < 2:
-            continue
-        keys = {}
-        for r, graphs in per_rank:
-            keys.setdefault(tuple(op for op, _ in graphs[it][1]), []).append(r)
-        if len(keys) < 2:  # the same ops on the same lines, other shapes (an uneven last batch)
-            continue
-        differing.append((it, keys))
+        if len({graphs[it][0] for _, graphs in per_rank}) > 1:
+            _note_difference(differing, it, [(r, graphs[it][1]) for r, graphs in per_rank])
+    for it, found in _beyond_the_window(ranks, common):
+        _note_difference(differing, it, found)
     if not differing:
         return None
-    it, keys = differing[0]
-    sequences = [(members, [ops for ops in _graphs_by_iteration(members[0].doc)[it][1]]) for members in
-                 keys.values()]
+    it = min(differing)
+    sequences = differing[it]
     index, location = _first_difference(sequences)
-    groups = sorted(sorted(r.rank for r in members) for members in keys.values())
-    text = "; ".join(f"{_ranks_text(g)}: {len(next(s for m, s in sequences if sorted(r.rank for r in m) == g))} ops"
-                     for g in groups)
+    groups = [sorted(r.rank for r in members) for members, _ in sequences]
+    text = "; ".join(f"{_ranks_text(g)}: {len(ops)} ops" for g, (_, ops) in zip(groups, sequences))
     message = (f"ranks built different graphs in iteration {it} ({text}); they first differ at op {index}, "
                f"{_line(location)}")
     if len(differing) > 1:
-        message += f"; {len(differing)} of the {len(common)} iterations compared differ"
+        message += f"; {len(differing)} iterations differ"
     hint = ("A branch that depends on the rank or on the rank's data changes which layers run: DDP all-reduces "
             "the same buckets in the same order on every rank, so a layer run on some ranks only makes the others "
             "wait (a hang, or 'Expected to have finished reduction'). Take the same branch on every rank (decide it "
             "from a value all-reduced or broadcast first), or pass `find_unused_parameters=True`.")
     return out.add("ddp-divergent-graph", message, hint, location,
-            details={"ranks": sorted(r.rank for members in keys.values() for r in members), "groups": groups,
-                     "iteration": it, "first_difference": index, "iterations_differing": [d[0] for d in differing],
-                     "iterations_compared": len(common)})
+                   details={"ranks": sorted(rank for g in groups for rank in g), "groups": sorted(groups),
+                            "iteration": it, "first_difference": index, "iterations_differing": sorted(differing),
+                            "iterations_compared": len(common)})
+
+
+def _note_difference(differing, iteration, rank_ops):
+    """Group the ranks by the ops they ran (op, file, line; shapes aside): two groups or more are a difference
+    (graphs that differ only in shapes, an uneven last batch, are not)."""
+    by_ops = {}
+    for r, ops in rank_ops:
+        by_ops.setdefault(tuple(key for key, _ in ops), ([], ops))[0].append(r)
+    if len(by_ops) > 1:
+        differing[iteration] = sorted(by_ops.values(), key=lambda g: min(r.rank for r in g[0]))
+
+
+def _beyond_the_window(ranks, common):
+    """(iteration, [(rank, ops)]) where a structure some ranks built and others did not first appeared, outside the
+    iterations every rank kept (a branch taken once mid-run: the first graph of each structure is always kept, the
+    others' graphs of that iteration may not be). A rank without it is represented by the structure it repeated
+    over that iteration (the one seen most often), from that structure's first graph."""
+    tables = [(r, _structures(r.doc)) for r in ranks]
+    everywhere = set.intersection(*(set(t) for _, t in tables))
+    firsts = {}  # iteration -> signatures first seen there on some ranks only
+    for _, table in tables:
+        for sig, (structure, _) in table.items():
+            if sig not in everywhere and structure["iterations"][0] not in common:
+                firsts.setdefault(structure["iterations"][0], set()).add(sig)
+    for it in sorted(firsts):
+        found = []
+        for r, table in tables:
+            mine = [table[sig] for sig in firsts[it] if sig in table and table[sig][0]["iterations"][0] == it]
+            if not mine:
+                over = [e for e in table.values() if e[0]["iterations"][0] <= it <= e[0]["iterations"][-1]]
+                mine = sorted(over, key=lambda e: -e[0]["count"])[:1]
+            if not mine:
+                break
+            found.append((r, mine[0][1]))
+        else:
+            yield it, found
+
+
+def _structures(doc):
+    """signature -> (structure, the ops of its first graph) for the structures whose first graph a backward ran
+    through and whose records are kept."""
+    graphs = {g["id"]: g for g in doc.get("graphs", ())}
+    nodes = {n["id"]: n for n in doc.get("nodes", ())}
+    table = {}
+    for s in doc.get("structures", ()):
+        first = graphs.get(s.get("first_graph"))
+        if first is not None and first.get("backwarded") is not False and s.get("iterations"):
+            table[s.get("signature")] = (s, _ops(first, nodes))
+    return table
 
 
 def _graphs_by_iteration(doc):
@@ -224,17 +265,25 @@ def _graphs_by_iteration(doc):
             continue                      # computed on one rank) does not make the ranks wait
         entry = by_it.setdefault(g["iteration"], [[], []])
         entry[0].append(signatures.get(g.get("structure")))
-        for nid in g.get("nodes", ()):
-            n = nodes.get(nid)
-            if n is None or normalise_op(n["op"]) == "AccumulateGrad":
-                continue
-            loc = n.get("location") or {}
-            entry[1].append((nid, (normalise_op(n["op"]), loc.get("file"), loc.get("line")), n.get("location")))
+        entry[1].extend(_ops(g, nodes, with_ids=True))
     result = {}
     for it, (sigs, ops) in by_it.items():
         ops.sort(key=lambda o: o[0])
         result[it] = (tuple(sorted(str(s) for s in sigs)), [(key, loc) for _, key, loc in ops])
     return result
+
+
+def _ops(graph, nodes, with_ids=False):
+    """A graph's op nodes in creation order: ((op, file, line), location), with the node id first if asked."""
+    ops = []
+    for nid in sorted(graph.get("nodes", ())):
+        n = nodes.get(nid)
+        if n is None or normalise_op(n["op"]) == "AccumulateGrad":
+            continue
+        loc = n.get("location") or {}
+        key = (normalise_op(n["op"]), loc.get("file"), loc.get("line"))
+        ops.append((nid, key, n.get("location")) if with_ids else (key, n.get("location")))
+    return ops
 
 
 def _first_difference(sequences):
