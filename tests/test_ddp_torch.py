@@ -74,21 +74,40 @@ def _run_ranks(out, nprocs, names):
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "ddp_ranks.py"), str(out), str(nprocs), *scripts],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    docs = {}
-    for name in names:
-        stem = name[:-3]
-        docs[stem] = [json.loads((out / stem / f"rank{r}.json").read_text()) for r in range(nprocs)]
-    return docs
+    return _load(out, nprocs, names)
+
+
+def _load(out, nprocs, names):
+    return {name[:-3]: [json.loads((out / name[:-3] / f"rank{r}.json").read_text()) for r in range(nprocs)]
+            for name in names}
+
+
+def _shared_run(tmp_path_factory, name, nprocs, names):
+    """The ranks' documents, made once per test session: under pytest-xdist every worker running tests of this
+    module would otherwise start its own ranks (the usual xdist recipe: a folder all workers share, a lock)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _run_ranks(tmp_path_factory.mktemp(name), nprocs, names)
+    from filelock import FileLock  # installed with torch
+
+    shared = tmp_path_factory.getbasetemp().parent  # this session's, common to its workers
+    out = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if (out / "done").exists():
+            return _load(out, nprocs, names)
+        out.mkdir(exist_ok=True)
+        docs = _run_ranks(out, nprocs, names)
+        (out / "done").write_text("")
+        return docs
 
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-    return _run_ranks(tmp_path_factory.mktemp("ddp2"), 2, ["ddp_branches.py", *TWO_RANKS])
+    return _shared_run(tmp_path_factory, "ddp2", 2, ["ddp_branches.py", *TWO_RANKS])
 
 
 @pytest.fixture(scope="module")
 def four(tmp_path_factory):
-    return _run_ranks(tmp_path_factory.mktemp("ddp4"), 4, ["ddp_divergent_graph.py"])
+    return _shared_run(tmp_path_factory, "ddp4", 4, ["ddp_divergent_graph.py"])
 
 
 def line_of(sample, text):
