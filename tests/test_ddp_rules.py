@@ -120,6 +120,14 @@ def test_a_wrapped_parameter_differing_after_the_all_reduce():
     assert d["details"]["norms"] == {PARAMS[1]: {"0": 1.0, "1": 2.0}}
     assert "after DDP's all-reduce" in d["message"]
     assert d["location"] == loc(30, "opt.step()")  # no op used it in the document: the step's line
+    assert d["details"]["groups"] == [[0], [1]]
+
+
+def test_a_mismatch_on_one_rank_of_four_groups_the_others():
+    same = {p: [1.0, 0.5] for p in PARAMS}
+    docs = [rank_doc(r, grads=same if r != 2 else {**same, PARAMS[0]: [3.0, 0.5]}) for r in range(4)]
+    [d] = diagnose_job(docs)
+    assert d["details"]["groups"] == [[0, 1, 3], [2]] and d["details"]["parameters"] == [PARAMS[0]]
 
 
 def test_an_unwrapped_parameter_is_located_at_its_first_use():

@@ -152,12 +152,12 @@ def _report_unused(ranks, out, path, module, names, params, site, called, owner,
     rel = [related("DDP forward", ddp_line)]
     if error is not None:
         rel.append(related("reduction error raised", error[1].get("location")))
+    details = {"ranks": involved, "parameters": sorted(names), "module": path, "find_unused_parameters": find_unused,
+               "never_used": always, "first_forward": first_forward,
+               "per_rank": {str(rank): sorted(n for n in names if rank in params[n]) for rank in involved},
+               "reduction_error_rank": None if error is None else error[0]}
     return out.add("ddp-unused-parameters", message, hint, site or ddp_line, severity=severity, related=rel,
-            details={"ranks": involved, "parameters": sorted(names), "module": path,
-                     "find_unused_parameters": find_unused, "never_used": always,
-                     "per_rank": {str(rank): sorted(n for n in names if rank in params[n]) for rank in involved},
-                     "first_forward": first_forward,
-                     "reduction_error_rank": None if error is None else error[0]})
+                   details=details)
 
 
 def _ranks_first(ranks, involved, names, params):
@@ -382,10 +382,17 @@ def _report_mismatch(ranks, out, step, records, differing, wrapped):
                    f"DDP's all-reduce (`{first}` norm {shown}): something changed them per rank afterwards")
         hint = ("Look for code between `backward()` and `step()` that depends on the rank: a gradient hook, "
                 "scaling or clipping by a rank-local value, or writing `.grad` by hand.")
+    groups = []  # ranks with the same fingerprint of the first parameter that differs: the odd ones out show
+    for i, r in enumerate(ranks):
+        home = next((g for g in groups if not _differ([differing[first][g[0][0]], differing[first][i]])), None)
+        if home is None:
+            groups.append([(i, r.rank)])
+        else:
+            home.append((i, r.rank))
     out.add("ddp-grad-mismatch", message, hint, location,
             related=[related("optimizer step", records[0].get("location"))],
             details={"ranks": [r.rank for r in ranks], "parameters": names, "not_wrapped": outside, "step": step,
-                     "norms": norms})
+                     "norms": norms, "groups": sorted([rank for _, rank in g] for g in groups)})
 
 
 def _first_use(doc, name):
