@@ -228,7 +228,7 @@ def test_module_outside_ddp_has_mismatched_gradients(two):
     assert d["location"]["line"] == line_of("ddp_grad_mismatch.py", "loss = head(backbone(x)).pow(2).mean()")
     assert d["details"]["parameters"] == ["head.bias", "head.weight"]
     assert d["details"]["not_wrapped"] == ["head.bias", "head.weight"]
-    assert d["details"]["ranks"] == [0, 1] and d["details"]["step"] == 0
+    assert d["details"]["ranks"] == [0, 1] and d["details"]["step"] == 0 and d["details"]["groups"] == [[0], [1]]
     norms = d["details"]["norms"]["head.weight"]
     assert norms["0"] != norms["1"]
     # the wrapped backbone's gradients agree
