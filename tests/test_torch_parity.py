@@ -59,7 +59,7 @@ def summary(doc):
 
 def _samples():
     with open(os.path.join(SAMPLES, "expected.json")) as f:
-        return sorted(json.load(f).items())
+        return sorted((n, e) for n, e in json.load(f).items() if "ranks" not in e)  # DDP: test_ddp_torch
 
 
 @pytest.mark.parametrize("name,expected", _samples(), ids=[n for n, _ in _samples()])

@@ -113,7 +113,8 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
 
         written, folder_error = Written(), None
         try:
-            write_all(doc, out_dir, fmt=fmt, draw=not no_render, render_options={"max_nodes": max_nodes, "rankdir": rankdir},
+            write_all(doc, out_dir, fmt=fmt, draw=not no_render,
+                      render_options={"max_nodes": max_nodes, "rankdir": rankdir},
                       written=written, max_pictures=max_pictures, total_budget=render_budget)
         except OutputFolderError as exc:
             folder_error = str(exc)

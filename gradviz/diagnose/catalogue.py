@@ -27,6 +27,11 @@ CODES = {
     "exploding-grad": ("info", "one layer's gradient norm is far above the others"),
     "vanishing-grad": ("info", "one layer's gradient norm is far below the others"),
     "wrong-backward": ("error", "a custom Function's backward disagrees with its forward"),
+    # across the ranks of a DistributedDataParallel job (diagnose/ddp_rules.py: diagnose_job)
+    "ddp-unused-parameters": ("error", "parameters of a DDP module got no gradient on some ranks"),
+    "ddp-divergent-graph": ("warning", "ranks of a DDP job built different graphs in one iteration"),
+    "ddp-accumulate-without-no-sync": ("warning", "gradient accumulation all-reduced on every DDP micro-step"),
+    "ddp-grad-mismatch": ("error", "a parameter's gradient differs across DDP ranks at an optimizer step"),
 }
 
 SEVERITIES = vocabulary.SEVERITIES  # the document's severities, most severe first
@@ -518,6 +523,128 @@ script computes or prints. Turn it off with `gradviz run --no-check-backward` or
 `gradviz.trace(check_backward=False)`; the report lists what was checked and what was skipped.
 
 In the picture: the Function's node.
+""",
+    "ddp-unused-parameters": """\
+Parameters of a module wrapped in DistributedDataParallel got no gradient from some rank's backward.
+
+DDP all-reduces gradients in buckets while backward runs, and by default (`find_unused_parameters=False`) it
+waits for every wrapped parameter's gradient before it considers an iteration's reduction done. A parameter
+that took no part in the loss never reports ready: the rank that skipped it raises, at its next forward,
+PyTorch's "Expected to have finished reduction in the prior iteration before starting a new one", and the
+other ranks, whose all-reduce of that bucket never gets a partner, hang or fail with a closed connection.
+gradviz names the parameters, the ranks whose backward missed them, and the line of the call the branch
+skipped (where that layer is called in other iterations or on other ranks); PyTorch's error, when a rank
+raised it, is turned into this diagnostic.
+
+The mistake (a layer skipped on one rank):
+
+    class Net(nn.Module):
+        def forward(self, x, rank):
+            h = torch.relu(self.a(x))
+            if rank == 0:                 # rank 1 never calls self.b
+                h = torch.relu(self.b(h))
+            return self.out(h)
+
+    model = DistributedDataParallel(Net())
+
+The fix depends on whether the branch is on purpose:
+
+- the layer should run everywhere: take the same branch on every rank (decide it from a value that was
+  all-reduced or broadcast), or keep the parameters in the graph, e.g. `h = h + 0 * self.b(h)` when skipping;
+- the branch is real (mixture of experts, a conditional head): pass `find_unused_parameters=True` to
+  `DistributedDataParallel(...)`; DDP then walks the graph after each forward to mark what was not used (a
+  cost per iteration) and averages the gradient with zeros from the ranks that skipped;
+- the parameters are never used on any rank: remove them, or freeze them (`requires_grad_(False)`) before
+  wrapping; `find_unused_parameters=True` would only hide them.
+
+The severity says which case it is: an error when `find_unused_parameters=False` (a crash or a hang), a
+warning for parameters no rank ever uses while `find_unused_parameters=True` pays for finding them, an info
+when that flag handles a branch taken on some ranks or iterations only.
+""",
+    "ddp-divergent-graph": """\
+In one iteration the ranks of a DDP job built different autograd graphs (other ops or other lines, not only
+other shapes).
+
+Data parallel training assumes every rank runs the same computation on its own data. DDP's reducer
+all-reduces the same buckets in the same order on every rank; when a rank-dependent (or data-dependent)
+branch runs other layers, some ranks wait for gradients the others never produce: a hang, a timeout, or the
+"Expected to have finished reduction" error one iteration later. Even when nothing hangs (the branch uses the
+same parameters), the ranks then train different functions. gradviz compares the structure of each
+iteration's graphs across ranks and points at the first op where they differ, on the rank that ran the extra
+line. Graphs that differ only in shapes (an uneven last batch) are not reported.
+
+The mistake (a branch on the rank's own data):
+
+    out = model(x)
+    if x.mean() > 0:                      # true on some ranks only
+        out = out * torch.sigmoid(out)
+    loss = out.pow(2).mean()
+
+The fix: decide branches from a value every rank shares, e.g. all-reduce the condition first:
+
+    flag = (x.mean() > 0).float()
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    if flag.item() > 0:
+        out = out * torch.sigmoid(out)
+
+or, when the branch skips parameters on purpose, pass `find_unused_parameters=True` to DDP.
+""",
+    "ddp-accumulate-without-no-sync": """\
+Several backward passes (micro-steps) of a DDP model ran before one optimizer step, and each of them
+all-reduced the gradients.
+
+With gradient accumulation only the sum at the optimizer step matters. DDP cannot know that: every backward
+run outside `no_sync()` all-reduces all gradients, so accumulating N micro-steps costs N all-reduces where one
+would do (the result is the same; the time and the network traffic are N times larger). gradviz counts, for
+each optimizer step, the DDP backward passes since the previous step and how many of them synchronised.
+
+The mistake:
+
+    for i, (x, y) in enumerate(loader):
+        loss = loss_fn(model(x), y) / 4
+        loss.backward()                   # all-reduces every time
+        if i % 4 == 3:
+            opt.step()
+            opt.zero_grad()
+
+The fix: run the first N-1 micro-steps (forward and backward) under `model.no_sync()` and let the last one
+all-reduce the summed gradients:
+
+    for i, (x, y) in enumerate(loader):
+        sync = i % 4 == 3
+        with contextlib.nullcontext() if sync else model.no_sync():
+            loss = loss_fn(model(x), y) / 4
+            loss.backward()
+        if sync:
+            opt.step()
+            opt.zero_grad()
+""",
+    "ddp-grad-mismatch": """\
+At an optimizer step, a parameter's gradient was not the same on every rank.
+
+After DDP's all-reduce every rank holds the same averaged gradient, so the replicas stay identical. gradviz
+takes a fingerprint of each gradient the optimizer is given (its norm and its sum) on every rank and
+compares them. A difference means the gradient was never all-reduced, most often because the layer is not
+part of the module wrapped in DDP, or that code after backward changed it per rank (a hook, scaling or
+clipping by a rank-local value). The replicas then drift apart silently; nothing raises.
+
+The mistake (a head kept outside the DDP module):
+
+    model = DistributedDataParallel(backbone)
+    head = nn.Linear(16, 1)               # not wrapped: its gradients stay per rank
+    opt = torch.optim.SGD([*model.parameters(), *head.parameters()], lr=0.1)
+    loss = head(model(x)).pow(2).mean()
+
+The fix: wrap one module that holds every trained layer:
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone, self.head = backbone, nn.Linear(16, 1)
+
+    model = DistributedDataParallel(Net())
+
+or all-reduce the other gradients yourself before the step (`dist.all_reduce(p.grad); p.grad /= world_size`).
 """,
 }
 

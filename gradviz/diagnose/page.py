@@ -20,6 +20,10 @@ with the command to learn more: `gradviz explain CODE` prints the sections below
 Diagnostics are pure functions of the trace document (docs/trace-format.md), so a saved `report.json` gives the
 same answers as the live run. A correct training loop (zero_grad, forward, loss, backward, step) reports nothing:
 `samples/clean_mlp.py` and `samples/clean_cnn.py` are tested to stay silent over 100 iterations.
+
+The `ddp-*` codes are a job's, not one document's: `gradviz.diagnose.ddp_rules.diagnose_job(rank_docs)` compares
+the documents of every rank of a DistributedDataParallel job (their `ddp` sections, docs/trace-format.md) and
+names the ranks involved in `details.ranks`; `samples/ddp_*.py` reproduce each on 2 CPU ranks.
 """
 WHY_NONE = """\
 `tr.why_none(variable)` / `gradviz.diagnose.why_none(doc, variable_id)` classifies a missing gradient and names

@@ -94,6 +94,15 @@ PROCESS = {"rank": "?int", "local_rank": "?int", "world_size": "?int", "pid": "i
            "how": "str", "status": "str", "stopped_at?": "?loc"}
 JOB = {"how": "str", "world_size": "?int", "processes": ["obj"], "structures": ["obj"], "first_divergence": "?obj",
        "stopped": ["obj"]}
+DDP_MODULE = {"path": "str", "find_unused_parameters": "bool", "static_graph": "bool", "parameters": ["str"],
+              "owners": "{str}", "call_sites": "{?loc}"}
+DDP_FORWARD = {"module": "str", "forward": "int", "iteration": "int", "synced": "bool", "location": "?loc",
+               "backward": "bool", "unused": ["str"], "skipped": ["str"]}
+DDP_STEP = {"step": "int", "iteration": "int", "location": "?loc", "optimizer": "str", "micro": ["obj"],
+            "gradients": "{[num]}"}
+DDP = {"process": "?obj", "modules": [DDP_MODULE], "forwards": [DDP_FORWARD], "forward_count": "int",
+       "backward_count": "int", "steps": [DDP_STEP], "step_count": "int", "unused": ["obj"], "accumulation": "obj",
+       "errors": ["obj"]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
@@ -102,6 +111,7 @@ DOCUMENT = {
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
     "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS, "threads?": THREADS,
     "unseen?": [UNSEEN], "schedule?": SCHEDULE, "process?": PROCESS, "job?": JOB, "ranks?": ["obj"],
+    "ddp?": DDP,
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.

@@ -46,6 +46,7 @@ from threading import get_ident
 from ..document.vocabulary import error_code, is_reset_op
 from . import elide as _elide
 from .checks import BackwardChecks
+from .ddp_facts import DdpFacts
 from .grad_ledger import GradLedger
 from .grouping import Grouping
 from .records import NodeRecord, VarRecord, safe_message
@@ -141,6 +142,7 @@ class TraceBuilder:
         self.checks = BackwardChecks()  # custom Functions' backward checks (wrong-backward)
         self.schedule = Schedule()  # which iterations are full (every one, unless ``use_schedule`` says light)
         self.light = LightWatch()  # what light iterations found
+        self.ddp_facts = DdpFacts()  # what DistributedDataParallel did on this rank (the "ddp" section)
         self.groups = Grouping(self)
         # threads: the lock around facts, the state of each thread, the threads seen and not seen
         self.lock = threading.RLock()
@@ -1290,6 +1292,11 @@ class TraceBuilder:
                            backward_location)
         if result.status == "failed":
             self.groups.pin_node(rec)
+
+    def ddp(self, kind, fields):
+        """A DistributedDataParallel fact (``process``, ``module``, ``call_site``, ``forward``, ``step``,
+        ``error``: adapters/torch_ddp.py), kept for the document's ``ddp`` section (tracing/ddp_facts.py)."""
+        self.ddp_facts.add(kind, fields, self.groups.iteration)
 
     # ----- the end, and results ---------------------------------------------------------------------------------
     def raised(self, type_name, message, location):

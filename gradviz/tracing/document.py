@@ -305,6 +305,9 @@ def _build(trace):
         "unseen": unseen_section(trace),
         "schedule": schedule_section(trace),
     })
+    ddp = trace.ddp_facts.section(_loc)
+    if ddp is not None:  # only where DistributedDataParallel ran
+        doc["ddp"] = ddp
     return doc
 
 

@@ -21,6 +21,7 @@ import os
 import threading
 import warnings
 
+from . import torch_ddp
 from .torch_compat import HookCount, apply_function, probe
 
 _forked = [False]  # set in a forked child: it records nothing
@@ -54,6 +55,7 @@ def install(adapter):
                        register_optimizer_step_pre_hook(adapter.step_begin),
                        register_optimizer_step_post_hook(adapter.step_end)]
     _quiet_compile_warning(adapter)
+    torch_ddp.install(adapter)  # DistributedDataParallel's forward and the ranks' facts
     if not _saved:
         Function = torch.autograd.function.Function  # apply: a classmethod, or a C descriptor on torch 2.14+
         _replace(Function, "apply", classmethod(_traced_apply(apply_function(Function.__dict__["apply"]))))
@@ -91,6 +93,7 @@ def uninstall(adapter):
         for h in getattr(adapter, "handles", ()):
             h.remove()
         adapter.handles = []
+        torch_ddp.uninstall(adapter)
         _restore_compile_warning(adapter)
         if _current[0] is adapter:
             _current[0] = None

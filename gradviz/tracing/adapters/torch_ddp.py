@@ -1,0 +1,292 @@
+"""DistributedDataParallel, seen by the torch adapter: the only gradviz code that touches DDP's internals.
+
+While a trace is attached, ``DistributedDataParallel.forward`` is wrapped (and restored when it stops). At the
+first call of each DDP module we note its path, ``find_unused_parameters``, ``static_graph`` and its parameters'
+names, and put two kinds of hooks on what it wraps (taken off at the end): a forward pre-hook on each submodule
+that holds parameters (where the user's code calls it: the line a branch skips when it does not), and a
+post-accumulate-grad hook on each parameter (which parameters this rank's backward reached). Per forward we note
+whether it all-reduces (grad mode on and not under ``no_sync()``: DDP decides that at forward) and, once its
+backward has run, which wrapped parameters got no gradient. Per optimizer step (a global step pre-hook) we note
+the micro-steps since the last step and (at the first 32 steps, then every 8th) a fingerprint of every stepped
+gradient, after the all-reduce: its norm and its sum. PyTorch's "Expected to have finished reduction in the prior
+iteration" error, raised at a DDP forward, is noted with the parameters it names.
+
+Everything is reported as ``TraceBuilder.ddp(kind, fields)`` facts; the rules that compare ranks read the
+document's ``ddp`` section only.
+"""
+
+import re
+import weakref
+
+from ..frames import location_at
+from .torch_frames import user_frame
+
+REDUCTION_ERROR = "Expected to have finished reduction in the prior iteration"
+_INDICES = re.compile(r"Parameter indices which did not receive grad for rank (\d+):((?:\s+\d+)+)")
+_NAMES = re.compile(r"Parameters which did not receive grad for rank (\d+):\s*([^\n]+)")
+
+_wrapped = []  # (DistributedDataParallel, its own forward) while a trace is attached
+# gradients are fingerprinted at every one of the first optimizer steps, then at every 8th (two reductions per
+# gradient, about 0.15 ms a step for an MLP of 235k parameters)
+FINGERPRINT_ALL = 32
+FINGERPRINT_EVERY = 8
+
+
+def _here():
+    frame = user_frame(0)
+    return None if frame is None else location_at(frame.f_code, frame.f_lineno)
+
+
+def install(adapter):
+    """Wrap DDP's forward and hook optimizer steps for ``adapter`` (called from ``torch_patches.install``)."""
+    torch = adapter.torch
+    if not torch.distributed.is_available():
+        return
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    uninstall(adapter)
+    watch = adapter.ddp = DDPWatch(adapter)
+    own = DistributedDataParallel.__dict__["forward"]
+
+    def forward(self, *inputs, **kwargs):
+        return watch.forward(own, self, inputs, kwargs)
+
+    forward.__wrapped__ = own
+    DistributedDataParallel.forward = forward
+    _wrapped.append((DistributedDataParallel, own))
+    watch.handles.append(register_optimizer_step_pre_hook(watch.step))
+
+
+def uninstall(adapter):
+    while _wrapped:
+        cls, own = _wrapped.pop()
+        cls.forward = own
+    watch = getattr(adapter, "ddp", None)
+    if watch is not None:
+        adapter.ddp = None
+        watch.close()
+
+
+class _Wrapped:
+    """One DDP module: its path, its parameters (weakly), and the forward whose backward is awaited."""
+
+    def __init__(self, ddp, path):
+        self.ref = weakref.ref(ddp)
+        self.path = path
+        self.names = []  # parameter names, in DDP's order (named_parameters of the wrapped module, trainable)
+        self.owners = {}  # parameter name -> path of the submodule holding it
+        self.called_once = set()  # submodule paths whose call site was reported
+        self.forwards = 0
+        self.current = None  # the latest _Forward, until its backward is accounted for
+
+
+class _Forward:
+    __slots__ = ("wrapped", "index", "synced", "location", "called", "got")
+
+    def __init__(self, wrapped, index, synced, location):
+        self.wrapped = wrapped
+        self.index = index
+        self.synced = synced
+        self.location = location
+        self.called = set()  # submodule paths called in this forward
+        self.got = set()  # indices of parameters a backward accumulated into
+
+
+class DDPWatch:
+    def __init__(self, adapter):
+        self.adapter = adapter
+        self.builder = adapter.builder
+        self.modules = {}  # id(DDP module) -> _Wrapped
+        self.calling = None  # the _Forward whose DDP forward is running
+        self.since_step = []  # forwards whose backward ran since the last optimizer step
+        self.step_count = 0
+        self.handles = []
+
+    # ----- DDP's forward ------------------------------------------------------------------------------------
+    def forward(self, own, ddp, inputs, kwargs):
+        adapter = self.adapter
+        if not adapter.observing() or adapter.tls.quiet:
+            return own(ddp, *inputs, **kwargs)
+        record = None
+        try:
+            with adapter.lock:
+                record = self._begin(ddp)
+        except Exception as exc:
+            adapter.internal_error("ddp", exc)
+        outer, self.calling = self.calling, record
+        try:
+            return own(ddp, *inputs, **kwargs)
+        except RuntimeError as exc:
+            if record is not None and REDUCTION_ERROR in str(exc):
+                self._reduction_error(record, str(exc))
+            raise
+        finally:
+            self.calling = outer
+
+    def _begin(self, ddp):
+        torch = self.adapter.torch
+        wrapped = self.modules.get(id(ddp))
+        if wrapped is None or wrapped.ref() is not ddp:
+            wrapped = self.modules[id(ddp)] = self._wrap(ddp)
+        self._finish(wrapped)
+        synced = bool(torch.is_grad_enabled() and getattr(ddp, "require_backward_grad_sync", True))
+        record = wrapped.current = _Forward(wrapped, wrapped.forwards, synced, _here())
+        wrapped.forwards += 1
+        return record
+
+    def _wrap(self, ddp):
+        adapter, torch = self.adapter, self.adapter.torch
+        if not self.modules:
+            self._process(torch)
+        calls = adapter.tls.calls
+        path = calls[-1][1] if calls and calls[-1][0] is ddp else type(ddp).__name__
+        wrapped = _Wrapped(ddp, path)
+        inner = ddp.module
+        ignored = set(getattr(ddp, "parameters_to_ignore", ()) or ())
+        seen = set()
+        for sub, module in inner.named_modules():
+            sub_path = f"{path}.module.{sub}" if sub else f"{path}.module"
+            holds = False
+            for pname, p in module.named_parameters(recurse=False):
+                full = f"{sub}.{pname}" if sub else pname
+                if id(p) in seen or not p.requires_grad or full in ignored:
+                    continue
+                seen.add(id(p))
+                holds = True
+                name = adapter.names.parameter_path(p) or f"{path}.module.{full}"
+                index = len(wrapped.names)
+                wrapped.names.append(name)
+                wrapped.owners[name] = sub_path
+                self.handles.append(p.register_post_accumulate_grad_hook(self._accumulated(wrapped, index)))
+            if holds:
+                self.handles.append(module.register_forward_pre_hook(self._called(wrapped, sub_path)))
+        self.builder.ddp("module", {
+            "path": path, "find_unused_parameters": bool(getattr(ddp, "find_unused_parameters", False)),
+            "static_graph": bool(getattr(ddp, "static_graph", False)), "parameters": list(wrapped.names),
+            "owners": dict(wrapped.owners)})
+        return wrapped
+
+    def _process(self, torch):
+        dist = torch.distributed
+        if dist.is_initialized():
+            self.builder.ddp("process", {"rank": dist.get_rank(), "world_size": dist.get_world_size(),
+                                         "backend": str(dist.get_backend())})
+
+    def _accumulated(self, wrapped, index):
+        def hook(param):
+            record = wrapped.current
+            if record is not None:
+                record.got.add(index)
+        return hook
+
+    def _called(self, wrapped, sub_path):
+        def hook(module, inputs):
+            record = self.calling
+            if record is None or record.wrapped is not wrapped:
+                return
+            record.called.add(sub_path)
+            if sub_path not in wrapped.called_once:
+                wrapped.called_once.add(sub_path)
+                try:
+                    with self.adapter.lock:
+                        self.builder.ddp("call_site", {"module": wrapped.path, "submodule": sub_path,
+                                                       "location": _here()})
+                except Exception as exc:
+                    self.adapter.internal_error("ddp", exc)
+        return hook
+
+    def _finish(self, wrapped):
+        """The forward before this one: report it, with the parameters its backward did not reach."""
+        record = wrapped.current
+        if record is None:
+            return
+        wrapped.current = None
+        ran = bool(record.got)  # no parameter got a gradient: taken as no backward (an evaluation forward)
+        unused = [n for i, n in enumerate(wrapped.names) if i not in record.got] if ran else []
+        skipped = sorted({wrapped.owners[n] for n in unused} - record.called)
+        self.builder.ddp("forward", {"module": wrapped.path, "forward": record.index, "synced": record.synced,
+                                     "location": record.location, "backward": ran, "unused": unused,
+                                     "skipped": skipped})
+        if ran:
+            self.since_step.append(record)
+
+    def _reduction_error(self, record, message):
+        try:
+            with self.adapter.lock:
+                names = record.wrapped.names
+                reported = {}
+                for rank, indices in _INDICES.findall(message):
+                    reported[rank] = [names[int(i)] if int(i) < len(names) else f"#{i}" for i in indices.split()]
+                for rank, listed in _NAMES.findall(message):
+                    reported[rank] = [f"{record.wrapped.path}.module.{n.strip()}" for n in listed.split(",")
+                                      if n.strip()]
+                rank = next(iter(reported), None)
+                self.builder.ddp("error", {
+                    "module": record.wrapped.path, "forward": record.index, "location": record.location,
+                    "message": message.split("\n")[0], "rank": None if rank is None else int(rank),
+                    "parameters": reported.get(rank, [])})
+        except Exception as exc:
+            self.adapter.internal_error("ddp", exc)
+
+    # ----- optimizer steps ------------------------------------------------------------------------------------
+    def step(self, optimizer, args, kwargs):
+        if not self.modules or not self.adapter.observing():
+            return
+        try:
+            with self.adapter.lock:
+                self._step(optimizer)
+        except Exception as exc:
+            self.adapter.internal_error("ddp", exc)
+
+    def _step(self, optimizer):
+        for wrapped in self.modules.values():
+            self._finish(wrapped)
+        micro = {}
+        for record in self.since_step:
+            entry = micro.setdefault(record.wrapped.path, {"module": record.wrapped.path, "backwards": 0,
+                                                           "synced": 0, "location": record.location})
+            entry["backwards"] += 1
+            entry["synced"] += record.synced
+        self.since_step = []
+        n = self.step_count
+        sampled = n < FINGERPRINT_ALL or n % FINGERPRINT_EVERY == 0  # the same steps on every rank
+        self.builder.ddp("step", {"step": n, "location": _here(), "optimizer": type(optimizer).__name__,
+                                  "micro": list(micro.values()),
+                                  "gradients": self._fingerprints(optimizer) if sampled else {}})
+        self.step_count += 1
+
+    def _fingerprints(self, optimizer):
+        """``{parameter name: [norm, sum]}`` of every gradient the step is given (computed in the gradient's dtype:
+        the same gradient on two ranks gives the same bits, and the rules compare with a tolerance anyway)."""
+        torch = self.adapter.torch
+        path = self.adapter.names.parameter_path
+        names, grads = [], []
+        for g, group in enumerate(optimizer.param_groups):
+            for i, p in enumerate(group.get("params", ())):
+                grad = p.grad
+                if grad is None or grad.is_sparse or grad.is_complex():  # (no norm and sum of those as numbers)
+                    continue
+                names.append(path(p) or f"{type(optimizer).__name__}[{g}][{i}]")
+                grads.append(grad)
+        if not grads:
+            return {}
+        with torch.no_grad():
+            values = [*torch._foreach_norm(grads), *(t.sum() for t in grads)]
+            if len({t.device for t in grads}) > 1:
+                values = [v.cpu() for v in values]
+            flat = torch.stack(values).tolist()  # one read-back (one device sync on a GPU)
+        n = len(grads)
+        return {name: [flat[k], flat[n + k]] for k, name in enumerate(names)}
+
+    def close(self):
+        try:
+            with self.adapter.lock:
+                for wrapped in self.modules.values():
+                    self._finish(wrapped)
+        except Exception as exc:
+            self.adapter.internal_error("ddp", exc)
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+        self.modules = {}
