@@ -188,7 +188,7 @@ def cli(tmp_path, monkeypatch):
 
 @NEEDS_DOT
 def test_a_long_run_draws_the_cap_of_pictures_and_a_report_that_fits_a_screen(cli, tmp_path):
-    result = cli("run", "--torch", "--fail-on", "never", "--max-pictures", "4", "--out", "out", "rl.py",
+    result = cli("run", "--torch", "--full", "--fail-on", "never", "--max-pictures", "4", "--out", "out", "rl.py",
                  "120", "60", "7")
     assert result.exit_code == 0, result.stderr
     drawn = sorted(p.name for p in (tmp_path / "out").glob("structure-*"))
@@ -215,7 +215,7 @@ def test_the_total_budget_stops_drawing_and_says_so(cli, tmp_path, monkeypatch):
 
     ticks = iter(range(0, 10**6, 10))  # every look at the clock: 10 s later
     monkeypatch.setattr(artifacts, "_now", lambda: next(ticks))
-    result = cli("run", "--torch", "--fail-on", "never", "--max-pictures", "9", "--render-budget", "25",
+    result = cli("run", "--torch", "--full", "--fail-on", "never", "--max-pictures", "9", "--render-budget", "25",
                  "--out", "out", "rl.py", "30", "12", "-1")
     assert result.exit_code == 0, result.stderr
     drawn = list((tmp_path / "out").glob("structure-*"))

@@ -122,18 +122,32 @@ def _structure_matrix(job):
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
+def _first_picture(rank_doc, budget):
+    """(title, svg or None) of a process's first graph picture."""
+    from .layout import dot_available, lay_out
+    from .pictures import pictures_to_draw
+
+    drawn = pictures_to_draw(rank_doc)
+    if not drawn:
+        return "no graph", None
+    picture = drawn[0]
+    if not dot_available():
+        return picture.title, None
+    _, _, data = lay_out(rank_doc, "svg", budget, graphs=[picture.graph])
+    return picture.title, data.decode("utf-8")
+
+
 def _side_by_side(doc, budget=1.5):
     """Each process's first graph picture, in one row (the SVG of the main document is drawn above)."""
-    from .html import default_svgs, inline_svg
+    from .html import inline_svg
 
     cells = []
     for position, rank_doc in enumerate(doc.get("ranks") or []):
         row = doc["job"]["processes"][position]
         try:
-            pictures = default_svgs(rank_doc, budget=budget)
+            title, svg = _first_picture(rank_doc, budget)
         except Exception as exc:  # one rank's picture must not cost the page
-            pictures = {f"not drawn: {exc}": None}
-        title, svg = next(iter(pictures.items()), ("no graph", None))
+            title, svg = f"not drawn: {exc}", None
         shown = inline_svg(svg) if svg and svg.lstrip().startswith("<") else f"<p>{html.escape(title)}</p>"
         cells.append(f'<div class="picture"><h3>{html.escape(_who(row))}: {html.escape(title)}</h3>{shown}</div>')
     if not cells:
