@@ -245,20 +245,6 @@ def _draw_raster(doc, path, picture, fmt, written, options, budget):
     return {picture.title: svg.decode("utf-8")}, path
 
 
-def _page_svg(doc, path, picture, written, options, budget):
-    """The SVG the page embeds for a picture written in another format: a second layout. If that one fails,
-    the file stays and the page says why it does not show it."""
-    from ..rendering.layout import lay_out
-
-    try:
-        _, _, data = lay_out(doc, "svg", budget, **options)
-    except Exception as exc:
-        written.not_shown.append({"file": os.path.basename(path), "picture": picture.about,
-                                  "reason": f"written, but not shown on this page: {reason_of(exc)}"})
-        return {}
-    return {picture.title: data.decode("utf-8")}
-
-
 def write_picture(doc, path, fmt, budget=4.0, **options):
     """Draw ``doc``'s graph into ``path`` as ``render(doc, path)`` would (suffix added when missing), but
     atomically and never through a link; returns the path written. Without ``dot``, the ``.dot`` source is
