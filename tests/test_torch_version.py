@@ -115,6 +115,11 @@ def test_an_unsupported_torch_is_one_line_and_the_report_is_still_written(tmp_pa
     assert run.returncode == 0 and "grad [2.0, 2.0, 2.0]" in run.stdout
     doc = json.loads((out_dir / "report.json").read_text())
     assert doc["engine"]["name"] == "gradviz" and len(doc["backwards"]) == 1
+    # the document itself says real PyTorch was not watched: report.json read later must not look like torch's
+    assert doc["unseen"] == [{"kind": "engine", "what": "real PyTorch (the script ran on gradviz's engine instead)",
+                              "count": 1, "how": f"{says}: pip install 'torch>=2.4,<=2.14.1'", "location": None,
+                              "advice": "pip install 'torch>=2.4,<=2.14.1', then run it again"}]
+    assert "real PyTorch (the script ran on gradviz's engine instead)" in run.stdout
 
 
 def test_tracing_an_unsupported_torch_from_python_raises_one_line(tmp_path):

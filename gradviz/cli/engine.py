@@ -19,10 +19,11 @@ NOTE_UNSUPPORTED = "{reason}; meanwhile {script} runs on gradviz's engine throug
 
 class EngineChoice:
     """``trace``: the ``engine=`` given to ``gradviz.trace``; ``shim``: install the import shim; ``note``: a line
-    to print, or None."""
+    to print, or None; ``unseen``: the ``builder.unseen`` arguments saying real PyTorch was not watched (a
+    fallback from an unsupported torch), or None."""
 
-    def __init__(self, trace, shim, note=None):
-        self.trace, self.shim, self.note = trace, shim, note
+    def __init__(self, trace, shim, note=None, unseen=None):
+        self.trace, self.shim, self.note, self.unseen = trace, shim, note, unseen
 
 
 def torch_installed():
@@ -73,7 +74,13 @@ def _torch_or_shim(script):
     reason = unsupported_torch()
     if reason is None:
         return EngineChoice("torch", shim=False)
-    return EngineChoice("gradviz", shim=True, note=NOTE_UNSUPPORTED.format(reason=reason, script=script))
+    from ..tracing.adapters.torch_support import PIP_TORCH
+
+    # the report is about gradviz's engine, not the user's torch: said in the document, not just on the terminal
+    unseen = {"kind": "engine", "what": "real PyTorch (the script ran on gradviz's engine instead)", "how": reason,
+              "advice": f"{PIP_TORCH}, then run it again"}
+    return EngineChoice("gradviz", shim=True, note=NOTE_UNSUPPORTED.format(reason=reason, script=script),
+                        unseen=unseen)
 
 
 def unsupported_torch():

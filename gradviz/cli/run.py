@@ -62,7 +62,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     Everything after SCRIPT is passed to the script as its own arguments.
     """
     from .output import Output, broken_pipe_safe, script_stdout_to_stderr, tolerate_unencodable
-    from .runner import ScriptError
+    from .runner import ScriptError, compile_script
     from .session import trace_script
 
     output = Output(quiet=quiet or json_only)
@@ -73,6 +73,10 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                  no_check_backward, exact_memory, json_only)
     show_progress = output.is_terminal and not (quiet or json_only)
     schedule = choose_schedule(output, light, full_steps, trace_steps)
+    try:  # a SCRIPT that cannot run (a mistyped option, say) is its one line, before any note about the engine
+        compile_script(script)
+    except ScriptError as exc:
+        output.abort(str(exc))
     choice = choose_engine(output, engine, script, use_torch)
     # resolved before the script runs: it may change or even delete the working folder
     out_dir = os.path.abspath(out_dir or default_out_dir(script))
@@ -87,12 +91,12 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                 with script_stdout_to_stderr():
                     traced = trace_script(script, args, torch=choice.shim, check_backward=not no_check_backward,
                                           engine=choice.trace, exact_memory=exact_memory, schedule=schedule,
-                                          started=children.started)
+                                          started=children.started, unseen=choice.unseen)
             else:
                 traced = trace_script(script, args, torch=choice.shim, output=output, progress=show_progress,
                                       check_backward=not no_check_backward, engine=choice.trace,
                                       exact_memory=exact_memory, schedule=schedule,
-                                          started=children.started)
+                                      started=children.started, unseen=choice.unseen)
         except ScriptError as exc:
             output.abort(str(exc))
         finally:

@@ -18,7 +18,7 @@ class TracedRun:
 
 
 def trace_script(path, args=(), torch=False, output=None, progress=False, check_backward=True, engine="gradviz",
-                 exact_memory=False, schedule=None, started=None):
+                 exact_memory=False, schedule=None, started=None, unseen=None):
     """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
 
     ``torch=True`` makes ``import torch`` resolve to gradviz for the run; ``engine`` is the trace's (``auto``,
@@ -26,6 +26,7 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
     shows a live line (backward calls, iterations, retained memory) on ``output``'s console while the script runs.
     ``schedule``: ``gradviz.trace``'s ``light`` / ``full_steps`` / ``trace_steps`` (None: every iteration in full).
     ``started(tr)`` is called once the trace is active, before the script runs (child and rank tracing).
+    ``unseen``: ``builder.unseen`` keyword arguments for what the run will not watch (``EngineChoice.unseen``).
     """
     import gradviz
 
@@ -38,6 +39,8 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
 
             stack.enter_context(TorchShim())
         tr.__enter__()
+        if unseen:
+            tr.builder.unseen(unseen["kind"], unseen["what"], how=unseen.get("how"), advice=unseen.get("advice"))
         if started is not None:
             started(tr)
         if progress and output is not None:  # started by traced code: its refresh thread is not "unobserved"

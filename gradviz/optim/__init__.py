@@ -18,3 +18,8 @@ __all__ += ["RMSprop", "Adagrad", "Adadelta", "lr_scheduler"]
 from .nadam import NAdam, RAdam  # noqa: E402
 
 __all__ += ["NAdam", "RAdam"]
+
+# ----- L-BFGS (closures re-evaluated within one step) -----------------------------------------------------------
+from .lbfgs import LBFGS  # noqa: E402
+
+__all__ += ["LBFGS"]
