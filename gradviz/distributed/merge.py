@@ -10,6 +10,7 @@ everything that reads one still does; its ``diagnostics`` gain every process's, 
 import json
 import os
 
+from ..document.coverage import NO_AUTOGRAD, saw_autograd
 from .child import DATALOADER_WORKER
 from .config import PROCESSES
 
@@ -57,10 +58,27 @@ def merge(main, processes, started=(), subprocesses=(), how=None):
     main_is_process = main is None
     top["ranks"] = processes
     top["unseen"] = list(top.get("unseen") or []) + _not_traced(started, processes, subprocesses)
+    if not main_is_process:
+        _work_in_children(top, processes)
     top["diagnostics"] = _merged_diagnostics(top if not main_is_process else None, processes)
     top["job"] = job_summary(processes, how=how or _how(processes), main_is_rank=main_is_process,
                              started=len(started), not_traced=_count_not_traced(top["unseen"]))
     return top
+
+
+def _work_in_children(top, processes):
+    """The script's own process built no graph while its traced children did (an ``mp.spawn`` launcher): its
+    ``no-autograd`` entry says where the work is instead of asking whether the script builds a graph at all."""
+    entry = next((e for e in top["unseen"] if e.get("kind") == NO_AUTOGRAD), None)
+    working = [_rank_of(doc, i) for i, doc in enumerate(processes) if saw_autograd(doc)]
+    if entry is None or not working:
+        return
+    entry = dict(entry)
+    top["unseen"] = [entry if e.get("kind") == NO_AUTOGRAD else e for e in top["unseen"]]
+    entry["how"] = (f"the script's own process built none; its traced child processes did (rank "
+                    f"{', '.join(str(r) for r in working)}): their graphs, diagnostics and memory are in the job "
+                    "table and under `ranks`")
+    entry["advice"] = "read each process's section (report.html, Processes), or its document in processes/"
 
 
 def _how(processes):
@@ -183,15 +201,18 @@ def _job_diagnostics(processes):
 
 # ----- the job summary -----------------------------------------------------------------------------------------
 def job_summary(processes, how, main_is_rank, started=0, not_traced=0):
-    """``{"how", "world_size", "main", "processes": [...], "structures": [...], "first_divergence",
-    "stopped": [...], "started", "not_traced"}`` (docs/trace-format.md "Job")."""
+    """``{"how", "world_size", "main", "processes": [...], "structures": [...], "first_divergence", "rpc",
+    "stopped": [...], "started", "not_traced"}`` (docs/trace-format.md "Job"). Processes that used RPC each play
+    their own part (a trainer, a parameter server): ``rpc`` lists their ranks, and their graphs are not compared
+    for the first divergence, which is a question about ranks that should build the same graphs."""
     rows = [_process_row(doc, position) for position, doc in enumerate(processes)]
     sizes = {doc["process"].get("world_size") for doc in processes} - {None}
     ranked = [row for row in rows if row["rank"] is not None]
     return {"how": how, "world_size": sizes.pop() if len(sizes) == 1 else (len(ranked) or None),
             "main": "rank" if main_is_rank else "script",
             "processes": rows, "structures": _structures_by_rank(processes),
-            "first_divergence": first_divergence(processes),
+            "first_divergence": first_divergence([d for d in processes if not d["process"].get("rpc")]),
+            "rpc": [row["rank"] for row in rows if row["rpc"]],
             "stopped": [{"rank": r["rank"], "pid": r["pid"], "status": r["status"], "location": r["stopped_at"],
                          "reason": r["reason"]} for r in rows if r["status"] != "finished"],
             "started": started, "not_traced": not_traced}
@@ -216,7 +237,8 @@ def _process_row(doc, position):
             "structures": [s.get("signature") for s in doc.get("structures") or []],
             "peak_retained_bytes": memory.get("peak_retained_bytes", 0),
             "final_retained_bytes": memory.get("final_retained_bytes", 0),
-            "diagnostics": len(doc.get("diagnostics") or []), "file": process.get("file")}
+            "diagnostics": len(doc.get("diagnostics") or []), "file": process.get("file"),
+            "rpc": bool(process.get("rpc"))}
 
 
 def _structures_by_rank(processes):

@@ -40,9 +40,11 @@ def install(adapter):
     api = sys.modules.get("torch.distributed.rpc.api")
     if internal is not None and hasattr(internal, "_run_function"):
         current = internal._run_function
-        if not getattr(current, "gradviz_served", False):  # wrapped once for the process (the agent keeps it)
+        wrapped = getattr(current, "gradviz_served", False)
+        if not wrapped:  # wrapped once for the process (the agent keeps it)
             _replace(internal, "_run_function", _served_call(current), restore=False)
-        if api is not None and _agent_running(api) and not getattr(adapter, "rpc_started_before", False):
+        if not wrapped and api is not None and _agent_running(api) and \
+                not getattr(adapter, "rpc_started_before", False):
             adapter.rpc_started_before = True
             adapter.builder.unseen(
                 "thread", "RPC calls this process served", how=f"{HOW} (started before the trace)",
@@ -118,12 +120,17 @@ def _note_context(adapter, func):
     context = _context()
     if context is None:  # a plain call: no backward will come for it
         return
-    code = getattr(func, "__code__", None) or getattr(getattr(func, "__call__", None), "__code__", None)
+    code = getattr(func, "__code__", None)  # a function or method; a class made remotely has none
     with adapter.lock:
         _tag_recvs(adapter, context, None if code is None else location_at(code, code.co_firstlineno))
+        context_id = context._context_id()
+        if getattr(adapter, "rpc_last_context", None) == context_id:  # counted once per backward (context)
+            return
+        adapter.rpc_last_context = context_id
         adapter.builder.unseen(
-            "thread", "the part of a distributed backward this process ran for another process "
-            "(dist_autograd.backward started elsewhere: its nodes here are not visited in order, no gradients read)",
+            "thread", "its part of distributed backwards started by other processes (dist_autograd.backward "
+            "elsewhere; counted per distributed autograd context): its nodes are not visited in order, no gradient "
+            "norms read, and the SendRpcBackward nodes RPC attaches to its answers are not recorded",
             how=HOW, advice="the forward served here is recorded; the backward is recorded in the document of the "
                             "process that called dist_autograd.backward, up to its SendRpcBackward/RecvRpcBackward "
                             "nodes")
