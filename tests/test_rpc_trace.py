@@ -1,0 +1,112 @@
+"""torch.distributed.rpc traced in both processes (samples/distributed/rpc_parameter_server.py, run once as a real
+``gradviz run`` on gloo/TensorPipe over localhost): the trainer's ``dist_autograd.backward`` is recorded as a
+backward of its local graph with its SendRpcBackward/RecvRpcBackward nodes, the forward the parameter server runs
+for each remote call is recorded in the server's document at the sample's lines, and ``unseen`` lists exactly the
+part of the distributed backward the server ran for the trainer."""
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gradviz.document import validate
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "samples" / "distributed" / "rpc_parameter_server.py"
+STEPS = 3
+
+
+def line_of(text):
+    return next(i for i, line in enumerate(SAMPLE.read_text().splitlines(), 1) if text in line)
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rpc")
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-m", "gradviz", "run", "--engine", "torch", "--no-render", "--out",
+                             "out", str(SAMPLE), str(STEPS)], cwd=tmp, env=env, capture_output=True, text=True,
+                            timeout=240)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((tmp / "out" / "report.json").read_text())
+    validate(doc)
+    for rank_doc in doc["ranks"]:
+        validate(rank_doc)
+    return result, doc, {r["process"]["rank"]: r for r in doc["ranks"]}
+
+
+def nodes_of(doc, iteration):
+    return [n for n in doc["nodes"] if n["iteration"] == iteration]
+
+
+def test_the_trainers_distributed_backward_is_recorded_with_its_send_and_recv_nodes(job):
+    _, _, ranks = job
+    trainer = ranks[0]
+    assert [b["location"]["text"] for b in trainer["backwards"]] == ["dist_autograd.backward(context_id, [loss])"] * 3
+    assert all(b["kind"] == "backward" and b["error"] is None for b in trainer["backwards"])
+    nodes = {n["id"]: n for n in trainer["nodes"]}
+    first = nodes_of(trainer, 0)
+    assert Counter(n["op"] for n in first) == {"AccumulateGrad": 4, "TBackward0": 2, "AddmmBackward0": 2,
+                                               "SendRpcBackward": 1, "RecvRpcBackward": 1, "MseLossBackward0": 1}
+    [send] = [n for n in first if n["op"] == "SendRpcBackward"]
+    [recv] = [n for n in first if n["op"] == "RecvRpcBackward"]
+    call_line = line_of('hidden = rpc.rpc_sync("server", encode')
+    # both made by the call that sent stem(x) and got the server's answer back: at its line, neither external
+    assert (send["location"]["line"], recv["location"]["line"]) == (call_line, call_line)
+    assert not send["external"] and not recv["external"] and recv["inputs"] == []
+    assert [nodes[i]["op"] for i, _ in send["inputs"]] == ["AddmmBackward0"]  # the stem's output was sent
+    assert nodes[send["inputs"][0][0]]["module"] == ["stem"]
+    head = next(n for n in first if n["op"] == "AddmmBackward0" and n["module"] == ["head"])
+    assert recv["id"] in [i for i, _ in head["inputs"]]  # the answer feeds the head
+    # the backward ran through the whole local graph, the Recv node first of its side, the Send node last
+    backward = trainer["backwards"][0]
+    op_nodes = [n["id"] for n in first if n["op"] != "AccumulateGrad"]
+    visited = backward["visited"]
+    assert set(op_nodes) <= set(visited)
+    assert visited[0] == next(n["id"] for n in first if n["op"] == "MseLossBackward0")
+    assert visited.index(recv["id"]) < visited.index(send["id"])
+    # the leaves' gradients (held by the context, not .grad) are recorded for all four local parameters
+    params = {v["id"]: v["name"] for v in trainer["variables"] if v["is_parameter"]}
+    assert sorted(params[int(k)] for k in backward["leaf_grad_norms"]) == \
+        ["head.bias", "head.weight", "stem.bias", "stem.weight"]
+    assert all(norm > 0 for norm in backward["leaf_grad_norms"].values())
+    assert trainer["unseen"] == [] and trainer["diagnostics"] == [] and trainer["internal_errors"] == []
+
+
+def test_the_forward_the_server_runs_for_each_remote_call_is_in_its_document(job):
+    _, _, ranks = job
+    server = ranks[1]
+    assert server["backwards"] == [] and server["internal_errors"] == []
+    assert len(server["graphs"]) == STEPS
+    first = nodes_of(server, server["nodes"][0]["iteration"])
+    assert Counter(n["op"] for n in first) == {"RecvRpcBackward": 1, "TBackward0": 1, "AddmmBackward0": 1,
+                                               "AccumulateGrad": 2, "TanhBackward0": 1}
+    forward_line = line_of("return torch.tanh(self.fc(x))")
+    lines = {n["op"]: n["location"]["line"] for n in first if n["location"]}
+    assert lines == {"RecvRpcBackward": line_of("def encode(encoder_rref, x):"), "TBackward0": forward_line,
+                     "AddmmBackward0": forward_line, "TanhBackward0": forward_line}
+    addmm = next(n for n in first if n["op"] == "AddmmBackward0")
+    assert addmm["module"] == ["Encoder", "Encoder.fc"]
+    recv = next(n for n in first if n["op"] == "RecvRpcBackward")
+    assert recv["id"] in [i for i, _ in addmm["inputs"]]  # the trainer's stem output arrived through it
+    names = {v["name"] for v in server["variables"] if v["is_parameter"]}
+    assert names == {"Encoder.fc.weight", "Encoder.fc.bias"}
+    # what is left unseen, exactly: its part of the trainer's distributed backward, once per context
+    assert [(e["kind"], e["how"], e["count"]) for e in server["unseen"]] == [("thread", "torch.distributed.rpc",
+                                                                              STEPS)]
+    assert server["unseen"][0]["what"].startswith("its part of distributed backwards started by other processes")
+    assert server["diagnostics"] == []
+
+
+def test_the_merged_report_shows_both_roles_and_no_alarm(job):
+    result, doc, _ = job
+    assert doc["diagnostics"] == []
+    assert doc["job"]["rpc"] == [0, 1] and doc["job"]["first_divergence"] is None
+    [entry] = doc["unseen"]  # the launcher's own process: no graph of its own, and it says where they are
+    assert entry["kind"] == "no-autograd" and "its traced child processes did (rank 0, 1)" in entry["how"]
+    assert "Ranks 0, 1 use torch.distributed.rpc: each plays its own part" in result.stdout
+    assert "first differ" not in result.stdout
