@@ -69,6 +69,8 @@ def test_the_trainers_distributed_backward_is_recorded_with_its_send_and_recv_no
     assert set(op_nodes) <= set(visited)
     assert visited[0] == next(n["id"] for n in first if n["op"] == "MseLossBackward0")
     assert visited.index(recv["id"]) < visited.index(send["id"])
+    # the Send node's gradient arrives from the server inside the node: not measured, rather than a zero
+    assert str(send["id"]) not in backward["grad_norms"] and backward["grad_norms"][str(recv["id"])] > 0
     # the leaves' gradients (held by the context, not .grad) are recorded for all four local parameters
     params = {v["id"]: v["name"] for v in trainer["variables"] if v["is_parameter"]}
     assert sorted(params[int(k)] for k in backward["leaf_grad_norms"]) == \

@@ -151,6 +151,9 @@ def _sending_call(original):
                     _answer(result)  # rpc_sync waits for it next anyway: its Recv node exists once it is here
                     with adapter.lock:
                         _tag_recvs(adapter, context, location)
+                elif context is not None and hasattr(result, "add_done_callback"):
+                    # rpc_async: tagged when the answer arrives (on an RPC thread), before the script can use it
+                    result.add_done_callback(_on_answer(adapter, context._context_id(), location))
             except Exception as exc:
                 adapter.internal_error("rpc", exc)
         return result
@@ -167,6 +170,19 @@ def _context(context_id=None):
         return autograd._retrieve_context(context_id)
     except Exception:  # no such context (no dist_autograd.context() around the call)
         return None
+
+
+def _on_answer(adapter, context_id, location):
+    def tag(_future):
+        try:
+            context = _context(context_id)
+            if context is not None and _state["adapter"] is adapter and adapter.attached:
+                with adapter.lock:
+                    _tag_recvs(adapter, context, location)
+        except Exception as exc:  # on RPC's thread: never its problem
+            adapter.internal_error("rpc", exc)
+
+    return tag
 
 
 def _answer(future):
@@ -216,6 +232,7 @@ def _dist_backward(original, autograd):
             raise
         finally:
             try:
+                _unmeasured_sends(adapter, call)
                 if error is None:
                     _leaf_gradients(adapter, call, autograd, context_id)
                 with adapter.lock:
@@ -243,3 +260,17 @@ def _leaf_gradients(adapter, call, autograd, context_id):
     for leaf, grad in grads.items():
         if id(leaf) in live and id(leaf) not in visited:
             call.visit(id(leaf), (grad,), weakref.ref(leaf))
+
+
+def _unmeasured_sends(adapter, call):
+    """A ``SendRpcBackward`` gets its gradient from the other process inside the node: its prehook sees none, so
+    its norm is recorded as not measured (None), not as a zero."""
+    live = adapter.builder.live_nodes
+    sends = {key for key, leaf, index in call._order
+             if leaf is None and index < 0 and key in live and live[key].op == "SendRpcBackward"}
+    if sends:
+        call._flush()
+        call._norms.append(None)
+        unmeasured = len(call._norms) - 1
+        call._order = [(key, leaf, unmeasured if key in sends and index < 0 else index)
+                       for key, leaf, index in call._order]
