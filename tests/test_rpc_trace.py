@@ -108,7 +108,11 @@ def test_the_merged_report_shows_both_roles_and_no_alarm(job):
     result, doc, _ = job
     assert doc["diagnostics"] == []
     assert doc["job"]["rpc"] == [0, 1] and doc["job"]["first_divergence"] is None
-    [entry] = doc["unseen"]  # the launcher's own process: no graph of its own, and it says where they are
+    # the launcher's own process: no graph of its own, and it says where they are; then what the server missed
+    entry, served = doc["unseen"]
     assert entry["kind"] == "no-autograd" and "its traced child processes did (rank 0, 1)" in entry["how"]
+    assert (served["kind"], served["how"], served["count"], served["ranks"]) == \
+        ("thread", "torch.distributed.rpc", STEPS, [1])
+    assert "nothing suspicious was found" not in result.stdout
     assert "Ranks 0, 1 use torch.distributed.rpc: each plays its own part" in result.stdout
     assert "first differ" not in result.stdout

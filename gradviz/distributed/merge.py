@@ -51,7 +51,8 @@ def merge(main, processes, started=(), subprocesses=(), how=None):
     """The job's report. ``main`` is the traced script's document (None under torchrun: rank 0's, or the first
     process's, stands in); ``processes`` the per-process documents; ``started`` the ``multiprocessing`` starts
     the script made (``parent.Children.processes``) and ``subprocesses`` its Python interpreters started with
-    ``Popen``: those that left no document are listed in ``unseen``."""
+    ``Popen``: those that left no document are listed in ``unseen``, after them what each process listed there
+    itself (with ``ranks``)."""
     if main is None and not processes:
         return None
     top = dict(main if main is not None else processes[0])
@@ -60,9 +61,11 @@ def merge(main, processes, started=(), subprocesses=(), how=None):
     top["unseen"] = list(top.get("unseen") or []) + _not_traced(started, processes, subprocesses)
     if not main_is_process:
         _work_in_children(top, processes)
+    not_traced = _count_not_traced(top["unseen"])  # the children the top-level process started
+    top["unseen"] += _processes_unseen(processes[1:] if main_is_process else processes, 1 if main_is_process else 0)
     top["diagnostics"] = _merged_diagnostics(top if not main_is_process else None, processes)
     top["job"] = job_summary(processes, how=how or _how(processes), main_is_rank=main_is_process,
-                             started=len(started), not_traced=_count_not_traced(top["unseen"]))
+                             started=len(started), not_traced=not_traced)
     return top
 
 
@@ -79,6 +82,28 @@ def _work_in_children(top, processes):
                     f"{', '.join(str(r) for r in working)}): their graphs, diagnostics and memory are in the job "
                     "table and under `ranks`")
     entry["advice"] = "read each process's section (report.html, Processes), or its document in processes/"
+
+
+def _processes_unseen(processes, first_position):
+    """What each process's trace could not see, one entry per (kind, what, how, location) with the ranks it was
+    listed on (``ranks``) and ``count`` summed: the job's report never reads as an all-clear while a process says
+    it missed something. A process that saw no graph at all shows that in the job table instead."""
+    merged = {}
+    for position, doc in enumerate(processes, first_position):
+        rank = _rank_of(doc, position)
+        for entry in doc.get("unseen") or ():
+            if entry.get("kind") == NO_AUTOGRAD:
+                continue
+            location = entry.get("location") or {}
+            key = (entry.get("kind"), entry.get("what"), entry.get("how"), location.get("file"), location.get("line"))
+            found = merged.get(key)
+            if found is None:
+                merged[key] = dict(entry, ranks=[rank])
+            else:
+                found["count"] = (found.get("count") or 1) + (entry.get("count") or 1)
+                if rank not in found["ranks"]:
+                    found["ranks"].append(rank)
+    return list(merged.values())
 
 
 def _how(processes):

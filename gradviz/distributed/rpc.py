@@ -22,6 +22,11 @@ class RpcUse:
 
     def start(self):
         module = sys.modules.get("torch.distributed.rpc")
+        if module is None and "torch" in sys.modules:  # torch imported, its rpc package not yet (a torch build
+            try:                                        # without it stays without)
+                import torch.distributed.rpc as module
+            except ImportError:
+                module = None
         original = getattr(module, "init_rpc", None)
         if original is None:
             return self
