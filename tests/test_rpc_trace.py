@@ -100,7 +100,8 @@ def test_the_forward_the_server_runs_for_each_remote_call_is_in_its_document(job
     # what is left unseen, exactly: its part of the trainer's distributed backward, once per context
     assert [(e["kind"], e["how"], e["count"]) for e in server["unseen"]] == [("thread", "torch.distributed.rpc",
                                                                               STEPS)]
-    assert server["unseen"][0]["what"].startswith("its part of distributed backwards started by other processes")
+    assert server["unseen"][0]["what"].startswith("this process's part of distributed backwards another process "
+                                                  "started")
     assert server["diagnostics"] == []
 
 
@@ -112,7 +113,7 @@ def test_the_merged_report_shows_both_roles_and_no_alarm(job):
     entry, served = doc["unseen"]
     assert entry["kind"] == "no-autograd" and "its traced child processes did (rank 0, 1)" in entry["how"]
     assert (served["kind"], served["how"], served["count"], served["ranks"]) == \
-        ("thread", "torch.distributed.rpc", STEPS, [1])
+        ("thread", "torch.distributed.rpc (rank 1)", STEPS, [1])
     assert "nothing suspicious was found" not in result.stdout
     assert "Ranks 0, 1 use torch.distributed.rpc: each plays its own part" in result.stdout
     assert "first differ" not in result.stdout

@@ -103,6 +103,10 @@ def _processes_unseen(processes, first_position):
                 found["count"] = (found.get("count") or 1) + (entry.get("count") or 1)
                 if rank not in found["ranks"]:
                     found["ranks"].append(rank)
+    for entry in merged.values():  # which process missed it, in words every report shows
+        ranks = entry["ranks"]
+        entry["how"] = f"{entry.get('how') or 'not traced'} (rank{'s' if len(ranks) > 1 else ''} " \
+                       f"{', '.join(str(r) for r in ranks)})"
     return list(merged.values())
 
 

@@ -128,8 +128,8 @@ def _note_context(adapter, func):
             return
         adapter.rpc_last_context = context_id
         adapter.builder.unseen(
-            "thread", "its part of distributed backwards started by other processes (dist_autograd.backward "
-            "elsewhere; counted per distributed autograd context): its nodes are not visited in order, no gradient "
+            "thread", "this process's part of distributed backwards another process started (dist_autograd.backward "
+            "there; counted per distributed autograd context): its nodes are not visited in order, no gradient "
             "norms read, and the SendRpcBackward nodes RPC attaches to its answers are not recorded",
             how=HOW, advice="the forward served here is recorded; the backward is recorded in the document of the "
                             "process that called dist_autograd.backward, up to its SendRpcBackward/RecvRpcBackward "
