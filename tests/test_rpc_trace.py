@@ -117,3 +117,52 @@ def test_the_merged_report_shows_both_roles_and_no_alarm(job):
     assert "nothing suspicious was found" not in result.stdout
     assert "Ranks 0, 1 use torch.distributed.rpc: each plays its own part" in result.stdout
     assert "first differ" not in result.stdout
+
+
+def scaled(x):
+    return x * 3
+
+
+def test_a_process_calling_itself_over_rpc_is_traced_on_both_sides(monkeypatch):
+    import socket
+
+    import torch
+    import torch.distributed.autograd as dist_autograd
+    import torch.distributed.rpc as rpc
+
+    import gradviz
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    with gradviz.trace(engine="torch") as tr:
+        rpc.init_rpc("solo", rank=0, world_size=1)
+        try:
+            w = torch.ones(2, requires_grad=True)
+            with dist_autograd.context() as context_id:
+                y = rpc.rpc_sync("solo", scaled, args=(w * 2,))
+                dist_autograd.backward(context_id, [y.sum()])
+                grads = dist_autograd.get_gradients(context_id)
+        finally:
+            rpc.shutdown()
+    assert grads[w].tolist() == [6.0, 6.0] and w.grad is None  # as without gradviz
+    doc = tr.to_dict()
+    here = Path(__file__).read_text().splitlines()
+    line = {text: next(i for i, t in enumerate(here, 1) if text in t)
+            for text in ("y = rpc.rpc_sync(", "return x * 3", "def scaled(x):", "[y.sum()]")}
+    placed = sorted((n["op"], n["location"]["line"]) for n in doc["nodes"] if n["location"])
+    assert placed == sorted([("MulBackward0", line["y = rpc.rpc_sync("]),  # w * 2, in the rpc_sync call
+                             ("SendRpcBackward", line["y = rpc.rpc_sync("]),
+                             ("RecvRpcBackward", line["def scaled(x):"]),  # the argument, as served
+                             ("MulBackward0", line["return x * 3"]),  # the served forward
+                             ("RecvRpcBackward", line["y = rpc.rpc_sync("]),  # the answer
+                             ("SumBackward0", line["[y.sum()]"])])
+    [backward] = doc["backwards"]
+    ops = {n["id"]: n["op"] for n in doc["nodes"]}
+    assert [ops[i] for i in backward["visited"]][:1] == ["SumBackward0"]
+    assert {"SendRpcBackward", "RecvRpcBackward", "MulBackward0", "AccumulateGrad"} <= \
+        {ops[i] for i in backward["visited"]}
+    assert list(backward["leaf_grad_norms"].values()) == [pytest.approx(72 ** 0.5)]
+    assert doc["unseen"] == [] and doc["internal_errors"] == []

@@ -126,6 +126,8 @@ def _note_context(adapter, func):
         context_id = context._context_id()
         if getattr(adapter, "rpc_last_context", None) == context_id:  # counted once per backward (context)
             return
+        if not _others_in(context):  # a call this process made to itself: its backward is this process's own
+            return
         adapter.rpc_last_context = context_id
         adapter.builder.unseen(
             "thread", "this process's part of distributed backwards another process started (dist_autograd.backward "
@@ -134,6 +136,15 @@ def _note_context(adapter, func):
             how=HOW, advice="the forward served here is recorded; the backward is recorded in the document of the "
                             "process that called dist_autograd.backward, up to its SendRpcBackward/RecvRpcBackward "
                             "nodes")
+
+
+def _others_in(context):
+    """Whether the context involves another process than this one."""
+    try:
+        me = sys.modules["torch.distributed.rpc"].get_worker_info().id
+        return any(worker != me for worker in context._known_worker_ids())
+    except Exception:  # cannot tell: say it may be missed
+        return True
 
 
 # ----- calls made ------------------------------------------------------------------------------------------------
