@@ -143,26 +143,35 @@ def test_a_process_calling_itself_over_rpc_is_traced_on_both_sides(monkeypatch):
             w = torch.ones(2, requires_grad=True)
             with dist_autograd.context() as context_id:
                 y = rpc.rpc_sync("solo", scaled, args=(w * 2,))
-                dist_autograd.backward(context_id, [y.sum()])
+                z = rpc.rpc_async("solo", scaled, args=(w,)).wait()
+                dist_autograd.backward(context_id, [y.sum() + z.sum()])
                 grads = dist_autograd.get_gradients(context_id)
         finally:
             rpc.shutdown()
-    assert grads[w].tolist() == [6.0, 6.0] and w.grad is None  # as without gradviz
+    assert grads[w].tolist() == [9.0, 9.0] and w.grad is None  # as without gradviz
     doc = tr.to_dict()
     here = Path(__file__).read_text().splitlines()
     line = {text: next(i for i, t in enumerate(here, 1) if text in t)
-            for text in ("y = rpc.rpc_sync(", "return x * 3", "def scaled(x):", "[y.sum()]")}
-    placed = sorted((n["op"], n["location"]["line"]) for n in doc["nodes"] if n["location"])
-    assert placed == sorted([("MulBackward0", line["y = rpc.rpc_sync("]),  # w * 2, in the rpc_sync call
-                             ("SendRpcBackward", line["y = rpc.rpc_sync("]),
-                             ("RecvRpcBackward", line["def scaled(x):"]),  # the argument, as served
-                             ("MulBackward0", line["return x * 3"]),  # the served forward
-                             ("RecvRpcBackward", line["y = rpc.rpc_sync("]),  # the answer
-                             ("SumBackward0", line["[y.sum()]"])])
+            for text in ("y = rpc.rpc_sync(", "return x * 3", "def scaled(x):", "[y.sum()")}
+    placed = Counter((n["op"], n["location"]["line"]) for n in doc["nodes"] if n["location"])
+    sync, served, backward_line = line["y = rpc.rpc_sync("], line["def scaled(x):"], line["[y.sum()"]
+    # the rpc_async answer's Recv node: tagged when the answer arrives, at the call's line, unless the op that
+    # uses it got there first (RPC wakes the waiter before its callbacks): then at that op's line
+    [async_recv] = [n for n in doc["nodes"] if n["op"] == "RecvRpcBackward" and n["location"]
+                    and n["location"]["line"] in (sync + 1, backward_line)]
+    assert not async_recv["external"]
+    placed[("RecvRpcBackward", async_recv["location"]["line"])] -= 1
+    assert +placed == Counter({("MulBackward0", sync): 1,  # w * 2, in the rpc_sync call
+                               ("SendRpcBackward", sync): 1, ("SendRpcBackward", sync + 1): 1,
+                               ("RecvRpcBackward", served): 2,  # the arguments, as served
+                               ("MulBackward0", line["return x * 3"]): 2,  # the served forwards
+                               ("RecvRpcBackward", sync): 1,  # the rpc_sync answer
+                               ("SumBackward0", backward_line): 2, ("AddBackward0", backward_line): 1})
     [backward] = doc["backwards"]
     ops = {n["id"]: n["op"] for n in doc["nodes"]}
-    assert [ops[i] for i in backward["visited"]][:1] == ["SumBackward0"]
+    assert [ops[i] for i in backward["visited"]][:1] == ["AddBackward0"]
     assert {"SendRpcBackward", "RecvRpcBackward", "MulBackward0", "AccumulateGrad"} <= \
         {ops[i] for i in backward["visited"]}
-    assert list(backward["leaf_grad_norms"].values()) == [pytest.approx(72 ** 0.5)]
+    # w * 2 * 3 and w * 3 summed: 9 per element, from the context (w.grad stays None)
+    assert list(backward["leaf_grad_norms"].values()) == [pytest.approx(162 ** 0.5)]
     assert doc["unseen"] == [] and doc["internal_errors"] == []

@@ -296,7 +296,8 @@ class TorchAdapter(TorchEvents):
             info = tg.info(node)
             if info.accumulator:
                 self._accumulator(node)
-            elif location is None or 0 <= node._sequence_nr() < start:
+            elif location is None or (0 <= node._sequence_nr() < start and info.name != "RecvRpcBackward"):
+                # (RPC's threads make a RecvRpcBackward: its number is theirs, not comparable with this thread's)
                 self._external(node, info)
             elif len(nodes) > 1 and op_facts:
                 # one call building several nodes (linear: t() of the weight, the matmul, the bias add) may
