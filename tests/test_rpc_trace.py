@@ -175,3 +175,32 @@ def test_a_process_calling_itself_over_rpc_is_traced_on_both_sides(monkeypatch):
     # w * 2 * 3 and w * 3 summed: 9 per element, from the context (w.grad stays None)
     assert list(backward["leaf_grad_norms"].values()) == [pytest.approx(162 ** 0.5)]
     assert doc["unseen"] == [] and doc["internal_errors"] == []
+
+
+STARTED_BEFORE = """\
+import json, os, socket, sys
+import torch, gradviz
+import torch.distributed.rpc as rpc
+from tests.test_rpc_trace import scaled
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+rpc.init_rpc("solo", rank=0, world_size=1)
+with gradviz.trace(engine="torch") as tr:
+    y = rpc.rpc_sync("solo", scaled, args=(torch.ones(2, requires_grad=True),))
+rpc.shutdown()
+json.dump(tr.to_dict()["unseen"], sys.stdout)
+"""
+
+
+def test_rpc_started_before_the_trace_leaves_the_served_calls_listed_as_unseen():
+    # a fresh interpreter: the RPC agent keeps the served-call function it found at init_rpc, and in this test
+    # process an earlier trace may have wrapped it already
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-c", STARTED_BEFORE], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [(e["kind"], e["what"], e["how"]) for e in json.loads(result.stdout)] == \
+        [("thread", "RPC calls this process served", "torch.distributed.rpc (started before the trace)")]
