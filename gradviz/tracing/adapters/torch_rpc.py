@@ -126,7 +126,7 @@ def _note_context(adapter, func):
         context_id = context._context_id()
         if getattr(adapter, "rpc_last_context", None) == context_id:  # counted once per backward (context)
             return
-        if not _others_in(context):  # a call this process made to itself: its backward is this process's own
+        if not _others_in(context):  # a call in this process's own context: its backward is recorded here
             return
         adapter.rpc_last_context = context_id
         adapter.builder.unseen(
@@ -139,10 +139,11 @@ def _note_context(adapter, func):
 
 
 def _others_in(context):
-    """Whether the context involves another process than this one."""
+    """Whether the context was made by another process (distributed autograd puts the worker id of the process
+    that made a context in the top 16 bits of its id; that process runs the backward)."""
     try:
         me = sys.modules["torch.distributed.rpc"].get_worker_info().id
-        return any(worker != me for worker in context._known_worker_ids())
+        return (context._context_id() >> 48) != me
     except Exception:  # cannot tell: say it may be missed
         return True
 
