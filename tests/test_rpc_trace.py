@@ -76,7 +76,12 @@ def test_the_trainers_distributed_backward_is_recorded_with_its_send_and_recv_no
     assert sorted(params[int(k)] for k in backward["leaf_grad_norms"]) == \
         ["head.bias", "head.weight", "stem.bias", "stem.weight"]
     assert all(norm > 0 for norm in backward["leaf_grad_norms"].values())
-    assert trainer["unseen"] == [] and trainer["diagnostics"] == [] and trainer["internal_errors"] == []
+    assert trainer["diagnostics"] == [] and trainer["internal_errors"] == []
+    # what is left unseen, exactly: the parameter updates DistributedOptimizer makes (on both workers, each step)
+    [step] = trainer["unseen"]
+    assert (step["kind"], step["how"], step["count"], step["location"]["line"]) == \
+        ("thread", "torch.distributed.rpc", 2 * STEPS, line_of("opt.step(context_id)"))
+    assert step["what"].startswith("parameter updates DistributedOptimizer.step makes on each worker")
 
 
 def test_the_forward_the_server_runs_for_each_remote_call_is_in_its_document(job):
@@ -109,8 +114,9 @@ def test_the_merged_report_shows_both_roles_and_no_alarm(job):
     result, doc, _ = job
     assert doc["diagnostics"] == []
     assert doc["job"]["rpc"] == [0, 1] and doc["job"]["first_divergence"] is None
-    # the launcher's own process: no graph of its own, and it says where they are; then what the server missed
-    entry, served = doc["unseen"]
+    # the launcher's own process: no graph of its own, and it says where they are; then what each process missed
+    entry, step, served = doc["unseen"]
+    assert (step["how"], step["count"], step["ranks"]) == ("torch.distributed.rpc (rank 0)", 2 * STEPS, [0])
     assert entry["kind"] == "no-autograd" and "its traced child processes did (rank 0, 1)" in entry["how"]
     assert (served["kind"], served["how"], served["count"], served["ranks"]) == \
         ("thread", "torch.distributed.rpc (rank 1)", STEPS, [1])

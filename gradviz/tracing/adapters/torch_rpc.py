@@ -149,6 +149,10 @@ def _others_in(context):
 
 
 # ----- calls made ------------------------------------------------------------------------------------------------
+_OPTIMIZER_STEPS = ("torch.distributed.optim.optimizer._local_optimizer_step",
+                    "__torch__.torch.distributed.optim.optimizer._script_local_optimizer_step")
+
+
 def _sending_call(original):
     def _invoke_rpc(to, func, rpc_type, *args, **kwargs):
         result = original(to, func, rpc_type, *args, **kwargs)
@@ -158,6 +162,12 @@ def _sending_call(original):
                 location = _here()[1]
                 with adapter.lock:
                     _tag_sends(adapter, location)
+                    if _name_of(func) in _OPTIMIZER_STEPS:
+                        adapter.builder.unseen(
+                            "thread", "parameter updates DistributedOptimizer.step makes on each worker (torch's "
+                            "own step function, run over RPC; counted per worker and step)", how=HOW,
+                            location=location, advice="the gradients it steps with are recorded by "
+                                                      "dist_autograd.backward; its updates are not")
                 context = _context()
                 if context is not None and getattr(rpc_type, "name", None) == "SYNC":
                     _answer(result)  # rpc_sync waits for it next anyway: its Recv node exists once it is here
@@ -172,6 +182,13 @@ def _sending_call(original):
 
     _invoke_rpc.__wrapped__ = original
     return _invoke_rpc
+
+
+def _name_of(func):
+    qualified = getattr(func, "qualified_name", None)  # a TorchScript function
+    if isinstance(qualified, str):
+        return qualified
+    return f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', '')}"
 
 
 def _context(context_id=None):
