@@ -156,9 +156,11 @@ def test_rpc_workers_are_traced_in_their_children(tmp_path):
     assert sorted(ranks) == [0, 1]
     assert len(ranks[0]["backwards"]) == 3 and ranks[0]["iterations"] == 3
     assert [b["location"]["text"] for b in ranks[0]["backwards"]] == ["loss.backward()"] * 3
+    assert doc["job"]["rpc"] == [0, 1]
+    # worker 1's served calls ran under its trace (no graph: their input needs no grad), outside any distributed
+    # autograd context: nothing about RPC is left unseen in either document
     for rank_doc in ranks.values():
-        [rpc] = [e for e in rank_doc["unseen"] if e["how"] == "torch.distributed.rpc"]
-        assert rpc["kind"] == "thread"
+        assert [e for e in rank_doc["unseen"] if "torch.distributed.rpc" in (e["how"] or "")] == []
 
 
 SPAWN_ERROR = """\

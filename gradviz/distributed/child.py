@@ -100,7 +100,8 @@ def _traced_run(run, config, how, index, name):
     tr.start()
     install(config, inherited_trace=tr)  # a grandchild forked from this child leaves this trace behind in turn
     last.arm(lambda signal_name, where: save(document_when_killed(tr), config, how, "killed", 128 + 15,
-                                             stopped_at=where, signal_name=signal_name, index=index, rank=index))
+                                             stopped_at=where, signal_name=signal_name, index=index, rank=index,
+                                             rpc=rpc.used))
     ending, code, error = "finished", 0, None
     try:
         run()
@@ -125,8 +126,9 @@ def _traced_run(run, config, how, index, name):
             tr.__exit__(type(error) if error is not None else None, error,
                         error.__traceback__ if error is not None else None)
             doc = tr.to_dict()
-            if rpc.stop():
+            used_rpc = rpc.stop()
+            if used_rpc:
                 note_unseen(doc)
-            save(doc, config, how, ending, code, index=index, rank=index)
+            save(doc, config, how, ending, code, index=index, rank=index, rpc=used_rpc)
         finally:
             last.done()

@@ -10,6 +10,7 @@ everything that reads one still does; its ``diagnostics`` gain every process's, 
 import json
 import os
 
+from ..document.coverage import NO_AUTOGRAD, saw_autograd
 from .child import DATALOADER_WORKER
 from .config import PROCESSES
 
@@ -50,17 +51,63 @@ def merge(main, processes, started=(), subprocesses=(), how=None):
     """The job's report. ``main`` is the traced script's document (None under torchrun: rank 0's, or the first
     process's, stands in); ``processes`` the per-process documents; ``started`` the ``multiprocessing`` starts
     the script made (``parent.Children.processes``) and ``subprocesses`` its Python interpreters started with
-    ``Popen``: those that left no document are listed in ``unseen``."""
+    ``Popen``: those that left no document are listed in ``unseen``, after them what each process listed there
+    itself (with ``ranks``)."""
     if main is None and not processes:
         return None
     top = dict(main if main is not None else processes[0])
     main_is_process = main is None
     top["ranks"] = processes
     top["unseen"] = list(top.get("unseen") or []) + _not_traced(started, processes, subprocesses)
+    if not main_is_process:
+        _work_in_children(top, processes)
+    not_traced = _count_not_traced(top["unseen"])  # the children the top-level process started
+    top["unseen"] += _processes_unseen(processes[1:] if main_is_process else processes, 1 if main_is_process else 0)
     top["diagnostics"] = _merged_diagnostics(top if not main_is_process else None, processes)
     top["job"] = job_summary(processes, how=how or _how(processes), main_is_rank=main_is_process,
-                             started=len(started), not_traced=_count_not_traced(top["unseen"]))
+                             started=len(started), not_traced=not_traced)
     return top
+
+
+def _work_in_children(top, processes):
+    """The script's own process built no graph while its traced children did (an ``mp.spawn`` launcher): its
+    ``no-autograd`` entry says where the work is instead of asking whether the script builds a graph at all."""
+    entry = next((e for e in top["unseen"] if e.get("kind") == NO_AUTOGRAD), None)
+    working = [_rank_of(doc, i) for i, doc in enumerate(processes) if saw_autograd(doc)]
+    if entry is None or not working:
+        return
+    entry = dict(entry)
+    top["unseen"] = [entry if e.get("kind") == NO_AUTOGRAD else e for e in top["unseen"]]
+    entry["how"] = (f"the script's own process built none; its traced child processes did (rank "
+                    f"{', '.join(str(r) for r in working)}): their graphs, diagnostics and memory are in the job "
+                    "table and under `ranks`")
+    entry["advice"] = "read each process's section (report.html, Processes), or its document in processes/"
+
+
+def _processes_unseen(processes, first_position):
+    """What each process's trace could not see, one entry per (kind, what, how, location) with the ranks it was
+    listed on (``ranks``) and ``count`` summed: the job's report never reads as an all-clear while a process says
+    it missed something. A process that saw no graph at all shows that in the job table instead."""
+    merged = {}
+    for position, doc in enumerate(processes, first_position):
+        rank = _rank_of(doc, position)
+        for entry in doc.get("unseen") or ():
+            if entry.get("kind") == NO_AUTOGRAD:
+                continue
+            location = entry.get("location") or {}
+            key = (entry.get("kind"), entry.get("what"), entry.get("how"), location.get("file"), location.get("line"))
+            found = merged.get(key)
+            if found is None:
+                merged[key] = dict(entry, ranks=[rank])
+            else:
+                found["count"] = (found.get("count") or 1) + (entry.get("count") or 1)
+                if rank not in found["ranks"]:
+                    found["ranks"].append(rank)
+    for entry in merged.values():  # which process missed it, in words every report shows
+        ranks = entry["ranks"]
+        entry["how"] = f"{entry.get('how') or 'not traced'} (rank{'s' if len(ranks) > 1 else ''} " \
+                       f"{', '.join(str(r) for r in ranks)})"
+    return list(merged.values())
 
 
 def _how(processes):
@@ -183,15 +230,18 @@ def _job_diagnostics(processes):
 
 # ----- the job summary -----------------------------------------------------------------------------------------
 def job_summary(processes, how, main_is_rank, started=0, not_traced=0):
-    """``{"how", "world_size", "main", "processes": [...], "structures": [...], "first_divergence",
-    "stopped": [...], "started", "not_traced"}`` (docs/trace-format.md "Job")."""
+    """``{"how", "world_size", "main", "processes": [...], "structures": [...], "first_divergence", "rpc",
+    "stopped": [...], "started", "not_traced"}`` (docs/trace-format.md "Job"). Processes that used RPC each play
+    their own part (a trainer, a parameter server): ``rpc`` lists their ranks, and their graphs are not compared
+    for the first divergence, which is a question about ranks that should build the same graphs."""
     rows = [_process_row(doc, position) for position, doc in enumerate(processes)]
     sizes = {doc["process"].get("world_size") for doc in processes} - {None}
     ranked = [row for row in rows if row["rank"] is not None]
     return {"how": how, "world_size": sizes.pop() if len(sizes) == 1 else (len(ranked) or None),
             "main": "rank" if main_is_rank else "script",
             "processes": rows, "structures": _structures_by_rank(processes),
-            "first_divergence": first_divergence(processes),
+            "first_divergence": first_divergence([d for d in processes if not d["process"].get("rpc")]),
+            "rpc": [row["rank"] for row in rows if row["rpc"]],
             "stopped": [{"rank": r["rank"], "pid": r["pid"], "status": r["status"], "location": r["stopped_at"],
                          "reason": r["reason"]} for r in rows if r["status"] != "finished"],
             "started": started, "not_traced": not_traced}
@@ -216,7 +266,8 @@ def _process_row(doc, position):
             "structures": [s.get("signature") for s in doc.get("structures") or []],
             "peak_retained_bytes": memory.get("peak_retained_bytes", 0),
             "final_retained_bytes": memory.get("final_retained_bytes", 0),
-            "diagnostics": len(doc.get("diagnostics") or []), "file": process.get("file")}
+            "diagnostics": len(doc.get("diagnostics") or []), "file": process.get("file"),
+            "rpc": bool(process.get("rpc"))}
 
 
 def _structures_by_rank(processes):

@@ -33,7 +33,7 @@ def main(argv=None):
         rpc.start()
         child.install(config, inherited_trace=tr)  # this rank's own multiprocessing children, traced too
         last.arm(lambda signal_name, where: save(document_when_killed(tr), config, HOW, "killed", 128 + 15,
-                                                 stopped_at=where, signal_name=signal_name))
+                                                 stopped_at=where, signal_name=signal_name, rpc=rpc.used))
 
     try:
         traced = trace_script(argv[0], argv[1:], engine=config.get("engine", "auto"),
@@ -43,14 +43,15 @@ def main(argv=None):
         sys.stderr.write(f"gradviz: {exc}\n")
         return 2
     result = traced.result
-    if rpc.stop():
+    used_rpc = rpc.stop()
+    if used_rpc:
         note_unseen(traced.doc)
     if result.exit_message:
         sys.stderr.write(result.exit_message + "\n")
     if result.exception is not None:
         sys.stderr.write(f"[rank {_rank()}] {result.traceback}")
     try:
-        save(traced.doc, config, HOW, result.ending, result.exit_code)
+        save(traced.doc, config, HOW, result.ending, result.exit_code, rpc=used_rpc)
     finally:
         last.done()
     return result.exit_code

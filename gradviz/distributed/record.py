@@ -10,7 +10,7 @@ KILLED_BUILD_TIMEOUT = 20.0  # seconds a killed process waits for its trace to s
 
 
 def save(doc, config, how, ending, exit_code, *, stopped_at=None, signal_name=None, index=None, rank=None,
-         world_size=None):
+         world_size=None, rpc=False):
     """Complete ``doc`` (``status.ending``/``exit_code``, the ``process`` section) and write it to the run's
     ``processes/`` folder as ``rank<r>-pid<pid>.json`` (``child-pid<pid>.json`` when no rank is known)."""
     if not doc.get("script"):
@@ -23,7 +23,7 @@ def save(doc, config, how, ending, exit_code, *, stopped_at=None, signal_name=No
         status["signal"] = signal_name
     doc["status"] = status
     process = process_section(how, ending, run_id=config.get("run_id"), index=index, rank=rank,
-                              world_size=world_size, stopped_at=stopped_at)
+                              world_size=world_size, stopped_at=stopped_at, rpc=rpc)
     doc["process"] = process
     role = f"rank{process['rank']}" if process["rank"] is not None else "child"
     path = document_path(config, role)

@@ -1,8 +1,10 @@
-"""``torch.distributed.rpc`` in a traced process: what its agent runs is beyond the trace, and the document says so.
+"""``torch.distributed.rpc`` in a traced process: whether the process used it, and what the document must say
+when nothing observed it.
 
-RPC requests are served on the agent's own threads, which the trace does not observe (a function mode belongs to
-one thread), and ``dist_autograd.backward`` runs backward across processes without a ``Tensor.backward`` call.
-Only the public ``init_rpc`` is wrapped, to know that this process used RPC.
+The torch adapter observes RPC itself (``tracing/adapters/torch_rpc.py``: the calls a process serves, on the
+agent's own threads, and ``dist_autograd.backward``) and lists what it cannot see. A process whose trace did not
+watch real PyTorch (``--engine gradviz``) saw none of it: that is said here. Only the public ``init_rpc`` is
+wrapped, to know that this process used RPC.
 """
 
 import sys
@@ -20,6 +22,11 @@ class RpcUse:
 
     def start(self):
         module = sys.modules.get("torch.distributed.rpc")
+        if module is None and "torch" in sys.modules:  # torch imported, its rpc package not yet (a torch build
+            try:                                        # without it stays without)
+                import torch.distributed.rpc as module
+            except ImportError:
+                module = None
         original = getattr(module, "init_rpc", None)
         if original is None:
             return self
@@ -40,10 +47,12 @@ class RpcUse:
 
 
 def note_unseen(doc):
-    """Add the ``unseen`` entry for a process that started RPC."""
+    """Add the ``unseen`` entry for a process that started RPC while its trace did not watch real PyTorch."""
+    if (doc.get("engine") or {}).get("name") == "torch":  # the torch adapter observed it, and said what it missed
+        return
     doc.setdefault("unseen", []).append({
         "kind": "thread", "count": 1, "how": RPC_HOW, "location": None,
         "what": "RPC calls this process served for others (run on the RPC agent's own threads), and distributed "
                 "autograd's backward (dist_autograd.backward)",
-        "advice": "the calls this process made, and its local graphs, are traced; run the served functions "
-                  "under their own gradviz.trace() to see them"})
+        "advice": "trace the script on real PyTorch (--engine torch or auto): its adapter observes served calls "
+                  "and distributed backward"})

@@ -71,8 +71,11 @@ def job_lines(doc):
         parts = [f"ranks {', '.join(r)}: {', '.join(s) or 'no graph'}" for s, r in groups.items()]
         lines.append(terminal_safe(f"The ranks' graphs first differ at iteration {divergence['iteration']} "
                                    f"(structures: {'; '.join(parts)})"))
-    elif len(rows) > 1:
+    elif len(rows) - len(job.get("rpc") or ()) > 1:
         lines.append("Every process built the same graph structures in the iterations kept.")
+    if job.get("rpc"):
+        lines.append(terminal_safe(f"Ranks {', '.join(str(r) for r in job['rpc'])} use torch.distributed.rpc: each "
+                                   "plays its own part, so their graphs are not compared with each other."))
     for stop in job.get("stopped", []):
         at = _where(stop.get("location"))
         lines.append(terminal_safe(f"{_who(stop)} stopped{' at ' + at if at else ''}: "

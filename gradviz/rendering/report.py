@@ -291,7 +291,7 @@ def _silence(doc):
     """What an empty diagnostics list means: an all-clear only when the trace saw work and nothing beyond it."""
     if all_clear(doc):
         return Text("No diagnostics: nothing suspicious was found.", style="green")
-    if not saw_autograd(doc):
+    if not saw_autograd(doc) and not any(saw_autograd(r) for r in doc.get("ranks") or ()):  # (a job's processes)
         return Text("No diagnostics: gradviz saw no graph, so nothing was checked (why: at the top of this "
                     "report).", style="bold yellow")
     return Text("No diagnostics in what gradviz saw; what ran beyond its sight is listed at the top of this "

@@ -1,6 +1,6 @@
 """Two workers of torch.distributed.rpc on localhost, started with torch.multiprocessing.spawn: worker 0 trains a
 weight scaled by a value worker 1 computes on request. Under `gradviz run rpc_workers.py` both workers are traced
-in their own documents; the calls worker 1 serves run on RPC threads and are listed as unseen."""
+in their own documents; the calls worker 1 serves run on RPC threads, under worker 1's trace."""
 
 import os
 import socket

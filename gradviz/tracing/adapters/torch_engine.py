@@ -31,7 +31,7 @@ import weakref
 
 from ..builder import LEAF
 from ..frames import location_at
-from . import torch_compat, torch_patches
+from . import torch_compat, torch_patches, torch_rpc
 from . import torch_graph as tg
 from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
@@ -160,6 +160,7 @@ class TorchAdapter(TorchEvents):
         self._start_seq[threading.get_ident()] = torch_patches.next_sequence_nr(torch)
         self.attached = True
         torch_patches.install(self)
+        torch_rpc.install(self)  # calls served over RPC, dist_autograd.backward
         if self.exact is not None:  # exact memory: our saved-tensor hooks on this thread
             self.exact.install()
         self._froze = _freeze_heap()
@@ -178,6 +179,7 @@ class TorchAdapter(TorchEvents):
             self.light_steps.on = self.light_steps.pop_later = False
             self.light_steps.restore()
             torch_patches.uninstall(self)
+            torch_rpc.uninstall(self)
             if self.exact is not None:  # exact memory
                 self.exact.uninstall()
             with self.lock:
@@ -294,7 +296,8 @@ class TorchAdapter(TorchEvents):
             info = tg.info(node)
             if info.accumulator:
                 self._accumulator(node)
-            elif location is None or 0 <= node._sequence_nr() < start:
+            elif location is None or (0 <= node._sequence_nr() < start and info.name != "RecvRpcBackward"):
+                # (RPC's threads make a RecvRpcBackward: its number is theirs, not comparable with this thread's)
                 self._external(node, info)
             elif len(nodes) > 1 and op_facts:
                 # one call building several nodes (linear: t() of the weight, the matmul, the bias add) may

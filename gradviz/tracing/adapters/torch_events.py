@@ -678,7 +678,7 @@ class TorchEvents:
         b = self.builder
         live_vars, live_nodes = b.live_variables, b.live_nodes
         for key, leaf_ref, norm in call.steps():
-            finite = norm - norm == 0
+            finite = norm is None or norm - norm == 0  # None: not measured (a SendRpcBackward, torch_rpc)
             if leaf_ref is None:
                 if key in live_nodes:
                     b.backward_step(key, norm, nonfinite=not finite)
