@@ -91,9 +91,9 @@ LIGHT = {"nonfinite_loss": "?obj", "nonfinite_grad": "?obj", "growth": "?obj", "
 SCHEDULE = {"mode": "str", "full_steps": "int", "trace_steps": "?[int]", "full": [FULL_RANGE],
             "light_iterations": "int", "light?": LIGHT}
 PROCESS = {"rank": "?int", "local_rank": "?int", "world_size": "?int", "pid": "int", "parent_pid": "?int",
-           "how": "str", "status": "str", "stopped_at?": "?loc"}
+           "how": "str", "status": "str", "stopped_at?": "?loc", "rpc?": "bool"}
 JOB = {"how": "str", "world_size": "?int", "processes": ["obj"], "structures": ["obj"], "first_divergence": "?obj",
-       "stopped": ["obj"]}
+       "stopped": ["obj"], "rpc?": ["?int"]}
 DDP_MODULE = {"path": "str", "find_unused_parameters": "bool", "static_graph": "bool", "parameters": ["str"],
               "owners": "{str}", "call_sites": "{?loc}"}
 DDP_FORWARD = {"module": "str", "forward": "int", "iteration": "int", "synced": "bool", "location": "?loc",
