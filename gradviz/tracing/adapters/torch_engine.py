@@ -232,7 +232,12 @@ class TorchAdapter(TorchEvents):
         nkey = None if node is None else self.node_key(node, None)
         if nkey is not None and nkey not in self.builder.live_nodes:
             nkey = None  # an in-place op's target first seen now (made on a light iteration): its node is that op's
-        self.new_var(t, origin, None, node=nkey, module=())
+        rec = self.new_var(t, origin, None, node=nkey, module=())
+        if origin == "external" and rec is not None and getattr(rec, "name", None) is None and t._base is not None:
+            # a view made where no graph was recorded (``x.transpose(1, 0)`` of a batch that needs no gradient)
+            base = self.builder.live_variables.get(id(t._base))
+            if base is not None and getattr(base, "name", None):
+                self.builder.name_variables({key: f"view of {base.name}"})
         return key
 
     def new_var(self, t, origin, location, node=None, module=None):

@@ -211,4 +211,12 @@ def align_inputs(slots, edges_of_tensors):
             if free and len(free) <= len(empty):
                 for i, j in zip(empty, free):
                     fed[i], placed[j] = j, True
+    # the node takes its inputs in another order than the call its arguments (addmm: bias first, for
+    # ``F.linear(x, weight, bias)``): what is left is placed in order when it fits
+    for needs_grad in (False, True):
+        empty = [i for i, j in enumerate(fed) if j is None and (slots[i] is not None) == needs_grad]
+        free = [j for j, own in enumerate(edges_of_tensors) if not placed[j] and (own is not None) == needs_grad]
+        if free and len(free) <= len(empty):
+            for i, j in zip(empty, free):
+                fed[i], placed[j] = j, True
     return fed, [j for j, done in enumerate(placed) if not done]
