@@ -115,3 +115,52 @@ def test_saved_tensors_of_an_lstm(docs):
     # workspace, the input of its second layer; the log-softmax inside cross_entropy and its total weight
     assert _unnamed(doc) == {("MkldnnRnnLayerBackward0", "output"): 7, ("MkldnnRnnLayerBackward0", "input"): 1,
                              ("LogSoftmaxBackward0", "output"): 1, ("NllLossBackward0", "input"): 2}
+
+
+NESTED = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(4, 4), nn.Tanh()) for _ in range(2)])
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+net = Net()
+batch = torch.randn(3, 4)
+net(batch).sum().backward()
+"""
+
+NESTED_NAMES = ["net.blocks.0.0.weight", "net.blocks.0.0.bias", "net.blocks.1.0.weight", "net.blocks.1.0.bias",
+                "net.head.weight", "net.head.bias"]
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_nested_modules_name_parameters_by_path_everywhere(tmp_path, engine):
+    """Sequential in a ModuleList in a module: each Linear's parameters by their own path, in report.json, the
+    picture's leaves and the inspector's data; the batch by its Python name."""
+    script = tmp_path / "nested.py"
+    script.write_text(NESTED)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "gradviz", "run", "--engine", engine, "--format", "dot", "-q",
+                           "--out", str(out), str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["engine"]["name"] == engine
+    params = {v["id"]: v["name"] for v in doc["variables"] if v.get("is_parameter")}
+    assert sorted(params.values()) == sorted(NESTED_NAMES)
+    spec = build_graph(doc, node_budget=None, fold_loops=False)
+    assert sorted(texts(n)[0] for n in spec.nodes if n.kind == "leaf") == sorted(NESTED_NAMES)
+    data = report_data(doc)
+    assert sorted(data["variables"][v]["name"] for v in params) == sorted(NESTED_NAMES)
+    inspected = {n["variable_name"] for n in data["nodes"].values() if n["variable_name"]}
+    assert set(NESTED_NAMES) <= inspected
+    assert "batch" in {texts(n)[0] for n in build_graph(doc, forward=True, node_budget=None).nodes}
