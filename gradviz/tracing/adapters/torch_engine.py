@@ -767,7 +767,7 @@ def _saved_outputs_named(facts, outputs):
     keeps for itself (batch norm's batch mean) stays unnamed."""
     named = None
     for k, fact in enumerate(facts):
-        if fact[0] is not None or fact[1] != "output":
+        if fact[0] is not None or fact[1] != "output" or fact[6] is None:  # (no memory: a checkpoint placeholder)
             continue
         for o in outputs:
             if o.untyped_storage().data_ptr() == fact[6][2] and tuple(o.shape) == fact[3]:

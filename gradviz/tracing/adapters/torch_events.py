@@ -442,7 +442,7 @@ class TorchEvents:
                 parent, parent_path = calls[-1] if calls else (None, None)
                 path = self.names.path(module, parent, parent_path, user_frame)
                 calls.append((module, path))
-                if parent is None and inputs:
+                if parent is None and inputs and self.backward_call is None:  # (not a checkpoint's recompute)
                     self._name_inputs(inputs, path)
                 builder.module_enter(id(module), path, type(module).__name__)
                 found = self.names.take_new_parameters()
