@@ -164,3 +164,28 @@ def test_nested_modules_name_parameters_by_path_everywhere(tmp_path, engine):
     inspected = {n["variable_name"] for n in data["nodes"].values() if n["variable_name"]}
     assert set(NESTED_NAMES) <= inspected
     assert "batch" in {texts(n)[0] for n in build_graph(doc, forward=True, node_budget=None).nodes}
+
+
+W, B, X, T, OLD, NEW = ("w", "leaf"), ("b", "leaf"), ("x", "leaf"), (7, 0), (5, 0), (9, 0)
+
+
+@pytest.mark.parametrize("slots, arguments, fed, rest", [
+    ([None, W, None], [None, W], [0, 1, None], []),              # conv2d(x, w, bias=None), x needs no grad
+    ([B, None, T], [None, W, B], [2, 0, 1], []),                 # F.linear(x, w, b) as addmm(b, x, w.t())
+    ([W], [W, None], [0], [1]),                                  # embedding(weight, ids): the ids feed no input
+    ([X, X], [X], [0, 0], []),                                   # x * x
+    ([OLD, W], [NEW, W], [0, 1], []),                            # x.mul_(w): x's edge moved to its own node
+    ([None, W], [None, None, W], [None, 2], [0, 1]),             # two candidates for one input: no guess
+])
+def test_align_inputs(slots, arguments, fed, rest):
+    from gradviz.tracing.adapters.torch_graph import align_inputs
+
+    assert align_inputs(slots, arguments) == (fed, rest)
+
+
+def test_an_inner_node_takes_no_moved_argument():
+    from gradviz.tracing.adapters.torch_graph import align_inputs
+
+    # an inner node of a call whose input is another node of the call: the weight is not guessed onto it
+    assert align_inputs([T, None], [W, None], moved=False) == ([None, 1], [0])
+    assert align_inputs([T, None], [W, None]) == ([0, 1], [])

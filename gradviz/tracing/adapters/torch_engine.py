@@ -130,6 +130,7 @@ class TorchAdapter(TorchEvents):
         self.checks = OutputChecks(torch, builder)
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
         self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
+        self._arguments = None  # (tensors, unique ones, their edges) of the call whose nodes are being reported
         self.light_steps = TorchLight(self)  # light iterations (tracing/schedule.py)
         builder.engine("torch", torch.__version__, (), memory="saved-attributes" if compat.saved else "not-measured",
                        accelerator=compat.accelerator)
@@ -295,6 +296,12 @@ class TorchAdapter(TorchEvents):
         outputs and call instruction): one op can build several (``F.cross_entropy``)."""
         start = self._start_seq.get(threading.get_ident(), -1) if self._start_seq else -1
         nodes = tg.new_nodes(root, self)
+        try:
+            self._report_each(nodes, root, location, op_facts, start)
+        finally:
+            self._arguments = None  # (it holds the call's tensors)
+
+    def _report_each(self, nodes, root, location, op_facts, start):
         for i, node in enumerate(nodes):
             info = tg.info(node)
             if info.accumulator:
@@ -404,12 +411,18 @@ class TorchAdapter(TorchEvents):
         var = self.var
         if is_root and len(tensors) == len(edges) and _lined_up(edges, tensors):
             return [var(t) for t in tensors]  # the usual case: one argument per input, in order
-        unique, seen = [], set()
-        for t in tensors:  # q, k and v of self-attention are one tensor: one argument, fed to any of them
-            if id(t) not in seen:
-                seen.add(id(t))
-                unique.append(t)
-        fed, rest = tg.align_inputs(edges, [_edge_of(self, t) for t in unique])
+        known = self._arguments
+        if known is not None and known[0] is tensors:  # the next node of the same call (MHA builds thirty)
+            unique, own = known[1], known[2]
+        else:
+            unique, seen = [], set()
+            for t in tensors:  # q, k and v of self-attention are one tensor: one argument, fed to any of them
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    unique.append(t)
+            own = [_edge_of(self, t) for t in unique]
+            self._arguments = (tensors, unique, own)
+        fed, rest = tg.align_inputs(edges, own, is_root)
         keys = [None if j is None else var(unique[j]) for j in fed]
         if is_root:
             keys.extend(var(unique[j]) for j in rest)
