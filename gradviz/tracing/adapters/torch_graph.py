@@ -199,8 +199,10 @@ def align_inputs(slots, edges_of_tensors, moved=True):
     fed = [first.get(edge) if edge is not None else None for edge in slots]
     matched = set(fed)
     matched.discard(None)
-    if None not in fed or len(matched) == len(edges_of_tensors) or (not moved and None not in slots):
-        # every input fed, every argument placed, or no empty input of an inner node: nothing left to place
+    if None not in fed or len(matched) == len(edges_of_tensors) or (not moved and (None not in slots or all(
+            own is not None for own in edges_of_tensors))):
+        # every input fed, every argument placed, or (an inner node) no empty input or no argument without a
+        # gradient to fill one: nothing left to place
         return fed, [j for j in range(len(edges_of_tensors)) if j not in matched]
     placed = [j in matched for j in range(len(edges_of_tensors))]
     anchors = [(-1, -1)] + [(i, j) for i, j in enumerate(fed) if j is not None] + \
