@@ -4,7 +4,8 @@ Run from the repository root: python docs/make_pictures.py [--out docs/images] [
 samples/ runs under a trace; its last iteration's graph is drawn to <out>/<sample>.<format>, plus the variants
 docs/pictures.md shows (forward view, saved tensors, collapsed depth), and a 10,000-node loop. With PyTorch
 installed, the real-size models of tests/render_models.py (ResNets, a transformer, a BERT-like encoder) are drawn
-too, with the before/after pictures of the residual-net layout.
+too: ``<model>.<format>`` as gradviz draws it by default (after), ``<model>-before.<format>`` with the layout options
+of before issue 17 (``before_spec``), and the ``-full``, ``-forward``, ``-architecture`` and ``-lr`` views.
 
 ``python docs/make_pictures.py --sizes`` draws nothing: it prints the laid-out size (``dot -Tjson``) of each real
 model's pictures, the table in docs/pictures.md. It uses only options every version has, so the same command run
@@ -64,8 +65,21 @@ REAL_VIEWS = {  # picture suffix -> build_graph options (the default picture fir
 SIZE_VIEWS = {"backward (default)": {}, "forward": {"forward": True}}
 
 
+def before_spec(doc):
+    """The picture as gradviz drew it before issue 17, reproduced by options: every op (no depth chosen for a node
+    budget) and each parameter a rank above its op (``minlen`` 1), which sets a residual net's block clusters side
+    by side in a diagonal staircase. (The old forward view, linked through misaligned ``input_variables``, is
+    not reproducible: the document is fixed now.)"""
+    from gradviz.rendering import build_graph
+
+    spec = build_graph(doc, node_budget=None)
+    for edge in spec.edges:
+        edge.minlen = 1
+    return spec
+
+
 def draw_real_models(out, fmt):
-    from gradviz.rendering import build_graph, render, to_dot
+    from gradviz.rendering import render, to_dot
 
     docs = real_model_docs()
     for name, doc in docs.items():
@@ -73,15 +87,12 @@ def draw_real_models(out, fmt):
             target = out / f"{name}{suffix}.{fmt}"
             render(doc, target, format=fmt, budget=60, **options)  # a generous budget: rasterizing is slow too
             print(target)
-    # before: the same picture with each parameter a rank above its op (what the pictures wrote until issue 17):
-    # the residual blocks' clusters overlap in rank and dot sets them side by side, a diagonal staircase
-    spec = build_graph(docs["resnet8"], node_budget=None)
-    for edge in spec.edges:
-        edge.minlen = 1
-    target = out / f"resnet8-before-staircase.{fmt}"
-    target.write_bytes(subprocess.run(["dot", f"-T{fmt}"], input=to_dot(spec).encode(), capture_output=True,
-                                      check=True).stdout)
-    print(target)
+        target = out / f"{name}-before.{fmt}"
+        # scaled to fit 60 inches: the staircase of resnet48 is 19,453 pt wide (400 million pixels at 96 dpi)
+        target.write_bytes(subprocess.run(["dot", f"-T{fmt}", "-Gsize=60,60", "-Gdpi=96"],
+                                          input=to_dot(before_spec(doc)).encode(), capture_output=True,
+                                          check=True).stdout)
+        print(target)
 
 
 def print_sizes():

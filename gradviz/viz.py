@@ -41,8 +41,25 @@ def render(source, path=None, format=None, budget=4.0, model=None, **options):
     """Draw the graph of ``source`` (see ``as_document``): returns a ``graphviz.Digraph`` (shown inline in
     Jupyter). The options are ``gradviz.rendering.render``'s: ``path``, ``format`` (svg, png, pdf, dot),
     ``budget`` (layout seconds), and ``build_graph``'s (iteration, depth, show_saved, show_grads, forward,
-    max_nodes, graphs). ``model``: for a PyTorch tensor, the ``nn.Module`` that computed it (its parameter
-    names, and its modules as clusters)."""
+    max_nodes, graphs, and the three below). ``model``: for a PyTorch tensor, the ``nn.Module`` that computed it
+    (its parameter names, and its modules as clusters).
+
+    ``rankdir``: the layout direction, ``"TB"`` (top to bottom), ``"LR"`` (left to right), ``"BT"`` or ``"RL"``;
+    default ``"BT"`` for the backward graph (the loss at the bottom) and ``"TB"`` for ``forward=True`` and
+    ``architecture=True``. Anything else raises ``ValueError``.
+    ``architecture``: draw the model as torchview does: the forward view with each module one box (its class,
+    op and parameter counts, input and output shapes) and the ops between modules as ops; ``depth`` says how
+    deep module boxes go (default: the depth that fits ``node_budget``).
+    ``node_budget``: without ``depth``, a picture of more nodes than this (default 100) is drawn at the
+    deepest module depth that fits it, and its subtitle says so; ``None`` draws every op (up to ``max_nodes``).
+
+    Examples::
+
+        gradviz.render(loss, "graph.svg", rankdir="LR")               # the backward graph, left to right
+        gradviz.render(tr, "arch.png", architecture=True)             # a traced model as module boxes
+        gradviz.render("report.json", "all.svg", node_budget=None)    # every op, however large
+        gradviz.render(tr, "fwd.svg", forward=True, node_budget=40)   # the forward view, at most 40 nodes
+    """
     from . import rendering
 
     if model is not None:

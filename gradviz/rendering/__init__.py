@@ -73,8 +73,10 @@ def render(doc, path=None, format=None, budget=4.0, **options):
     ``path``: also write the picture there (suffix added when missing). ``format``: svg, png, pdf or dot
     (default: from the path's suffix, else svg). ``budget``: seconds for layout before falling back to cheaper
     settings and then a collapsed view. Other options go to ``build_graph`` (iteration, depth, show_saved,
-    show_grads, forward, max_nodes, graphs). Without Graphviz's ``dot`` program, the ``.dot`` source is still
-    written and ``DotNotFoundError`` says in one line how to install it.
+    show_grads, forward, max_nodes, graphs; ``rankdir`` "TB"/"LR"/"BT"/"RL", ``architecture=True`` for modules
+    as boxes, ``node_budget`` for the node count that chooses the module depth when ``depth`` is not given: see
+    ``gradviz.render`` for what each does, with examples). Without Graphviz's ``dot`` program, the ``.dot``
+    source is still written and ``DotNotFoundError`` says in one line how to install it.
     """
     doc = as_document(doc)
     fmt = _format_for(path, format)

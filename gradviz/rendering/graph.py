@@ -191,7 +191,7 @@ def _backward_items(ir, index, node_ids):
 def _forward_items(ir, index, node_ids):
     """The forward data flow: the backward graph's edges reversed (``inputs`` are the engine's own links, so the
     picture is connected on every engine), parameters and inputs as leaves, and the inputs that need no gradient
-    (constants, cuts) from ``input_variables`` where it lines up with ``inputs``."""
+    (constants, cuts, the model's input) from ``input_variables``, which lines up with ``inputs``."""
     drawn = {n for n in node_ids if not is_accumulate_grad(index.nodes[n])}
     for node_id in sorted(drawn):
         ir.add(_op_item(index, index.nodes[node_id], forward=True))
@@ -199,12 +199,18 @@ def _forward_items(ir, index, node_ids):
         node = index.nodes[node_id]
         inputs = node.get("inputs") or []
         in_vars = node.get("input_variables") or []
-        aligned = len(in_vars) == len(inputs)
+        aligned = len(in_vars) >= len(inputs)  # (variables that feed no input, as an index, come after)
         for slot, (source, _) in enumerate(inputs):
             if source is not None:
                 ir.edge(_forward_source(ir, index, source, drawn, (node_id, -2)), f"n{node_id}")
             elif aligned and in_vars[slot] is not None:
                 ir.edge(_forward_leaf(ir, index, in_vars[slot], drawn, (node_id, -1)), f"n{node_id}")
+        for var_id in in_vars[len(inputs):] if aligned else ():
+            # an argument that feeds no input: drawn when it is an index or a mask (token ids into an embedding,
+            # a loss's target), not a float buffer (batch norm's running mean, one per layer, says little)
+            dtype = (index.variables.get(var_id) or {}).get("dtype") or ""
+            if var_id is not None and not dtype.startswith(("float", "bfloat", "complex")):
+                ir.edge(_forward_leaf(ir, index, var_id, drawn, (node_id, -1)), f"n{node_id}")
     _mark_roots(ir, index, node_ids)
 
 

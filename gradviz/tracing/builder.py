@@ -423,15 +423,19 @@ class TraceBuilder:
         self.lasti = lasti
         live = self.live_variables
         n = len(input_variables)
-        if n == 1:  # one or two tensor arguments, as most ops have: no list to build and convert
+        var_ids = None  # the outputs' ``inputs`` when ``in_ids`` has gaps
+        if n == 1 and input_variables[0] is not None:  # one or two tensor arguments, as most ops have: no list
             in_ids = (live[input_variables[0]].id,)
-        elif n == 2:
+        elif n == 2 and input_variables[0] is not None and input_variables[1] is not None:
             in_ids = (live[input_variables[0]].id, live[input_variables[1]].id)
         else:
             in_ids = []
             for k in input_variables:  # a loop, not a comprehension: no extra frame per op
-                in_ids.append(live[k].id)
+                # None: an input no argument gave (a torch node's ``bias=None`` slot), kept to line up with edges
+                in_ids.append(None if k is None else live[k].id)
             in_ids = tuple(in_ids)
+            if None in in_ids:
+                var_ids = tuple([i for i in in_ids if i is not None])
         rec = _new_node(NodeRecord)
         rec.id = nid = next(self._node_ids)
         rec.key = key
@@ -508,7 +512,7 @@ class TraceBuilder:
             orec.accumulator = orec.source = orec.requires_grad_final = None
             orec.name = name
             orec.op = op
-            orec.inputs = in_ids
+            orec.inputs = in_ids if var_ids is None else var_ids
             orec.graph = graph
             orec.module = stack
             orec.location = location

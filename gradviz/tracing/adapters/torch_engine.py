@@ -130,6 +130,7 @@ class TorchAdapter(TorchEvents):
         self.checks = OutputChecks(torch, builder)
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
         self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
+        self._arguments = None  # (tensors, unique ones, their edges) of the call whose nodes are being reported
         self.light_steps = TorchLight(self)  # light iterations (tracing/schedule.py)
         builder.engine("torch", torch.__version__, (), memory="saved-attributes" if compat.saved else "not-measured",
                        accelerator=compat.accelerator)
@@ -234,7 +235,12 @@ class TorchAdapter(TorchEvents):
         nkey = None if node is None else self.node_key(node, None)
         if nkey is not None and nkey not in self.builder.live_nodes:
             nkey = None  # an in-place op's target first seen now (made on a light iteration): its node is that op's
-        self.new_var(t, origin, None, node=nkey, module=())
+        rec = self.new_var(t, origin, None, node=nkey, module=())
+        if origin == "external" and rec is not None and getattr(rec, "name", None) is None and t._base is not None:
+            # a view made where no graph was recorded (``x.transpose(1, 0)`` of a batch that needs no gradient)
+            base = self.builder.live_variables.get(id(t._base))
+            if base is not None and getattr(base, "name", None):
+                self.builder.name_variables({key: f"view of {base.name}"})
         return key
 
     def new_var(self, t, origin, location, node=None, module=None):
@@ -292,6 +298,12 @@ class TorchAdapter(TorchEvents):
         outputs and call instruction): one op can build several (``F.cross_entropy``)."""
         start = self._start_seq.get(threading.get_ident(), -1) if self._start_seq else -1
         nodes = tg.new_nodes(root, self)
+        try:
+            self._report_each(nodes, root, location, op_facts, start)
+        finally:
+            self._arguments = None  # (it holds the call's tensors)
+
+    def _report_each(self, nodes, root, location, op_facts, start):
         for i, node in enumerate(nodes):
             info = tg.info(node)
             if info.accumulator:
@@ -364,12 +376,7 @@ class TorchAdapter(TorchEvents):
             raise
 
     def _op_facts(self, node, info, is_root, location, tensors, outputs, lasti, checks, edges, tag, ref):
-        var = self.var
-        if is_root:
-            in_keys = [var(t) for t in tensors]
-        else:  # an inner node of one op: the arguments that feed it
-            fed = {e[0] for e in edges if e is not None}
-            in_keys = [var(t) for t in tensors if _edge_key(self, t) in fed]
+        in_keys = self._input_keys(edges, tensors, is_root)
         outs = []
         live = self.builder.live_variables
         for o in outputs:
@@ -390,11 +397,39 @@ class TorchAdapter(TorchEvents):
             nbytes = 0 if dtype is None else _numel(shape) * _itemsize(self.torch, dtype)
             outs.append((hidden, shape, dtype or "", nbytes, True, False, None, None, None))
         saved = self._saved(node, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
+        if saved and not hidden:
+            saved = _saved_outputs_named(saved, [o for o in outputs if id(o) in live or
+                                                 any(f[0] == id(o) for f in outs)])
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
                         lasti=lasti, handle=ref)
         if hidden is not None:
             self.builder.variable_died(hidden)
         node.register_prehook(tag)
+
+    def _input_keys(self, edges, tensors, is_root):
+        """The node's ``input_variables``, lined up with its ``edges`` (None for an input no argument gave, as
+        ``bias=None``). The root node of a call lists the arguments that feed none of its inputs after them (an
+        index, a running mean); an inner node of one call (``F.cross_entropy``'s NLL after its log-softmax) only
+        the arguments that feed it."""
+        var = self.var
+        if is_root and len(tensors) == len(edges) and _lined_up(edges, tensors):
+            return [var(t) for t in tensors]  # the usual case: one argument per input, in order
+        known = self._arguments
+        if known is not None and known[0] is tensors:  # the next node of the same call (MHA builds thirty)
+            unique, own = known[1], known[2]
+        else:
+            unique, seen = [], set()
+            for t in tensors:  # q, k and v of self-attention are one tensor: one argument, fed to any of them
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    unique.append(t)
+            own = [_edge_of(self, t) for t in unique]
+            self._arguments = (tensors, unique, own)
+        fed, rest = tg.align_inputs(edges, own, is_root)
+        keys = [None if j is None else var(unique[j]) for j in fed]
+        if is_root:
+            keys.extend(var(unique[j]) for j in rest)
+        return keys
 
     def _saved(self, node, info, tensors, tag=None):
         """``SavedFact``s (plain tuples, in the builder's order) for what ``node`` saved: a saved tensor whose
@@ -469,12 +504,12 @@ class TorchAdapter(TorchEvents):
                 tensors.append(a)
             elif type(a) is list or type(a) is tuple:
                 tensors.extend([x for x in a if isinstance(x, Tensor)])
-        if kwargs:
-            out = kwargs.get("out")
-            if isinstance(out, Tensor):
-                tensors.append(out)
-            elif isinstance(out, (list, tuple)):
-                tensors.extend([x for x in out if isinstance(x, Tensor)])
+        if kwargs:  # (F.layer_norm passes its weight and bias by keyword)
+            for value in kwargs.values():
+                if isinstance(value, Tensor):
+                    tensors.append(value)
+                elif isinstance(value, (list, tuple)):
+                    tensors.extend([x for x in value if isinstance(x, Tensor)])
         try:
             before = [t._version for t in tensors]
         except RuntimeError:  # an inference tensor has no version counter
@@ -585,12 +620,17 @@ class TorchAdapter(TorchEvents):
         ref = _Ref(tag, self._node_gone)
         ref.key = key
         try:
-            live = self.builder.live_variables
-            in_keys = []
-            for t in tensors:
-                k = id(t)
-                in_keys.append(k if k in live else self.var(t))
+            if len(tensors) == len(edges) and _lined_up(edges, tensors):
+                live = self.builder.live_variables
+                in_keys = []
+                for t in tensors:
+                    k = id(t)
+                    in_keys.append(k if k in live else self.var(t))
+            else:  # a bias=None, an index argument: find which argument feeds which input
+                in_keys = self._input_keys(edges, tensors, True)
             saved = self._saved(fn, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
+            if saved:
+                saved = _saved_outputs_named(saved, (out,))
             self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys,
                             (self.output(out, False),), saved, location, None, False, site, ref)
         except BaseException:
@@ -737,12 +777,42 @@ def _is_parameter_storage(t):
     return base.is_leaf and base.requires_grad
 
 
-def _edge_key(adapter, t):
+def _saved_outputs_named(facts, outputs):
+    """``facts`` with each saved result that is one of the op's ``outputs`` (same memory, same shape: ReLU's,
+    softmax's) pointing at that output's Variable, as a saved input points at its argument; a result the node
+    keeps for itself (batch norm's batch mean) stays unnamed."""
+    named = None
+    for k, fact in enumerate(facts):
+        if fact[0] is not None or fact[1] != "output" or fact[6] is None:  # (no memory: a checkpoint placeholder)
+            continue
+        for o in outputs:
+            if o.untyped_storage().data_ptr() == fact[6][2] and tuple(o.shape) == fact[3]:
+                if named is None:
+                    named = list(facts)
+                named[k] = (id(o),) + fact[1:]
+                break
+    return facts if named is None else named
+
+
+def _lined_up(edges, tensors):
+    """Whether each argument can be the input at its position: an edge where it requires grad, none where not
+    (an argument list with a keyword-passed weight or an index in it does not line up)."""
+    for edge, t in zip(edges, tensors):
+        if (edge is None) == t.requires_grad:
+            return False
+    return True
+
+
+def _edge_of(adapter, t):
+    """The edge a node taking ``t`` has to it: ``(node key, output_nr)``, ``(leaf key, LEAF)``, or None when ``t``
+    needs no gradient (or was made by a node we do not know)."""
     fn = tg.grad_fn_of(t)
     if fn is not None:
         tag = tg.tag_of(fn, adapter)
-        return None if tag is None else tag.id
-    return id(t) if t.requires_grad else None
+        if tag is None:
+            return None
+        return (tag.id, LEAF) if tag.leaf is not None else (tag.id, t.output_nr)
+    return (id(t), LEAF) if t.requires_grad else None
 
 
 def torch_imported():

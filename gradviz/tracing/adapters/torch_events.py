@@ -442,6 +442,8 @@ class TorchEvents:
                 parent, parent_path = calls[-1] if calls else (None, None)
                 path = self.names.path(module, parent, parent_path, user_frame)
                 calls.append((module, path))
+                if parent is None and inputs and self.backward_call is None:  # (not a checkpoint's recompute)
+                    self._name_inputs(inputs, path)
                 builder.module_enter(id(module), path, type(module).__name__)
                 found = self.names.take_new_parameters()
                 if found:
@@ -698,6 +700,27 @@ class TorchEvents:
         b.backward_end(None if error is None else _error(error, call))
 
     # ----- names ------------------------------------------------------------------------------------------------
+    def _name_inputs(self, inputs, path):
+        """Name the data a module the user's code called is given (its tensors made by no op): the Python name
+        the calling code binds it to, else ``input of model`` (the forward view starts there)."""
+        Tensor = self._Tensor
+        tensors = [t for t in inputs if isinstance(t, Tensor)]
+        live = self.builder.live_variables
+        unnamed = []
+        for t in tensors:
+            rec = live.get(id(t))
+            if rec is None or (rec.name is None and rec.origin != "op"):
+                unnamed.append(t)
+        if not unnamed:
+            return
+        bound = names_in_frame(user_frame(2), Tensor)
+        names = {}
+        for number, t in enumerate(tensors):
+            if any(t is u for u in unnamed):
+                names[self.var(t)] = bound.get(id(t)) or (
+                    f"input {number} of {path}" if len(tensors) > 1 else f"input of {path}")
+        self.builder.name_variables(names)
+
     def _name_from_frame(self, frame, quick=False):
         """Give unnamed live tensors the name the user's frame binds them to (at each backward, ``quick``: only
         the global names that held tensors at the last full pass while the globals keep their size)."""

@@ -178,3 +178,50 @@ def output_meta(node):
 
 
 _dtype_names = {}  # torch.float32 -> "float32" (str() of a dtype is ~0.4 us; an op hiding a value asks per node)
+
+
+def align_inputs(slots, edges_of_tensors, moved=True):
+    """Which tensor argument feeds each of a node's inputs: ``[tensor index or None per slot]`` and the indices
+    of the tensors that feed no slot (an index, a mask, a running mean).
+
+    ``slots`` are the node's edges (``next_functions``: an edge per input, None where that input needs no
+    gradient or was not given, as a ``bias=None``); ``edges_of_tensors`` the edge each argument would have (None
+    for one that needs no gradient). An argument whose edge is a slot's edge feeds that slot (both slots of
+    ``x * x``). The others are placed by argument order, which is the order of the slots: between two matched
+    slots, the arguments without an edge fill the empty slots in turn, and an argument whose edge moved (an
+    in-place op's target, now its own output) fills the slot whose edge matched nothing (not with ``moved``
+    False: an inner node of a call, whose other inputs are nodes of the same call). Where there are more such
+    arguments than slots between two matches, nothing is guessed."""
+    first = {}
+    for j, own in enumerate(edges_of_tensors):
+        if own is not None and own not in first:
+            first[own] = j
+    fed = [first.get(edge) if edge is not None else None for edge in slots]
+    matched = set(fed)
+    matched.discard(None)
+    if None not in fed or len(matched) == len(edges_of_tensors) or (not moved and (None not in slots or all(
+            own is not None for own in edges_of_tensors))):
+        # every input fed, every argument placed, or (an inner node) no empty input or no argument without a
+        # gradient to fill one: nothing left to place
+        return fed, [j for j in range(len(edges_of_tensors)) if j not in matched]
+    placed = [j in matched for j in range(len(edges_of_tensors))]
+    anchors = [(-1, -1)] + [(i, j) for i, j in enumerate(fed) if j is not None] + \
+        [(len(slots), len(edges_of_tensors))]
+    for (i0, j0), (i1, j1) in zip(anchors, anchors[1:]):
+        if j1 < j0:  # matched out of argument order (a keyword argument): the gap has no order to go by
+            continue
+        for needs_grad in (False, True) if moved else (False,):
+            empty = [i for i in range(i0 + 1, i1) if fed[i] is None and (slots[i] is not None) == needs_grad]
+            free = [j for j in range(j0 + 1, j1) if not placed[j] and (edges_of_tensors[j] is not None) == needs_grad]
+            if free and len(free) <= len(empty):
+                for i, j in zip(empty, free):
+                    fed[i], placed[j] = j, True
+    # the node takes its inputs in another order than the call its arguments (addmm: bias first, for
+    # ``F.linear(x, weight, bias)``): what is left is placed in order when it fits
+    for needs_grad in (False, True) if moved else (False,):
+        empty = [i for i, j in enumerate(fed) if j is None and (slots[i] is not None) == needs_grad]
+        free = [j for j, own in enumerate(edges_of_tensors) if not placed[j] and (own is not None) == needs_grad]
+        if free and len(free) <= len(empty):
+            for i, j in zip(empty, free):
+                fed[i], placed[j] = j, True
+    return fed, [j for j, done in enumerate(placed) if not done]
