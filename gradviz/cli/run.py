@@ -66,20 +66,21 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     from .session import trace_script
 
     output = Output(quiet=quiet or json_only)
+    schedule = choose_schedule(output, light, full_steps, trace_steps)  # the job's ranks record the same iterations
     if nproc_per_node is not None or timeout is not None:
         if use_torch or engine == "gradviz":
             output.abort("--nproc-per-node runs a torchrun job, on PyTorch: drop --engine gradviz / --torch")
         _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
-                 no_check_backward, exact_memory, json_only)
+                 no_check_backward, exact_memory, json_only, schedule)
     show_progress = output.is_terminal and not (quiet or json_only)
-    schedule = choose_schedule(output, light, full_steps, trace_steps)
     choice = choose_engine(output, engine, script, use_torch)
     # resolved before the script runs: it may change or even delete the working folder
     out_dir = os.path.abspath(out_dir or default_out_dir(script))
     written = None
     from ..distributed.launch import ChildTracing
 
-    children = ChildTracing(None if json_only else out_dir, choice.trace, not no_check_backward, exact_memory, script)
+    children = ChildTracing(None if json_only else out_dir, choice.trace, not no_check_backward, exact_memory, script,
+                            schedule)
     try:
         try:
             if json_only:
@@ -155,7 +156,7 @@ def choose_schedule(output, light, full_steps, trace_steps):
 
 
 def _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
-             no_check_backward, exact_memory, json_only):
+             no_check_backward, exact_memory, json_only, schedule):
     """``--nproc-per-node N``: the script as a torchrun job (``gradviz torchrun --standalone``)."""
     if nproc_per_node is None:
         output.abort("--timeout applies to a job: give --nproc-per-node too (or use `gradviz torchrun`)")
@@ -163,7 +164,8 @@ def _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_o
 
     run_job(output, ["--standalone", "--nproc-per-node", str(nproc_per_node)], script, list(args), out_dir=out_dir,
             fmt=fmt, timeout=timeout, fail_on=fail_on, draw=not no_render, max_nodes=max_nodes,
-            check_backward=not no_check_backward, exact_memory=exact_memory, json_only=json_only)
+            check_backward=not no_check_backward, exact_memory=exact_memory, json_only=json_only,
+            schedule=schedule)
 
 
 def _print_job(output, doc):
