@@ -377,8 +377,11 @@ def script_exception(index, out):
 def _ddp_reduction_error(index, out, exc):
     """DDP's "Expected to have finished reduction" error. When the DDP watcher saw it (the document's ``ddp``
     section), the DDP rules name the parameters and the skipped line (``ddp_rules``: this process alone, or the
-    job's ranks at the merge); otherwise it is explained here from the message alone."""
+    job's ranks at the merge); otherwise, when this process raised it, it is explained here from the message
+    alone."""
     if (index.doc.get("ddp") or {}).get("errors"):
+        return
+    if exc.get("type") != "RuntimeError":  # (e.g. mp.spawn's ProcessRaisedException: the child's document explains)
         return
     first = str(exc.get("message") or "").split("\n")[0]
     out.add("ddp-unused-parameters",
