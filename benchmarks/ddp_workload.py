@@ -1,5 +1,6 @@
 """The workload bench_ddp.py times: an MLP training step (784-256-128-10, batch 64, float32, cross-entropy, SGD),
-either one plain process (``single``) or one rank of a DDP job on gloo (``ddp``).
+either one plain process (``single``; under torchrun, each process one of that) or one rank of a DDP job on gloo
+(``ddp``).
 
     python ddp_workload.py single|ddp STEPS RESULT_PREFIX
 
@@ -11,6 +12,7 @@ plus every other thread's, gloo's all-reduce threads among them), and writes the
 """
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -20,7 +22,7 @@ import torch.nn.functional as F
 
 mode, steps, prefix = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.set_num_threads(1)
-rank = 0
+rank = int(os.environ.get("RANK", 0))  # (``single`` under torchrun: independent processes, one file each)
 model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128), torch.nn.ReLU(),
                             torch.nn.Linear(128, 10))
 if mode == "ddp":
