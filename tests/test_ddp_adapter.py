@@ -84,23 +84,32 @@ def test_no_sync_evaluation_and_steps_are_recorded():
     assert diagnose_job([tr.to_dict()]) == []
 
 
-def test_gradients_are_fingerprinted_at_the_first_steps_then_every_eighth():
-    from gradviz.tracing.adapters.torch_ddp import FINGERPRINT_ALL, FINGERPRINT_EVERY
-
+def _steps(light, total):
     model = DDP(Net())
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    total = FINGERPRINT_ALL + 2 * FINGERPRINT_EVERY + 1
-    with gradviz.trace(engine="torch") as tr:
+    with gradviz.trace(engine="torch", light=light) as tr:
         for _ in range(total):
             opt.zero_grad()
             model(torch.randn(2, 3)).sum().backward()
             opt.step()
-    ddp = tr.to_dict()["ddp"]
-    assert ddp["step_count"] == total
+    return tr.to_dict()
+
+
+def test_gradients_are_fingerprinted_on_the_full_iterations_only_and_those_steps_are_kept():
+    doc = _steps(light=True, total=70)
+    ddp = doc["ddp"]
+    assert ddp["step_count"] == 70
+    full = [it for r in doc["schedule"]["full"] for it in range(r["first"], r["last"] + 1)]
+    assert full == [0, 1, 2, 8, 16, 32, 64]
     sampled = [s["step"] for s in ddp["steps"] if s["gradients"]]
-    assert sampled == [*range(FINGERPRINT_ALL), FINGERPRINT_ALL, FINGERPRINT_ALL + FINGERPRINT_EVERY,
-                       FINGERPRINT_ALL + 2 * FINGERPRINT_EVERY]
+    assert sampled == full  # step 32 is kept although it is neither among the first nor the last 32 steps
+    assert [s["step"] for s in ddp["steps"]] == [*range(32), 32, *range(38, 70)]
     assert all(len(s["gradients"]) == 6 for s in ddp["steps"] if s["gradients"])
+
+
+def test_every_step_is_fingerprinted_when_every_iteration_is_traced_in_full():
+    ddp = _steps(light=False, total=5)["ddp"]
+    assert [bool(s["gradients"]) for s in ddp["steps"]] == [True] * 5
 
 
 def test_accumulation_without_no_sync_on_one_rank():

@@ -66,13 +66,13 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     from .session import trace_script
 
     output = Output(quiet=quiet or json_only)
+    schedule = choose_schedule(output, light, full_steps, trace_steps)  # the job's ranks record the same iterations
     if nproc_per_node is not None or timeout is not None:
         if use_torch or engine == "gradviz":
             output.abort("--nproc-per-node runs a torchrun job, on PyTorch: drop --engine gradviz / --torch")
         _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
-                 no_check_backward, exact_memory, json_only)
+                 no_check_backward, exact_memory, json_only, schedule)
     show_progress = output.is_terminal and not (quiet or json_only)
-    schedule = choose_schedule(output, light, full_steps, trace_steps)
     try:  # a SCRIPT that cannot run (a mistyped option, say) is its one line, before any note about the engine
         compile_script(script)
     except ScriptError as exc:
@@ -83,7 +83,8 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
     written = None
     from ..distributed.launch import ChildTracing
 
-    children = ChildTracing(None if json_only else out_dir, choice.trace, not no_check_backward, exact_memory, script)
+    children = ChildTracing(None if json_only else out_dir, choice.trace, not no_check_backward, exact_memory, script,
+                            schedule)
     try:
         try:
             if json_only:
@@ -159,7 +160,7 @@ def choose_schedule(output, light, full_steps, trace_steps):
 
 
 def _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
-             no_check_backward, exact_memory, json_only):
+             no_check_backward, exact_memory, json_only, schedule):
     """``--nproc-per-node N``: the script as a torchrun job (``gradviz torchrun --standalone``)."""
     if nproc_per_node is None:
         output.abort("--timeout applies to a job: give --nproc-per-node too (or use `gradviz torchrun`)")
@@ -167,7 +168,8 @@ def _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_o
 
     run_job(output, ["--standalone", "--nproc-per-node", str(nproc_per_node)], script, list(args), out_dir=out_dir,
             fmt=fmt, timeout=timeout, fail_on=fail_on, draw=not no_render, max_nodes=max_nodes,
-            check_backward=not no_check_backward, exact_memory=exact_memory, json_only=json_only)
+            check_backward=not no_check_backward, exact_memory=exact_memory, json_only=json_only,
+            schedule=schedule)
 
 
 def _print_job(output, doc):

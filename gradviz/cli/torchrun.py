@@ -25,7 +25,15 @@ from .artifacts import FORMATS
 @click.option("--no-check-backward", is_flag=True,
               help="Don't check custom autograd Functions' backward numerically (the wrong-backward diagnosis).")
 @click.option("--exact-memory", is_flag=True, help="Measure saved memory through saved-tensor hooks (slower).")
-def torchrun(args, out_dir, fmt, timeout, fail_on, quiet, no_render, max_nodes, no_check_backward, exact_memory):
+@click.option("--light/--full", "light", default=True, show_default=True,
+              help="As for `gradviz run`: each rank records every op only on its first, sampled and new-shape "
+                   "iterations (--light) or on every iteration (--full).")
+@click.option("--full-steps", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
+              help="With --light: how many first iterations each rank records in full.")
+@click.option("--trace-steps", default=None, metavar="A:B",
+              help="Each rank records exactly iterations A to B (inclusive) in full, the others light.")
+def torchrun(args, out_dir, fmt, timeout, fail_on, quiet, no_render, max_nodes, no_check_backward, exact_memory,
+             light, full_steps, trace_steps):
     """Run a script with PyTorch's torchrun, every rank traced; one report for the job.
 
     gradviz's options come first, then torchrun's own (passed through: --nproc-per-node, --standalone, ...),
@@ -35,6 +43,9 @@ def torchrun(args, out_dir, fmt, timeout, fail_on, quiet, no_render, max_nodes, 
 
     output = Output(quiet=quiet)
     from ..distributed.launch import LaunchError, split_torchrun_args
+    from .run import choose_schedule
+
+    schedule = choose_schedule(output, light, full_steps, trace_steps)
 
     try:
         torchrun_args, script, script_args = split_torchrun_args(list(args))
@@ -42,11 +53,11 @@ def torchrun(args, out_dir, fmt, timeout, fail_on, quiet, no_render, max_nodes, 
         output.abort(str(exc))
     run_job(output, torchrun_args, script, script_args, out_dir=out_dir, fmt=fmt, timeout=timeout,
             fail_on=fail_on, draw=not no_render, max_nodes=max_nodes, check_backward=not no_check_backward,
-            exact_memory=exact_memory)
+            exact_memory=exact_memory, schedule=schedule)
 
 
 def run_job(output, torchrun_args, script, script_args, out_dir=None, fmt="svg", timeout=None, fail_on="error",
-            draw=True, max_nodes=500, check_backward=True, exact_memory=False, json_only=False):
+            draw=True, max_nodes=500, check_backward=True, exact_memory=False, json_only=False, schedule=None):
     """Launch, merge the ranks' documents, write the files, print the report; exits with the job's status."""
     from ..distributed.launch import job_config, torchrun_command
     from ..distributed.launch import run_job as launch
@@ -56,7 +67,7 @@ def run_job(output, torchrun_args, script, script_args, out_dir=None, fmt="svg",
     if not os.path.isfile(script):
         output.abort(f"no such script `{script}`")
     out_dir = os.path.abspath(out_dir or default_out_dir(script))
-    config = job_config(out_dir, "torch", check_backward, exact_memory, script)
+    config = job_config(out_dir, "torch", check_backward, exact_memory, script, schedule)
     try:
         code, timed_out = launch(torchrun_command(torchrun_args, script, script_args), config, timeout)
     except KeyboardInterrupt:

@@ -360,6 +360,9 @@ def script_exception(index, out):
     if code == "optimize-non-leaf":
         _optimize_non_leaf(index, out, exc)
         return
+    if code == "ddp-unused-parameters":
+        _ddp_reduction_error(index, out, exc)
+        return
     if code == "leaf-inplace":
         message = (f"in-place operation on a leaf that requires grad: {exc.get('message')}")
         hint = ("Update parameters under `torch.no_grad()` (as optimizers do), or use an out-of-place op if the "
@@ -368,6 +371,26 @@ def script_exception(index, out):
         message = f"the script stopped: {exc.get('message')}"
         hint = "See the explanation of this error."
     out.add(code, message, hint, loc, variables=variables, details={"exception": exc.get("type")},
+            order=(3, 0))
+
+
+def _ddp_reduction_error(index, out, exc):
+    """DDP's "Expected to have finished reduction" error. When the DDP watcher saw it (the document's ``ddp``
+    section), the DDP rules name the parameters and the skipped line (``ddp_rules``: this process alone, or the
+    job's ranks at the merge); otherwise, when this process raised it, it is explained here from the message
+    alone."""
+    if (index.doc.get("ddp") or {}).get("errors"):
+        return
+    if exc.get("type") != "RuntimeError":  # (e.g. mp.spawn's ProcessRaisedException: the child's document explains)
+        return
+    first = str(exc.get("message") or "").split("\n")[0]
+    out.add("ddp-unused-parameters",
+            f"the script stopped: DistributedDataParallel found parameters that got no gradient in the previous "
+            f"iteration ({first})",
+            "A branch skipped a layer, or its output did not reach the loss: pass `find_unused_parameters=True` to "
+            "DistributedDataParallel(...), or use the layer in every iteration. Run with "
+            "TORCH_DISTRIBUTED_DEBUG=INFO to have PyTorch name the parameters.",
+            exc.get("location"), details={"exception": exc.get("type"), "ranks": [], "parameters": []},
             order=(3, 0))
 
 

@@ -35,6 +35,23 @@ def diagnose_job(rank_docs):
     return out.finish()
 
 
+def diagnose_process(doc, out):
+    """The DDP rules one process can answer alone, into ``out``, when that process is the whole job: a DDP model
+    in a one-rank group (``gradviz run`` of a script that wraps its model in DDP with world size 1, or a job of
+    one rank). Unused parameters (PyTorch's reduction error among them) and accumulation without ``no_sync`` need
+    no second rank; divergent graphs and gradient mismatches do. A rank of a larger job is left to
+    ``diagnose_job``, which the merge of the job's documents runs over every rank."""
+    ddp = doc.get("ddp")
+    if not ddp or not ddp.get("modules"):
+        return
+    world_size = (ddp.get("process") or {}).get("world_size")
+    if world_size not in (None, 1):
+        return
+    ranks = [_Rank(doc, 0)]
+    unused_parameters(ranks, out)
+    accumulate_without_no_sync(ranks, out)
+
+
 class _Rank:
     def __init__(self, doc, position):
         self.doc = doc

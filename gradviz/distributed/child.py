@@ -94,7 +94,7 @@ def _traced_run(run, config, how, index, name):
     from .rpc import RpcUse, note_unseen
 
     tr = gradviz.trace(engine=config.get("engine", "auto"), check_backward=config.get("check_backward", True),
-                       exact_memory=config.get("exact_memory", False))
+                       exact_memory=config.get("exact_memory", False), **(config.get("schedule") or {}))
     last = LastWords()
     rpc = RpcUse().start()
     tr.start()

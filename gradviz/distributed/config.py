@@ -15,10 +15,12 @@ _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 PROCESSES = "processes"
 
 
-def new_config(out_dir, engine="auto", check_backward=True, exact_memory=False, script=None):
-    """The settings a run hands down: its folder for process documents, its id and the trace options."""
+def new_config(out_dir, engine="auto", check_backward=True, exact_memory=False, script=None, schedule=None):
+    """The settings a run hands down: its folder for process documents, its id and the trace options (``schedule``:
+    ``gradviz.trace``'s light / full_steps / trace_steps, so every process records the iterations the run would)."""
     return {"run_id": uuid.uuid4().hex[:12], "folder": os.path.join(os.path.abspath(out_dir), PROCESSES),
             "engine": engine, "check_backward": bool(check_backward), "exact_memory": bool(exact_memory),
+            "schedule": dict(schedule) if schedule else None,
             "script": script, "parent_pid": os.getpid(), "gradviz_path": _PACKAGE_PARENT}
 
 

@@ -50,9 +50,9 @@ def torchrun_command(torchrun_args, script, script_args):
             script, *script_args]
 
 
-def job_config(out_dir, engine, check_backward, exact_memory, script):
+def job_config(out_dir, engine, check_backward, exact_memory, script, schedule=None):
     config = new_config(out_dir, engine=engine, check_backward=check_backward, exact_memory=exact_memory,
-                        script=script)
+                        script=script, schedule=schedule)
     clear_old_documents(config)
     return config
 
@@ -99,7 +99,7 @@ class ChildTracing:
     ``report(doc)`` after the run gives the document to write: the script's own with its ``process`` section,
     merged with its children's when it started any. ``close()`` undoes everything (idempotent)."""
 
-    def __init__(self, out_dir, engine, check_backward, exact_memory, script):
+    def __init__(self, out_dir, engine, check_backward, exact_memory, script, schedule=None):
         """``out_dir`` None: the children's documents go to a temporary folder, removed after the merge."""
         self.config = None
         self._temporary = None
@@ -107,21 +107,21 @@ class ChildTracing:
             import tempfile
 
             out_dir = self._temporary = tempfile.mkdtemp(prefix="gradviz-children-")
-        self.args = (out_dir, engine, check_backward, exact_memory, script)
+        self.args = (out_dir, engine, check_backward, exact_memory, script, schedule)
         self._watch = None
         self.children = None
 
     def started(self, tr):
         from .parent import watch
 
-        out_dir, engine, check_backward, exact_memory, script = self.args
+        out_dir, engine, check_backward, exact_memory, script, schedule = self.args
         try:
-            self.config = job_config(out_dir, engine, check_backward, exact_memory, script)
+            self.config = job_config(out_dir, engine, check_backward, exact_memory, script, schedule)
         except OSError:  # the output folder cannot be made: the report says so later; children write elsewhere
             import tempfile
 
             self._temporary = tempfile.mkdtemp(prefix="gradviz-children-")
-            self.config = job_config(self._temporary, engine, check_backward, exact_memory, script)
+            self.config = job_config(self._temporary, engine, check_backward, exact_memory, script, schedule)
         self._watch = watch(self.config, tr)
         self.children = self._watch.__enter__()
 

@@ -38,7 +38,8 @@ def main(argv=None):
     try:
         traced = trace_script(argv[0], argv[1:], engine=config.get("engine", "auto"),
                               check_backward=config.get("check_backward", True),
-                              exact_memory=config.get("exact_memory", False), started=started)
+                              exact_memory=config.get("exact_memory", False), schedule=config.get("schedule"),
+                              started=started)
     except ScriptError as exc:
         sys.stderr.write(f"gradviz: {exc}\n")
         return 2

@@ -54,6 +54,8 @@ ERROR_MESSAGES = (
     ("leaf variable that requires grad is being used in an in-place operation", "leaf-inplace"),
     ("view of a leaf variable that requires grad is being used in an in-place operation", "leaf-inplace"),
     ("can't optimize a non-leaf tensor", "optimize-non-leaf"),  # an optimizer's ValueError (gradviz's too)
+    # DistributedDataParallel's reducer, at the forward after a backward that left some parameter without a gradient
+    ("expected to have finished reduction in the prior iteration", "ddp-unused-parameters"),
 )
 
 

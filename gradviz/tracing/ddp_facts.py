@@ -2,8 +2,9 @@
 
 The torch adapter's DDP watcher (``adapters/torch_ddp.py``) reports facts here through ``TraceBuilder.ddp``; the
 job-level rules (``diagnose/ddp_rules.py``) compare the sections of every rank. Per-forward and per-step records
-are kept for the first and last ``KEEP`` of each, so a long run stays bounded; ``unused`` and ``accumulation``
-summarise every forward and every step, whatever was kept.
+are kept for the first and last ``KEEP`` of each, so a long run stays bounded (and, among the steps, the first and
+last ``KEEP`` of those whose gradients were fingerprinted, which the ranks' gradients are compared at);
+``unused`` and ``accumulation`` summarise every forward and every step, whatever was kept.
 """
 
 KEEP = 32
@@ -37,6 +38,7 @@ class DdpFacts:
         self.forwards = _Ends()
         self.backward_count = 0  # forwards whose backward reached some parameter
         self.steps = _Ends()
+        self.sampled_steps = _Ends()  # the steps with gradient fingerprints (full iterations)
         self.unused = {}  # (module path, parameter) -> {"count", "first_forward", "iteration", "location", "skipped"}
         self.accumulation = {"steps": 0, "unsynchronised_micro_steps": 0, "extra_syncs": 0, "first": None}
         self.errors = []
@@ -58,6 +60,8 @@ class DdpFacts:
             self._note_unused(record)
         elif kind == "step":
             self.steps.add(record)
+            if record.get("gradients"):
+                self.sampled_steps.add(record)
             self._note_accumulation(record)
         elif kind == "error" and len(self.errors) < 20:
             self.errors.append(record)
@@ -87,6 +91,11 @@ class DdpFacts:
                     acc["first"] = dict(micro, step=record["step"], iteration=record["iteration"],
                                         step_location=record["location"])
 
+    def _kept_steps(self):
+        kept = {r["step"]: r for r in self.steps.records()}
+        kept.update((r["step"], r) for r in self.sampled_steps.records())
+        return [kept[step] for step in sorted(kept)]
+
     def section(self, loc):
         """The ``ddp`` section (``loc`` turns a Location into its dict), or None when no DDP module was seen."""
         if not self.modules and self.process is None:
@@ -114,7 +123,7 @@ class DdpFacts:
             "forward_count": self.forwards.count,
             "backward_count": self.backward_count,
             "steps": [dict(located(r, "location"), micro=[located(m, "location") for m in r.get("micro", ())])
-                      for r in self.steps.records()],
+                      for r in self._kept_steps()],
             "step_count": self.steps.count,
             "unused": [located(e, "location") for e in self.unused.values()],
             "accumulation": acc,

@@ -7,9 +7,11 @@ that holds parameters (where the user's code calls it: the line a branch skips w
 post-accumulate-grad hook on each parameter (which parameters this rank's backward reached). Per forward we note
 whether it all-reduces (grad mode on and not under ``no_sync()``: DDP decides that at forward) and, once its
 backward has run, which wrapped parameters got no gradient. Per optimizer step (a global step pre-hook) we note
-the micro-steps since the last step and (at the first 32 steps, then every 8th) a fingerprint of every stepped
-gradient, after the all-reduce: its norm and its sum. PyTorch's "Expected to have finished reduction in the prior
-iteration" error, raised at a DDP forward, is noted with the parameters it names.
+the micro-steps since the last step and, on a fully traced iteration only (the schedule's first and sampled
+iterations, the same on every rank: tracing/schedule.py), a fingerprint of every stepped gradient, after the
+all-reduce: its norm and its sum, a pair of numbers per parameter rather than the tensor. PyTorch's "Expected to
+have finished reduction in the prior iteration" error, raised at a DDP forward, is noted with the parameters it
+names.
 
 Everything is reported as ``TraceBuilder.ddp(kind, fields)`` facts; the rules that compare ranks read the
 document's ``ddp`` section only.
@@ -26,10 +28,6 @@ _INDICES = re.compile(r"Parameter indices which did not receive grad for rank (\
 _NAMES = re.compile(r"Parameters which did not receive grad for rank (\d+):\s*([^\n]+)")
 
 _wrapped = []  # (DistributedDataParallel, its own forward) while a trace is attached
-# gradients are fingerprinted at every one of the first optimizer steps, then at every 8th (two reductions per
-# gradient, about 0.15 ms a step for an MLP of 235k parameters)
-FINGERPRINT_ALL = 32
-FINGERPRINT_EVERY = 8
 
 
 def _here():
@@ -250,7 +248,9 @@ class DDPWatch:
             entry["synced"] += record.synced
         self.since_step = []
         n = self.step_count
-        sampled = n < FINGERPRINT_ALL or n % FINGERPRINT_EVERY == 0  # the same steps on every rank
+        # two reductions per gradient (about 0.05 ms a step for an MLP of 235k parameters): on full iterations only
+        light = getattr(self.adapter, "light_steps", None)
+        sampled = light is None or not light.on
         self.builder.ddp("step", {"step": n, "location": _here(), "optimizer": type(optimizer).__name__,
                                   "micro": list(micro.values()),
                                   "gradients": self._fingerprints(optimizer) if sampled else {}})
