@@ -25,6 +25,7 @@ NODE_BUDGET = 80  # nodes per view: readable at one zoom step on a laptop screen
 SVG_BYTES_CAP = 3 * 1024 * 1024  # all views as embedded (top ones as text, the others packed); page <= 5 MiB
 MAX_LEVELS = 8  # nested views below a picture
 WORKERS = 4  # views laid out at once: ``dot`` runs as a subprocess, so they overlap
+LEAF_KINDS = ("leaf", "const", "ghost")  # spec node kinds of leaves (a ghost: a leaf drawn again at a use)
 _ID = re.compile(r"\b(gv(?:-|&#45;))?([nve])(\d+)\b")
 _SLIM = re.compile(r'<title>[^<]*</title>\n?| font-family="Helvetica,sans-Serif"')
 # what two alike graphs' pictures differ in besides ids: the heading's numbers, clusters numbered in walk order
@@ -94,17 +95,25 @@ def _openings(spec, graph_nodes):
     children = {}
     for cluster in spec.clusters:
         children.setdefault(cluster.parent, []).append(cluster.name)
-    members = {}
+    members, by_name = {}, {node.name: node for node in spec.nodes}
     for node in spec.nodes:
-        members.setdefault(node.cluster, []).extend(n for n in node.doc_nodes if n in graph_nodes)
+        members.setdefault(node.cluster, []).append(node)
     for cluster in spec.clusters:
         if not (cluster.rows and cluster.rows[0].text.startswith("× ") and "dashed" in cluster.style):
             continue
-        ids, todo = [], [cluster.name]
+        inside, todo = [], [cluster.name]
         while todo:
             name = todo.pop()
-            ids += members.get(name, [])
+            inside += members.get(name, [])
             todo += children.get(name, [])
+        # with the leaves the steps read (parameters drawn beside their use): left out, they would all be one
+        # "input from elsewhere" box with an edge from every step, which dot lays out very slowly
+        names = {node.name for node in inside}
+        for edge in spec.edges:
+            for mine, other in ((edge.tail, edge.head), (edge.head, edge.tail)):
+                if mine in names and by_name.get(other) is not None and by_name[other].kind in LEAF_KINDS:
+                    inside.append(by_name[other])
+        ids = [n for node in inside for n in node.doc_nodes if n in graph_nodes]
         if len(ids) >= 2:
             out.append(_Opening(cluster.html_id, f"loop {cluster.rows[0].text} unfolded", sorted(set(ids)), "loop",
                                 {"fold_loops": False}))
@@ -132,7 +141,7 @@ class _Drawer:
         depth = options.pop("depth", None)
         if depth is None:
             depth = choose_depth(doc, [graph], self.node_budget, forward=options.get("forward", False),
-                                 fold_loops=options.get("fold_loops", True), at_least=at_least)
+                                 fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True)
         spec, source, data = lay_out(doc, "svg", self.budget, graphs=[graph], depth=depth, **options)
         return slim(data.decode("utf-8")), spec, depth, source
 
@@ -160,8 +169,8 @@ class _Drawer:
                 nodes = set(next((g.get("nodes") or [] for g in view_doc.get("graphs", [])
                                   if g["id"] == view.graph), []))
                 for opening in _openings(view_spec, nodes):
-                    if set(opening.nodes) == nodes and opening.kind != "loop":
-                        continue  # the element is the whole view: opening it would draw the same view
+                    if set(opening.nodes) == nodes and opening.kind in ("more", view.kind):
+                        continue  # the same view again (a layout that fell back to folding, say): no end to it
                     jobs.append((view, view_doc, opening, view_depth))
             if not jobs:
                 return
