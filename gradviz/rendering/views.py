@@ -160,9 +160,10 @@ class _Drawer:
         child.stands = _stands(spec)
         return child, spec, sub, child_depth
 
-    def below(self, top, doc, spec, depth, out):
-        """The views opened from ``top``'s elements, level by level, while the byte cap allows."""
-        level = [(top, doc, spec, depth)]
+    def below(self, roots, out):
+        """The views opened from the elements of ``roots`` ([(view, doc, spec, depth)]), level by level, while
+        the byte cap allows; appended to ``out``."""
+        level = roots
         for _ in range(MAX_LEVELS):
             jobs = []
             for view, view_doc, view_spec, view_depth in level:
@@ -231,32 +232,42 @@ def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, **options):
     from .layout import dot_available
 
     drawer = _Drawer(doc, budget, node_budget, options)
-    views, notes, first_of = [], [], {}
-    for picture in pictures_to_draw(doc):
+    views, notes, first_of, roots = [], [], {}, []
+    pictures = pictures_to_draw(doc)
+    if dot_available():
+        with ThreadPoolExecutor(WORKERS) as pool:
+            drawn = list(pool.map(lambda picture: _attempt(drawer.draw, doc, picture.graph), pictures))
+    for number, picture in enumerate(pictures):
         view = View(f"g{picture.graph}", picture.graph, picture.title, structure=picture.structure,
                     iteration=picture.iteration, which=picture.which)
+        views.append(view)
         if not dot_available():
             view.source = to_dot(build_graph(doc, graphs=[picture.graph], **options))
-            views.append(view)
             continue
-        try:
-            view.svg, spec, depth, drawer.sources[picture.graph] = drawer.draw(doc, picture.graph)
-        except Exception as exc:
-            view.error = str(exc) or type(exc).__name__
-            views.append(view)
+        result = drawn[number]
+        if isinstance(result, Exception):
+            view.error = str(result) or type(result).__name__
             continue
+        view.svg, spec, depth, drawer.sources[picture.graph] = result
         first = first_of.get(picture.structure)
         alias = _alias(doc, picture.graph, first.graph) if first is not None and first.svg else None
         if alias and _drawn_alike(drawer.sources[picture.graph], drawer.sources[first.graph], alias):
             view.svg, view.same_as, view.alias = None, first.key, alias
-            views.append(view)
             continue
         drawer.bytes += len(view.svg)
         view.stands = _stands(spec)
         first_of.setdefault(picture.structure, view)
-        views.append(view)
-        drawer.below(view, doc, spec, depth, views)
+        roots.append((view, doc, spec, depth))
+    drawer.below(roots, views)
     if drawer.capped:
         notes.append(f"{drawer.capped} view{'s' * (drawer.capped != 1)} not embedded to keep the page small "
                      f"(their boxes stay closed); `gradviz graph --depth` draws them")
     return views, notes
+
+
+def _attempt(function, *args):
+    """``function(*args)``, or the exception it raised (one view's failure is shown in its place)."""
+    try:
+        return function(*args)
+    except Exception as exc:
+        return exc
