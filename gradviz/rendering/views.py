@@ -19,9 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .collapse import choose_depth
+from .graph import READABLE_NODES
 from .pictures import pictures_to_draw
 
-NODE_BUDGET = 80  # nodes per view: readable at one zoom step on a laptop screen
+NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
 SVG_BYTES_CAP = 3 * 1024 * 1024  # all views as embedded (top ones as text, the others packed); page <= 5 MiB
 MAX_LEVELS = 8  # nested views below a picture
 WORKERS = 4  # views laid out at once: ``dot`` runs as a subprocess, so they overlap
@@ -127,14 +128,32 @@ def _stands(spec):
 
 
 class _Drawer:
-    def __init__(self, doc, budget, node_budget, options):
+    def __init__(self, doc, budget, node_budget, options, laid):
         self.doc, self.budget, self.node_budget, self.options = doc, budget, node_budget, options
+        self.laid = laid or {}
+        self.nodes = {n["id"]: n for n in doc.get("nodes", [])}
         self.bytes = 0
         self.capped = 0  # views left out by the byte cap
         self.sources = {}  # graph id -> DOT source of its top-level view
 
+    def top(self, graph):
+        """(svg, spec, DOT source) of a picture: as ``gradviz graph`` draws it (its depth fitted to the node
+        budget by ``build_graph``); the picture file's layout when ``gradviz run`` has made one (``laid``)."""
+        from . import raster
+        from .layout import lay_out
+
+        if graph in self.laid:
+            spec, source, text, fmt = self.laid[graph]
+            svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
+        else:
+            spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
+                                         node_budget=self.node_budget, **self.options)
+            svg = data.decode("utf-8")
+        return slim(svg), spec, source
+
     def draw(self, doc, graph, at_least=0, extra=None):
-        """(svg, spec, depth) of ``graph`` in ``doc`` at the depth that fits the node budget (``at_least``)."""
+        """(svg, spec) of part of ``graph`` (``doc`` restricted to it) at the depth that fits the node budget,
+        ``at_least`` that."""
         from .layout import lay_out
 
         options = dict(self.options, **(extra or {}))
@@ -142,42 +161,49 @@ class _Drawer:
         if depth is None:
             depth = choose_depth(doc, [graph], self.node_budget, forward=options.get("forward", False),
                                  fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True)
-        spec, source, data = lay_out(doc, "svg", self.budget, graphs=[graph], depth=depth, **options)
-        return slim(data.decode("utf-8")), spec, depth, source
+        spec, _, data = lay_out(doc, "svg", self.budget, graphs=[graph], depth=depth, **options)
+        return slim(data.decode("utf-8")), spec
+
+    def floor(self, opening):
+        """The least depth to draw a module box's inside at: one below the module's own (its place in its
+        nodes' module paths); 0 for a box standing for a module of every step of a folded loop."""
+        depths = [(self.nodes.get(n, {}).get("module") or []).index(opening.title) for n in opening.nodes
+                  if opening.title in (self.nodes.get(n, {}).get("module") or [])]
+        return min(depths) + 1 if depths else 0
 
     def _child(self, job):
-        view, doc, opening, depth = job
+        view, doc, opening = job
         sub = _restricted(doc, view.graph, opening.nodes)
         child = View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key,
                      box=opening.elem, kind=opening.kind)
-        floor = depth + 1 if opening.kind == "module" else 0
+        floor = self.floor(opening) if opening.kind == "module" else 0
         try:
-            child.svg, spec, child_depth, _ = self.draw(sub, view.graph, floor, opening.options)
+            child.svg, spec = self.draw(sub, view.graph, floor, opening.options)
         except Exception as exc:  # this view only: the page still shows the others
             child.error = str(exc) or type(exc).__name__
-            return child, None, sub, None
+            return child, None, sub
         child.packed = pack(child.svg)
         child.stands = _stands(spec)
-        return child, spec, sub, child_depth
+        return child, spec, sub
 
     def below(self, roots, out):
-        """The views opened from the elements of ``roots`` ([(view, doc, spec, depth)]), level by level, while
-        the byte cap allows; appended to ``out``."""
+        """The views opened from the elements of ``roots`` ([(view, doc, spec)]), level by level, while the
+        byte cap allows; appended to ``out``."""
         level = roots
         for _ in range(MAX_LEVELS):
             jobs = []
-            for view, view_doc, view_spec, view_depth in level:
+            for view, view_doc, view_spec in level:
                 nodes = set(next((g.get("nodes") or [] for g in view_doc.get("graphs", [])
                                   if g["id"] == view.graph), []))
                 for opening in _openings(view_spec, nodes):
                     if set(opening.nodes) == nodes and opening.kind in ("more", view.kind):
                         continue  # the same view again (a layout that fell back to folding, say): no end to it
-                    jobs.append((view, view_doc, opening, view_depth))
+                    jobs.append((view, view_doc, opening))
             if not jobs:
                 return
             level = []
             with ThreadPoolExecutor(WORKERS) as pool:
-                for job, (child, child_spec, sub, child_depth) in zip(jobs, pool.map(self._child, jobs)):
+                for job, (child, child_spec, sub) in zip(jobs, pool.map(self._child, jobs)):
                     view = job[0]
                     cost = len(child.packed or "")
                     if self.bytes + cost > SVG_BYTES_CAP:
@@ -187,7 +213,7 @@ class _Drawer:
                     out.append(child)
                     view.boxes.append(child.box)
                     if child_spec is not None:
-                        level.append((child, sub, child_spec, child_depth))
+                        level.append((child, sub, child_spec))
 
 
 def _normalized(text, alias):
@@ -224,19 +250,21 @@ def _alias(doc, graph, first):
     return {b[k]: a[k] for k in b} if a.keys() == b.keys() else None
 
 
-def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, **options):
+def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
     """(views, notes): every view of the page, top-level ones first in picture order, the views they open after
-    them; ``notes`` says what was left out."""
+    them; ``notes`` says what was left out. ``laid``: {graph id: (spec, DOT source, text, "svg" or "dot")} of
+    pictures already laid out with the same ``options`` (``gradviz run``'s picture files): an SVG is used as it
+    is, a layout (``dot -Tdot``, a PNG's) drawn as SVG without laying it out again."""
     from . import to_dot
     from .graph import build_graph
     from .layout import dot_available
 
-    drawer = _Drawer(doc, budget, node_budget, options)
+    drawer = _Drawer(doc, budget, node_budget, options, laid)
     views, notes, first_of, roots = [], [], {}, []
     pictures = pictures_to_draw(doc)
     if dot_available():
         with ThreadPoolExecutor(WORKERS) as pool:
-            drawn = list(pool.map(lambda picture: _attempt(drawer.draw, doc, picture.graph), pictures))
+            drawn = list(pool.map(lambda picture: _attempt(drawer.top, picture.graph), pictures))
     for number, picture in enumerate(pictures):
         view = View(f"g{picture.graph}", picture.graph, picture.title, structure=picture.structure,
                     iteration=picture.iteration, which=picture.which)
@@ -248,7 +276,7 @@ def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, **options):
         if isinstance(result, Exception):
             view.error = str(result) or type(result).__name__
             continue
-        view.svg, spec, depth, drawer.sources[picture.graph] = result
+        view.svg, spec, drawer.sources[picture.graph] = result
         first = first_of.get(picture.structure)
         alias = _alias(doc, picture.graph, first.graph) if first is not None and first.svg else None
         if alias and _drawn_alike(drawer.sources[picture.graph], drawer.sources[first.graph], alias):
@@ -257,7 +285,7 @@ def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, **options):
         drawer.bytes += len(view.svg)
         view.stands = _stands(spec)
         first_of.setdefault(picture.structure, view)
-        roots.append((view, doc, spec, depth))
+        roots.append((view, doc, spec))
     drawer.below(roots, views)
     if drawer.capped:
         notes.append(f"{drawer.capped} view{'s' * (drawer.capped != 1)} not embedded to keep the page small "
