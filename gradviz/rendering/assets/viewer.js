@@ -9,7 +9,7 @@
   var stage = document.getElementById("stage");
   var current = null;        // {key: view drawn, shown: view asked for (a deduped one shows its twin), pz, svg}
   var active = null;         // {diag: position, targets: [{kind, id}], step: index}
-  var MIN_TEXT_PX = 11;
+  var MIN_TEXT_PX = 12;  // node text on screen at least this (its box is about 1 px less)
 
   // ----- packed views: the views below the top ones come deflated; all are inflated once, after the first view
   // is on screen (a view asked for before then is shown when it is ready) --------------------------------------
