@@ -392,3 +392,52 @@ def test_a_node_past_max_nodes_is_drawn_in_the_view_the_more_box_opens(browser, 
     assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-more-more"
     assert selected_ids(browser) == [f"gv-n{first}"] and in_stage(browser, f"gv-n{first}")
     assert severe(browser) == []
+
+
+REAL_MODELS = {"transformer-2": ("transformer_doc", {}), "resnet-8": ("resnet_doc", {"blocks": 8}),
+               "resnet-48": ("resnet_doc", {"blocks": 48}), "lstm-lm": ("lstm_lm_doc", {}),
+               "structures-20": ("many_structures_doc", {})}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_MODELS))
+def test_done_when_on_real_pytorch_models(browser, tmp_path, name):
+    """Issue 17's "done when" on real PyTorch: diagnostics and a legible graph on the first screen, every node of
+    every drawn graph found and landed on, the memory chart's peak report.json's, no console errors."""
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import viewer_models
+
+    maker, kwargs = REAL_MODELS[name]
+    doc = getattr(viewer_models, maker)(**kwargs)
+    open_report(browser, tmp_path, doc)
+    bar, stage = browser.find_element(By.ID, "diagbar").rect, browser.find_element(By.ID, "stage").rect
+    assert bar["y"] < stage["y"] < 900 - 200                          # both on the first 1440x900 screen
+    if doc["diagnostics"]:
+        assert browser.find_elements(By.CSS_SELECTOR, ".dentry.active")   # the first one is shown at once
+    # node labels as rendered (their boxes on screen), those in the stage: none under 10 px
+    heights = browser.execute_script(
+        "var s = document.getElementById('stage').getBoundingClientRect();"
+        "return Array.from(document.querySelectorAll('#stage g.node text')).map(function (t) {"
+        "  return t.getBoundingClientRect(); }).filter(function (r) {"
+        "  return r.bottom > s.top && r.top < s.bottom && r.right > s.left && r.left < s.right; })"
+        ".map(function (r) { return r.height; });")
+    assert len(heights) >= 5 and min(heights) >= 10
+    wait_unpacked(browser)
+    drawn = set(browser.execute_script("return window.gradvizReport.data.views.map(function (v) { return v.graph; })"))
+    ids = [[n["id"], n["graph"]] for n in doc["nodes"] if n["graph"] in drawn]
+    lost = browser.execute_script(
+        "var V = window.gradvizViewer; return arguments[0].filter(function (p) {"
+        "  var place = V.locate('n', p[0], p[1]);"
+        "  return !place || (place.standsIn !== null && place.standsIn !== undefined); });", ids)
+    assert lost == []                                                # each drawn under its own id somewhere
+    sample = ids[::max(1, len(ids) // 25)]
+    missed = browser.execute_script(
+        "var V = window.gradvizViewer; return arguments[0].filter(function (p) {"
+        "  var g = V.focus(V.locate('n', p[0], p[1])); return !g || !g.classList.contains('gv-selected'); });",
+        sample)
+    assert missed == []
+    chart = browser.find_element(By.ID, "memory-chart")
+    assert int(chart.get_attribute("data-peak-bytes")) == doc["memory"]["peak_retained_bytes"] > 0
+    assert severe(browser) == []
