@@ -493,8 +493,12 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
         else:
             from .views import page_views
             views, notes = page_views(doc, **(view_options or {}))
-    data = report_data(doc, drawn_ids({v.key: v.svg or v.source for v in views}))
-    data["views"], data["where"], data["packed"], data["stand"] = _view_data(views, doc)
+    view_data, where, packed, stand = _view_data(views, doc)
+    drawn = {"n": set(), "v": set(), "e": set()}  # as ``drawn_ids`` finds them: ``where`` has each once
+    for key in where:
+        drawn[key[0]].add(int(key[1:]))
+    data = report_data(doc, drawn)
+    data["views"], data["where"], data["packed"], data["stand"] = view_data, where, packed, stand
     data["search"] = _search_index(doc)
     data["order"] = diagnostic_order(doc)
     title = f"gradviz report: {doc.get('script') or 'trace'}"
