@@ -151,18 +151,43 @@ class _Drawer:
             svg = data.decode("utf-8")
         return slim(svg), spec, source
 
-    def draw(self, doc, graph, at_least=0, extra=None):
-        """(svg, spec) of part of ``graph`` (``doc`` restricted to it) at the depth that fits the node budget,
-        ``at_least`` that."""
-        from .layout import lay_out
+    def prepare(self, doc, graph, at_least=0, extra=None):
+        """(spec, DOT source, options) of part of ``graph`` (``doc`` restricted to it) at the depth that fits the
+        node budget, ``at_least`` that; not laid out yet."""
+        from .dot import to_dot
+        from .graph import build_graph
 
         options = dict(self.options, **(extra or {}))
         depth = options.pop("depth", None)
         if depth is None:
             depth = choose_depth(doc, [graph], self.node_budget, forward=options.get("forward", False),
                                  fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True)
-        spec, _, data = lay_out(doc, "svg", self.budget, graphs=[graph], depth=depth, **options)
-        return slim(data.decode("utf-8")), spec
+        options.update(graphs=[graph], depth=depth)
+        spec = build_graph(doc, **options)
+        return spec, to_dot(spec), options
+
+    def lay_out_many(self, items):
+        """Each item's [spec, source, options, doc] laid out as SVG: one ``dot`` run for all of them (a small
+        view costs dot more to start than to lay out); should that fail or pass the items' time, each on its
+        own with ``lay_out``'s cheaper fallbacks. Returns [(spec, svg text) or the exception] in order."""
+        from .layout import lay_out, run_dot
+
+        if len(items) > 1:
+            try:
+                data = run_dot("".join(item[1] + "\n" for item in items), "svg", self.budget * 0.45 * len(items))
+                parts = data.decode("utf-8").split("<?xml")[1:]
+                if len(parts) == len(items):
+                    return [(item[0], "<?xml" + part) for item, part in zip(items, parts)]
+            except Exception:  # then each view is laid out on its own below, where a failure is only its own
+                pass
+        out = []
+        for spec, _, options, doc in items:
+            try:
+                spec, _, data = lay_out(doc, "svg", self.budget, **options)
+                out.append((spec, data.decode("utf-8")))
+            except Exception as exc:
+                out.append(exc)
+        return out
 
     def floor(self, opening):
         """The least depth to draw a module box's inside at: one below the module's own (its place in its
@@ -171,20 +196,38 @@ class _Drawer:
                   if opening.title in (self.nodes.get(n, {}).get("module") or [])]
         return min(depths) + 1 if depths else 0
 
-    def _child(self, job):
+    def _prepare(self, job):
+        """(child view, its doc, [spec, source, options, doc] or None when building it failed)."""
         view, doc, opening = job
         sub = _restricted(doc, view.graph, opening.nodes)
         child = View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key,
                      box=opening.elem, kind=opening.kind)
         floor = self.floor(opening) if opening.kind == "module" else 0
         try:
-            child.svg, spec = self.draw(sub, view.graph, floor, opening.options)
+            spec, source, options = self.prepare(sub, view.graph, floor, opening.options)
         except Exception as exc:  # this view only: the page still shows the others
             child.error = str(exc) or type(exc).__name__
-            return child, None, sub
-        child.packed = pack(child.svg)
-        child.stands = _stands(spec)
-        return child, spec, sub
+            return child, sub, None
+        return child, sub, [spec, source, options, sub]
+
+    def _children(self, pool, jobs):
+        """[(child view, its doc, its spec or None)] for ``jobs``: built in ``pool``, laid out in ``WORKERS``
+        batches."""
+        prepared = list(pool.map(self._prepare, jobs))
+        ready = [number for number, (_, _, item) in enumerate(prepared) if item is not None]
+        batches = [ready[start::WORKERS] for start in range(WORKERS) if ready[start::WORKERS]]
+        specs = {}
+        for batch, results in zip(batches, pool.map(lambda b: self.lay_out_many([prepared[n][2] for n in b]),
+                                                    batches)):
+            for number, result in zip(batch, results):
+                child = prepared[number][0]
+                if isinstance(result, Exception):
+                    child.error = str(result) or type(result).__name__
+                    continue
+                specs[number], child.svg = result[0], slim(result[1])
+                child.packed = pack(child.svg)
+                child.stands = _stands(result[0])
+        return [(child, sub, specs.get(number)) for number, (child, sub, _) in enumerate(prepared)]
 
     def below(self, roots, out):
         """The views opened from the elements of ``roots`` ([(view, doc, spec)]), level by level, while the
@@ -203,7 +246,7 @@ class _Drawer:
                 return
             level = []
             with ThreadPoolExecutor(WORKERS) as pool:
-                for job, (child, child_spec, sub) in zip(jobs, pool.map(self._child, jobs)):
+                for job, (child, sub, child_spec) in zip(jobs, self._children(pool, jobs)):
                     view = job[0]
                     cost = len(child.packed or "")
                     if self.bytes + cost > SVG_BYTES_CAP:
