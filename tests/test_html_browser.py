@@ -293,3 +293,151 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
         f"node n{last[0]} of graph {structure['last_graph']} (iteration 1) is shown as n{first[0]} of graph "
         f"{structure['first_graph']}: the two graphs are drawn alike")
     assert severe(browser) == []
+
+
+def wait_unpacked(browser):
+    """Wait until the page has inflated its packed views (it starts after the first view is on screen)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 20).until(lambda b: b.execute_script("return !!window.gradvizViewer.unpacked"))
+
+
+def selected_ids(browser):
+    from selenium.webdriver.common.by import By
+
+    return [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-selected")]
+
+
+def test_search_lands_on_a_node_that_was_inside_a_folded_loop(browser, tmp_path):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from viewer_models import resnet_doc
+
+    doc = resnet_doc(blocks=8, iterations=1)
+    conv = next(n for n in doc["nodes"] if n["op"] == "ConvolutionBackward0"
+                and "model.blocks.5.conv2" in (n.get("module") or []))
+    open_report(browser, tmp_path, doc)
+    top = browser.execute_script("return window.gradvizViewer.current().key")
+    assert browser.find_elements(By.CSS_SELECTOR, f'#stage [id="gv-n{conv["id"]}"]') == []   # folded away
+    wait_unpacked(browser)
+    box = browser.find_element(By.ID, "search")
+    box.send_keys("blocks.5.conv2")
+    hits = browser.find_elements(By.CSS_SELECTOR, "#search-results .hit")
+    texts = [e.text for e in hits]
+    assert texts[0] == "model.blocks.5.conv2.weight · parameter"          # parameters first, then the ops
+    assert texts[1].startswith("ConvolutionBackward0 · model.blocks.5.conv2")
+    assert not any("not drawn" in t for t in texts)
+    box.send_keys(Keys.ARROW_DOWN, Keys.ENTER)
+    key = browser.execute_script("return window.gradvizViewer.current().key")
+    assert key != top and key.startswith(top + "-")                  # a view below the fold
+    assert selected_ids(browser) == [f"gv-n{conv['id']}"] and in_stage(browser, f"gv-n{conv['id']}")
+    assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
+    assert browser.find_element(By.CSS_SELECTOR, "#inspector-body h3").text == "ConvolutionBackward0"
+    assert "model.blocks.5.conv2" in browser.find_element(By.ID, "crumbs").text
+    # the fold itself opens the loop unfolded: its dashed "× N" cluster is a click away
+    browser.execute_script("window.gradvizViewer.mount(arguments[0])", top)
+    fold = browser.find_element(By.CSS_SELECTOR, "#stage g.cluster.gv-opens")
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", fold)
+    assert browser.find_element(By.ID, "crumbs").text.endswith("unfolded")
+    assert severe(browser) == []
+
+
+def test_a_deep_link_into_a_packed_view_and_every_module_of_a_5000_node_run_opens(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_render_html_viewer import big_doc
+
+    doc = big_doc()
+    last = max(n["id"] for n in doc["nodes"] if n["op"] == "Op97Backward0")   # in block 49, the last box
+    open_report(browser, tmp_path, doc, f"#node-g0-n{last}")
+    wait_unpacked(browser)
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-b49"
+    assert selected_ids(browser) == [f"gv-n{last}"] and in_stage(browser, f"gv-n{last}")
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the 50 boxes
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")) == 50
+    for number in (0, 24, 49):
+        box = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")[number]
+        box_id = box.get_attribute("id")
+        browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
+        assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-" + box_id[3:]
+        texts = [t.get_attribute("textContent") for t in browser.find_elements(By.CSS_SELECTOR, "#stage g.node text")]
+        assert "MulBackward0" in texts and "Op97Backward0" in texts
+        browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")
+    assert browser.find_elements(By.ID, "cap-note") == [] or "0 nodes" in browser.find_element(By.ID, "cap-note").text
+    assert severe(browser) == []
+
+
+def test_a_node_past_max_nodes_is_drawn_in_the_view_the_more_box_opens(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_render_html_viewer import chain_doc
+
+    doc = chain_doc()
+    first = next(n["id"] for n in doc["nodes"] if n["op"] == "Op0Backward0")
+    path = tmp_path / "report.html"
+    path.write_text(html_report(doc, view_options={"max_nodes": 60}), encoding="utf-8")
+    browser.get(path.as_uri())
+    wait_unpacked(browser)
+    more = browser.find_element(By.ID, "gv-more")
+    assert "more nodes" in more.text and "gv-opens" in more.get_attribute("class")
+    browser.find_element(By.ID, "search").send_keys("y0 = f0(y)")
+    hit = browser.find_elements(By.CSS_SELECTOR, "#search-results .hit")[0]
+    assert hit.text.startswith("Op0Backward0") and "not drawn" not in hit.text
+    browser.find_element(By.ID, "search").send_keys("\ue007")          # Enter
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-more-more"
+    assert selected_ids(browser) == [f"gv-n{first}"] and in_stage(browser, f"gv-n{first}")
+    assert severe(browser) == []
+
+
+REAL_MODELS = {"transformer-2": ("transformer_doc", {}), "resnet-8": ("resnet_doc", {"blocks": 8}),
+               "resnet-48": ("resnet_doc", {"blocks": 48}), "lstm-lm": ("lstm_lm_doc", {}),
+               "structures-20": ("many_structures_doc", {})}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_MODELS))
+def test_done_when_on_real_pytorch_models(browser, tmp_path, name):
+    """Issue 17's "done when" on real PyTorch: diagnostics and a legible graph on the first screen, every node of
+    every drawn graph found and landed on, the memory chart's peak report.json's, no console errors."""
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import viewer_models
+
+    maker, kwargs = REAL_MODELS[name]
+    doc = getattr(viewer_models, maker)(**kwargs)
+    open_report(browser, tmp_path, doc)
+    bar, stage = browser.find_element(By.ID, "diagbar").rect, browser.find_element(By.ID, "stage").rect
+    assert bar["y"] < stage["y"] < 900 - 200                          # both on the first 1440x900 screen
+    if doc["diagnostics"]:
+        assert browser.find_elements(By.CSS_SELECTOR, ".dentry.active")   # the first one is shown at once
+    # node labels as rendered (their boxes on screen), those in the stage: none under 10 px
+    heights = browser.execute_script(
+        "var s = document.getElementById('stage').getBoundingClientRect();"
+        "return Array.from(document.querySelectorAll('#stage g.node text')).map(function (t) {"
+        "  return t.getBoundingClientRect(); }).filter(function (r) {"
+        "  return r.bottom > s.top && r.top < s.bottom && r.right > s.left && r.left < s.right; })"
+        ".map(function (r) { return r.height; });")
+    assert len(heights) >= 5 and min(heights) >= 10
+    wait_unpacked(browser)
+    drawn = set(browser.execute_script("return window.gradvizReport.data.views.map(function (v) { return v.graph; })"))
+    ids = [[n["id"], n["graph"]] for n in doc["nodes"] if n["graph"] in drawn]
+    lost = browser.execute_script(
+        "var V = window.gradvizViewer; return arguments[0].filter(function (p) {"
+        "  var place = V.locate('n', p[0], p[1]);"
+        "  return !place || (place.standsIn !== null && place.standsIn !== undefined); });", ids)
+    assert lost == []                                                # each drawn under its own id somewhere
+    sample = ids[::max(1, len(ids) // 25)]
+    missed = browser.execute_script(
+        "var V = window.gradvizViewer; return arguments[0].filter(function (p) {"
+        "  var g = V.focus(V.locate('n', p[0], p[1])); return !g || !g.classList.contains('gv-selected'); });",
+        sample)
+    assert missed == []
+    chart = browser.find_element(By.ID, "memory-chart")
+    assert int(chart.get_attribute("data-peak-bytes")) == doc["memory"]["peak_retained_bytes"] > 0
+    assert severe(browser) == []

@@ -61,3 +61,55 @@ def resnet_doc(blocks=8, iterations=2, width=8):
     torch.manual_seed(0)
     x, y = torch.randn(2, 3, 8, 8), torch.tensor([1, 3])
     return _train(ResNet(), x, y, iterations, nn.functional.cross_entropy)
+
+
+def lstm_lm_doc(iterations=3, vocab=50, hidden=16, steps=12):
+    """A word-level LSTM language model (embedding, 2-layer LSTM, decoder), as pytorch/examples'
+    word_language_model trains it (next-token cross entropy), summing ``total_loss += loss`` without ``.item()``."""
+    import torch
+    from torch import nn
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(vocab, hidden)
+            self.rnn = nn.LSTM(hidden, hidden, num_layers=2, batch_first=True)
+            self.decoder = nn.Linear(hidden, vocab)
+
+        def forward(self, tokens):
+            out, _ = self.rnn(self.encoder(tokens))
+            return self.decoder(out).reshape(-1, vocab)
+
+    torch.manual_seed(0)
+    model, tokens = LM(), torch.randint(0, vocab, (4, steps + 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    total_loss = 0
+    with gradviz.trace(engine="torch") as tr:
+        for _ in range(iterations):
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(model(tokens[:, :-1]), tokens[:, 1:].reshape(-1))
+            loss.backward()
+            optimizer.step()
+            total_loss += loss  # the classic leak: every iteration's graph stays alive (a diagnostic)
+    return tr.to_dict()
+
+
+def many_structures_doc(structures=20, hidden=8):
+    """A GRU cell unrolled over sequences of 1 to ``structures`` steps, one length per iteration: a graph
+    structure per length (as a REINFORCE episode or a bucketed batch gives)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    cell, head = nn.GRUCell(4, hidden), nn.Linear(hidden, 1)
+    optimizer = torch.optim.SGD([*cell.parameters(), *head.parameters()], lr=0.01)
+    with gradviz.trace(engine="torch") as tr:
+        for length in range(1, structures + 1):
+            optimizer.zero_grad()
+            h = torch.zeros(2, hidden)
+            for x in torch.randn(length, 2, 4):
+                h = cell(x, h)
+            loss = head(h).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+    return tr.to_dict()

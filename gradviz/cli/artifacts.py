@@ -101,7 +101,7 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
     written.reports_written = True
     written.removed = remove_earlier_files(out_dir, set(manifest["files"]))
 
-    pictures = {}
+    laid = {}  # graph id -> its picture's layout, which the page reuses (rendering/views.py)
     deadline = _now() + total_budget
     for number, picture in enumerate(planned):
         name = names[picture.stem]
@@ -116,8 +116,7 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
             break
         path = os.path.join(out_dir, name)
         try:
-            shown, path = _draw(doc, path, picture, fmt, written, render_options or {}, min(budget, left))
-            pictures.update(shown)
+            path = _draw(doc, path, picture, fmt, written, render_options or {}, min(budget, left), laid)
         except Exception as exc:  # this picture only: the report and the other pictures still land
             written.skipped.append({"file": name, "picture": picture.about, "reason": reason_of(exc)})
             manifest["files"].remove(name)
@@ -128,9 +127,9 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
         written.about[path] = picture.about
     if written.as_svg:
         manifest["pictures_as_svg"] = written.as_svg
-    if planned:  # the page draws its own views of the graphs (module boxes that open; see rendering/views.py)
+    if planned:  # the page's views of the graphs: the pictures' layouts, and module boxes that open inside
         _write_reports(doc, out_dir, None, written, pending=False, with_json=bool(written.skipped or written.as_svg),
-                       view_options={"budget": budget})
+                       view_options={"budget": budget, "laid": laid, **(render_options or {})})
     written.paths += [os.path.join(out_dir, name) for name in REPORT_FILES]
     return written
 
@@ -197,52 +196,45 @@ def _page(doc, pictures, written, pending, view_options=None):
                 "the whole trace.</p></body></html>\n")
 
 
-def _draw(doc, path, picture, fmt, written, options, budget):
-    """Draw one picture to ``path`` (atomically); returns (what the page shows of it, {title: svg or source}; the
-    path written: ``path``, or the same name ending in .svg when a PNG or PDF ran past its drawing budget)."""
+def _draw(doc, path, picture, fmt, written, options, budget, laid):
+    """Draw one picture to ``path`` (atomically); returns the path written: ``path``, or the same name ending in
+    .svg when a PNG or PDF ran past its drawing budget. The layout goes into ``laid`` for the page."""
     from ..atomic import write_bytes, write_text
     from ..rendering import build_graph, to_dot
     from ..rendering.layout import lay_out
 
     options = dict(options, graphs=[picture.graph])
     if fmt == "dot" or written.dot_missing:
-        source = to_dot(build_graph(doc, **options))
-        write_text(path, source)
-        if written.dot_missing:
-            return {picture.title: None, picture.title + " (DOT source)": source}, path
-        return {}, path  # the page draws its own views (rendering/views.py)
+        write_text(path, to_dot(build_graph(doc, **options)))
+        return path
     if fmt in ("png", "pdf"):
-        return _draw_raster(doc, path, picture, fmt, written, options, budget)
-    _, _, data = lay_out(doc, fmt, budget, **options)
+        return _draw_raster(doc, path, picture, fmt, written, options, budget, laid)
+    spec, source, data = lay_out(doc, fmt, budget, **options)
     write_bytes(path, data)
-    return {picture.title: data.decode("utf-8")}, path
+    laid[picture.graph] = (spec, source, data.decode("utf-8"), "svg")
+    return path
 
 
-def _draw_raster(doc, path, picture, fmt, written, options, budget):
+def _draw_raster(doc, path, picture, fmt, written, options, budget, laid):
     """A PNG or PDF: laid out once (``budget``), drawn from that layout (``budget`` again, measured on the
     drawing alone); past it, the SVG drawn from the same layout is written instead, with a note."""
     from ..atomic import write_bytes
     from ..rendering import raster
 
-    laid = raster.laid_out(doc, budget, **options)
-    svg = None
+    about = {}
+    text = raster.laid_out(doc, budget, into=about, **options)
+    if about:
+        laid[picture.graph] = (about["spec"], about["source"], text, "dot")
     try:
-        data = raster.draw(laid, fmt, budget)
+        data = raster.draw(text, fmt, budget)
     except raster.RasterTimeout as exc:
-        svg = raster.draw(laid, "svg", budget)
         fallback = os.path.splitext(path)[0] + ".svg"
-        write_bytes(fallback, svg)
+        write_bytes(fallback, raster.draw(text, "svg", budget))
         written.as_svg.append({"file": os.path.basename(path), "written": os.path.basename(fallback),
                                "picture": picture.about, "reason": f"{reason_of(exc)}; written as SVG instead"})
-        return {picture.title: svg.decode("utf-8")}, fallback
+        return fallback
     write_bytes(path, data)
-    try:
-        svg = raster.draw(laid, "svg", budget)
-    except Exception as exc:
-        written.not_shown.append({"file": os.path.basename(path), "picture": picture.about,
-                                  "reason": f"written, but not shown on this page: {reason_of(exc)}"})
-        return {}, path
-    return {picture.title: svg.decode("utf-8")}, path
+    return path
 
 
 def write_picture(doc, path, fmt, budget=4.0, **options):

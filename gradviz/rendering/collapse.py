@@ -130,6 +130,11 @@ def _fold(ir, ops, pos, start, period, reps, cluster_key):
             dst = kept[(pos[edge.dst] - start) % period].key
             if (pos[edge.src] - start) % period >= (pos[edge.dst] - start) % period:
                 loops.add((src, dst))
+    # a kept op stands for its twins of every step: search and the page's unfolded view find them through it
+    for removed_key, kept_key in mapping.items():
+        removed_item, kept_item = ir.items.get(removed_key), ir.items.get(kept_key)
+        if removed_item is not None and kept_item is not None and removed_item.kind == "op":
+            kept_item.nodes += [n for n in removed_item.nodes if n not in kept_item.nodes]
     ir.remap(mapping, frozenset(loops))
     # the calls every step runs in (the whole span's, not the kept step's: the kept step's block call is one of
     # the blocks the fold stands for, and the fold goes around all of them)
@@ -207,13 +212,26 @@ def depth_for_budget(ir, node_budget, modules=False):
     return 0
 
 
-def choose_depth(doc, graph_ids, node_budget, forward=False):
+def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at_least=0, open_single=False):
     """The module depth to draw graphs ``graph_ids`` of trace document ``doc`` at so the picture has at most
     ``node_budget`` nodes: the deepest that fits (a transformer's layers as boxes rather than 100 ops). The
-    whole graph's depth when it fits as it is; 0 when nothing fits (only the top modules as boxes)."""
+    whole graph's depth when it fits as it is; ``at_least`` (0 by default) when nothing deeper fits: the inside
+    of a module box is drawn at least one level below the box, or it would be the box again. ``open_single``:
+    never a depth at which every op is in one and the same box (a picture of one box says nothing; the page
+    draws the box's inside instead, over the budget if need be)."""
     from .graph import working_graph  # graph.py builds the working graph with this module's steps
 
-    return depth_for_budget(working_graph(doc, graphs=graph_ids, forward=forward)[3], node_budget)
+    ir = working_graph(doc, graphs=graph_ids, forward=forward, fold_loops=fold_loops)[3]
+    depth = max(depth_for_budget(ir, node_budget), at_least)
+    while open_single and depth < module_depth(ir) and _one_box(ir, depth):
+        depth += 1
+    return depth
+
+
+def _one_box(ir, depth):
+    box_of = _box_of(ir, depth)
+    boxes = {box_of(_module_keys(item)) for item in ir.items.values() if item.kind == "op"}
+    return len(boxes) == 1 and None not in boxes
 
 
 def collapse_depth(ir, depth, module_classes, shape_text, modules=False):

@@ -341,7 +341,7 @@ def _pictures_from_svgs(svgs):
 def _view_templates(views):
     blocks = []
     for view in views:
-        if view.same_as:
+        if view.same_as or view.packed is not None:  # packed views are in the data (``_view_data``)
             continue
         if view.svg is not None:
             body = inline_svg(view.svg)
@@ -367,8 +367,10 @@ def _structure_label(structure):
 
 
 def _view_data(views, doc):
-    """The views' metadata for the page's script, and where each drawn id is: {"n17": view key}."""
-    out, where = [], {}
+    """The views' metadata for the page's script; where each drawn id is ({"n17": view key}); the packed views
+    ({key: deflated SVG, base64}); and for each node drawn under no id of its own (a folded loop's later steps
+    when the unfolded view is left out, say), the smallest element standing for it: {"n17": [view key, id]}."""
+    out, where, packed, stand = [], {}, {}, {}
     structures = {s["id"]: s for s in doc.get("structures", [])}
     for view in views:
         label = _structure_label(structures[view.structure]) if view.structure in structures else view.title
@@ -376,10 +378,19 @@ def _view_data(views, doc):
                     "structure": view.structure,
                     "iteration": view.iteration, "which": view.which, "parent": view.parent, "box": view.box,
                     "same_as": view.same_as, "alias": {str(k): v for k, v in view.alias.items()},
-                    "boxes": view.boxes, "drawn": view.svg is not None})
+                    "boxes": view.boxes, "drawn": view.svg is not None, "kind": view.kind})
         for kind, number in _DRAWN_ID.findall(view.svg or view.source or ""):
             where.setdefault(f"{kind}{number}", view.key)
-    return out, where
+        if view.packed is not None:
+            packed[view.key] = view.packed
+    sizes = {}
+    for view in views:
+        for elem, ids in view.stands:
+            for node in ids:
+                key = f"n{node}"
+                if key not in where and len(ids) < sizes.get(key, 1 << 60):
+                    sizes[key], stand[key] = len(ids), [view.key, elem]
+    return out, where, packed, stand
 
 
 SEARCH_ROWS = 8000  # distinct (op, module, line) rows the search box knows beyond the embedded details
@@ -482,8 +493,12 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
         else:
             from .views import page_views
             views, notes = page_views(doc, **(view_options or {}))
-    data = report_data(doc, drawn_ids({v.key: v.svg or v.source for v in views}))
-    data["views"], data["where"] = _view_data(views, doc)
+    view_data, where, packed, stand = _view_data(views, doc)
+    drawn = {"n": set(), "v": set(), "e": set()}  # as ``drawn_ids`` finds them: ``where`` has each once
+    for key in where:
+        drawn[key[0]].add(int(key[1:]))
+    data = report_data(doc, drawn)
+    data["views"], data["where"], data["packed"], data["stand"] = view_data, where, packed, stand
     data["search"] = _search_index(doc)
     data["order"] = diagnostic_order(doc)
     title = f"gradviz report: {doc.get('script') or 'trace'}"

@@ -4,7 +4,8 @@ Laying a graph out is ``dot``'s slow part for SVG; for PNG it is the drawing of 
 out in 0.2 s becomes a 3,700 × 7,500 image that takes seconds more. So a PNG or PDF is made in two steps, each with
 its own time budget: ``dot -Tdot`` lays the picture out (``layout.lay_out``, with its cheaper fallbacks) and
 writes the graph with every position; then ``dot -Kneato -n2`` draws that layout without laying it out again, a
-PNG at a resolution that keeps it under ``MAX_PIXELS``. The SVG a page embeds is drawn from the same layout.
+PNG at a resolution that keeps it under ``MAX_PIXELS``. report.html's view of the same picture is drawn from that
+layout too (``draw(laid, "svg")``), only when the page is built: it is never laid out a second time.
 """
 
 import math
@@ -23,9 +24,12 @@ class RasterTimeout(RuntimeError):
     """Drawing a laid-out graph took longer than its budget."""
 
 
-def laid_out(doc, budget, **options):
-    """The picture's DOT source with every node, edge and cluster position: ``dot -Tdot`` within ``budget``."""
-    _, _, data = lay_out(doc, "dot", budget, **options)
+def laid_out(doc, budget, into=None, **options):
+    """The picture's DOT source with every node, edge and cluster position: ``dot -Tdot`` within ``budget``.
+    ``into``: a dict that receives the picture's ``spec`` and DOT ``source`` (for the page to reuse)."""
+    spec, source, data = lay_out(doc, "dot", budget, **options)
+    if into is not None:
+        into.update(spec=spec, source=source)
     return data.decode("utf-8")
 
 

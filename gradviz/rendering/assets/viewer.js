@@ -9,7 +9,39 @@
   var stage = document.getElementById("stage");
   var current = null;        // {key: view drawn, shown: view asked for (a deduped one shows its twin), pz, svg}
   var active = null;         // {diag: position, targets: [{kind, id}], step: index}
-  var MIN_TEXT_PX = 11;
+  var MIN_TEXT_PX = 12;  // node text on screen at least this (its box is about 1 px less)
+
+  // ----- packed views: the views below the top ones come deflated; all are inflated once, after the first view
+  // is on screen (a view asked for before then is shown when it is ready) --------------------------------------
+  var unpacked = {}, pending = Object.keys(data.packed || {}).length, waiting = [];
+  function inflate(b64) {
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).text();
+  }
+  function unpackAll() {
+    var jobs = Object.keys(data.packed || {}).map(function (key) {
+      return inflate(data.packed[key]).then(function (text) {
+        var doc = new DOMParser().parseFromString(text, "image/svg+xml");
+        unpacked[key] = doc.documentElement.nodeName === "svg" ? doc.documentElement : null;
+      });
+    });
+    Promise.all(jobs).then(function () {
+      pending = 0;
+      window.gradvizViewer.unpacked = performance.now();
+      waiting.splice(0).forEach(function (fn) { fn(); });
+    }, function (err) { pending = 0; stage.textContent = "could not unpack the views: " + err; });
+  }
+  function whenReady(key, fn) {  // run fn now if view `key` can be shown, else once the views are unpacked
+    if (pending && data.packed && data.packed[drawnKey(key)] !== undefined) { waiting.push(fn); return false; }
+    return true;
+  }
+  function viewContent(key) {
+    var tpl = document.getElementById("tpl-" + key);
+    if (tpl) { return tpl.content.cloneNode(true); }
+    return unpacked[key] ? document.importNode(unpacked[key], true) : null;
+  }
 
   // ----- views ------------------------------------------------------------------------------------------------
   function drawnKey(key) { var v = views[key]; return v && v.same_as ? v.same_as : key; }
@@ -65,10 +97,11 @@
     if (!view) { return false; }
     var drawn = drawnKey(key);
     if (current && current.key === drawn && current.shown === key) { return true; }
+    if (!whenReady(key, function () { mount(key); })) { return false; }
     if (current && current.pz) { current.pz.destroy(); }
     stage.replaceChildren();
-    var tpl = document.getElementById("tpl-" + drawn);
-    if (tpl) { stage.appendChild(tpl.content.cloneNode(true)); }
+    var content = viewContent(drawn);
+    if (content) { stage.appendChild(content); }
     var svg = stage.querySelector("svg");
     current = {key: drawn, shown: key, pz: null, svg: svg};
     if (svg) {
@@ -86,10 +119,13 @@
 
   function wire(svg) {
     var boxes = views[current.key].boxes || [];
-    svg.querySelectorAll("g.node").forEach(function (g) {
-      if (boxes.indexOf(g.id) >= 0) { g.classList.add("gv-opens"); }
-      g.addEventListener("click", function () {
-        if (boxes.indexOf(g.id) >= 0) { mount(current.key + "-" + g.id.slice(3)); return; }
+    svg.querySelectorAll("g.node, g.cluster").forEach(function (g) {
+      var opens = boxes.indexOf(g.id) >= 0;
+      if (opens) { g.classList.add("gv-opens"); }
+      if (!opens && g.classList.contains("cluster")) { return; }
+      g.addEventListener("click", function (ev) {
+        ev.stopPropagation();
+        if (opens) { mount(current.key + "-" + g.id.slice(3)); return; }
         select(g);
       });
     });
@@ -173,12 +209,15 @@
     if (asked && asked.same_as && kind === "n" && asked.alias[String(id)] !== undefined) {
       drawnId = asked.alias[String(id)];
     }
-    var key = data.where[kind + drawnId];
+    var key = data.where[kind + drawnId], elem = "gv-" + kind + drawnId, standsIn = null;
+    if (!key && data.stand && data.stand[kind + drawnId]) {  // drawn only as part of a box, fold or "… more"
+      key = data.stand[kind + drawnId][0]; elem = data.stand[kind + drawnId][1]; standsIn = drawnId;
+    }
     if (!key) { return null; }
     if (asked && asked.same_as && key.indexOf(asked.same_as) === 0) { key = asked.key + key.slice(asked.same_as.length); }
     var via = asked && asked.same_as && drawnId !== id ? {graph: asked.graph, id: id, iteration: asked.iteration,
                                                          twin: views[asked.same_as]} : null;
-    return {key: views[key] ? key : drawnKey(key), elem: "gv-" + kind + drawnId, via: via};
+    return {key: views[key] ? key : drawnKey(key), elem: elem, via: via, standsIn: standsIn};
   }
 
   function focus(place) {
@@ -187,12 +226,19 @@
     if (!views[key]) {  // an inside view of a deduped graph: its twin's
       var parts = key.split("-"); key = drawnKey(parts[0]) + key.slice(parts[0].length);
     }
+    if (!whenReady(key, function () { focus(place); })) { return null; }
     mount(key);
     var g = stage.querySelector('[id="' + place.elem + '"]');
     if (!g) { return null; }
     if (textPx() < 13) { current.pz.zoomBy(14 / textPx()); }
     centre(g, false);
     select(g);
+    if (place.standsIn !== null && place.standsIn !== undefined) {
+      var opens = (views[current.key].boxes || []).indexOf(place.elem) >= 0;
+      document.getElementById("view-note").textContent = "node n" + place.standsIn + " is drawn as part of " +
+        place.elem.slice(3) + (opens ? " (click it to open)" : "") +
+        ": its own view was left out to keep the page small";
+    }
     if (place.via) {  // a graph drawn like its structure's first: say which node stands for the one asked for
       var v = place.via;
       document.getElementById("view-note").textContent = "node n" + v.id + " of graph " + v.graph +
@@ -381,7 +427,11 @@
     if (hashing) { return false; }
     var h = decodeURIComponent(location.hash.slice(1)), m;
     if ((m = /^diag-(\d+)$/.exec(h)) && data.diagnostics[m[1]]) { selectDiagnostic(Number(m[1])); return true; }
-    if ((m = /^node-g(\d+)-n(\d+)$/.exec(h))) { return !!focus(locate("n", Number(m[2]), Number(m[1]))); }
+    if ((m = /^node-g(\d+)-n(\d+)$/.exec(h))) {
+      var place = locate("n", Number(m[2]), Number(m[1]));
+      if (place) { focus(place); }  // (shown once the views are unpacked when it is in a packed one)
+      return !!place;
+    }
     if ((m = /^view-(.+)$/.exec(h)) && views[m[1]]) { return mount(m[1]); }
     return false;
   }
@@ -395,4 +445,5 @@
     else if (tops.length) { mount(tops[0].key); }
   }
   window.gradvizViewer.ready = performance.now();  // the first view is on screen (benchmarks read it)
+  if (pending) { unpackAll(); } else { window.gradvizViewer.unpacked = window.gradvizViewer.ready; }
 })();
