@@ -48,14 +48,14 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = torch.nn.CrossEntropyLoss()
 x = torch.randn(64, 784)
 y = torch.randint(0, 10, (64,))
-for step in range(1000):
-    started = time.perf_counter()
+STEPS = 1000
+
+def step(i):
     opt.zero_grad()
     loss = loss_fn(model(x), y)
     loss.backward()
     opt.step()
-    _times.append(time.perf_counter() - started)
-"""
+{LOOP}"""
 
 REINFORCE = TIMES + """\
 import random
@@ -90,8 +90,9 @@ def env_step(state, action):
 policy = Policy()
 opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
 eps = torch.finfo(torch.float32).eps
-for episode in range(1000):
-    started = time.perf_counter()
+STEPS = 1000
+
+def step(episode):
     state, log_probs, rewards = reset(), [], []
     for t in range(30):
         probs = policy(torch.tensor(state).unsqueeze(0))
@@ -112,8 +113,7 @@ for episode in range(1000):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    _times.append(time.perf_counter() - started)
-"""
+{LOOP}"""
 
 LSTM = TIMES + """\
 import torch
@@ -137,9 +137,11 @@ criterion = torch.nn.CrossEntropyLoss()
 data = torch.randint(0, 100, (300 * 35 + 1, 8))
 hidden = (torch.zeros(1, 8, 64), torch.zeros(1, 8, 64))
 lr = 0.5
-for step in range(300):
-    started = time.perf_counter()
-    i = step * 35
+STEPS = 300
+
+def step(n):
+    global hidden
+    i = (n % 300) * 35
     tokens, targets = data[i:i + 35], data[i + 1:i + 36]
     hidden = tuple(h.detach() for h in hidden)
     model.zero_grad()
@@ -149,8 +151,17 @@ for step in range(300):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
     for p in model.parameters():
         p.data.add_(p.grad, alpha=-lr)
-    _times.append(time.perf_counter() - started)
+{LOOP}"""
+
+# run as a script: every step, timed; imported by ``--steps``: the definitions only
+LOOP = """
+if __name__ == "__main__":
+    for n in range(STEPS):
+        started = time.perf_counter()
+        step(n)
+        _times.append(time.perf_counter() - started)
 """
+MLP, REINFORCE, LSTM = (w.replace("{LOOP}", LOOP) for w in (MLP, REINFORCE, LSTM))
 
 WORKLOADS = {"mlp": ("MLP, 1,000 steps", MLP), "reinforce": ("REINFORCE, 1,000 episodes", REINFORCE),
              "lstm": ("LSTM LM, 300 steps", LSTM)}
@@ -213,11 +224,58 @@ def measure(name, source, folder, repeat, configs):
     return figures, sizes, full
 
 
+def step_costs(name, source, folder, rounds, per_block):
+    """In one process, CPU time per step (``time.thread_time``) of the workload's own ``step``: plain, anomaly
+    mode, every step traced in full (``gradviz.trace(engine="torch")``), and every step light (a schedule whose
+    only full steps lie beyond the run). Blocks of ``per_block`` steps, the contenders rotated each round; the
+    trace is started and stopped outside the clock. name -> median seconds per step."""
+    import runpy
+
+    import torch
+
+    import gradviz
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+    script = os.path.join(folder, f"{name}_steps.py")
+    with open(script, "w") as f:
+        f.write(source)
+    ns = runpy.run_path(script, run_name="workload")
+    step = ns["step"]
+    counter = [0]
+    traces = {}
+
+    def block():
+        for _ in range(per_block):
+            step(counter[0])
+            counter[0] += 1
+
+    def setup(config):
+        if config == "anomaly mode":
+            torch.autograd.set_detect_anomaly(True)
+        elif config == "full trace":
+            traces[config] = gradviz.trace(engine="torch").start()
+        elif config == "light trace":
+            far = 10**9
+            traces[config] = gradviz.trace(engine="torch", light=True, trace_steps=(far, far)).start()
+
+    def teardown(config):
+        torch.autograd.set_detect_anomaly(False)
+        if config in traces:
+            traces.pop(config).stop()
+
+    configs = {c: block for c in ("plain", "anomaly mode", "full trace", "light trace")}
+    samples = common.run_rounds(configs, rounds, warmup=1, setup=setup, teardown=teardown, clock=time.thread_time)
+    return {c: statistics.median(v) / per_block for c, v in samples.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each configuration, medians (default 3)")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append",
                         help="one of the workloads (repeatable; default all)")
+    parser.add_argument("--steps", action="store_true",
+                        help="instead: per-step CPU time in one process, plain / anomaly / full / light")
     parser.add_argument("--no-render-too", action="store_true",
                         help="also `gradviz run --no-render` (the report without pictures)")
     args = parser.parse_args()
@@ -227,6 +285,16 @@ def main():
     print(f"python {platform.python_version()}, {os.cpu_count()} cores, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; medians of {args.repeat} runs, each its own process")
     mib = 2**20
+    if args.steps:
+        with tempfile.TemporaryDirectory() as folder:
+            for name in args.workload or ["mlp", "reinforce", "lstm"]:
+                title, source = WORKLOADS[name]
+                costs = step_costs(name, source, folder, args.repeat * 4, 20 if name == "lstm" else 40)
+                plain = costs["plain"]
+                print(f"\n{title}, one step, CPU time, median of {args.repeat * 4} blocks:")
+                for config, seconds in costs.items():
+                    print(f"  {config:14} {seconds * 1e3:8.3f} ms {seconds / plain:6.2f}x", flush=True)
+        return
     with tempfile.TemporaryDirectory() as folder:
         for name in args.workload or ["mlp", "reinforce", "lstm"]:
             title, source = WORKLOADS[name]
