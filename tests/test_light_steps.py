@@ -159,3 +159,34 @@ def test_a_500_step_episode_traced_in_full_in_a_light_run_stays_one_iteration():
     assert doc["schedule"]["full"] == [{"first": 1, "last": 2, "why": "asked"}]
     assert sorted({g["iteration"] for g in doc["graphs"]}) == [1, 2]
     assert len(doc["iterations"]) == 5 if isinstance(doc["iterations"], list) else doc["iterations"] == 5
+
+
+def test_light_iterations_swap_in_the_light_module_hooks_in_place_and_put_the_full_ones_back():
+    torch = pytest.importorskip("torch")
+    from torch.nn.modules import module as torch_module
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(2, 3)
+    seen = {}
+    with gradviz.trace(engine="torch", light=True, trace_steps=(2, 2)) as tr:
+        adapter = tr.adapters[0]
+        light = adapter.light_steps
+        for step in range(5):
+            pre = list(torch_module._global_forward_pre_hooks.values())
+            post = list(torch_module._global_forward_hooks.values())
+            seen[step] = (pre.index(light._light_enter) if light._light_enter in pre else None,
+                          light._light_exit in post, adapter.module_enter in pre, adapter.module_exit in post)
+            opt.zero_grad()
+            model(x).pow(2).sum().backward()
+            opt.step()
+    place = seen[0][0]
+    assert place is not None
+    light_steps = (place, True, False, False)
+    assert seen == {0: light_steps, 1: light_steps, 2: (None, False, True, True), 3: light_steps, 4: light_steps}
+    assert light._light_enter not in torch_module._global_forward_pre_hooks.values()  # gone with the trace
+    assert adapter.module_enter not in torch_module._global_forward_pre_hooks.values()
+    doc = tr.to_dict()
+    assert sorted({g["iteration"] for g in doc["graphs"]}) == [2]  # the full iteration, recorded as before
+    assert len(doc["schedule"]["light"]["grad_norms"]) == 2  # the light ones still saw the gradients

@@ -19,6 +19,7 @@ import math
 from ..light_steps import LightSteps
 from . import torch_graph as tg
 from .torch_frames import user_frame
+from .torch_patches import _forked
 
 LIGHT_KEY = "gradviz_light"  # the tag in a light root's grad_fn.metadata
 
@@ -40,8 +41,39 @@ class TorchLight(LightSteps):
         self._originals = None  # torch.autograd.backward / grad while wrapped
 
     def module_call(self, module, inputs):
-        Tensor = self.adapter._Tensor
-        self.note_call(module, tuple([tuple(a.shape) if isinstance(a, Tensor) else None for a in inputs]))
+        Tensor = self.adapter._Tensor  # (a torch.Size is a tuple: hashed and compared as one)
+        self.note_call(module, tuple([a.shape if isinstance(a, Tensor) else None for a in inputs]))
+
+    # ----- the global module hooks while light: the signature only, on this thread -------------------------------
+    def _light_enter(self, module, inputs):
+        adapter = self.adapter
+        if _ident() != adapter.mode_thread or _forked[0] or adapter._is_compiling():
+            return adapter.module_enter(module, inputs)  # other threads stay full
+        self.count += 1
+        Tensor = adapter._Tensor
+        self.calls.add((id(module), tuple([a.shape if isinstance(a, Tensor) else None for a in inputs])))
+        return None
+
+    def _light_exit(self, module, inputs, output):
+        if _ident() != self.adapter.mode_thread:
+            return self.adapter.module_exit(module, inputs, output)
+        return None
+
+    def _swap_hooks(self, light):
+        """Put the light handlers in the global module hooks' places (their order kept), or the full ones back.
+        The exit hook is swapped only when this thread is inside no traced module call (none to close)."""
+        adapter = self.adapter
+        handles = adapter.handles[:2]
+        if len(handles) < 2:
+            return
+        if light:
+            hooks = (self._light_enter, None if adapter.tls.calls else self._light_exit)
+        else:
+            hooks = (adapter.module_enter, adapter.module_exit)
+        for handle, hook in zip(handles, hooks):
+            table = handle.hooks_dict_ref() if hasattr(handle, "hooks_dict_ref") else None
+            if hook is not None and table is not None and handle.id in table:
+                table[handle.id] = hook
 
     # ----- switching ------------------------------------------------------------------------------------------
     def enter(self):
@@ -66,6 +98,8 @@ class TorchLight(LightSteps):
             autograd.backward = _wrap(self, self._originals[0], "backward")
             autograd.grad = _wrap(self, self._originals[1], "grad")
         self.on = True
+        if not self.pop_later and mode is not None and adapter.mode_thread == _ident():
+            self._swap_hooks(True)
 
     def leave(self):
         """Go full again: the mode back on this thread's stack, backward and grad as they were."""
@@ -87,6 +121,7 @@ class TorchLight(LightSteps):
                 self.torch._C._push_on_torch_function_stack(mode)
 
     def restore(self):
+        self._swap_hooks(False)
         if self._originals is not None:
             autograd = self.torch.autograd
             autograd.backward, autograd.grad = self._originals
