@@ -18,11 +18,12 @@ class _GraphRef(weakref.ref):
 
 class LightSteps:
     """``on`` while the current iteration is light; ``enabled`` when the trace has a light schedule at all.
-    ``lock``: what guards the builder's facts for this adapter (the builder itself, or its bare lock)."""
+    ``lock``: what guards the builder's facts for this adapter (the builder itself); None: the builder's bare
+    ``lock``, looked up when first needed (a test's stand-in builder may have none)."""
 
-    def __init__(self, builder, lock):
+    def __init__(self, builder, lock=None):
         self.builder = builder
-        self.lock = lock
+        self._lock = lock
         self.enabled = False
         self.on = False
         self.calls = set()  # this iteration's (module id, input shapes)
@@ -32,6 +33,10 @@ class LightSteps:
         self._by_backward = False  # the first backward ended an iteration before the first step was seen
         self._last = self._last_calls = self._last_roots = None  # the last signature, and what it was made of
         self._graphs = {}  # key -> weak reference to a light graph's marker (its saved-bytes estimate on it)
+
+    @property
+    def lock(self):
+        return self._lock if self._lock is not None else self.builder.lock
 
     # ----- what the engine does: going light and back ----------------------------------------------------------
     def enter(self):

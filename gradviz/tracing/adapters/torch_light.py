@@ -33,7 +33,7 @@ class TorchLight(LightSteps):
     """Light iterations for one ``TorchAdapter``: ``on`` while the current iteration is light."""
 
     def __init__(self, adapter):
-        super().__init__(adapter.builder, adapter.builder.lock)
+        super().__init__(adapter.builder)
         self.adapter = adapter
         self.torch = adapter.torch
         self.pop_later = False  # went light inside the mode's own handler: the mode leaves at the next module call
