@@ -10,10 +10,11 @@ LSTM language model (vocabulary 100, embedding 32, hidden 64, 35 tokens by 8, tr
 hidden state detached, gradient clipping and the update by hand as in pytorch/examples' word_language_model).
 
 Each configuration is its own process, started R times in rounds (the order rotated each round); figures are
-medians: wall time of the whole process (start-up, the report and pictures included), peak RSS (``wait4``), and
-report.json's size. ``traced steps``: the scripts time each iteration; the median time of the iterations the
-default run traced in full (report.json's ``schedule.full``) over the plain run's median for the same iterations,
-beside anomaly mode's for the same iterations: the cost of a full iteration against anomaly mode's.
+medians: wall time of the whole process (start-up, the report and pictures included), its CPU time (user +
+system, ``wait4``), peak RSS (``wait4``), and report.json's size. ``full-iteration step``: the scripts time
+each iteration; the median time of the iterations the default run traced in full (report.json's
+``schedule.full``) over the plain run's median for the same iterations, beside anomaly mode's for the same
+iterations: the cost of a full iteration against anomaly mode's.
 """
 
 import argparse
@@ -175,7 +176,8 @@ LAUNCH = ("import runpy, sys, torch\n"
 
 
 def run(argv, cwd, times_path):
-    """(wall seconds, peak RSS bytes, per-iteration seconds) of one process."""
+    """(wall seconds, peak RSS bytes, per-iteration seconds, CPU seconds) of one process (CPU: user + system,
+    its waited-for children such as `dot` included: steadier than wall time on a shared machine)."""
     env = dict(os.environ, PYTHONPATH=HERE, OMP_NUM_THREADS="1", BENCH_STEP_TIMES=times_path)
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -186,7 +188,7 @@ def run(argv, cwd, times_path):
         raise SystemExit(f"{' '.join(argv)} failed: {stderr.decode(errors='replace').strip()[-2000:]}")
     with open(times_path) as f:
         steps = json.load(f)
-    return seconds, usage.ru_maxrss * 1024, steps
+    return seconds, usage.ru_maxrss * 1024, steps, usage.ru_utime + usage.ru_stime
 
 
 def full_iterations(report):
@@ -218,7 +220,8 @@ def measure(name, source, folder, repeat, configs):
         wall = statistics.median(r[0] for r in runs)
         rss = statistics.median(r[1] for r in runs)
         per_step = [statistics.median(r[2][i] for r in runs) for i in range(len(runs[0][2]))]
-        figures[config] = (wall, rss, statistics.median(per_step[i] for i in full if i < len(per_step)))
+        cpu = statistics.median(r[3] for r in runs)
+        figures[config] = (wall, rss, statistics.median(per_step[i] for i in full if i < len(per_step)), cpu)
     sizes = {"report.json": os.path.getsize(os.path.join(out, "report.json")),
              "report.html": os.path.getsize(os.path.join(out, "report.html"))}
     return figures, sizes, full
@@ -303,11 +306,13 @@ def main():
             print(f"\n{title}: plain {plain[0]:.2f} s, {plain[1] / mib:.0f} MiB; report.json "
                   f"{sizes['report.json'] / mib:.2f} MiB, report.html {sizes['report.html'] / mib:.2f} MiB; "
                   f"{len(full)} iterations traced in full")
-            print(f"  {'':14} {'wall':>8} {'ratio':>7} {'peak RSS':>9} {'ratio':>7} {'full-iteration step':>20}")
+            print(f"  {'':14} {'wall':>8} {'ratio':>7} {'CPU':>8} {'ratio':>7} {'peak RSS':>9} {'ratio':>7} "
+                  f"{'full-iteration step':>20}")
             for config in configs:
-                wall, rss, step = figures[config]
-                print(f"  {config:14} {wall:7.2f}s {wall / plain[0]:6.2f}x {rss / mib:8.0f}M {rss / plain[1]:6.2f}x "
-                      f"{step * 1e3:9.2f} ms {step / plain[2]:5.2f}x", flush=True)
+                wall, rss, step, cpu = figures[config]
+                print(f"  {config:14} {wall:7.2f}s {wall / plain[0]:6.2f}x {cpu:7.2f}s {cpu / plain[3]:6.2f}x "
+                      f"{rss / mib:8.0f}M {rss / plain[1]:6.2f}x {step * 1e3:9.2f} ms {step / plain[2]:5.2f}x",
+                      flush=True)
 
 
 if __name__ == "__main__":
