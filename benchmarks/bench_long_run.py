@@ -10,10 +10,11 @@ LSTM language model (vocabulary 100, embedding 32, hidden 64, 35 tokens by 8, tr
 hidden state detached, gradient clipping and the update by hand as in pytorch/examples' word_language_model).
 
 Each configuration is its own process, started R times in rounds (the order rotated each round); figures are
-medians: wall time of the whole process (start-up, the report and pictures included), peak RSS (``wait4``), and
-report.json's size. ``traced steps``: the scripts time each iteration; the median time of the iterations the
-default run traced in full (report.json's ``schedule.full``) over the plain run's median for the same iterations,
-beside anomaly mode's for the same iterations: the cost of a full iteration against anomaly mode's.
+medians: wall time of the whole process (start-up, the report and pictures included), its CPU time (user +
+system, ``wait4``), peak RSS (``wait4``), and report.json's size. ``full-iteration step``: the scripts time
+each iteration; the median time of the iterations the default run traced in full (report.json's
+``schedule.full``) over the plain run's median for the same iterations, beside anomaly mode's for the same
+iterations: the cost of a full iteration against anomaly mode's.
 """
 
 import argparse
@@ -48,14 +49,14 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = torch.nn.CrossEntropyLoss()
 x = torch.randn(64, 784)
 y = torch.randint(0, 10, (64,))
-for step in range(1000):
-    started = time.perf_counter()
+STEPS = 1000
+
+def step(i):
     opt.zero_grad()
     loss = loss_fn(model(x), y)
     loss.backward()
     opt.step()
-    _times.append(time.perf_counter() - started)
-"""
+{LOOP}"""
 
 REINFORCE = TIMES + """\
 import random
@@ -90,8 +91,9 @@ def env_step(state, action):
 policy = Policy()
 opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
 eps = torch.finfo(torch.float32).eps
-for episode in range(1000):
-    started = time.perf_counter()
+STEPS = 1000
+
+def step(episode):
     state, log_probs, rewards = reset(), [], []
     for t in range(30):
         probs = policy(torch.tensor(state).unsqueeze(0))
@@ -112,8 +114,7 @@ for episode in range(1000):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    _times.append(time.perf_counter() - started)
-"""
+{LOOP}"""
 
 LSTM = TIMES + """\
 import torch
@@ -137,9 +138,11 @@ criterion = torch.nn.CrossEntropyLoss()
 data = torch.randint(0, 100, (300 * 35 + 1, 8))
 hidden = (torch.zeros(1, 8, 64), torch.zeros(1, 8, 64))
 lr = 0.5
-for step in range(300):
-    started = time.perf_counter()
-    i = step * 35
+STEPS = 300
+
+def step(n):
+    global hidden
+    i = (n % 300) * 35
     tokens, targets = data[i:i + 35], data[i + 1:i + 36]
     hidden = tuple(h.detach() for h in hidden)
     model.zero_grad()
@@ -149,8 +152,17 @@ for step in range(300):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
     for p in model.parameters():
         p.data.add_(p.grad, alpha=-lr)
-    _times.append(time.perf_counter() - started)
+{LOOP}"""
+
+# run as a script: every step, timed; imported by ``--steps``: the definitions only
+LOOP = """
+if __name__ == "__main__":
+    for n in range(STEPS):
+        started = time.perf_counter()
+        step(n)
+        _times.append(time.perf_counter() - started)
 """
+MLP, REINFORCE, LSTM = (w.replace("{LOOP}", LOOP) for w in (MLP, REINFORCE, LSTM))
 
 WORKLOADS = {"mlp": ("MLP, 1,000 steps", MLP), "reinforce": ("REINFORCE, 1,000 episodes", REINFORCE),
              "lstm": ("LSTM LM, 300 steps", LSTM)}
@@ -164,7 +176,8 @@ LAUNCH = ("import runpy, sys, torch\n"
 
 
 def run(argv, cwd, times_path):
-    """(wall seconds, peak RSS bytes, per-iteration seconds) of one process."""
+    """(wall seconds, peak RSS bytes, per-iteration seconds, CPU seconds) of one process (CPU: user + system,
+    its waited-for children such as `dot` included: steadier than wall time on a shared machine)."""
     env = dict(os.environ, PYTHONPATH=HERE, OMP_NUM_THREADS="1", BENCH_STEP_TIMES=times_path)
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -175,7 +188,7 @@ def run(argv, cwd, times_path):
         raise SystemExit(f"{' '.join(argv)} failed: {stderr.decode(errors='replace').strip()[-2000:]}")
     with open(times_path) as f:
         steps = json.load(f)
-    return seconds, usage.ru_maxrss * 1024, steps
+    return seconds, usage.ru_maxrss * 1024, steps, usage.ru_utime + usage.ru_stime
 
 
 def full_iterations(report):
@@ -207,10 +220,56 @@ def measure(name, source, folder, repeat, configs):
         wall = statistics.median(r[0] for r in runs)
         rss = statistics.median(r[1] for r in runs)
         per_step = [statistics.median(r[2][i] for r in runs) for i in range(len(runs[0][2]))]
-        figures[config] = (wall, rss, statistics.median(per_step[i] for i in full if i < len(per_step)))
+        cpu = statistics.median(r[3] for r in runs)
+        figures[config] = (wall, rss, statistics.median(per_step[i] for i in full if i < len(per_step)), cpu)
     sizes = {"report.json": os.path.getsize(os.path.join(out, "report.json")),
              "report.html": os.path.getsize(os.path.join(out, "report.html"))}
     return figures, sizes, full
+
+
+def step_costs(name, source, folder, rounds, per_block):
+    """In one process, CPU time per step (``time.thread_time``) of the workload's own ``step``: plain, anomaly
+    mode, every step traced in full (``gradviz.trace(engine="torch")``), and every step light (a schedule whose
+    only full steps lie beyond the run). Blocks of ``per_block`` steps, the contenders rotated each round; the
+    trace is started and stopped outside the clock. name -> median seconds per step."""
+    import runpy
+
+    import torch
+
+    import gradviz
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+    script = os.path.join(folder, f"{name}_steps.py")
+    with open(script, "w") as f:
+        f.write(source)
+    ns = runpy.run_path(script, run_name="workload")
+    step = ns["step"]
+    counter = [0]
+    traces = {}
+
+    def block():
+        for _ in range(per_block):
+            step(counter[0])
+            counter[0] += 1
+
+    def setup(config):
+        if config == "anomaly mode":
+            torch.autograd.set_detect_anomaly(True)
+        elif config == "full trace":
+            traces[config] = gradviz.trace(engine="torch").start()
+        elif config == "light trace":
+            far = 10**9
+            traces[config] = gradviz.trace(engine="torch", light=True, trace_steps=(far, far)).start()
+
+    def teardown(config):
+        torch.autograd.set_detect_anomaly(False)
+        if config in traces:
+            traces.pop(config).stop()
+
+    configs = {c: block for c in ("plain", "anomaly mode", "full trace", "light trace")}
+    samples = common.run_rounds(configs, rounds, warmup=1, setup=setup, teardown=teardown, clock=time.thread_time)
+    return {c: statistics.median(v) / per_block for c, v in samples.items()}
 
 
 def main():
@@ -218,6 +277,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=3, help="runs of each configuration, medians (default 3)")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append",
                         help="one of the workloads (repeatable; default all)")
+    parser.add_argument("--steps", action="store_true",
+                        help="instead: per-step CPU time in one process, plain / anomaly / full / light")
     parser.add_argument("--no-render-too", action="store_true",
                         help="also `gradviz run --no-render` (the report without pictures)")
     args = parser.parse_args()
@@ -227,6 +288,16 @@ def main():
     print(f"python {platform.python_version()}, {os.cpu_count()} cores, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; medians of {args.repeat} runs, each its own process")
     mib = 2**20
+    if args.steps:
+        with tempfile.TemporaryDirectory() as folder:
+            for name in args.workload or ["mlp", "reinforce", "lstm"]:
+                title, source = WORKLOADS[name]
+                costs = step_costs(name, source, folder, args.repeat * 4, 20 if name == "lstm" else 40)
+                plain = costs["plain"]
+                print(f"\n{title}, one step, CPU time, median of {args.repeat * 4} blocks:")
+                for config, seconds in costs.items():
+                    print(f"  {config:14} {seconds * 1e3:8.3f} ms {seconds / plain:6.2f}x", flush=True)
+        return
     with tempfile.TemporaryDirectory() as folder:
         for name in args.workload or ["mlp", "reinforce", "lstm"]:
             title, source = WORKLOADS[name]
@@ -235,11 +306,13 @@ def main():
             print(f"\n{title}: plain {plain[0]:.2f} s, {plain[1] / mib:.0f} MiB; report.json "
                   f"{sizes['report.json'] / mib:.2f} MiB, report.html {sizes['report.html'] / mib:.2f} MiB; "
                   f"{len(full)} iterations traced in full")
-            print(f"  {'':14} {'wall':>8} {'ratio':>7} {'peak RSS':>9} {'ratio':>7} {'full-iteration step':>20}")
+            print(f"  {'':14} {'wall':>8} {'ratio':>7} {'CPU':>8} {'ratio':>7} {'peak RSS':>9} {'ratio':>7} "
+                  f"{'full-iteration step':>20}")
             for config in configs:
-                wall, rss, step = figures[config]
-                print(f"  {config:14} {wall:7.2f}s {wall / plain[0]:6.2f}x {rss / mib:8.0f}M {rss / plain[1]:6.2f}x "
-                      f"{step * 1e3:9.2f} ms {step / plain[2]:5.2f}x", flush=True)
+                wall, rss, step, cpu = figures[config]
+                print(f"  {config:14} {wall:7.2f}s {wall / plain[0]:6.2f}x {cpu:7.2f}s {cpu / plain[3]:6.2f}x "
+                      f"{rss / mib:8.0f}M {rss / plain[1]:6.2f}x {step * 1e3:9.2f} ms {step / plain[2]:5.2f}x",
+                      flush=True)
 
 
 if __name__ == "__main__":

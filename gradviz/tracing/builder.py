@@ -48,7 +48,7 @@ from . import elide as _elide
 from .checks import BackwardChecks
 from .ddp_facts import DdpFacts
 from .grad_ledger import GradLedger
-from .grouping import Grouping
+from .grouping import LIGHT_CHAIN_LIMIT, Grouping
 from .records import NodeRecord, VarRecord, safe_message
 from .schedule import LightWatch, Schedule
 
@@ -1203,6 +1203,8 @@ class TraceBuilder:
     def use_schedule(self, schedule):
         """Trace on ``schedule`` (a ``Schedule``), before any fact; ``starts_full()`` says how iteration 0 runs."""
         self.schedule = schedule
+        if schedule.light:  # a REINFORCE episode of 500 steps is one iteration: its splits may all fold back
+            self.groups.chain_limit = LIGHT_CHAIN_LIMIT
         if schedule.light and schedule.why_full(0):
             schedule.full[0] = schedule.why_full(0)
 

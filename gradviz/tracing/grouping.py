@@ -33,6 +33,7 @@ PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, b
 SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
 TRAIL_LIMIT = 64  # remembered creation-order descriptions of graphs, each mapped to its structure key
 CHAIN_LIMIT = 256  # open provisional iterations (a split at a repeated call site that may still fold back)
+LIGHT_CHAIN_LIMIT = 4096  # the same under a light schedule, whose adapter ends each iteration at its optimizer step
 # nodes of the structures' first/last graphs kept beyond the window (a node and its output are ~1 KiB of JSON)
 STRUCTURE_NODE_LIMIT = 6000
 
@@ -100,6 +101,7 @@ class Grouping:
         self.window = trace.window
         self.iteration = 0
         self.pending = False
+        self.chain_limit = CHAIN_LIMIT
         self.memory = MemoryBook()
         self.graphs = {}  # graph id -> GraphRecord (dropped graphs leave; merged ones stay until the document)
         self.graph_count = 0
@@ -327,7 +329,7 @@ class Grouping:
         self._open_starts.append(self._starts)
         self._next()
         first = self.open_from
-        while first < self.iteration and (self.iteration - first > CHAIN_LIMIT or self._dead(first)):
+        while first < self.iteration and (self.iteration - first > self.chain_limit or self._dead(first)):
             first += 1
         if first > self.open_from:
             self._confirm(first)

@@ -15,89 +15,67 @@ Only the thread that started the trace changes mode; other threads' modes stay a
 """
 
 import math
-import weakref
 
+from ..light_steps import LightSteps
 from . import torch_graph as tg
 from .torch_frames import user_frame
+from .torch_patches import _forked
 
 LIGHT_KEY = "gradviz_light"  # the tag in a light root's grad_fn.metadata
 
 
 class _GraphTag:
-    __slots__ = ("ref", "__weakref__")
+    """Put in a light root's ``grad_fn.metadata``: it dies with the graph (the node's Python object may not)."""
+    __slots__ = ("__weakref__",)
 
 
-class _TagRef(weakref.ref):
-    __slots__ = ("nbytes",)
-
-
-class TorchLight:
+class TorchLight(LightSteps):
     """Light iterations for one ``TorchAdapter``: ``on`` while the current iteration is light."""
 
     def __init__(self, adapter):
+        super().__init__(adapter.builder)
         self.adapter = adapter
         self.torch = adapter.torch
-        self.on = False
-        self.enabled = False  # whether the trace has a light schedule at all (set at attach)
-        self.calls = set()  # this iteration's (module, input shapes)
-        self.count = 0  # and how many module calls it made
-        self.roots = set()  # its backward roots' node classes
-        self.has_optimizer = False
-        self._by_backward = False  # the first backward ended an iteration before the first step was seen
         self.pop_later = False  # went light inside the mode's own handler: the mode leaves at the next module call
-        self._last = self._last_calls = self._last_roots = None  # the last signature, and what it was made of
         self._params = (None, None)  # (optimizer, [(parameter, key, name)]) of the last light step
         self._originals = None  # torch.autograd.backward / grad while wrapped
-        self._refs = set()  # weak references to light graphs' tags (kept so their callbacks run)
 
-    # ----- the signature: cheap enough for every iteration --------------------------------------------------
     def module_call(self, module, inputs):
-        self.count += 1
-        Tensor = self.adapter._Tensor
-        shapes = tuple([tuple(a.shape) if isinstance(a, Tensor) else None for a in inputs])
-        self.calls.add((id(module), shapes))
+        Tensor = self.adapter._Tensor  # (a torch.Size is a tuple: hashed and compared as one)
+        self.note_call(module, tuple([a.shape if isinstance(a, Tensor) else None for a in inputs]))
 
-    def signature(self):
-        """The iteration's structure signature: which modules ran on which input shapes, the loss's node class,
-        and the number of module calls to within a factor of two (a new episode length of the same policy is
-        not a new structure each time; a tenfold longer one is). The last one is reused when equal (its hash is
-        then cached)."""
-        last = self._last
-        if last is None or self.calls != self._last_calls or self.roots != self._last_roots or \
-                self.count.bit_length() != last[2]:
-            last = self._last = (frozenset(self.calls), frozenset(self.roots), self.count.bit_length())
-            self._last_calls, self._last_roots = self.calls, self.roots
-        self.calls = set()
-        self.roots = set()
-        self.count = 0
-        return last
+    # ----- the global module hooks while light: the signature only, on this thread -------------------------------
+    def _light_enter(self, module, inputs):
+        adapter = self.adapter
+        if _ident() != adapter.mode_thread or _forked[0] or adapter._is_compiling():
+            return adapter.module_enter(module, inputs)  # other threads stay full
+        self.count += 1
+        Tensor = adapter._Tensor
+        self.calls.add((id(module), tuple([a.shape if isinstance(a, Tensor) else None for a in inputs])))
+        return None
+
+    def _light_exit(self, module, inputs, output):
+        if _ident() != self.adapter.mode_thread:
+            return self.adapter.module_exit(module, inputs, output)
+        return None
+
+    def _swap_hooks(self, light):
+        """Put the light handlers in the global module hooks' places (their order kept), or the full ones back.
+        The exit hook is swapped only when this thread is inside no traced module call (none to close)."""
+        adapter = self.adapter
+        handles = adapter.handles[:2]
+        if len(handles) < 2:
+            return
+        if light:
+            hooks = (self._light_enter, None if adapter.tls.calls else self._light_exit)
+        else:
+            hooks = (adapter.module_enter, adapter.module_exit)
+        for handle, hook in zip(handles, hooks):
+            table = handle.hooks_dict_ref() if hasattr(handle, "hooks_dict_ref") else None
+            if hook is not None and table is not None and handle.id in table:
+                table[handle.id] = hook
 
     # ----- switching ------------------------------------------------------------------------------------------
-    def backward_ended(self):
-        """A backward ended: the iteration's end while the loop has shown no optimizer."""
-        if not self.has_optimizer:
-            self._by_backward = True
-            self.iteration_ended()
-
-    def step_ended(self):
-        """An optimizer step ended: the iteration's end (unless its backward ended it, before any step was seen)."""
-        self.has_optimizer = True
-        if self._by_backward:
-            self._by_backward = False
-            return
-        self.iteration_ended()
-
-    def iteration_ended(self):
-        """Tell the builder an iteration ended; switch to what the next one is to be."""
-        builder = self.adapter.builder
-        signature = self.signature()
-        with builder.lock:
-            full = builder.step_ended(signature, self.on)
-        if full and self.on:
-            self.leave()
-        elif not full and not self.on:
-            self.enter()
-
     def enter(self):
         """Go light: the mode off this thread's stack, backward and autograd.grad wrapped."""
         from .torch_patches import remove_mode
@@ -120,6 +98,8 @@ class TorchLight:
             autograd.backward = _wrap(self, self._originals[0], "backward")
             autograd.grad = _wrap(self, self._originals[1], "grad")
         self.on = True
+        if not self.pop_later and mode is not None and adapter.mode_thread == _ident():
+            self._swap_hooks(True)
 
     def leave(self):
         """Go full again: the mode back on this thread's stack, backward and grad as they were."""
@@ -141,6 +121,7 @@ class TorchLight:
                 self.torch._C._push_on_torch_function_stack(mode)
 
     def restore(self):
+        self._swap_hooks(False)
         if self._originals is not None:
             autograd = self.torch.autograd
             autograd.backward, autograd.grad = self._originals
@@ -153,16 +134,16 @@ class TorchLight:
         Tensor = adapter._Tensor
         if isinstance(roots, Tensor):
             roots = (roots,)
-        builder = adapter.builder
         keep = bool(create_graph) if retain_graph is None else bool(retain_graph)
         for r in roots:
             if not isinstance(r, Tensor):
                 continue
             fn = tg.grad_fn_of(r)
             if fn is not None:
-                self.roots.add(type(fn).__name__)
+                self.note_root(fn)
                 if LIGHT_KEY not in fn.metadata:
-                    self._track(fn, builder.light.last_full_bytes if keep else 0)
+                    tag = fn.metadata[LIGHT_KEY] = _GraphTag()
+                    self.watch_graph(tag, id(tag), self.builder.light.last_full_bytes if keep else 0)
             if r.numel() == 1:
                 value = r.item()
                 bad = not math.isfinite(value) if isinstance(value, float) else False
@@ -171,49 +152,24 @@ class TorchLight:
                 with torch.no_grad():
                     bad = r.is_floating_point() and not bool(torch.isfinite(r).all())
             if bad:
-                frame = user_frame(0)
-                from ..frames import location_at
-
-                with adapter.lock:
-                    builder.light_loss(value, None if frame is None else location_at(frame.f_code, frame.f_lineno))
+                self.nonfinite_root(value, user_frame(0))
 
     def note_roots(self, roots):
         """The node classes of a backward's roots, for the signature (full iterations too)."""
         for r in roots:
-            fn = tg.grad_fn_of(r)
-            if fn is not None:
-                self.roots.add(type(fn).__name__)
-
-    def _track(self, fn, nbytes):
-        tag = _GraphTag()
-        fn.metadata[LIGHT_KEY] = tag
-        ref = tag.ref = _TagRef(tag, self._graph_died)
-        ref.nbytes = nbytes
-        self._refs.add(ref)
-        builder = self.adapter.builder
-        with builder.lock:
-            builder.light_graph(nbytes, True)
-
-    def _graph_died(self, ref):
-        self._refs.discard(ref)
-        builder = self.adapter.builder
-        with builder.lock:
-            builder.light_graph(ref.nbytes, False)
+            self.note_root(tg.grad_fn_of(r))
 
     def freed(self, roots):
         """A non-retaining backward ran: the light graphs it went through hold no saved bytes any more."""
         Tensor = self.adapter._Tensor
-        builder = self.adapter.builder
         for r in (roots,) if isinstance(roots, Tensor) else roots:
             fn = tg.grad_fn_of(r) if isinstance(r, Tensor) else None
             tag = None if fn is None else fn.metadata.get(LIGHT_KEY)
-            if tag is not None and tag.ref.nbytes:
-                with builder.lock:
-                    builder.light_freed(tag.ref.nbytes)
-                tag.ref.nbytes = 0
+            if tag is not None:
+                self.graph_freed(id(tag))
 
     def step(self, optimizer):
-        """A light optimizer step: every parameter's gradient norm, then the iteration's end."""
+        """A light optimizer step: every parameter's gradient norm (the iteration's end is the caller's)."""
         adapter = self.adapter
         torch = self.torch
         known, params = self._params
@@ -231,17 +187,7 @@ class TorchLight:
                 found.append((key, name))
         if grads:
             norms = torch.stack(torch._foreach_norm(grads)).tolist()
-            found = [(key, name, n) for (key, name), n in zip(found, norms)]
-            location = None
-            total = sum(norms)
-            if total - total != 0:  # some norm is NaN/Inf: where the step is
-                from ..frames import location_at
-
-                frame = user_frame(0)
-                location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
-            builder = adapter.builder
-            with builder.lock:
-                builder.light_norms(found, location)
+            self.gradient_norms([(key, name, n) for (key, name), n in zip(found, norms)], lambda: user_frame(0))
 
 
 def _ident():
