@@ -211,3 +211,27 @@ def test_without_graphviz_the_page_shows_each_pictures_dot_source(monkeypatch):
     assert template.startswith(f'<div class="nopic"><p>No picture: {html.escape(layout.DOT_MISSING)}</p><pre>')
     assert "digraph" in template and 'id=&quot;gv-n3&quot;' in template
     assert embedded_json(page)["views"][0]["drawn"] is False
+
+
+def test_a_part_views_input_from_the_rest_of_its_graph_is_outside_the_view_not_an_earlier_graph():
+    """A module's inside drawn on its own takes inputs from the graph's other nodes: those are drawn elsewhere in
+    the page, not in an earlier graph, and the box claims no node id (search lands where the node is drawn)."""
+    import gradviz as gv
+    from gradviz.rendering.dot import to_dot
+    from gradviz.rendering.graph import build_graph
+    from gradviz.rendering.views import _restricted
+
+    gv.manual_seed(0)
+    model = gv.nn.Sequential(gv.nn.Linear(3, 4), gv.nn.ReLU(), gv.nn.Linear(4, 2))
+    with gv.trace() as tr:
+        model(gv.randn(5, 3)).sum().backward()
+    doc = tr.to_dict()
+    graph = doc["graphs"][0]["id"]
+    relu = next(n["id"] for n in doc["nodes"] if n["op"] == "ReluBackward")
+    last = [n["id"] for n in doc["nodes"] if n["id"] > relu]  # the second Linear, its leaves and the sum
+    spec = build_graph(_restricted(doc, graph, last), graphs=[graph])
+    source = to_dot(spec)
+    assert "outside this view" in source and "not drawn" not in source and "earlier graph" not in source
+    outside = [n for n in spec.nodes if n.kind == "outside"]
+    assert [n.rows[0].text for n in outside] == ["ReluBackward"] and all(relu not in n.doc_nodes for n in outside)
+    assert "input from outside this view (in the view it opens from)" in [e.label for e in spec.legend]

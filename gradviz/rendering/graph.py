@@ -42,6 +42,7 @@ def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=Tr
     chosen = select_graphs(index, iteration, graphs)
     node_ids = sorted(n for g in chosen for n in index.graphs[g].get("nodes", []) if n in index.nodes)
     ir = IR()
+    ir.graph_ids = set(chosen)
     (_forward_items if forward else _backward_items)(ir, index, node_ids)
     _assign_calls(ir, index)
     _graph_clusters(ir, index, chosen)
@@ -242,6 +243,8 @@ def _external_item(ir, index, node_id, order):
     iteration's graph to the one before it): that link is what keeps the earlier graph alive."""
     node = index.nodes.get(node_id)
     graph = node.get("graph") if node else None
+    if graph is not None and graph in ir.graph_ids:  # part of a graph drawn on its own: the rest is elsewhere
+        return _outside_item(ir, node, order)
     key = f"x{graph}" if graph is not None else f"x_n{node_id}"
     if key not in ir.items:
         info = index.graphs.get(graph) or {}
@@ -253,6 +256,16 @@ def _external_item(ir, index, node_id, order):
         if node is not None:
             lines.insert(0, f"{node['op']} {shape_text(tuple(node.get('shape') or ()))}")
         ir.add(Item(key, "external", order, title, lines, nodes=[node_id] if node else []))
+    return key
+
+
+def _outside_item(ir, node, order):
+    """A node of this very graph left out of this view (a module's inside, an unfolded loop, the nodes past
+    ``max_nodes``): one box per such node, by its op, pointing back to the view this one opens from. It claims
+    no node id: search and deep links land on the node where it is drawn."""
+    key = f"o{node['id']}"
+    if key not in ir.items:
+        ir.add(Item(key, "outside", order, node["op"], ["outside this view"], shape=tuple(node.get("shape") or ())))
     return key
 
 

@@ -40,6 +40,7 @@ class IR:
         self.clusters = {}         # key -> (kind, label lines, parent-independent)
         self.notes = []            # what was collapsed or dropped, for the title
         self.unfolded_size = 0     # items before loops were folded (the subtitle's "N nodes > max_nodes")
+        self.graph_ids = set()     # the graphs drawn: an input from one of them is outside this view, not earlier
 
     def add(self, item):
         self.items[item.key] = item

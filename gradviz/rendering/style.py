@@ -66,7 +66,7 @@ def _node_style(item):
         return ("box3d", *COLORS["module"], "filled")
     if item.kind == "more":
         return ("folder", *COLORS["more"], "filled")
-    if item.kind == "external":
+    if item.kind in ("external", "outside"):
         return ("box", *COLORS["more"], "filled,dashed,rounded")
     colors = COLORS["custom" if "custom" in item.flags else "op"]
     return "box", colors[0], colors[1], "filled,rounded"
@@ -307,9 +307,10 @@ class _Styler:
                   "module": ("collapsed module", "module"), "note": (".grad read as None", "note"),
                   "stale": ("saved tensor changed in place", "error"), "retained": ("retained graph", "retained"),
                   "saved": ("saved tensor", "saved"), "const": ("constant (no grad)", "const"),
-                  "external": ("input from an earlier graph (not drawn)", "more")}
+                  "external": ("input from an earlier graph (not drawn)", "more"),
+                  "outside": ("input from outside this view (in the view it opens from)", "more")}
         glyphs = {"parameter": "●", "input": "●", "const": "○", "ghost": "◌", "cut": "⯃", "cut-edge": "┄",
-                  "external": "□"}
+                  "external": "□", "outside": "□"}
         for kind, (label, color) in labels.items():
             if kind in self.kinds:
                 entries.append(LegendEntry(label, *COLORS[color], glyph=glyphs.get(kind, "■")))
