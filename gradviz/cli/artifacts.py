@@ -54,7 +54,6 @@ class Written:
     not_drawn: list = field(default_factory=list)  # [{"picture", "structure", "graph", "reason"}]: over the cap
     as_svg: list = field(default_factory=list)  # [{"file", "written", "picture", "reason"}]: SVG, not PNG/PDF
     max_pictures: int = 0  # the cap this run drew under
-    not_shown: list = field(default_factory=list)  # [{"file", "picture", "reason"}]: drawn, not on the page
     removed: list = field(default_factory=list)  # names of an earlier run's files removed from the folder
     reports_written: bool = False  # this run's report.json and report.html are in place
 
@@ -182,7 +181,7 @@ def _page(doc, pictures, written, pending, view_options=None):
     from ..rendering.html import html_report
 
     try:
-        return html_report(doc, pictures, skipped=written.skipped + written.not_shown, pending=pending,
+        return html_report(doc, pictures, skipped=written.skipped, pending=pending,
                            view_options=view_options)
     except Exception as exc:
         import html

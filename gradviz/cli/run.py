@@ -278,8 +278,6 @@ def _skipped_notes(output, written):
             output.note(terminal_safe(f"skipped picture {item['file']} ({item['picture']}): {reason}"))
         if len(items) > _NOTES:
             output.note(terminal_safe(f"skipped {len(items) - _NOTES} more pictures: {reason}"))
-    for item in written.not_shown:
-        output.note(terminal_safe(f"picture {item['file']} ({item['picture']}) {item['reason']}"))
     for item in written.as_svg:
         output.note(terminal_safe(f"picture {item['file']} ({item['picture']}): {item['reason']} "
                                   f"({item['written']})"))
