@@ -63,11 +63,33 @@ class DocIndex:
         self.backwards = list(doc.get("backwards") or ())
         self.events = list(doc.get("events") or ())
         self.events_by_id = {e["id"]: e for e in self.events}
+        self._reset_derived()
+
+    def _reset_derived(self):
         self._consumers = None
         self._var_consumers = None
         self._cuts = None
         self._line_results = None
-        self.home = _home_file(self)
+        self._home = None
+
+    def with_graphs_of(self, doc):
+        """The index of ``doc``, a copy of this index's document with other ``graphs`` (part of a graph drawn on
+        its own): the records' tables are shared, not rebuilt, which is most of an index's cost on a big
+        document (a page draws a view per module box and folded loop)."""
+        index = object.__new__(DocIndex)
+        index.__dict__.update(self.__dict__)
+        index.doc = doc
+        index.graphs = {g["id"]: g for g in doc.get("graphs") or ()}
+        index._reset_derived()
+        index._home = self._home
+        return index
+
+    @property
+    def home(self):
+        """The file most of the trace happened in (the script's): found on first use."""
+        if self._home is None:
+            self._home = _home_file(self) or ""
+        return self._home or None
 
     def where(self, location):
         """``line N`` in the script most of the trace happened in, ``file.py:N`` elsewhere (messages stay short;

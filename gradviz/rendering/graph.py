@@ -35,10 +35,10 @@ READABLE_NODES = 100  # a picture above this is collapsed by module depth when n
 RANKDIRS = ("TB", "LR", "BT", "RL")
 
 
-def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=True):
+def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=True, index=None):
     """(index, chosen graph ids, their node ids, the working graph) before any collapsing: items, module
-    clusters, graph clusters and folded loops."""
-    index = DocIndex(doc)
+    clusters, graph clusters and folded loops. ``index``: ``doc``'s ``DocIndex`` when the caller has one."""
+    index = index if index is not None else DocIndex(doc)
     chosen = select_graphs(index, iteration, graphs)
     node_ids = sorted(n for g in chosen for n in index.graphs[g].get("nodes", []) if n in index.nodes)
     ir = IR()
@@ -54,7 +54,7 @@ def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=Tr
 
 def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
                 max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True, rankdir=None,
-                node_budget=READABLE_NODES, architecture=False):
+                node_budget=READABLE_NODES, architecture=False, index=None):
     """The picture of one iteration's graph(s) as a ``GraphSpec``.
 
     ``depth``: collapse modules deeper than this into boxes; when not given and the picture has more than
@@ -63,11 +63,12 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     this often are drawn once per use. ``fold_loops``: draw an unrolled loop once with its repeat count.
     ``rankdir``: TB, LR, BT or RL (default: the backward graph bottom to top, the forward view top to bottom).
     ``architecture``: the forward view with every module as one box (its class, parameters, input and output
-    shapes) and the ops between modules as ops, as torchview draws a model.
+    shapes) and the ops between modules as ops, as torchview draws a model. ``index``: ``doc``'s ``DocIndex``
+    when the caller has one (a page drawing many parts of one document).
     """
     rankdir = check_rankdir(rankdir)
     forward = forward or architecture
-    index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops)
+    index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops, index)
     before, folded = ir.unfolded_size, ir.size()
     budget = min(node_budget, max_nodes) if node_budget else max_nodes
     deepest = collapse.module_depth(ir)

@@ -18,6 +18,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..document.index import DocIndex
 from .collapse import choose_depth
 from .graph import READABLE_NODES
 from .pictures import pictures_to_draw
@@ -131,7 +132,8 @@ class _Drawer:
     def __init__(self, doc, budget, node_budget, options, laid):
         self.doc, self.budget, self.node_budget, self.options = doc, budget, node_budget, options
         self.laid = laid or {}
-        self.nodes = {n["id"]: n for n in doc.get("nodes", [])}
+        self.index = DocIndex(doc)  # shared by every part view: the records are the same, only graphs differ
+        self.nodes = self.index.nodes
         self.bytes = 0
         self.capped = 0  # views left out by the byte cap
         self.sources = {}  # graph id -> DOT source of its top-level view
@@ -158,12 +160,14 @@ class _Drawer:
         from .graph import build_graph
 
         options = dict(self.options, **(extra or {}))
+        index = self.index.with_graphs_of(doc)
         depth = options.pop("depth", None)
         if depth is None:
             depth = choose_depth(doc, [graph], self.node_budget, forward=options.get("forward", False),
-                                 fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True)
+                                 fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True,
+                                 index=index)
         options.update(graphs=[graph], depth=depth)
-        spec = build_graph(doc, **options)
+        spec = build_graph(doc, index=index, **options)
         return spec, to_dot(spec), options
 
     def lay_out_many(self, items):
