@@ -2,6 +2,7 @@
 call's forward, backward and the step's parameter writes between calls are traced like any other code."""
 
 import os
+from functools import partial
 
 import numpy as np
 import pytest
@@ -9,15 +10,10 @@ import pytest
 import gradviz
 import gradviz as torch  # the script as a PyTorch user writes it, on gradviz's engine
 
+from .marked_lines import marked_line
+
 HERE = os.path.abspath(__file__)
-
-
-def _line_of(text):
-    with open(HERE) as f:
-        for number, line in enumerate(f, 1):
-            if text in line and "_line_of" not in line:
-                return number
-    raise AssertionError(text)
+_line_of = partial(marked_line, HERE)  # a line of this file, by its marker comment
 
 
 def _lbfgs_run(traced=True, leak=False):

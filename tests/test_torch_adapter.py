@@ -7,6 +7,7 @@ import sys
 import textwrap
 import threading
 import warnings
+from functools import partial
 
 import pytest
 
@@ -15,18 +16,12 @@ torch = pytest.importorskip("torch")
 from gradviz.tracing.adapters import torch_graph  # noqa: E402
 from gradviz.tracing.adapters.torch_engine import TorchAdapter  # noqa: E402
 
+from .marked_lines import marked_line  # noqa: E402
 from .torch_factlog import FactLog  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 HERE = os.path.abspath(__file__)
-
-
-def _line_of(text):
-    with open(HERE) as f:
-        for number, line in enumerate(f, 1):
-            if text in line and "_line_of" not in line:
-                return number
-    raise AssertionError(text)
+_line_of = partial(marked_line, HERE)  # a line of this file, by its marker comment
 
 
 class traced:

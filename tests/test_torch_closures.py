@@ -2,6 +2,7 @@
 calls per step, a SAM-style two-pass step, and the parameter updates the step makes between and after them."""
 
 import os
+from functools import partial
 
 import pytest
 
@@ -9,16 +10,11 @@ torch = pytest.importorskip("torch")
 
 import gradviz  # noqa: E402
 
+from .marked_lines import marked_line  # noqa: E402
+
 pytestmark = pytest.mark.oracle
 HERE = os.path.abspath(__file__)
-
-
-def _line_of(text):
-    with open(HERE) as f:
-        for number, line in enumerate(f, 1):
-            if text in line and "_line_of" not in line:
-                return number
-    raise AssertionError(text)
+_line_of = partial(marked_line, HERE)  # a line of this file, by its marker comment
 
 
 def _backward_calls(doc):

@@ -3,6 +3,7 @@ traced like a plain loop, with a mistake planted in ``training_step`` named at i
 import: one fit, shared by the tests."""
 
 import os
+from functools import partial
 
 import pytest
 
@@ -11,16 +12,11 @@ L = pytest.importorskip("lightning")
 
 import gradviz  # noqa: E402
 
+from .marked_lines import marked_line  # noqa: E402
+
 pytestmark = pytest.mark.oracle
 HERE = os.path.abspath(__file__)
-
-
-def _line_of(text):
-    with open(HERE) as f:
-        for number, line in enumerate(f, 1):
-            if text in line and "_line_of" not in line:
-                return number
-    raise AssertionError(text)
+_line_of = partial(marked_line, HERE)  # a line of this file, by its marker comment
 
 
 class Regression(L.LightningModule):

@@ -4,6 +4,7 @@ model reloaded and evaluated are not counted (pytorch/examples word_language_mod
 
 import io
 import os
+from functools import partial
 
 import pytest
 from rich.console import Console
@@ -13,16 +14,11 @@ torch = pytest.importorskip("torch")
 import gradviz  # noqa: E402
 from gradviz.rendering.report import display_path, idle_parameters, summary  # noqa: E402
 
+from .marked_lines import marked_line  # noqa: E402
+
 pytestmark = pytest.mark.oracle
 HERE = os.path.abspath(__file__)
-
-
-def _line_of(text):
-    with open(HERE) as f:
-        for number, line in enumerate(f, 1):
-            if text in line and "_line_of" not in line:
-                return number
-    raise AssertionError(text)
+_line_of = partial(marked_line, HERE)  # a line of this file, by its marker comment
 
 
 def _parameters_row(doc):
