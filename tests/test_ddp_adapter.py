@@ -12,28 +12,7 @@ dist = torch.distributed
 nn = torch.nn
 DDP = torch.nn.parallel.DistributedDataParallel
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_rank():
-    if not dist.is_available():
-        pytest.skip("torch.distributed is not available")
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = nn.Linear(3, 4)
-        self.b = nn.Linear(4, 4)
-        self.c = nn.Linear(4, 1)
-
-    def forward(self, x, deep=True):
-        h = self.a(x)
-        if deep:
-            h = self.b(h)
-        return self.c(h)
+from .ddp_one_rank import Net, one_rank  # noqa: E402,F401 (one_rank: the module's process group)
 
 
 def test_nothing_is_left_behind_when_the_trace_stops():

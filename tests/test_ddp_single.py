@@ -19,31 +19,14 @@ torch = pytest.importorskip("torch")
 dist = torch.distributed
 nn = torch.nn
 DDP = torch.nn.parallel.DistributedDataParallel
+
+from . import ddp_one_rank  # noqa: E402
+from .ddp_one_rank import Net, one_rank  # noqa: E402,F401 (one_rank: the module's process group)
+from .marked_lines import marked_line  # noqa: E402
+
+NET_FILE = ddp_one_rank.__file__
 REPO = Path(__file__).resolve().parent.parent
 REDUCTION = "Expected to have finished reduction in the prior iteration"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_rank():
-    if not dist.is_available():
-        pytest.skip("torch.distributed is not available")
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = nn.Linear(3, 4)
-        self.b = nn.Linear(4, 4)
-        self.c = nn.Linear(4, 1)
-
-    def forward(self, x, deep=True):
-        h = self.a(x)
-        if deep:
-            h = self.b(h)  # the call the branch skips
-        return self.c(h)
 
 
 def _line(text):
@@ -76,7 +59,8 @@ def test_the_reduction_error_of_a_one_rank_run_names_the_parameters_and_the_skip
     assert d["severity"] == "error"
     assert d["details"]["parameters"] == ["model.module.b.bias", "model.module.b.weight"]
     assert d["details"]["ranks"] == [0] and d["details"]["reduction_error_rank"] == 0
-    assert d["location"]["line"] == _line("h = self.b(h)")  # where the layer is called when it is not skipped
+    # where the layer is called when it is not skipped
+    assert (d["location"]["file"], d["location"]["line"]) == (NET_FILE, marked_line(NET_FILE, "# the call the branch"))
     assert "the call of `model.module.b`" in d["message"] and "was skipped" in d["message"]
     assert "find_unused_parameters=True" in d["hint"]
     roles = {r["role"]: r["location"]["line"] for r in d["related"]}
