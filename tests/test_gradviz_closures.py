@@ -5,12 +5,15 @@ import os
 from functools import partial
 
 import numpy as np
-import pytest
 
 import gradviz
 import gradviz as torch  # the script as a PyTorch user writes it, on gradviz's engine
 
+from . import closure_cases
+from .closure_cases import lbfgs_keeping_the_first_calls_graph
 from .marked_lines import marked_line
+
+CASES = closure_cases.__file__
 
 HERE = os.path.abspath(__file__)
 _line_of = partial(marked_line, HERE)  # a line of this file, by its marker comment
@@ -67,26 +70,8 @@ def test_a_mistake_planted_in_the_closure_is_named_at_its_line():
 
 
 def test_a_graph_kept_from_the_first_call_is_stale_after_the_steps_write():
-    torch.manual_seed(0)
-    w = torch.nn.Parameter(torch.randn(3))
-    x = torch.randn(3)
-    opt = torch.optim.LBFGS([w], max_iter=2)
-    kept = []
-
-    def closure():
-        opt.zero_grad()
-        if kept:
-            kept[0].backward()  # the first call's graph, in the second call
-        loss = ((w ** 2) * x).sum()
-        loss.backward(retain_graph=True)
-        kept.append(loss)
-        return loss
-
-    with gradviz.trace(engine="gradviz") as tr:
-        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-            opt.step(closure)  # LBFGS writes w between calls
-    doc = tr.to_dict()
+    doc = lbfgs_keeping_the_first_calls_graph(torch, "gradviz")
     failed = [b for b in doc["backwards"] if b.get("error")]
-    assert [b["location"]["line"] for b in failed] == [_line_of("# the first call's graph, in the second call")]
+    assert [b["location"]["line"] for b in failed] == [marked_line(CASES, "# the first call's graph, in the second")]
     stale = [d for d in doc["diagnostics"] if d["code"] == "stale-version"]
-    assert stale and stale[0]["location"]["line"] == _line_of("# LBFGS writes w between calls")
+    assert stale and stale[0]["location"]["line"] == marked_line(CASES, "# LBFGS writes w between calls")

@@ -10,7 +10,11 @@ torch = pytest.importorskip("torch")
 
 import gradviz  # noqa: E402
 
+from . import closure_cases  # noqa: E402
+from .closure_cases import lbfgs_keeping_the_first_calls_graph  # noqa: E402
 from .marked_lines import marked_line  # noqa: E402
+
+CASES = closure_cases.__file__
 
 pytestmark = pytest.mark.oracle
 HERE = os.path.abspath(__file__)
@@ -96,31 +100,13 @@ def test_a_mistake_planted_in_the_lbfgs_closure_is_named_at_its_line():
 def test_a_parameter_update_between_closure_calls_is_seen_by_a_graph_that_saved_it():
     """LBFGS writes the parameters between its closure calls: a graph kept with retain_graph from the first call
     is stale in the second, and the write is the step's, at the step's line."""
-    torch.manual_seed(0)
-    w = torch.nn.Parameter(torch.randn(3))
-    x = torch.randn(3)
-    opt = torch.optim.LBFGS([w], max_iter=2)
-    kept = []
-
-    def closure():
-        opt.zero_grad()
-        if kept:
-            kept[0].backward()  # the first call's graph, in the second call
-        loss = ((w ** 2) * x).sum()
-        loss.backward(retain_graph=True)
-        kept.append(loss)
-        return loss
-
-    with gradviz.trace(engine="torch") as tr:
-        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-            opt.step(closure)  # LBFGS writes w between calls
-    doc = tr.to_dict()
-    step_line = _line_of("# LBFGS writes w between calls")
+    doc = lbfgs_keeping_the_first_calls_graph(torch, "torch")
+    step_line = marked_line(CASES, "# LBFGS writes w between calls")
     updates = [e for e in doc["events"] if e["kind"] == "inplace" and e.get("op") == "LBFGS.step"]
     assert [e["location"]["line"] for e in updates] == [step_line]
     assert ("stale-version", step_line) in _codes(doc)
     failed = [b for b in doc["backwards"] if b.get("error")]
-    assert [b["location"]["line"] for b in failed] == [_line_of("# the first call's graph, in the second call")]
+    assert [b["location"]["line"] for b in failed] == [marked_line(CASES, "# the first call's graph, in the second")]
 
 
 class SAM(torch.optim.Optimizer):
