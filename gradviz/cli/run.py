@@ -74,7 +74,7 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                  no_check_backward, exact_memory, json_only, schedule)
     show_progress = output.is_terminal and not (quiet or json_only)
     try:  # a SCRIPT that cannot run (a mistyped option, say) is its one line, before any note about the engine
-        compile_script(script)
+        code = compile_script(script)
     except ScriptError as exc:
         output.abort(str(exc))
     choice = choose_engine(output, engine, script, use_torch)
@@ -92,12 +92,12 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                 with script_stdout_to_stderr():
                     traced = trace_script(script, args, torch=choice.shim, check_backward=not no_check_backward,
                                           engine=choice.trace, exact_memory=exact_memory, schedule=schedule,
-                                          started=children.started, unseen=choice.unseen)
+                                          started=children.started, unseen=choice.unseen, code=code)
             else:
                 traced = trace_script(script, args, torch=choice.shim, output=output, progress=show_progress,
                                       check_backward=not no_check_backward, engine=choice.trace,
                                       exact_memory=exact_memory, schedule=schedule,
-                                      started=children.started, unseen=choice.unseen)
+                                      started=children.started, unseen=choice.unseen, code=code)
         except ScriptError as exc:
             output.abort(str(exc))
         finally:

@@ -18,7 +18,7 @@ class TracedRun:
 
 
 def trace_script(path, args=(), torch=False, output=None, progress=False, check_backward=True, engine="gradviz",
-                 exact_memory=False, schedule=None, started=None, unseen=None):
+                 exact_memory=False, schedule=None, started=None, unseen=None, code=None):
     """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
 
     ``torch=True`` makes ``import torch`` resolve to gradviz for the run; ``engine`` is the trace's (``auto``,
@@ -27,10 +27,12 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
     ``schedule``: ``gradviz.trace``'s ``light`` / ``full_steps`` / ``trace_steps`` (None: every iteration in full).
     ``started(tr)`` is called once the trace is active, before the script runs (child and rank tracing).
     ``unseen``: ``builder.unseen`` keyword arguments for what the run will not watch (``EngineChoice.unseen``).
+    ``code``: ``path`` already compiled (``compile_script``), when the caller checked it could run.
     """
     import gradviz
 
-    code = compile_script(path)
+    if code is None:
+        code = compile_script(path)
     tr = gradviz.trace(check_backward=check_backward, engine=engine, exact_memory=exact_memory, **(schedule or {}))
     tr.script = path
     with ExitStack() as stack:
