@@ -290,19 +290,6 @@ class DocIndex:
             stack.extend(c for c in self.consumers(nid) if c not in seen)
         return seen
 
-    def leaf_node(self, var_id):
-        """The node a leaf's gradient flows into (its AccumulateGrad), or None."""
-        v = self.variables.get(var_id)
-        return v.get("accumulator") if v else None
-
-    def grad_node(self, var_id):
-        """The node whose gradient is this Variable's: grad_fn for a non-leaf, AccumulateGrad for a leaf."""
-        v = self.variables.get(var_id)
-        if v is None:
-            return None
-        return v.get("node") if v.get("node") is not None else v.get("accumulator")
-
-    # ----- cuts ---------------------------------------------------------------------------------------------
     def cuts(self):
         """``{result variable id: (source variable id, how, location)}`` for every Variable made by cutting
         another out of the graph: ``.data``, ``detach()``, a numpy round trip, or re-wrapping such a cut in a

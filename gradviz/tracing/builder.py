@@ -632,9 +632,6 @@ class TraceBuilder:
         finally:
             lock.release()
 
-    def has_node(self, key):
-        return key in self.live_nodes
-
     def _link(self, rec, edges):
         """Fill ``inputs`` from the edges; returns the input node records (to place the graph)."""
         children = []

@@ -48,10 +48,6 @@ def plain(value):
     return str(value)
 
 
-def _graph_id(graph):
-    return None if graph is None else graph.find().id
-
-
 def _place(rec, locations):
     """A record's location dict and graph id, in one call (each record of a document asks both)."""
     location = rec.location
@@ -59,7 +55,7 @@ def _place(rec, locations):
         location = location.as_dict() if locations is None else locations[location].copy()
     graph = rec.graph
     if graph is not None:
-        while graph.parent is not None:  # _graph_id without its find() call
+        while graph.parent is not None:  # the graph's root, without find()'s path compression
             graph = graph.parent
         graph = graph.id
     return location, graph

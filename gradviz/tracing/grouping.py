@@ -109,7 +109,6 @@ class Grouping:
         self._graph_ids = itertools.count()
         self.structures = {}  # structure key (``_digest``) -> StructureRecord
         self.series = []
-        self.series_step = 1
         self._iter_graphs = {0: []}
         # the current iteration's variable records made outside ops (the tracer appends to it); an op's outputs
         # are dropped with its graph
