@@ -11,7 +11,10 @@ hidden state detached, gradient clipping and the update by hand as in pytorch/ex
 
 Each configuration is its own process, started R times in rounds (the order rotated each round); figures are
 medians: wall time of the whole process (start-up, the report and pictures included), its CPU time (user +
-system, ``wait4``), peak RSS (``wait4``), and report.json's size. ``full-iteration step``: the scripts time
+system, ``wait4``), peak RSS (``wait4``), and report.json's size. gradviz's modules are byte-compiled first and
+the processes may read and write Python's bytecode cache, as after ``pip install`` (torch's wheel ships
+compiled): with ``PYTHONDONTWRITEBYTECODE=1`` an editable checkout would compile gradviz on every run, about
+0.2 s that no installed gradviz pays. ``full-iteration step``: the scripts time
 each iteration; the median time of the iterations the default run traced in full (report.json's
 ``schedule.full``) over the plain run's median for the same iterations, beside anomaly mode's for the same
 iterations: the cost of a full iteration against anomaly mode's.
@@ -179,6 +182,7 @@ def run(argv, cwd, times_path):
     """(wall seconds, peak RSS bytes, per-iteration seconds, CPU seconds) of one process (CPU: user + system,
     its waited-for children such as `dot` included: steadier than wall time on a shared machine)."""
     env = dict(os.environ, PYTHONPATH=HERE, OMP_NUM_THREADS="1", BENCH_STEP_TIMES=times_path)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # (see the docstring: bytecode as installed)
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     stderr = process.stderr.read()
@@ -298,6 +302,9 @@ def main():
                 for config, seconds in costs.items():
                     print(f"  {config:14} {seconds * 1e3:8.3f} ms {seconds / plain:6.2f}x", flush=True)
         return
+    import compileall
+
+    compileall.compile_dir(os.path.join(HERE, "gradviz"), quiet=1)  # as pip does when it installs gradviz
     with tempfile.TemporaryDirectory() as folder:
         for name in args.workload or ["mlp", "reinforce", "lstm"]:
             title, source = WORKLOADS[name]
