@@ -412,8 +412,12 @@ class TorchAdapter(TorchEvents):
         index, a running mean); an inner node of one call (``F.cross_entropy``'s NLL after its log-softmax) only
         the arguments that feed it."""
         var = self.var
-        if is_root and len(tensors) == len(edges) and _lined_up(edges, tensors):
-            return [var(t) for t in tensors]  # the usual case: one argument per input, in order
+        if is_root:
+            if len(tensors) == len(edges) and _lined_up(edges, tensors):
+                return [var(t) for t in tensors]  # the usual case: one argument per input, in order
+            extra = self._in_order(edges, tensors)
+            if extra is not None:
+                return [var(t) for t in tensors] + [None] * extra
         known = self._arguments
         if known is not None and known[0] is tensors:  # the next node of the same call (MHA builds thirty)
             unique, own = known[1], known[2]
@@ -430,6 +434,30 @@ class TorchAdapter(TorchEvents):
         if is_root:
             keys.extend(var(unique[j]) for j in rest)
         return keys
+
+    def _in_order(self, edges, tensors):
+        """For a root node whose inputs are its arguments in order, each the argument's own edge, then either
+        inputs no argument gave (``y * 2``: the scalar's None) or arguments that feed none (``gather``'s index,
+        each once, none needing grad): how many trailing inputs no argument gave. None for any other call (the
+        alignment decides). Both cases are what ``align_inputs`` finds for them, without its bookkeeping."""
+        n = len(edges)
+        extra = n - len(tensors)
+        if extra > 0:
+            for edge in edges[len(tensors):]:
+                if edge is not None:
+                    return None
+        elif extra < 0:
+            tail = tensors[n:]
+            for t in tail:
+                if t.requires_grad:
+                    return None
+            if len(tail) > 1 and len({id(t) for t in tail}) < len(tail):
+                return None
+            extra = 0
+        for edge, t in zip(edges, tensors):
+            if edge is None or edge != _edge_of(self, t):
+                return None
+        return extra
 
     def _saved(self, node, info, tensors, tag=None):
         """``SavedFact``s (plain tuples, in the builder's order) for what ``node`` saved: a saved tensor whose
@@ -630,6 +658,7 @@ class TorchAdapter(TorchEvents):
                     in_keys.append(k if k in live else self.var(t))
             else:  # a bias=None, an index argument: find which argument feeds which input
                 in_keys = self._input_keys(edges, tensors, True)
+                self._arguments = None  # (it holds the call's tensors: they would outlive the call)
             saved = self._saved(fn, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
             if saved:
                 saved = _saved_outputs_named(saved, (out,))
