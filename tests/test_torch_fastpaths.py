@@ -88,3 +88,95 @@ def test_profiler_marks_skip_the_op_path_and_ops_inside_them_are_still_seen(monk
     assert not doc.get("internal_errors")
     ops = [n.get("op") for n in doc["nodes"]]
     assert "MulBackward0" in ops and "SumBackward0" in ops
+
+
+def _linear_calls():
+    """Linear layers on every path the two-node fast path takes or declines: with and without bias, an input
+    that needs no gradient or does, a weight seen the first time (its accumulator untagged) and again, the
+    functional form with a keyword bias, a weight used twice in one call."""
+    torch.manual_seed(0)
+    first = torch.nn.Linear(4, 3)
+    second = torch.nn.Linear(3, 2, bias=False)
+    square = torch.nn.Parameter(torch.randn(4, 4))
+    with gradviz.trace(engine="torch") as tr:
+        for _ in range(3):
+            x = torch.randn(5, 4)
+            xr = torch.randn(5, 4, requires_grad=True)
+            y = second(torch.relu(first(x))) + first(xr)[:, :2]  # line: linear calls
+            z = torch.nn.functional.linear(x, first.weight, bias=first.bias)
+            w = torch.nn.functional.linear(x @ square, square)
+            (y.sum() + z.sum() + w.sum()).backward()
+    return tr.to_dict()
+
+
+def test_linear_fast_path_reports_what_the_general_path_reports(monkeypatch):
+    import json
+
+    from gradviz.tracing.adapters import torch_graph
+    from gradviz.tracing.adapters.torch_engine import TorchAdapter
+
+    walks = []  # the general path's walks (a counter around the fast path itself would be taken for the
+    walk = torch_graph.new_nodes  # user's frame: where() stops at the first frame outside gradviz)
+
+    def counting(root, owner):
+        walks.append(root.name())
+        return walk(root, owner)
+
+    monkeypatch.setattr(torch_graph, "new_nodes", counting)
+    with_fast_path = _linear_calls()
+    fast_walks = list(walks)
+    walks.clear()
+    monkeypatch.setattr(TorchAdapter, "_with_inner_nodes", lambda *args: False)
+    general = _linear_calls()
+    # each iteration's three addmm calls (Linear twice, F.linear once) and two mm calls took the fast path
+    assert (walks.count("AddmmBackward0"), fast_walks.count("AddmmBackward0")) == (9, 0), walks
+    assert (walks.count("MmBackward0"), fast_walks.count("MmBackward0")) == (6, 0)
+    assert json.dumps(with_fast_path, sort_keys=True) == json.dumps(general, sort_keys=True)
+    line = next(i for i, text in enumerate(open(__file__), 1) if "# line: linear calls" in text)
+    ops = sorted(n["op"] for n in with_fast_path["nodes"]
+                 if (n.get("location") or {}).get("line") == line and n.get("iteration") == 1)
+    assert ops == ["AddBackward0", "AddmmBackward0", "AddmmBackward0", "MmBackward0", "ReluBackward0",
+                   "SliceBackward0", "TBackward0", "TBackward0", "TBackward0"]
+
+
+def _scalar_and_index_calls():
+    """Roots whose inputs are their arguments in order plus a scalar's empty input (``y * 2``), or plus
+    arguments that feed none (``gather``'s index), next to calls the alignment must decide (a mask first)."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, requires_grad=True)
+    index = torch.tensor([[0], [2], [1], [0]])
+    mask = torch.tensor([True, False, True])
+    with gradviz.trace(engine="torch") as tr:
+        for _ in range(2):
+            y = (x * 2 + 1) / 3 - 0.5  # line: scalar operands
+            picked = y.gather(1, index)
+            both = torch.where(mask, y, x)
+            (picked.sum() + both.pow(2).sum() + (x - y).sum()).backward()
+    return tr.to_dict()
+
+
+def test_inputs_in_argument_order_found_without_the_alignment_are_the_alignments(monkeypatch):
+    import json
+
+    from gradviz.tracing.adapters.torch_engine import TorchAdapter
+
+    shortcut = _scalar_and_index_calls()
+    monkeypatch.setattr(TorchAdapter, "_in_order", lambda *args: None)
+    aligned = _scalar_and_index_calls()
+    assert json.dumps(shortcut, sort_keys=True) == json.dumps(aligned, sort_keys=True)
+    by_op = {n["op"]: n for n in shortcut["nodes"] if n.get("iteration") == 0}
+    variables = {v["id"]: v for v in shortcut["variables"]}
+    # the scalar's input is an empty slot, the index an argument after the inputs
+    assert [i is None for i in by_op["MulBackward0"]["input_variables"]] == [False, True]
+    assert [variables[i]["shape"] for i in by_op["GatherBackward0"]["input_variables"]] == [[4, 3], [4, 1]]
+
+
+def test_a_call_s_arguments_are_not_kept_alive_by_the_trace():
+    x = torch.randn(3, requires_grad=True)
+    mask = torch.tensor([True, False, True])
+    with gradviz.trace(engine="torch") as tr:
+        # the mask comes first and feeds no input: the alignment decides; then nothing refers to x * 2 or y
+        y = torch.where(mask, x * 2, x)
+        del y
+    graphs = tr.to_dict()["graphs"]
+    assert [g["alive_at_end"] for g in graphs] == [False]
