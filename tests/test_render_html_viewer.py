@@ -147,6 +147,27 @@ def test_a_5000_node_run_fits_the_page_budget_with_every_module_open():
     assert reachable(doc, data) == {n["id"] for n in doc["nodes"]}
 
 
+@needs_dot
+def test_with_the_byte_cap_spent_by_the_pictures_no_inside_view_is_laid_out(monkeypatch):
+    # a long run's big pictures can fill the cap alone: the views their boxes open are counted, not drawn and
+    # then thrown away (reinforce.py's page: 42 such views took 3 s and 100 MiB)
+    import gradviz.rendering.views as views
+
+    doc = big_doc(blocks=6, ops=100)
+    laid_out = []
+    lay_out_many = views._Drawer.lay_out_many
+    monkeypatch.setattr(views._Drawer, "lay_out_many", lambda self, items: laid_out.append(len(items)) or
+                        lay_out_many(self, items))
+    shown, notes = page_views(doc)
+    assert [v.title for v in shown if v.parent] == [f"net.block{i}" for i in range(6)] and sum(laid_out) == 6
+    laid_out.clear()
+    monkeypatch.setattr(views, "SVG_BYTES_CAP", len(shown[0].svg) + views.SMALLEST_VIEW - 1)
+    shown, notes = page_views(doc)
+    assert [v.key for v in shown] == ["g0"] and laid_out == []
+    assert notes == ["6 views not embedded to keep the page small (their boxes stay closed); `gradviz graph "
+                     "--depth` draws them"]
+
+
 def reachable(doc, data):
     """Node ids the page draws under their own id in some view, directly or through a twin's alias."""
     drawn = {int(k[1:]) for k in data["where"] if k.startswith("n")}

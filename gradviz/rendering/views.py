@@ -26,6 +26,7 @@ from .pictures import pictures_to_draw
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
 SVG_BYTES_CAP = 3 * 1024 * 1024  # all views as embedded (top ones as text, the others packed); page <= 5 MiB
 MAX_LEVELS = 8  # nested views below a picture
+SMALLEST_VIEW = 1024  # bytes of the smallest packed view (two nodes): with less of the cap left, none is laid out
 WORKERS = 4  # views laid out at once: ``dot`` runs as a subprocess, so they overlap
 LEAF_KINDS = ("leaf", "const", "ghost")  # spec node kinds of leaves (a ghost: a leaf drawn again at a use)
 _ID = re.compile(r"\b(gv(?:-|&#45;))?([nve])(\d+)\b")
@@ -247,6 +248,9 @@ class _Drawer:
                         continue  # the same view again (a layout that fell back to folding, say): no end to it
                     jobs.append((view, view_doc, opening))
             if not jobs:
+                return
+            if SVG_BYTES_CAP - self.bytes < SMALLEST_VIEW:  # none of them could be embedded: not drawn at all
+                self.capped += len(jobs)
                 return
             level = []
             with ThreadPoolExecutor(WORKERS) as pool:
