@@ -149,7 +149,9 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, vie
         if with_json:
             staged.append(Staged(path, "w", encoding="utf-8"))
             # dumps, not dump: json.dump streams through the pure-Python encoder, dumps uses the C one (~10x)
-            staged[-1].file.write(json.dumps(doc, allow_nan=False, separators=(",", ":")) + "\n")
+            # (the newline written apart: `text + "\n"` would copy a long run's 16 MiB text once more)
+            staged[-1].file.write(json.dumps(doc, allow_nan=False, separators=(",", ":")))
+            staged[-1].file.write("\n")
             staged[-1].sync()
         path = os.path.join(out_dir, "report.html")
         staged.append(Staged(path, "wb"))
