@@ -2,6 +2,7 @@
 schedule) and anomaly mode, as ratios of the plain run, in one run of this script.
 
     python benchmarks/bench_long_run.py [--repeat R] [--workload mlp|reinforce|lstm ...] [--no-render-too]
+    python benchmarks/bench_long_run.py --steps [--floor] [--repeat R] [--workload ...]
 
 Workloads (CPU, small, written for this benchmark): a 1,000-step MLP training (784-128-10, batch 64, SGD); a
 1,000-episode REINFORCE-style run (a 4-128-2 policy with dropout, one action sampled per environment step from a
@@ -231,11 +232,33 @@ def measure(name, source, folder, repeat, configs):
     return figures, sizes, full
 
 
-def step_costs(name, source, folder, rounds, per_block):
+def minimal_recorder(adapter):
+    """The floor of a full iteration in this design (``--floor``): the adapter with all its hooks, whose per-call
+    work is cut to what any function-mode recorder must do for a new node, tag it and find its user frame."""
+    from gradviz.tracing.adapters import torch_graph
+    from gradviz.tracing.adapters.torch_frames import where
+
+    Tensor = adapter._Tensor
+
+    def op(func, args, kwargs):
+        result = func(*args, **kwargs)
+        if type(result) is Tensor:
+            fn = result.grad_fn
+            if fn is not None and torch_graph.KEY not in fn.metadata:
+                where()
+                tag = fn.metadata[torch_graph.KEY] = torch_graph.NodeTag(-1, adapter)
+                fn.register_prehook(tag)
+        return result
+
+    adapter.op = op
+
+
+def step_costs(name, source, folder, rounds, per_block, floor=False):
     """In one process, CPU time per step (``time.thread_time``) of the workload's own ``step``: plain, anomaly
     mode, every step traced in full (``gradviz.trace(engine="torch")``), and every step light (a schedule whose
-    only full steps lie beyond the run). Blocks of ``per_block`` steps, the contenders rotated each round; the
-    trace is started and stopped outside the clock. name -> median seconds per step."""
+    only full steps lie beyond the run); with ``floor``, also the minimal recorder (``minimal_recorder``). Blocks
+    of ``per_block`` steps, the contenders rotated each round; the trace is started and stopped outside the clock.
+    name -> median seconds per step."""
     import runpy
 
     import torch
@@ -265,13 +288,17 @@ def step_costs(name, source, folder, rounds, per_block):
         elif config == "light trace":
             far = 10**9
             traces[config] = gradviz.trace(engine="torch", light=True, trace_steps=(far, far)).start()
+        elif config == "minimal rec.":
+            traces[config] = gradviz.trace(engine="torch").start()
+            minimal_recorder(traces[config].adapters[0])
 
     def teardown(config):
         torch.autograd.set_detect_anomaly(False)
         if config in traces:
             traces.pop(config).stop()
 
-    configs = {c: block for c in ("plain", "anomaly mode", "full trace", "light trace")}
+    names = ("plain", "anomaly mode", "full trace", "light trace") + (("minimal rec.",) if floor else ())
+    configs = {c: block for c in names}
     samples = common.run_rounds(configs, rounds, warmup=1, setup=setup, teardown=teardown, clock=time.thread_time)
     return {c: statistics.median(v) / per_block for c, v in samples.items()}
 
@@ -283,6 +310,8 @@ def main():
                         help="one of the workloads (repeatable; default all)")
     parser.add_argument("--steps", action="store_true",
                         help="instead: per-step CPU time in one process, plain / anomaly / full / light")
+    parser.add_argument("--floor", action="store_true",
+                        help="with --steps: also the minimal recorder (a tag and a frame per new node)")
     parser.add_argument("--no-render-too", action="store_true",
                         help="also `gradviz run --no-render` (the report without pictures)")
     args = parser.parse_args()
@@ -296,7 +325,7 @@ def main():
         with tempfile.TemporaryDirectory() as folder:
             for name in args.workload or ["mlp", "reinforce", "lstm"]:
                 title, source = WORKLOADS[name]
-                costs = step_costs(name, source, folder, args.repeat * 4, 20 if name == "lstm" else 40)
+                costs = step_costs(name, source, folder, args.repeat * 4, 20 if name == "lstm" else 40, args.floor)
                 plain = costs["plain"]
                 print(f"\n{title}, one step, CPU time, median of {args.repeat * 4} blocks:")
                 for config, seconds in costs.items():
