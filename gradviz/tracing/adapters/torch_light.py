@@ -15,6 +15,7 @@ Only the thread that started the trace changes mode; other threads' modes stay a
 """
 
 import math
+from threading import get_ident as _ident  # (called twice per module call while light: no import statement in it)
 
 from ..light_steps import LightSteps
 from . import torch_graph as tg
@@ -188,12 +189,6 @@ class TorchLight(LightSteps):
         if grads:
             norms = torch.stack(torch._foreach_norm(grads)).tolist()
             self.gradient_norms([(key, name, n) for (key, name), n in zip(found, norms)], lambda: user_frame(0))
-
-
-def _ident():
-    import threading
-
-    return threading.get_ident()
 
 
 def _wrap(light, original, kind):
