@@ -76,16 +76,13 @@ def calls(torch):
 
 
 def contenders(torch, fn, state):
+    from bench_torch import floor_modes
     from bench_trace_parts import null_builder_class
-    from torch.overrides import TorchFunctionMode
 
     import gradviz
     from gradviz.tracing import recorder
 
-    class Bare(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
+    Bare, _ = floor_modes()  # the mode that only calls through
     real = recorder.TraceBuilder
     null = null_builder_class()
 

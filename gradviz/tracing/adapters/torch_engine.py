@@ -628,9 +628,7 @@ class TorchAdapter(TorchEvents):
             tag = child.metadata.get(tg.KEY)
             if tag is None or tag.owner is not self:
                 if type(child).__name__ != "AccumulateGrad":
-                    # a node of this same call (linear's TBackward0 of the weight): the two in one go, or the
-                    # general path
-                    return self._with_inner_nodes(fn, tensors, out)
+                    return False
                 edges.append((self._accumulator(child), LEAF))
             elif tag.leaf is not None:
                 edges.append((tag.id, LEAF))
@@ -670,72 +668,6 @@ class TorchAdapter(TorchEvents):
         self.checks.add(key, out)
         fn.register_prehook(tag)
         return True
-
-    def _with_inner_nodes(self, root, tensors, out):
-        """A call that built a root plus nodes whose inputs are known nodes or leaves (``F.linear``: AddmmBackward0
-        on the weight's TBackward0): reported as the general path reports them (in the order of its walk, each
-        with its own site), without the walk. Returns False, having reported nothing, for anything else."""
-        start = self._start_seq.get(_get_ident(), -1) if self._start_seq else -1
-        if 0 <= root._sequence_nr() < start:
-            return False
-        order = []  # tg.new_nodes' order for a graph two deep: the last input first, each after its own inputs
-        for child, _ in reversed(root.next_functions):
-            if child is None or _ours(child, self):
-                continue
-            if child in order:
-                return False  # reached twice: the general path
-            if type(child).__name__ != "AccumulateGrad":
-                if 0 <= child._sequence_nr() < start:
-                    return False  # built before the trace: an external node
-                for grandchild, _ in reversed(child.next_functions):
-                    if grandchild is None or _ours(grandchild, self):
-                        continue
-                    if type(grandchild).__name__ != "AccumulateGrad" or grandchild in order:
-                        return False  # a deeper graph, or a leaf reached twice: the walk
-                    order.append(grandchild)
-            order.append(child)
-        frame, site = where()
-        if frame is None:
-            return False
-        location = location_at(frame.f_code, frame.f_lineno)
-        try:
-            for i, node in enumerate(order):
-                info = _INFOS.get(type(node)) or tg.info(node)
-                if info.accumulator:
-                    self._accumulator(node)
-                else:
-                    self._inner_node(node, info, location, tensors, (site, i))
-            self._op_node(root, _INFOS.get(type(root)) or tg.info(root), True, location, tensors, (out,),
-                          (site, len(order)), self.checks)
-        finally:
-            self._arguments = None  # (it holds the call's tensors)
-        return True
-
-    def _inner_node(self, node, info, location, tensors, lasti):
-        """``_op_node`` for a node of the call that is not its root, on known nodes only: its value never
-        reached Python (a hidden output), its inputs are the arguments whose edges it has."""
-        edges = []
-        for child, nr in node.next_functions:
-            if child is None:
-                edges.append(None)
-            else:
-                tag = child.metadata[_KEY]
-                edges.append((tag.id, LEAF) if tag.leaf is not None else (tag.id, nr))
-        tag, ref = self._tag(node)
-        try:
-            in_keys = self._input_keys(edges, tensors, False)
-            shape, dtype = tg.output_meta(node)
-            hidden = ("value", tag.id)
-            nbytes = 0 if dtype is None else _numel(shape) * _itemsize(self.torch, dtype)
-            saved = self._saved(node, info, tensors, tag) if info.saved or self.exact else ()
-            self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys,
-                            ((hidden, shape, dtype or "", nbytes, True, False, None, None, None),), saved, location,
-                            lasti=lasti, handle=ref)
-            self.builder.variable_died(hidden)
-        except BaseException:
-            _untag(node)
-            raise
-        node.register_prehook(tag)
 
     def on_custom_function(self, cls, args, outputs, location, kwargs=None):
         """A ``torch.autograd.Function``'s ``apply`` ran. ``apply`` bypasses the function mode, so the patched
@@ -834,11 +766,6 @@ def _collect_as_before(saved):
     """Put the thresholds back, unless the program changed them meanwhile (then its own setting stays)."""
     if saved is not None and gc.get_threshold() == saved[1]:
         gc.set_threshold(*saved[0])
-
-
-def _ours(node, adapter):
-    tag = node.metadata.get(_KEY)
-    return tag is not None and tag.owner is adapter
 
 
 def _untag(node):
