@@ -21,7 +21,6 @@ When Graphviz's ``dot`` program is missing, the ``.dot`` sources are written ins
 says in one line how to get them.
 """
 
-import json
 import os
 import re
 import time
@@ -141,6 +140,7 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, vie
     """Stage report.json and report.html, then rename both into place: on any failure neither is replaced.
     ``pictures`` None: the page draws its views itself, with ``view_options``."""
     from ..atomic import Staged
+    from ..document.model import write_json_to
 
     page = _page(doc, pictures, written, pending, view_options)
     staged = []
@@ -148,10 +148,7 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, vie
     try:
         if with_json:
             staged.append(Staged(path, "w", encoding="utf-8"))
-            # dumps, not dump: json.dump streams through the pure-Python encoder, dumps uses the C one (~10x)
-            # (the newline written apart: `text + "\n"` would copy a long run's 16 MiB text once more)
-            staged[-1].file.write(json.dumps(doc, allow_nan=False, separators=(",", ":")))
-            staged[-1].file.write("\n")
+            write_json_to(staged[-1].file, doc)
             staged[-1].sync()
         path = os.path.join(out_dir, "report.html")
         staged.append(Staged(path, "wb"))

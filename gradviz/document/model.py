@@ -29,9 +29,14 @@ def write_json(doc, path):
 
     # atomic: a failure halfway (full disk, Ctrl-C, a NaN found late) leaves the old file, never a truncated one
     with atomic_open(path, "w", encoding="utf-8") as f:
-        # dumps, not dump: json.dump streams through the pure-Python encoder, dumps uses the C one (~10x)
-        f.write(json.dumps(doc, allow_nan=False, separators=(",", ":")))
-        f.write("\n")  # apart: `text + "\n"` would copy the whole text once more
+        write_json_to(f, doc)
+
+
+def write_json_to(f, doc):
+    """``doc`` as strict, compact JSON and a newline, into the open text file ``f``."""
+    # dumps, not dump: json.dump streams through the pure-Python encoder, dumps uses the C one (~10x)
+    f.write(json.dumps(doc, allow_nan=False, separators=(",", ":")))
+    f.write("\n")  # apart: `text + "\n"` would copy a long run's 16 MiB text once more
 
 
 def check_format(doc):
