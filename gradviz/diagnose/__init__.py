@@ -6,7 +6,7 @@ Nothing here touches live engine objects or prints; the catalogue is documented 
 """
 
 from ..document import SEVERITIES, DocIndex
-from . import backward_rules, ddp_rules, function_rules, graph_rules, silent_rules, training_rules
+from . import backward_rules, ddp_rules, function_rules, graph_rules, registry, silent_rules, training_rules
 from .catalogue import CODES, explain
 from .records import Collector
 from .why import CAUSES, why_none
@@ -30,6 +30,9 @@ def diagnose(doc):
     training_rules.volatile_deprecated(index, out)
     function_rules.wrong_backward(index, out)
     ddp_rules.diagnose_process(doc, out)  # a one-rank DDP run: a job's ranks are compared at the merge
+    ctx = registry.RuleContext(doc, index)
+    for r in registry.rules("process"):  # the rules that registered themselves (diagnose/rules/)
+        r.function(ctx, out)
     return out.finish()
 
 

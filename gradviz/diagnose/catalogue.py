@@ -6,10 +6,11 @@ Codes are stable kebab-case names: scripts, CI settings and docs refer to them, 
 """
 
 from ..document import vocabulary
+from . import registry
 
 # code -> (default severity, one-line title). A rule may lower the severity of one record (``graph-cut`` is
 # an info when the cut was bridged by hand), never raise it.
-CODES = {
+_LEGACY_CODES = {
     "none-grad": ("warning", "`.grad` of a non-leaf Variable read as None"),
     "nonscalar-backward": ("error", "backward() on a non-scalar output without a gradient"),
     "stale-version": ("error", "a Variable saved for backward was modified in place"),
@@ -35,11 +36,6 @@ CODES = {
 }
 
 SEVERITIES = vocabulary.SEVERITIES  # the document's severities, most severe first
-
-
-def hint_suffix(code):
-    """Every hint ends with the command that explains the code at length."""
-    return f"(gradviz explain {code})"
 
 
 EXPLANATIONS = {
@@ -649,11 +645,19 @@ or all-reduce the other gradients yourself before the step (`dist.all_reduce(p.g
 }
 
 
+# The codes above register themselves like a rule module's (diagnose/registry.py); then every rule module does.
+for _code, (_severity, _title) in _LEGACY_CODES.items():
+    registry.Code(_code, _severity, _title, EXPLANATIONS[_code])
+from . import rules as _rules  # noqa: E402,F401  (registers every rule module's codes)
+
+# code -> (default severity, one-line title), every registered code in registration order
+CODES = {c.code: (c.severity, c.title) for c in registry.CODES.values()}
+
+
 def explain(code):
     """The long explanation of ``code`` (what it means, a minimal example, the fix), like ``rustc --explain``."""
-    if code not in CODES:
-        known = ", ".join(CODES)
+    entry = registry.CODES.get(code)
+    if entry is None:
+        known = ", ".join(registry.CODES)
         raise ValueError(f"unknown diagnostic code `{code}`; known codes: {known}")
-    severity, title = CODES[code]
-    return f"{code} ({severity}): {title}\n\n{EXPLANATIONS[code]}"
-
+    return f"{code} ({entry.severity}): {entry.title}\n\n{entry.explanation}"

@@ -5,7 +5,8 @@ vocabulary.
 """
 
 from ..document.vocabulary import SEVERITIES
-from .catalogue import CODES, EXPLANATIONS
+from . import registry
+from .catalogue import CODES
 from .why import CAUSES
 
 TITLE = "Diagnostics catalogue"
@@ -70,7 +71,7 @@ def markdown():
              "| code | severity | title |\n|---|---|---|\n" +
              "\n".join(f"| [`{c}`](#{c}) | {sev} | {title} |" for c, (sev, title) in CODES.items())]
     for code, (severity, title) in CODES.items():
-        parts += [f"## {code}", f"**{severity}** — {title}.", _markdown_text(EXPLANATIONS[code])]
+        parts += [f"## {code}", f"**{severity}** — {title}.", _markdown_text(registry.CODES[code].explanation)]
     parts += ["## Where each seed situation is reproduced", SEEDS.rstrip("\n")]
     return "\n\n".join(parts) + "\n"
 

@@ -2,7 +2,7 @@
 
 from ..document.index import loc_key
 from ..document.vocabulary import SEVERITIES
-from .catalogue import CODES, hint_suffix
+from .registry import CODES
 
 
 class Collector:
@@ -18,7 +18,7 @@ class Collector:
 
         ``order`` breaks ties between findings on the same line (e.g. an event id), so the final order
         follows what happened first."""
-        default, _ = CODES[code]
+        default = CODES[code].severity
         severity = severity or default
         if severity not in SEVERITIES:
             raise ValueError(f"unknown severity {severity!r}")
@@ -68,6 +68,11 @@ class Collector:
             rec["links"] = sorted(rec["links"])
             result.append({"id": ids[key], **rec})
         return result
+
+
+def hint_suffix(code):
+    """Every hint ends with the command that explains the code at length."""
+    return f"(gradviz explain {code})"
 
 
 _MAX_IDS = 200  # a diagnostic seen in every iteration of a long loop must not list every node it touched
