@@ -908,6 +908,17 @@ class TraceBuilder:
         for n in saved_by:
             self.groups.pin_node(self.nodes.get(n))
 
+    def watched_inplace(self, variable, op, old_version, new_version, location, saved_by):
+        """An in-place write seen on a light iteration (``variable``: a key, reported first), found after the fact
+        to have changed what the live nodes ``saved_by`` (node ids) saved: a backward through them failed on it.
+        The same ``inplace`` event a full iteration records at the write, with its line."""
+        ids = list(saved_by)
+        event = self._event("inplace", location, variable=self.live_variables[variable].id, op=op,
+                            old_version=old_version, new_version=new_version, node=None, saved_by=ids)
+        self.groups.pin_event(event)
+        for n in ids:
+            self.groups.pin_node(self.nodes.get(n))
+
     def saved_storage(self, counter):
         """Whether a live node saved a tensor whose version counter is ``counter`` (an adapter can skip
         reporting a parameter update nobody could be hurt by)."""
@@ -1237,6 +1248,15 @@ class TraceBuilder:
         if why is not None and schedule.light:
             schedule.full[it + 1] = why
         return why is not None
+
+    def light_finding(self, why):
+        """A light iteration's watch saw one of the rare calls where a mistake happens (a non-leaf's ``.grad``
+        read, a write through ``.data``, a backward that raised): its facts are about to be recorded, in this
+        iteration, and the next iterations are full."""
+        g = self.groups
+        if g.pending:
+            g.begin_iteration()
+        self.schedule.fire(g.iteration, why)
 
     def light_loss(self, value, location):
         """A light iteration's backward started from a root that is not finite (``value``: its float, or None)."""

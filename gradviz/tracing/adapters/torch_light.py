@@ -21,6 +21,7 @@ from ..light_steps import LightSteps
 from . import torch_graph as tg
 from .torch_frames import user_frame
 from .torch_patches import _forked
+from .torch_watch import TorchWatch
 
 LIGHT_KEY = "gradviz_light"  # the tag in a light root's grad_fn.metadata
 
@@ -40,6 +41,14 @@ class TorchLight(LightSteps):
         self.pop_later = False  # went light inside the mode's own handler: the mode leaves at the next module call
         self._params = (None, None)  # (optimizer, [(parameter, key, name)]) of the last light step
         self._originals = None  # torch.autograd.backward / grad while wrapped
+        self.watch = TorchWatch(self)  # the rare calls where mistakes happen, wrapped while light
+        self.full_backward = False  # the watch asks for the next backward to be traced in full
+        self.forward_calls = 0  # module calls since the last backward: a forward is in flight
+
+    def finding(self, why):
+        """The watch saw a mistake's call: the facts it records belong to this iteration; the next ones are full."""
+        with self.lock:
+            self.builder.light_finding(why)
 
     def module_call(self, module, inputs):
         Tensor = self.adapter._Tensor  # (a torch.Size is a tuple: hashed and compared as one)
@@ -51,6 +60,7 @@ class TorchLight(LightSteps):
         if _ident() != adapter.mode_thread or _forked[0] or adapter._is_compiling():
             return adapter.module_enter(module, inputs)  # other threads stay full
         self.count += 1
+        self.forward_calls += 1
         Tensor = adapter._Tensor
         self.calls.add((id(module), tuple([a.shape if isinstance(a, Tensor) else None for a in inputs])))
         return None
@@ -99,6 +109,7 @@ class TorchLight(LightSteps):
             autograd.backward = _wrap(self, self._originals[0], "backward")
             autograd.grad = _wrap(self, self._originals[1], "grad")
         self.on = True
+        self.watch.install()
         if not self.pop_later and mode is not None and adapter.mode_thread == _ident():
             self._swap_hooks(True)
 
@@ -122,6 +133,8 @@ class TorchLight(LightSteps):
                 self.torch._C._push_on_torch_function_stack(mode)
 
     def restore(self):
+        self.watch.uninstall()
+        self.full_backward = False
         self._swap_hooks(False)
         if self._originals is not None:
             autograd = self.torch.autograd
@@ -192,7 +205,9 @@ class TorchLight(LightSteps):
 
 
 def _wrap(light, original, kind):
-    """``torch.autograd.backward`` or ``grad`` while light: watch the roots, then run it unchanged."""
+    """``torch.autograd.backward`` or ``grad`` while light: watch the roots, then run it unchanged. A backward the
+    watch asked for (a write through ``.data`` waits for it) runs through the full handler instead, and one that
+    raises is recorded after the fact (``TorchWatch.failed_backward``)."""
     def light_call(*args, **kwargs):
         if light.on and light.adapter.attached:
             try:
@@ -208,7 +223,19 @@ def _wrap(light, original, kind):
             except Exception as exc:  # our bookkeeping, never the script's problem
                 light.adapter.internal_error("light backward", exc)
                 roots = None
-            result = original(*args, **kwargs)
+            light.forward_calls = 0
+            if light.full_backward and _ident() == light.adapter.mode_thread:
+                light.full_backward = False
+                result = light.adapter.backward(original, args, kwargs, kind)
+                if kind == "backward" and roots is not None and not (retain or create):
+                    light.freed(roots)
+                return result
+            try:
+                result = original(*args, **kwargs)
+            except RuntimeError as exc:
+                if _ident() == light.adapter.mode_thread:
+                    light.watch.failed_backward(exc, args, kwargs, kind)
+                raise
             if kind == "backward" and light.on:
                 try:
                     if roots is not None and not (retain or create):

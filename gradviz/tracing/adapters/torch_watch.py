@@ -1,0 +1,288 @@
+"""What a light iteration still watches on PyTorch: the rare calls where the classic mistakes happen.
+
+A light iteration has no function mode on its thread (``torch_light``), so no op reaches Python. The mistakes
+gradviz names at a line happen in a few rare calls, and only those are wrapped while light, on ``torch.Tensor``
+itself (and the in-place functions of ``torch``, ``torch._C._nn`` and ``torch._VF``), so an iteration pays only for
+the calls it makes of them:
+
+- ``.grad`` reads: a non-leaf's read (a leaf's, the usual one, goes straight through) is recorded by the full
+  handler, at the user's line (none-grad, and the ``backward(x.grad)`` that follows it);
+- ``.data``: which tensors are ``.data`` of a tensor that requires grad (a write through one is the silent case);
+- in-place writes (methods, ``x[...] = ``, ``+=``, ``torch.relu_``…): each is logged with its line and the version
+  it left, weakly; a write through ``.data`` of a tensor in flight is recorded by the full handler at once
+  (silent-inplace), and the next backward is then traced in full to see the saved value used;
+- ``backward``'s errors (``torch_light``): a backward that raises is recorded after the fact, its graph as
+  external nodes, and a stale-version error is traced back through the write log to the write that made it.
+
+A finding also makes the next iterations full (``TraceBuilder.light_finding``), where the rest is recorded.
+"""
+
+import weakref
+from collections import deque
+from threading import get_ident as _ident
+
+from . import torch_graph as tg
+from .torch_frames import user_frame
+from .torch_patches import _forked
+
+WRITE_LOG = 256  # in-place writes remembered (a stale-version error is traced back to one of them)
+ALIAS_LIMIT = 1024  # ``.data`` results remembered
+_MISSING = object()
+# in-place methods that change no value a graph may have saved, or are reported otherwise
+_NOT_WRITES = {"requires_grad_", "share_memory_", "detach_", "retain_grad", "record_stream_"}
+_DUNDERS = ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__idiv__", "__ifloordiv__",
+            "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__")
+
+
+class _Write:
+    """One in-place write seen on a light iteration."""
+    __slots__ = ("ref", "op", "old", "new", "location", "shape")
+
+
+class TorchWatch:
+    """The wrapped calls of one ``TorchLight``; ``install`` while light, ``uninstall`` when full again."""
+
+    def __init__(self, light):
+        self.light = light
+        self.adapter = light.adapter
+        self.torch = light.torch
+        self.writes = deque(maxlen=WRITE_LOG)
+        self.aliases = {}  # id(.data result) -> (weak ref to it, weak ref to its source)
+        self._patched = []  # (owner, name, what it had in its own __dict__, or _MISSING)
+        self._targets = None
+
+    # ----- is this call the user's, on the light thread? ------------------------------------------------------
+    def watching(self):
+        adapter = self.adapter
+        return (self.light.on and adapter.attached and _ident() == adapter.mode_thread and not adapter.tls.quiet
+                and not _forked[0] and not adapter._is_compiling())
+
+    # ----- installing -----------------------------------------------------------------------------------------
+    def install(self):
+        if self._patched:
+            return
+        for owner, name, wrapper in self._wrappers():
+            self._patched.append((owner, name, owner.__dict__.get(name, _MISSING)))
+            setattr(owner, name, wrapper)
+
+    def uninstall(self):
+        for owner, name, before in reversed(self._patched):
+            if before is _MISSING:
+                try:
+                    delattr(owner, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, name, before)
+        self._patched = []
+
+    def _wrappers(self):
+        """(owner, name, wrapper) for every call watched; built once per adapter."""
+        if self._targets is None:
+            torch = self.torch
+            T = torch.Tensor
+            base = torch._C.TensorBase
+            targets = [(T, "grad", self._grad_property(base.__dict__["grad"])),
+                       (T, "data", self._data_property(base.__dict__["data"]))]
+            for name in dir(base):
+                if name.endswith("_") and not name.startswith("_") and name not in _NOT_WRITES:
+                    targets.append((T, name, self._method(getattr(T, name), name)))
+            for name in _DUNDERS:
+                original = getattr(T, name, None)
+                if original is not None:
+                    targets.append((T, name, self._method(original, name)))
+            functions = torch._C._VariableFunctions
+            for owner in (torch, torch._C._nn, torch._VF):
+                for name in dir(functions if owner is not torch._C._nn else owner):
+                    if not name.endswith("_") or name.startswith("_") or name in _NOT_WRITES:
+                        continue
+                    original = getattr(owner, name, None)
+                    if callable(original):
+                        targets.append((owner, name, self._function(original, name)))
+            self._targets = targets
+        return self._targets
+
+    def _grad_property(self, descriptor):
+        get = descriptor.__get__
+        watch = self
+
+        def grad(t):
+            if t.is_leaf or not watch.watching() or t.retains_grad:
+                return get(t)
+            return watch.grad_read(get, t)
+
+        return property(grad, descriptor.__set__, descriptor.__delete__, descriptor.__doc__)
+
+    def _data_property(self, descriptor):
+        get = descriptor.__get__
+        watch = self
+
+        def data(t):
+            value = get(t)
+            if t.requires_grad and watch.watching():
+                watch.data_taken(t, value)
+            return value
+
+        return property(data, descriptor.__set__, descriptor.__delete__, descriptor.__doc__)
+
+    def _method(self, original, name):
+        watch = self
+
+        def inplace_method(t, *args, **kwargs):
+            if not watch.watching():
+                return original(t, *args, **kwargs)
+            try:
+                old = t._version
+            except RuntimeError:  # an inference tensor has no version counter
+                return original(t, *args, **kwargs)
+            result = original(t, *args, **kwargs)
+            watch.written(t, name, old)
+            return result
+
+        inplace_method.__name__ = name
+        inplace_method.__qualname__ = f"Tensor.{name}"
+        inplace_method.__doc__ = getattr(original, "__doc__", None)
+        inplace_method.__wrapped__ = original
+        return inplace_method
+
+    def _function(self, original, name):
+        watch = self
+
+        def inplace_function(t, *args, **kwargs):
+            if not watch.watching() or not isinstance(t, watch.adapter._Tensor):
+                return original(t, *args, **kwargs)
+            try:
+                old = t._version
+            except RuntimeError:
+                return original(t, *args, **kwargs)
+            result = original(t, *args, **kwargs)
+            watch.written(t, name, old)
+            return result
+
+        inplace_function.__name__ = name
+        inplace_function.__qualname__ = name
+        inplace_function.__doc__ = getattr(original, "__doc__", None)
+        inplace_function.__wrapped__ = original
+        return inplace_function
+
+    # ----- what is seen ---------------------------------------------------------------------------------------
+    def grad_read(self, get, t):
+        """A non-leaf's ``.grad`` read by the user's code: the full handler records it (and re-issues PyTorch's
+        warning at the user's line); a None read is a finding."""
+        adapter = self.adapter
+        self.light.finding("grad-read")
+        return adapter.grad_get(get, (t,), {})
+
+    def data_taken(self, source, value):
+        aliases = self.aliases
+        if len(aliases) >= ALIAS_LIMIT:
+            for key in [k for k, (ref, _) in aliases.items() if ref() is None] or list(aliases)[:ALIAS_LIMIT // 2]:
+                del aliases[key]
+        try:
+            aliases[id(value)] = (weakref.ref(value), weakref.ref(source))
+        except TypeError:
+            pass
+
+    def _alias_source(self, t):
+        """The tensor that requires grad whose ``.data`` ``t`` is (or is a view of), or None."""
+        aliases = self.aliases
+        for x in (t, t._base):
+            if x is None:
+                continue
+            found = aliases.get(id(x))
+            if found is not None and found[0]() is x:
+                return found[1]()
+        return None
+
+    def written(self, t, op, old):
+        """An in-place write by the user's code (``old``: the version before it)."""
+        try:
+            new = t._version
+        except RuntimeError:
+            return
+        if new == old and op != "__setitem__":
+            return  # (``x += 0`` on an integer-only path; nothing changed)
+        frame = user_frame(1)
+        if frame is None:
+            return
+        from ..frames import location_at
+
+        location = location_at(frame.f_code, frame.f_lineno)
+        source = self._alias_source(t) if self.aliases else None
+        if source is not None and (not source.is_leaf or self.light.forward_calls):
+            # the value of a graph's output, or a leaf's while a forward is in flight: a graph may have saved it
+            self._silent(t, source, op, old, location)
+            return
+        w = _Write()
+        w.ref = weakref.ref(t)
+        w.op, w.old, w.new, w.location, w.shape = op, old, new, location, tuple(t.shape)
+        self.writes.append(w)
+
+    def _silent(self, t, source, op, old, location):
+        """A write through ``.data`` of ``source`` while its graph may still need the value: recorded as the full
+        handler records one (the cut, then the write), and the next backward is traced in full."""
+        adapter = self.adapter
+        self.light.finding("silent-write")
+        try:
+            with adapter.lock:
+                skey = adapter.var(source)  # (its graph, with what each node saved, as external nodes)
+                adapter.new_var(t, "data", location)
+                owner = adapter.builder.cut(skey, "data", location, result=id(t))
+                adapter._remember_cut(t, owner, "data")
+                adapter.inplace(getattr(adapter.torch.Tensor, op, op), t, old, location)
+        except Exception as exc:
+            adapter.internal_error("light in-place write", exc)
+        self.light.full_backward = True
+
+    # ----- a backward that raised -------------------------------------------------------------------------------
+    def failed_backward(self, error, args, kwargs, kind):
+        """A light backward raised: record it as the full handler would have (its graph as external nodes), after
+        the write that made a stale-version error, when the write log has it."""
+        adapter = self.adapter
+        self.light.finding("backward-error")
+        try:
+            with adapter.lock:
+                message = str(error)
+                if "modified by an inplace operation" in message:
+                    self._stale_write(message, args, kwargs)
+                call = adapter._backward_begin(args, kwargs, kind)
+                adapter._backward_end(call, error)
+        except Exception as exc:
+            adapter.internal_error("light backward error", exc)
+
+    def _stale_write(self, message, args, kwargs):
+        """Report the logged write that took a saved value past the version it was saved at."""
+        from .torch_compat import stale_versions
+        from .torch_events import _stale_pattern
+
+        found = stale_versions(_stale_pattern[0], message)
+        if found is None:
+            return
+        current, expected = found
+        adapter = self.adapter
+        roots = args[0] if args else kwargs.get("tensors")
+        for r in (roots,) if isinstance(roots, adapter._Tensor) else (roots or ()):
+            if isinstance(r, adapter._Tensor):
+                adapter.var(r)  # the graph, with each node's saved counters
+        best = None
+        for w in self.writes:
+            t = w.ref()
+            if t is None or w.new <= expected or w.old > expected:
+                continue
+            try:
+                if t._version != current:
+                    continue
+            except RuntimeError:
+                continue
+            best = w
+        if best is None:
+            return
+        t = best.ref()
+        builder = adapter.builder
+        counter = tg.storage_key(t)[0]
+        savers = builder.saved_counters.get(counter) or {}
+        saved_by = [rec.id for rec in list(savers.values()) if rec.alive and not rec.freed]
+        if not saved_by:
+            return
+        builder.watched_inplace(adapter.var(t), best.op, best.old, best.new, best.location, saved_by)
+        self.writes.remove(best)
