@@ -179,11 +179,25 @@ def _light_nan(index, out):
         what = f"the gradient of `{first.get('parameter') or 'a parameter'}` was NaN/Inf at iteration {it}"
     script = index.doc.get("script") or "SCRIPT"
     rerun = f"gradviz run --trace-steps {it}:{it} {script}"
+    op, op_location = first.get("op"), first.get("op_location")
+    details = {"phase": "light", "iteration": it, "rerun": rerun, "trace_steps": [it, it], "op": op}
+    if op_location:  # the graph named the op, and one line of the script calls it by name
+        message = (f"{op} at {index.where(op_location)} produced NaN/Inf in its forward output at iteration {it}, "
+                   f"a light iteration ({what.split(' at iteration')[0]} at {index.where(first.get('location'))}); "
+                   "everything computed from it is contaminated. Its line is the one line of the file that calls "
+                   "it by name: the iteration's ops were not recorded.")
+        out.add("nan-inf", message, _NAN_HINT, op_location,
+                related=[related("the loss was backwarded here", first.get("location"))], details=details,
+                order=(2, 0))
+        return True
+    if op and first.get("phase") == "input":
+        what += f" (it reached {op} from outside the graph: the input data, not an op, carried it)"
+    elif op:
+        what += f" (made by {op}, whose line no single call in the file names)"
     message = (f"{what} (at {index.where(first.get('location'))}), a light iteration: its ops were not recorded, "
                "so the op and line that made it are not known from this run.")
     hint = f"Rerun with `{rerun}` to trace that iteration in full: the report then names the op and its line."
-    out.add("nan-inf", message, hint, first.get("location"),
-            details={"phase": "light", "iteration": it, "rerun": rerun, "trace_steps": [it, it]}, order=(2, 0))
+    out.add("nan-inf", message, hint, first.get("location"), details=details, order=(2, 0))
     return True
 
 

@@ -41,7 +41,10 @@ def inline_svg(svg):
 
 
 def _finite(x):
-    return None if x is None or x != x or x in (float("inf"), float("-inf")) else x
+    """A number to print, or None: NaN/Inf (in a document, the strings "nan", "inf") print nothing."""
+    if not isinstance(x, (int, float)) or x != x or x in (float("inf"), float("-inf")):
+        return None
+    return x
 
 
 # --- the cap: what the page embeds is proportional to what it draws, not to the run ----------------------------

@@ -1258,10 +1258,11 @@ class TraceBuilder:
             g.begin_iteration()
         self.schedule.fire(g.iteration, why)
 
-    def light_loss(self, value, location):
-        """A light iteration's backward started from a root that is not finite (``value``: its float, or None)."""
+    def light_loss(self, value, location, *, op=None, phase=None, op_location=None):
+        """A light iteration's backward started from a root that is not finite (``value``: its float, or None);
+        ``op``/``phase``/``op_location``: the node that made it, as its graph tells (``LightSteps.nonfinite_root``)."""
         it = self.current_iteration()
-        if self.light.loss(it, value, location):
+        if self.light.loss(it, value, location, op=op, phase=phase, op_location=op_location):
             self.schedule.fire(it, "nonfinite")
 
     def light_norms(self, norms, location):

@@ -126,11 +126,21 @@ class LightSteps:
             ref.nbytes = 0
 
     # ----- findings ------------------------------------------------------------------------------------------
-    def nonfinite_root(self, value, frame):
-        """A light backward's root is NaN/Inf (``value``: its float, or None); ``frame``: the user's, or None."""
+    def nonfinite_root(self, value, frame, culprit=None):
+        """A light backward's root is NaN/Inf (``value``: its float, or None); ``frame``: the user's, or None;
+        ``culprit``: ``(op name, phase)`` of the node that made it, when its graph tells (``phase`` "forward": its
+        output; "input": a value from outside the graph, the data). The op's line is the one line of the user's
+        file that calls it by name, if there is one (``source_match``)."""
+        from .source_match import line_calling
+
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        op = phase = op_location = None
+        if culprit is not None:
+            op, phase = culprit
+            if phase == "forward" and location is not None:
+                op_location = line_calling(op, location.file)
         with self.lock:
-            self.builder.light_loss(value, location)
+            self.builder.light_loss(value, location, op=op, phase=phase, op_location=op_location)
 
     def gradient_norms(self, norms, user_frame):
         """``norms``: [(parameter key, name or None, gradient norm)] at a light optimizer step; ``user_frame()``

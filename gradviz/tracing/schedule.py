@@ -99,13 +99,14 @@ class LightWatch:
         self._alive = []  # graphs alive at the last light iterations (for growth)
         self.last_full_bytes = 0  # saved bytes of the graphs of the last full iteration
 
-    def loss(self, iteration, value, location):
-        """A light backward's root was not finite (``value``: its float, or None for a tensor root). True the first
-        time."""
+    def loss(self, iteration, value, location, op=None, phase=None, op_location=None):
+        """A light backward's root was not finite (``value``: its float, or None for a tensor root); ``op``, its
+        ``phase`` and ``op_location``: what made it, when known. True the first time."""
         if self.nonfinite_loss is not None:
             return False
         self.nonfinite_loss = {"iteration": iteration, "location": location,
-                               "value": None if value is None else repr(value)}
+                               "value": None if value is None else repr(value), "op": op, "phase": phase,
+                               "op_location": op_location}
         return True
 
     def grad_norms(self, iteration, norms, location):
@@ -150,7 +151,10 @@ class LightWatch:
         def place(entry):
             if entry is None:
                 return None
-            return dict(entry, location=loc(entry["location"]))
+            placed = dict(entry, location=loc(entry["location"]))
+            if "op_location" in entry:
+                placed["op_location"] = loc(entry["op_location"])
+            return placed
 
         grads = []
         for key, (name, last, low, high, it) in self.norms.items():

@@ -20,6 +20,7 @@ from threading import get_ident as _ident  # (called twice per module call while
 from ..light_steps import LightSteps
 from . import torch_graph as tg
 from .torch_frames import user_frame
+from .torch_nan import nonfinite_culprit
 from .torch_patches import _forked
 from .torch_watch import TorchWatch
 
@@ -166,7 +167,9 @@ class TorchLight(LightSteps):
                 with torch.no_grad():
                     bad = r.is_floating_point() and not bool(torch.isfinite(r).all())
             if bad:
-                self.nonfinite_root(value, user_frame(0))
+                found = None if fn is None else nonfinite_culprit(torch, fn)
+                culprit = None if found is None else (tg.info(found[0]).name, found[1])
+                self.nonfinite_root(value, user_frame(0), culprit)
 
     def note_roots(self, roots):
         """The node classes of a backward's roots, for the signature (full iterations too)."""

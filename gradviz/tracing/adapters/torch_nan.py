@@ -1,0 +1,93 @@
+"""Which op of a graph no full iteration recorded made a NaN/Inf: read from what its nodes saved for backward.
+
+A light iteration's loss turned NaN/Inf (``torch_light``); its ops were not recorded, but its graph is alive until
+backward runs. Walked once, in the order the nodes were made: the first node that saved a non-finite result made
+it; the first that saved a non-finite input got it from the op before it; an op of the table below whose saved
+inputs are finite is recomputed from them (``log`` saves its input, not its NaN result).
+"""
+
+from . import torch_graph as tg
+
+# node name -> how to recompute its forward from its saved tensors (attribute names, without the _raw_saved_ prefix)
+_RECOMPUTE = {
+    "LogBackward0": ("log", ("self",)), "Log2Backward0": ("log2", ("self",)), "Log10Backward0": ("log10", ("self",)),
+    "Log1PBackward0": ("log1p", ("self",)), "SqrtBackward0": ("sqrt", ("result",)),
+    "RsqrtBackward0": ("rsqrt", ("result",)), "ReciprocalBackward0": ("reciprocal", ("result",)),
+    "AcosBackward0": ("acos", ("self",)), "AsinBackward0": ("asin", ("self",)), "AtanhBackward0": ("atanh", ("self",)),
+    "PowBackward0": (None, ("self",)), "DivBackward0": ("div", ("self", "other")),
+    "LgammaBackward0": ("lgamma", ("self",)), "DigammaBackward0": ("digamma", ("self",)),
+}
+WALK_LIMIT = 100_000  # nodes looked at, at most
+
+
+def nonfinite_culprit(torch, root):
+    """``(node, phase)`` for the first node (in creation order) that made a NaN/Inf value of ``root``'s graph:
+    phase "forward" when its own output was not finite; "input" when the first non-finite value found is a leaf or
+    a value from outside the graph (the data); None when nothing saved tells."""
+    nodes = _nodes(root)
+    nodes.sort(key=lambda n: n._sequence_nr())
+    for node in nodes:
+        info = tg.info(node)
+        if info.accumulator:
+            continue
+        saved = tg.saved_tensors(node, info.saved)
+        bad_result = bad_input = False
+        for attr, _, t in saved:
+            if t is None or not _floating(t) or bool(torch.isfinite(t).all()):
+                continue
+            if "result" in attr:
+                bad_result = True
+            else:
+                bad_input = True
+        if bad_input:
+            producer = _producer(node)
+            return (producer, "forward") if producer is not None else (node, "input")
+        if bad_result or _recomputed_bad(torch, node, info, saved):
+            return node, "forward"
+    return None
+
+
+def _nodes(root):
+    found, pending, seen = [], [root], {id(root)}
+    held = [root]
+    while pending and len(found) < WALK_LIMIT:
+        node = pending.pop()
+        found.append(node)
+        for child, _ in node.next_functions:
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                held.append(child)
+                pending.append(child)
+    return found
+
+
+def _producer(node):
+    """The op node among ``node``'s inputs made last (what handed it the bad value), or None if only leaves."""
+    children = [c for c, _ in node.next_functions if c is not None and not tg.info(c).accumulator]
+    return max(children, key=lambda c: c._sequence_nr()) if children else None
+
+
+def _floating(t):
+    return t.is_floating_point() or t.is_complex()
+
+
+def _recomputed_bad(torch, node, info, saved):
+    how = _RECOMPUTE.get(info.name)
+    if how is None:
+        return False
+    fn, names = how
+    values = {attr.rpartition("saved_")[2]: t for attr, _, t in saved}
+    args = [values.get(n) for n in names]
+    if any(a is None or not hasattr(a, "is_floating_point") for a in args):
+        return False
+    if names == ("result",):
+        return not bool(torch.isfinite(args[0]).all())
+    with torch.no_grad():
+        if fn is None:  # pow with a Python exponent: the exponent is not a tensor; a negative base is the risk
+            exponent = getattr(node, "_saved_exponent", None)
+            if exponent is None:
+                return False
+            out = torch.pow(args[0], exponent)
+        else:
+            out = getattr(torch, fn)(*args)
+    return not bool(torch.isfinite(out).all())
