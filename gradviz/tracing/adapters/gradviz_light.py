@@ -5,16 +5,31 @@ place: the engine's per-op, per-variable and per-backward-step callbacks reach o
 What it watches: module calls (the iteration's signature), each backward's roots (NaN/Inf, and a weak reference to
 each root's node: graphs alive), and each optimizer step (every parameter's gradient norm, and the iteration's end).
 Only the context that attached the trace switches; threads keep the guard (full).
+
+And the rare calls where the classic mistakes happen, as on PyTorch (``torch_watch``): a non-leaf's None ``.grad``
+read and a write through ``.data`` of a value a graph may need are handed to the full handlers (through the guard)
+at once, and the rest of the iteration is traced in full; other in-place writes are logged with their line, and a
+backward that raises is recorded after the fact, a stale-version error traced back to the logged write.
 """
 
 import math
+import weakref
+from collections import deque
 
 import numpy as np
 
 from ...autograd import observer as _observer
-from ...autograd.observer import Observer
-from ..frames import user_frame
+from ...autograd.observer import Observer, is_quiet
+from ..frames import location_of, user_frame
 from ..light_steps import LightSteps
+from .gradviz_nan import nonfinite_culprit
+
+WRITE_LOG = 256  # in-place writes remembered (a stale-version error is traced back to one of them)
+ALIAS_LIMIT = 1024  # ``.data`` results remembered
+
+
+class _Write:
+    __slots__ = ("ref", "op", "old", "new", "location")
 
 
 class GradvizLight(LightSteps, Observer):
@@ -23,6 +38,10 @@ class GradvizLight(LightSteps, Observer):
     def __init__(self, adapter):
         super().__init__(adapter.builder, adapter.builder)
         self.adapter = adapter
+        self.writes = deque(maxlen=WRITE_LOG)
+        self.aliases = {}  # id(.data result) -> (weak ref to it, weak ref to its source)
+        self.forward_calls = 0  # module calls since the last backward: a forward is in flight
+        self._backward_args = None  # the light backward in progress: what its record needs if it raises
 
     def module_call(self, module, inputs):
         self.note_call(module, tuple([getattr(a, "shape", None) for a in inputs or ()]))
@@ -46,9 +65,105 @@ class GradvizLight(LightSteps, Observer):
     # ----- the light observer -------------------------------------------------------------------------------------
     def on_module_call(self, module, phase, inputs=None, output=None):
         if phase == "enter":
+            self.forward_calls += 1
             self.module_call(module, inputs)
 
+    # ----- the watch -------------------------------------------------------------------------------------------
+    def finding(self, why):
+        with self.lock:
+            self.builder.light_finding(why)
+
+    def escalate(self):
+        """The rest of this iteration is traced in full: the guard back on the engine now."""
+        if self.on:
+            self.leave()
+
+    def on_grad_read(self, variable, grad):
+        if grad is None and variable._grad_fn is not None and not variable.retains_grad and not is_quiet():
+            self.finding("grad-read")
+            self.adapter.guard.on_grad_read(variable, grad)
+
+    def on_detach(self, source, result, how):
+        if how != "data" or not source._requires_grad or is_quiet():
+            return
+        aliases = self.aliases
+        if len(aliases) >= ALIAS_LIMIT:
+            for key in [k for k, (ref, _) in aliases.items() if ref() is None] or list(aliases)[:ALIAS_LIMIT // 2]:
+                del aliases[key]
+        aliases[id(result)] = (weakref.ref(result), weakref.ref(source))
+
+    def _alias_source(self, variable):
+        for x in (variable, variable._base):
+            if x is None:
+                continue
+            found = self.aliases.get(id(x))
+            if found is not None and found[0]() is x:
+                return found[1]()
+        return None
+
+    def on_inplace(self, variable, node, old_version, new_version):
+        if is_quiet():
+            return
+        source = self._alias_source(variable) if self.aliases else None
+        if source is not None and (source._grad_fn is not None or self.forward_calls):
+            # a write through ``.data`` of a value a graph may have saved: recorded in full from here
+            self.finding("silent-write")
+            guard = self.adapter.guard
+            guard.on_detach(source, variable, "data")
+            guard.on_inplace(variable, node, old_version, new_version)
+            self.escalate()
+            return
+        w = _Write()
+        w.ref = weakref.ref(variable)
+        w.op = None if node is None else node.name()
+        w.old, w.new, w.location = old_version, new_version, location_of(user_frame(2))
+        self.writes.append(w)
+
+    def _failed(self, roots, error):
+        """A light backward raised: its record, after the write a stale-version error names, as the full handlers
+        would have made them."""
+        self.finding("backward-error")
+        adapter = self.adapter
+        guard = adapter.guard
+        if type(error).__name__ == "StaleVersionError":
+            with self.lock:
+                try:
+                    self._stale_write(roots, error)
+                except Exception as exc:
+                    self.builder.internal_error("light stale write", exc)
+        begin = self._backward_args
+        if begin is not None:
+            guard.on_backward_begin(*begin)
+            guard.on_backward_end(roots, error)
+
+    def _stale_write(self, roots, error):
+        expected, current = getattr(error, "expected", None), getattr(error, "current", None)
+        if expected is None or current is None:
+            return
+        adapter = self.adapter
+        for r in roots:
+            adapter.var_key(r)  # the graph, with each node's saved counters
+        best = None
+        for w in self.writes:
+            v = w.ref()
+            if v is not None and w.old <= expected < w.new and v._version == current:
+                best = w
+        if best is None:
+            return
+        v = best.ref()
+        savers = self.builder.saved_counters.get(id(v._vc)) or {}
+        saved_by = [rec.id for rec in list(savers.values()) if rec.alive and not rec.freed]
+        if saved_by:
+            self.builder.watched_inplace(adapter.var_key(v), best.op, best.old, best.new, best.location, saved_by)
+            self.writes.remove(best)
+
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
+        self.forward_calls = 0
+        self._backward_args = (roots, grad_roots, retain_graph, inputs)
+        if self.builder._silent_pending:  # a write through .data waits for this backward: trace it in full
+            self.adapter.guard.on_backward_begin(roots, grad_roots, retain_graph, inputs)
+            self.escalate()
+            return
         self.note_roots(roots)
         estimate = self.builder.light.last_full_bytes if retain_graph else 0
         for r in roots:
@@ -63,11 +178,16 @@ class GradvizLight(LightSteps, Observer):
                 value = None
                 bad = data.dtype.kind in "fc" and not np.isfinite(data).all()
             if bad:
-                self.nonfinite_root(value, user_frame(2))
+                found = None if fn is None else nonfinite_culprit(fn)
+                culprit = None if found is None else (found[0].name(), found[1])
+                self.nonfinite_root(value, user_frame(2), culprit)
 
     def on_backward_end(self, roots, error):
         if error is None:
             self.backward_ended()
+        elif not is_quiet():
+            self._failed(roots, error)
+        self._backward_args = None
 
     def on_optimizer(self, optimizer, event):
         if event != "step":
