@@ -240,7 +240,8 @@ def _keepers(index):
                 key = (loc or {}).get("file"), (loc or {}).get("line")
                 found.setdefault(key, (loc, []))[1].append(n["id"])
                 break
-    return list(found.values())
+    # a node built on a light iteration has no line: the chain's line is the first one a full iteration saw
+    return sorted(found.values(), key=lambda entry: entry[0] is None)
 
 
 def _freed_by_table(index):

@@ -78,6 +78,11 @@ class GradvizLight(LightSteps, Observer):
         if self.on:
             self.leave()
 
+    def on_variable(self, variable, origin):
+        if variable._volatile and origin in ("new", "factory"):  # volatile-deprecated: named at its line
+            self.finding("volatile")
+            self.adapter.guard.on_variable(variable, origin)
+
     def on_grad_read(self, variable, grad):
         if grad is None and variable._grad_fn is not None and not variable.retains_grad and not is_quiet():
             self.finding("grad-read")

@@ -609,8 +609,8 @@ class TorchAdapter(TorchEvents):
                 self.node_key(fn, location, **facts)
         elif outs and not changed:
             self.unrecorded(func, tensors, outs, location)
-        for i in changed:
-            self.inplace(func, tensors[i], before[i], location, args)
+        for i in changed:  # (a tuple site: torch's own Python code made the write, as gradcheck's perturbations)
+            self.inplace(func, tensors[i], before[i], location, args, internal=type(site) is tuple)
 
     def _usual_op(self, fn, tensors, out, before):
         """The usual op, in one go: one new node (every input a known node, a leaf's accumulator or nothing), one

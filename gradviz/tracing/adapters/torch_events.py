@@ -146,7 +146,9 @@ class TorchEvents:
             self.builder.unrecorded_op(getattr(func, "__name__", str(func)), in_keys, facts, location,
                                        grad_mode=self.torch.is_grad_enabled())
 
-    def inplace(self, func, t, old_version, location, args=()):
+    def inplace(self, func, t, old_version, location, args=(), internal=False):
+        """An in-place write of ``t`` (``old_version`` before it). ``internal``: made by torch's own Python code,
+        not the user's (gradcheck perturbing its inputs through ``.data``): never a silent write of the user's."""
         key = self.var(t)
         fn = tg.grad_fn_of(t)
         node = None if fn is None else self.node_key(fn, location)
@@ -160,7 +162,7 @@ class TorchEvents:
         from_data = self._from_data(t)
         storage = None
         saved = self.builder.saved_storages
-        if saved and skey in saved and self._silent_write(t, skey, from_data, func, args):
+        if saved and skey in saved and not internal and self._silent_write(t, skey, from_data, func, args):
             storage = skey
             from_data = True
         # a version counter of its own (.data, a tensor made on the same memory): PyTorch will not notice, not a
