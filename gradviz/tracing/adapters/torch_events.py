@@ -130,6 +130,11 @@ class TorchEvents:
         a module's ``__init__``, the line that made the module)."""
         if id(t) in self.builder.live_variables:
             return
+        light = self.light_steps
+        if light.on and kind == "Variable" and args:  # a graph cut on this light iteration, bridged by hand?
+            light.watch.bridged(args[0], t)
+            if light.on:
+                return
         _, location = _here()
         self.new_var(t, "parameter" if kind == "Parameter" else "new", location)
         if kind == "Variable" and args and self._cut:

@@ -51,6 +51,11 @@ class TorchLight(LightSteps):
         with self.lock:
             self.builder.light_finding(why)
 
+    def escalate(self):
+        """The rest of this iteration is recorded in full (what came before it stays as external nodes)."""
+        if self.on and _ident() == self.adapter.mode_thread:
+            self.leave()
+
     def module_call(self, module, inputs):
         Tensor = self.adapter._Tensor  # (a torch.Size is a tuple: hashed and compared as one)
         self.note_call(module, tuple([a.shape if isinstance(a, Tensor) else None for a in inputs]))

@@ -83,7 +83,9 @@ class TorchWatch:
             T = torch.Tensor
             base = torch._C.TensorBase
             targets = [(T, "grad", self._grad_property(base.__dict__["grad"])),
-                       (T, "data", self._data_property(base.__dict__["data"]))]
+                       (T, "data", self._data_property(base.__dict__["data"])),
+                       (T, "detach", self._detach(T.detach)),
+                       (T, "requires_grad_", self._requires_grad_(T.requires_grad_))]
             for name in dir(base):
                 if name.endswith("_") and not name.startswith("_") and name not in _NOT_WRITES:
                     targets.append((T, name, self._method(getattr(T, name), name)))
@@ -120,10 +122,38 @@ class TorchWatch:
         def data(t):
             value = get(t)
             if t.requires_grad and watch.watching():
-                watch.data_taken(t, value)
+                watch.data_taken(t, value, "data")
             return value
 
         return property(data, descriptor.__set__, descriptor.__delete__, descriptor.__doc__)
+
+    def _detach(self, original):
+        watch = self
+
+        def detach(t):
+            value = original(t)
+            if t.requires_grad and watch.watching():
+                watch.data_taken(t, value, "detach")
+            return value
+
+        detach.__name__ = "detach"
+        detach.__doc__ = original.__doc__
+        detach.__wrapped__ = original
+        return detach
+
+    def _requires_grad_(self, original):
+        watch = self
+
+        def requires_grad_(t, requires_grad=True):
+            result = original(t, requires_grad)
+            if requires_grad and watch.aliases and watch.watching():
+                watch.bridged(t, t)
+            return result
+
+        requires_grad_.__name__ = "requires_grad_"
+        requires_grad_.__doc__ = original.__doc__
+        requires_grad_.__wrapped__ = original
+        return requires_grad_
 
     def _method(self, original, name):
         watch = self
@@ -173,26 +203,60 @@ class TorchWatch:
         self.light.finding("grad-read")
         return adapter.grad_get(get, (t,), {})
 
-    def data_taken(self, source, value):
+    def data_taken(self, source, value, how):
+        """``value`` is ``source.data`` or ``source.detach()`` (``how``), ``source`` requiring grad."""
         aliases = self.aliases
         if len(aliases) >= ALIAS_LIMIT:
-            for key in [k for k, (ref, _) in aliases.items() if ref() is None] or list(aliases)[:ALIAS_LIMIT // 2]:
+            for key in [k for k, e in aliases.items() if e[0]() is None] or list(aliases)[:ALIAS_LIMIT // 2]:
                 del aliases[key]
         try:
-            aliases[id(value)] = (weakref.ref(value), weakref.ref(source))
+            aliases[id(value)] = (weakref.ref(value), weakref.ref(source), how)
         except TypeError:
             pass
 
-    def _alias_source(self, t):
-        """The tensor that requires grad whose ``.data`` ``t`` is (or is a view of), or None."""
+    def _alias(self, t, how="data"):
+        """``(source, how)`` when ``t`` (or what it is a view of) is ``source.data`` (or, with ``how=None``,
+        either cut) of a tensor that requires grad; else None."""
         aliases = self.aliases
         for x in (t, t._base):
             if x is None:
                 continue
             found = aliases.get(id(x))
-            if found is not None and found[0]() is x:
-                return found[1]()
+            if found is not None and found[0]() is x and (how is None or found[2] == how):
+                source = found[1]()
+                return None if source is None else (source, found[2])
         return None
+
+    def _alias_source(self, t):
+        """The tensor that requires grad whose ``.data`` ``t`` is (or is a view of), or None."""
+        found = self._alias(t)
+        return None if found is None else found[0]
+
+    def bridged(self, value, result):
+        """``result`` (a new tensor on ``value``'s memory, or ``value`` itself) requires grad, and ``value`` was cut
+        from a graph on this light iteration: two graphs bridged by hand (``Variable(y1.data, requires_grad=True)``,
+        ``y1.detach().requires_grad_()``). The cut is recorded at this line, and the rest of the iteration in
+        full, where the backward calls that carry the gradient across are."""
+        found = self._alias(value, None) if isinstance(value, self.adapter._Tensor) else None
+        if found is None or not getattr(result, "requires_grad", False):
+            return
+        source, how = found
+        adapter = self.adapter
+        self.light.finding("bridge")
+        frame = user_frame(1)
+        from ..frames import location_at
+
+        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        try:
+            with adapter.lock:
+                skey = adapter.var(source)
+                if id(value) not in adapter.builder.live_variables:
+                    adapter.new_var(value, how, location)
+                owner = adapter.builder.cut(skey, how, location, result=id(value))
+                adapter._remember_cut(value, owner, how)
+        except Exception as exc:
+            adapter.internal_error("light cut", exc)
+        self.light.escalate()
 
     def written(self, t, op, old):
         """An in-place write by the user's code (``old``: the version before it)."""
