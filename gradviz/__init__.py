@@ -22,6 +22,7 @@ _LAZY = {
     "load_trace": ("gradviz.document", "load_trace"),
     "explain": ("gradviz.diagnose", "explain"),
     "render": ("gradviz.viz", "render"),
+    "to_sarif": ("gradviz.rendering.sarif", "to_sarif"),
     "cuda": ("gradviz.cuda", None),
     "accelerator": ("gradviz.accelerator", None),
     "backends": ("gradviz.backends", None),
