@@ -164,3 +164,42 @@ def test_a_module_that_cannot_run_is_one_line(args, message, tmp_path, monkeypat
     assert result.exit_code == 1
     assert result.stderr == f"gradviz: error: {message.format(cwd=tmp_path)}\n"
     assert not (tmp_path / "gradviz-out").exists()
+
+
+TORCH_HELPER = """\
+import torch
+
+
+def make_weight():
+    return torch.randn(3, requires_grad=True) * 0.1  # the weight is made here, a non-leaf
+"""
+
+TORCH_TRAIN = """\
+import os
+import sys
+
+from .helper import make_weight
+
+w = make_weight()
+(w * 2).sum().backward()
+print("rank", os.environ["RANK"], sys.argv[1:], w.grad)  # planted: .grad of a non-leaf
+"""
+
+
+@needs_script
+@pytest.mark.oracle
+def test_torchrun_m_runs_the_module_on_each_rank(tmp_path):
+    pytest.importorskip("torch")
+    package = tmp_path / "rankpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text(TORCH_HELPER)
+    (package / "train.py").write_text(TORCH_TRAIN)
+    job = gradviz(tmp_path, "torchrun", "--no-render", "--fail-on", "never", "--standalone", "--nproc-per-node", "1",
+                  "-m", "rankpkg.train", "--lr", "1")
+    assert job.returncode == 0, job.stderr
+    assert "rank 0 ['--lr', '1'] None" in job.stdout
+    doc = json.loads((tmp_path / "gradviz-out" / "rankpkg.train" / "report.json").read_text())
+    train = str(package / "train.py")
+    assert [(d["code"], d["location"]["file"], d["location"]["line"]) for d in doc["diagnostics"]] == [
+        ("none-grad", train, marked_line(train, "# planted"))]
