@@ -186,3 +186,20 @@ def test_the_plugin_loads_nothing_heavy():
     code = "import sys, gradviz.pytest_plugin; print(sorted({'numpy', 'torch'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_gradviz_skip_marker_leaves_a_test_untraced(pytester):
+    pytester.makepyfile(test_marked='''
+import pytest
+import gradviz as torch
+
+
+@pytest.mark.gradviz_skip
+def test_skipped_by_gradviz():
+    w = torch.randn(3, requires_grad=True) * 0.1
+    (w * 2).sum().backward()
+    w.grad
+''')
+    result = pytester.runpytest("--gradviz-fail-on", "warning", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["gradviz: no diagnostics"])
