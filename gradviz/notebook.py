@@ -71,7 +71,11 @@ def run_cell_traced(ipython, cell, options, line=""):
     source = f"# %%gradviz {line}".rstrip() + "\n" + ipython.transform_cell(cell)
     filename = ipython.compile.cache(source, ipython.execution_count)  # its lines reach tracebacks and reports
     code = ipython.compile(source, filename, "exec")
-    tr = gradviz.trace(engine=options.engine, light=options.light)
+    try:
+        tr = gradviz.trace(engine=options.engine, light=options.light)
+    except ImportError as exc:  # --engine torch without a usable torch: one line, the cell not run
+        print(f"%%gradviz: {str(exc).splitlines()[0]}")
+        return None
     failed = None
     tr.start()
     try:
