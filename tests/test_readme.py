@@ -1,5 +1,6 @@
 """The README's Python quickstart runs as written and says what the README claims."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -35,3 +36,38 @@ def test_readme_test_command_is_what_ci_runs():
     command = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test,oracle]' && .venv/bin/python -m pytest -n 2"
     assert command in README.read_text()
     assert command in (README.parent / ".ci" / "run").read_text()
+
+
+def quickstart_commands():
+    """``(command, exit status)`` for each line of the README's shell Quickstart, the status from its comment."""
+    section = README.read_text().split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    commands = []
+    for line in block.strip().splitlines():
+        command, _, comment = line.partition("#")
+        commands.append((command.split(), int(re.search(r"\(exit (\d)", comment).group(1))))
+    return commands
+
+
+def test_the_shell_quickstart_runs_as_written(tmp_path):
+    """Every command of the Quickstart, from a folder laid out as a clone is (samples/ beside it), with the exit
+    status its comment says; what each one claims is checked where it is cheap to."""
+    pytest.importorskip("torch")  # two lines run a plain PyTorch script on real PyTorch
+    gradviz = Path(sys.executable).parent / "gradviz"
+    if not gradviz.exists():
+        pytest.skip("the gradviz console script is not installed")
+    (tmp_path / "samples").symlink_to(README.parent / "samples")
+    commands = quickstart_commands()
+    assert len(commands) == 7
+    for words, status in commands:
+        assert words[0] == "gradviz"
+        out = subprocess.run([str(gradviz), *words[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert out.returncode == status, (words, out.stderr[-2000:])
+        assert "gradviz: error" not in out.stderr, words
+    assert "retained-graph" in (tmp_path / "gradviz-out" / "loss_accumulation_leak" / "report.json").read_text()
+    sarif = (tmp_path / "findings.sarif").read_text()
+    assert '"ruleId": "none-grad"' in sarif and '"ruleId": "optimize-non-leaf"' in sarif
+    assert (tmp_path / "graph.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    # the folder holds the last run of that script: the --engine gradviz one
+    report = (tmp_path / "gradviz-out" / "torch_script_unmodified" / "report.json").read_text()
+    assert json.loads(report)["engine"]["name"] == "gradviz"

@@ -1,4 +1,5 @@
-"""``gradviz run SCRIPT [ARGS]...``: run a script under a trace, print the report, write pictures and files."""
+"""``gradviz run SCRIPT [ARGS]...`` (or ``gradviz run -m MODULE [ARGS]...``): run a script under a trace, print
+the report, write pictures and files."""
 
 import os
 
@@ -12,6 +13,9 @@ from .graph import rankdir_option
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("script", type=click.Path(dir_okay=True))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-m", "--module", "as_module", is_flag=True,
+              help="SCRIPT is a module name, run as `python -m SCRIPT` runs it (the working folder first on "
+                   "sys.path, relative imports working).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Folder for pictures, report.json and report.html  [default: gradviz-out/<script-stem>/]")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="svg", show_default=True,
@@ -24,6 +28,8 @@ from .graph import rankdir_option
 @click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default="error", show_default=True,
               help="Exit 1 if any diagnostic is at or above this severity.")
 @click.option("--json-only", is_flag=True, help="Print the trace document as JSON to stdout and nothing else.")
+@click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also write the diagnostics as SARIF 2.1.0 to FILE (code scanning, editors' SARIF viewers).")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; still write the files.")
 @click.option("--no-render", is_flag=True, help="Skip the pictures (report.json and report.html are still written).")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
@@ -54,15 +60,16 @@ from .graph import rankdir_option
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --nproc-per-node: stop the job after this many seconds (each rank still writes its "
                    "document and the line it was on).")
-def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet, no_render, max_nodes,
-        rankdir, max_pictures, render_budget, no_check_backward, exact_memory, light, full_steps, trace_steps,
-        nproc_per_node, timeout):
+def run(script, args, as_module, out_dir, fmt, engine, use_torch, fail_on, json_only, sarif_path, quiet, no_render,
+        max_nodes, rankdir, max_pictures, render_budget, no_check_backward, exact_memory, light, full_steps,
+        trace_steps, nproc_per_node, timeout):
     """Run SCRIPT under a trace: report the graphs, the mistakes at their lines, and the memory.
 
-    Everything after SCRIPT is passed to the script as its own arguments.
+    Everything after SCRIPT is passed to the script as its own arguments. With -m, SCRIPT is a module
+    (`gradviz run -m mypkg.train --lr 0.1`).
     """
     from .output import Output, broken_pipe_safe, script_stdout_to_stderr, tolerate_unencodable
-    from .runner import ScriptError, compile_script
+    from .runner import ScriptError, compile_module, compile_script
     from .session import trace_script
 
     output = Output(quiet=quiet or json_only)
@@ -71,16 +78,25 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
         if use_torch or engine == "gradviz":
             output.abort("--nproc-per-node runs a torchrun job, on PyTorch: drop --engine gradviz / --torch")
         _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
-                 no_check_backward, exact_memory, json_only, schedule)
+                 no_check_backward, exact_memory, json_only, schedule, as_module, sarif_path)
     show_progress = output.is_terminal and not (quiet or json_only)
+    module = None
     try:  # a SCRIPT that cannot run (a mistyped option, say) is its one line, before any note about the engine
-        code = compile_script(script)
+        if as_module:
+            module = compile_module(script)
+            code = module.code
+        else:
+            code = compile_script(script)
     except ScriptError as exc:
         output.abort(str(exc))
-    choice = choose_engine(output, engine, script, use_torch)
     # resolved before the script runs: it may change or even delete the working folder
-    out_dir = os.path.abspath(out_dir or default_out_dir(script))
-    written = None
+    out_dir = os.path.abspath(out_dir or default_out_dir(script, as_module))
+    sarif_path = os.path.abspath(sarif_path) if sarif_path else None
+    sarif_base = os.getcwd()  # SARIF's paths are relative to where the run started (a repository's root, in CI)
+    if module is not None:
+        script = module.path  # what runs, and what the report and the engine choice read
+    choice = choose_engine(output, engine, script, use_torch)
+    written = sarif_error = None
     from ..distributed.launch import ChildTracing
 
     children = ChildTracing(None if json_only else out_dir, choice.trace, not no_check_backward, exact_memory, script,
@@ -92,12 +108,14 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                 with script_stdout_to_stderr():
                     traced = trace_script(script, args, torch=choice.shim, check_backward=not no_check_backward,
                                           engine=choice.trace, exact_memory=exact_memory, schedule=schedule,
-                                          started=children.started, unseen=choice.unseen, code=code)
+                                          started=children.started, unseen=choice.unseen, code=code,
+                                          module=module)
             else:
                 traced = trace_script(script, args, torch=choice.shim, output=output, progress=show_progress,
                                       check_backward=not no_check_backward, engine=choice.trace,
                                       exact_memory=exact_memory, schedule=schedule,
-                                      started=children.started, unseen=choice.unseen, code=code)
+                                      started=children.started, unseen=choice.unseen, code=code,
+                                      module=module)
         except ScriptError as exc:
             output.abort(str(exc))
         finally:
@@ -105,13 +123,17 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
         doc, result = children.report(traced.doc), traced.result
         tolerate_unencodable()
 
+        sarif_error = _write_sarif(doc, sarif_path, sarif_base) if sarif_path else None
         if json_only:
             import json
 
+            if sarif_error:
+                output.error(sarif_error)
             with broken_pipe_safe():
                 _report_script_failure(output, result)
                 output.raw(json.dumps(doc, indent=1))
-            raise click.exceptions.Exit(_exit_code(output, doc, result, fail_on, announce=False))
+            status = _exit_code(output, doc, result, fail_on, announce=False)
+            raise click.exceptions.Exit(status or int(bool(sarif_error)))
 
         # the files first: whatever happens to the terminal afterwards (a closed pipe, Ctrl-C), they are on disk
         from .artifacts import OutputFolderError, Written, write_all
@@ -136,13 +158,29 @@ def run(script, args, out_dir, fmt, engine, use_torch, fail_on, json_only, quiet
                 output.error(folder_error)
             else:
                 _list_files(output, written, out_dir)
+            if sarif_path and not sarif_error:
+                output.line(f"Wrote SARIF to {shown_path(sarif_path)}")
+            elif sarif_error:
+                output.error(sarif_error)
             code = _exit_code(output, doc, result, fail_on, announce=True)
     except KeyboardInterrupt:
         output.error(_interrupted(written, out_dir, json_only))
         raise click.exceptions.Exit(130) from None
-    if folder_error and code == 0:
+    if (folder_error or sarif_error) and code == 0:
         code = 1
     raise click.exceptions.Exit(code)
+
+
+def _write_sarif(doc, path, base):
+    """``--sarif FILE``: the diagnostics as SARIF 2.1.0; the one-line reason when the file cannot be written."""
+    from ..rendering.sarif import write_sarif
+    from .artifacts import reason_of
+
+    try:
+        write_sarif(doc, path, base)
+    except (OSError, ValueError) as exc:
+        return f"cannot write `{shown_path(path)}`: {reason_of(exc)}"
+    return None
 
 
 def choose_schedule(output, light, full_steps, trace_steps):
@@ -160,7 +198,7 @@ def choose_schedule(output, light, full_steps, trace_steps):
 
 
 def _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_on, no_render, max_nodes,
-             no_check_backward, exact_memory, json_only, schedule):
+             no_check_backward, exact_memory, json_only, schedule, as_module=False, sarif_path=None):
     """``--nproc-per-node N``: the script as a torchrun job (``gradviz torchrun --standalone``)."""
     if nproc_per_node is None:
         output.abort("--timeout applies to a job: give --nproc-per-node too (or use `gradviz torchrun`)")
@@ -169,7 +207,7 @@ def _run_job(output, script, args, nproc_per_node, timeout, out_dir, fmt, fail_o
     run_job(output, ["--standalone", "--nproc-per-node", str(nproc_per_node)], script, list(args), out_dir=out_dir,
             fmt=fmt, timeout=timeout, fail_on=fail_on, draw=not no_render, max_nodes=max_nodes,
             check_backward=not no_check_backward, exact_memory=exact_memory, json_only=json_only,
-            schedule=schedule)
+            schedule=schedule, as_module=as_module, sarif_path=sarif_path)
 
 
 def _print_job(output, doc):
@@ -283,7 +321,9 @@ def _skipped_notes(output, written):
                                   f"({item['written']})"))
 
 
-def default_out_dir(script):
+def default_out_dir(script, as_module=False):
+    if as_module:  # `-m pkg.train`: gradviz-out/pkg.train, the name as given
+        return os.path.join("gradviz-out", script)
     stem = os.path.splitext(os.path.basename(os.path.normpath(script)))[0]
     return os.path.join("gradviz-out", stem)
 

@@ -6,6 +6,7 @@ Its own exception is not gradviz's crash: it is captured with a traceback trimme
 caller can still report on everything that ran up to the failure.
 """
 
+import importlib.util
 import linecache
 import os
 import sys
@@ -54,15 +55,76 @@ def compile_script(path):
         raise ScriptError(f"cannot compile `{path}`: {exc}") from None
 
 
-def run_code(code, path, args=()):
+@dataclass
+class Module:
+    """``-m NAME`` resolved as ``python -m NAME`` resolves it: the module's spec (a package's ``__main__``'s) and
+    its compiled code; ``path`` is the file that runs."""
+    name: str
+    spec: object
+    code: types.CodeType
+
+    @property
+    def path(self):
+        return self.spec.origin
+
+
+def compile_module(name):
+    """Find and compile module ``name`` as ``python -m`` does (the working folder first on ``sys.path``, parent
+    packages imported, a package runs its ``__main__``); any reason it can't be run is a one-line ``ScriptError``."""
+    if not name or name.startswith("."):
+        raise ScriptError(f"`{name}` is a relative module name: -m takes an absolute one (`package.module`)")
+    saved_path = list(sys.path)
+    sys.path[:1] = [os.getcwd()]  # as `python -m` resolves it (gradviz's own script folder is not the user's)
+    try:
+        spec = _find_spec(name)
+        if spec is not None and spec.submodule_search_locations is not None:  # a package: its __main__ runs
+            main_spec = _find_spec(f"{name}.__main__")
+            if main_spec is None:
+                raise ScriptError(f"`{name}` is a package without a `__main__` module: it cannot be run with -m")
+            spec = main_spec
+    finally:
+        sys.path[:] = saved_path
+    if spec is None:
+        raise ScriptError(f"no module named `{name}` (looked for from `{os.getcwd()}`, as `python -m` does)")
+    if spec.loader is None or not hasattr(spec.loader, "get_code") or not spec.origin:
+        raise ScriptError(f"`{name}` has no Python code to run with -m")
+    try:
+        code = spec.loader.get_code(spec.name)
+    except SyntaxError as exc:
+        where = f"{exc.filename or spec.origin}:{exc.lineno}" if exc.lineno else (exc.filename or spec.origin)
+        raise ScriptError(f"syntax error in `{where}`: {exc.msg}") from None
+    except (ImportError, OSError, ValueError) as exc:
+        raise ScriptError(f"cannot read module `{name}`: {_reason(exc)}") from None
+    if code is None:
+        raise ScriptError(f"`{name}` has no Python code to run with -m")
+    return Module(name, spec, code)
+
+
+def _find_spec(name):
+    """``importlib.util.find_spec``, its failures (a missing parent, a parent that raises on import) one line."""
+    try:
+        return importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        return None
+    except Exception as exc:  # the parent package's own __init__ raised
+        parent = name.rpartition(".")[0] or name
+        reason = (safe_str(exc).splitlines() or [""])[0]
+        raise ScriptError(f"-m {name}: importing `{parent}` raised {type(exc).__name__}: {reason}") from None
+
+
+def run_code(code, path, args=(), spec=None):
     """Execute compiled ``code`` as the ``__main__`` of script ``path`` with ``args``; never raises for the
-    script's own errors (they are returned in the ``RunResult``)."""
+    script's own errors (they are returned in the ``RunResult``). ``spec``: the module's spec when it runs as
+    ``-m`` (``__spec__``, ``__package__``, ``__loader__`` and ``__cached__`` as runpy sets them, and the working
+    folder first on ``sys.path`` instead of the script's)."""
     main_module = types.ModuleType("__main__")
     main_module.__file__ = path
     main_module.__builtins__ = __builtins__
-    main_module.__loader__ = None
-    main_module.__spec__ = None
-    main_module.__package__ = None
+    main_module.__loader__ = spec.loader if spec is not None else None
+    main_module.__spec__ = spec
+    main_module.__package__ = spec.parent if spec is not None else None
+    if spec is not None and spec.cached:
+        main_module.__cached__ = spec.cached
 
     saved_main = sys.modules.get("__main__")
     saved_argv = sys.argv
@@ -70,7 +132,7 @@ def run_code(code, path, args=()):
     saved_cwd = os.getcwd()
     sys.modules["__main__"] = main_module
     sys.argv = [path, *args]
-    script_dir = os.path.dirname(os.path.abspath(path))
+    script_dir = os.getcwd() if spec is not None else os.path.dirname(os.path.abspath(path))
     if sys.path:
         sys.path[0] = script_dir
     else:

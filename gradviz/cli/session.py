@@ -18,7 +18,7 @@ class TracedRun:
 
 
 def trace_script(path, args=(), torch=False, output=None, progress=False, check_backward=True, engine="gradviz",
-                 exact_memory=False, schedule=None, started=None, unseen=None, code=None):
+                 exact_memory=False, schedule=None, started=None, unseen=None, code=None, module=None):
     """Compile ``path`` (``ScriptError`` if it can't run), run it under a trace, and return a ``TracedRun``.
 
     ``torch=True`` makes ``import torch`` resolve to gradviz for the run; ``engine`` is the trace's (``auto``,
@@ -28,9 +28,12 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
     ``started(tr)`` is called once the trace is active, before the script runs (child and rank tracing).
     ``unseen``: ``builder.unseen`` keyword arguments for what the run will not watch (``EngineChoice.unseen``).
     ``code``: ``path`` already compiled (``compile_script``), when the caller checked it could run.
+    ``module``: a ``runner.Module`` (``compile_module``) to run as ``python -m`` would; ``path`` is then its file.
     """
     import gradviz
 
+    if module is not None:
+        path, code = module.path, module.code
     if code is None:
         code = compile_script(path)
     tr = gradviz.trace(check_backward=check_backward, engine=engine, exact_memory=exact_memory, **(schedule or {}))
@@ -49,7 +52,7 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
             stack.enter_context(_live_progress(output, tr))
         result = None
         try:
-            result = run_code(code, path, args)
+            result = run_code(code, path, args, spec=module.spec if module is not None else None)
         finally:
             # the trace records how the block ended, as if the script's exception had passed through it
             exc = result.exception if result is not None else None

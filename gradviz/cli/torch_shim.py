@@ -63,7 +63,8 @@ _TORCH_MEANING = {"torch": {"trace": ("gradviz.ops.linalg", "trace")}}
 TENSOR_EXTRAS = {"creator", "is_view", "version"}
 # Names whose objects come from these gradviz packages belong to the debugger, not to the engine.
 _DEBUGGER_PACKAGES = ("gradviz.trace", "gradviz.tracing", "gradviz.diagnose", "gradviz.rendering", "gradviz.cli",
-                      "gradviz.document", "gradviz.viz")
+                      "gradviz.document", "gradviz.viz", "gradviz.notebook", "gradviz.integrations",
+                      "gradviz.pytest_plugin")
 
 
 _ENGINE_INTERNALS = ("gradviz.errors", "gradviz.autograd")

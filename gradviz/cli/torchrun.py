@@ -1,11 +1,12 @@
-"""``gradviz torchrun [GRADVIZ OPTIONS] [TORCHRUN OPTIONS] SCRIPT [ARGS]...``: a torchrun job with every rank
-traced, reported as one (docs/distributed.md). ``gradviz run --nproc-per-node N`` comes here too."""
+"""``gradviz torchrun [GRADVIZ OPTIONS] [TORCHRUN OPTIONS] SCRIPT [ARGS]...`` (``-m MODULE`` as torchrun takes it):
+a torchrun job with every rank traced, reported as one (docs/distributed.md). ``gradviz run --nproc-per-node N``
+comes here too."""
 
 import os
 
 import click
 
-from .artifacts import FORMATS
+from .artifacts import FORMATS, shown_path
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -19,6 +20,8 @@ from .artifacts import FORMATS
 @click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default="error", show_default=True,
               help="Exit 1 if any diagnostic is at or above this severity.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; still write the files.")
+@click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also write the job's diagnostics as SARIF 2.1.0 to FILE.")
 @click.option("--no-render", is_flag=True, help="Skip the pictures (report.json and report.html are still written).")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=500, show_default=True,
               help="Collapse graphs larger than this by module depth.")
@@ -32,12 +35,12 @@ from .artifacts import FORMATS
               help="With --light: how many first iterations each rank records in full.")
 @click.option("--trace-steps", default=None, metavar="A:B",
               help="Each rank records exactly iterations A to B (inclusive) in full, the others light.")
-def torchrun(args, out_dir, fmt, timeout, fail_on, quiet, no_render, max_nodes, no_check_backward, exact_memory,
-             light, full_steps, trace_steps):
+def torchrun(args, out_dir, fmt, timeout, fail_on, quiet, sarif_path, no_render, max_nodes, no_check_backward,
+             exact_memory, light, full_steps, trace_steps):
     """Run a script with PyTorch's torchrun, every rank traced; one report for the job.
 
-    gradviz's options come first, then torchrun's own (passed through: --nproc-per-node, --standalone, ...),
-    then SCRIPT and its arguments.
+    gradviz's options come first, then torchrun's own (passed through: --nproc-per-node, --standalone, -m, ...),
+    then SCRIPT (or, after -m, a module) and its arguments.
     """
     from .output import Output
 
@@ -48,28 +51,40 @@ def torchrun(args, out_dir, fmt, timeout, fail_on, quiet, no_render, max_nodes, 
     schedule = choose_schedule(output, light, full_steps, trace_steps)
 
     try:
-        torchrun_args, script, script_args = split_torchrun_args(list(args))
+        torchrun_args, script, script_args, as_module = split_torchrun_args(list(args))
     except LaunchError as exc:
         output.abort(str(exc))
     run_job(output, torchrun_args, script, script_args, out_dir=out_dir, fmt=fmt, timeout=timeout,
             fail_on=fail_on, draw=not no_render, max_nodes=max_nodes, check_backward=not no_check_backward,
-            exact_memory=exact_memory, schedule=schedule)
+            exact_memory=exact_memory, schedule=schedule, as_module=as_module, sarif_path=sarif_path)
 
 
 def run_job(output, torchrun_args, script, script_args, out_dir=None, fmt="svg", timeout=None, fail_on="error",
-            draw=True, max_nodes=500, check_backward=True, exact_memory=False, json_only=False, schedule=None):
-    """Launch, merge the ranks' documents, write the files, print the report; exits with the job's status."""
+            draw=True, max_nodes=500, check_backward=True, exact_memory=False, json_only=False, schedule=None,
+            as_module=False, sarif_path=None):
+    """Launch, merge the ranks' documents, write the files, print the report; exits with the job's status.
+    ``as_module``: ``script`` is a module name, each rank runs it as ``python -m`` would."""
     from ..distributed.launch import job_config, torchrun_command
     from ..distributed.launch import run_job as launch
     from ..distributed.merge import load_documents, merge
-    from .run import _list_files, _print_report, default_out_dir
+    from .run import _list_files, _print_report, _write_sarif, default_out_dir
 
-    if not os.path.isfile(script):
+    if as_module:  # found here first, so a misspelt name is one line rather than every rank's error
+        from .runner import ScriptError, compile_module
+
+        try:
+            path = compile_module(script).path
+        except ScriptError as exc:
+            output.abort(str(exc))
+    elif not os.path.isfile(script):
         output.abort(f"no such script `{script}`")
-    out_dir = os.path.abspath(out_dir or default_out_dir(script))
-    config = job_config(out_dir, "torch", check_backward, exact_memory, script, schedule)
+    else:
+        path = script
+    out_dir = os.path.abspath(out_dir or default_out_dir(script, as_module))
+    sarif_base = os.getcwd()
+    config = job_config(out_dir, "torch", check_backward, exact_memory, path, schedule)
     try:
-        code, timed_out = launch(torchrun_command(torchrun_args, script, script_args), config, timeout)
+        code, timed_out = launch(torchrun_command(torchrun_args, script, script_args, as_module), config, timeout)
     except KeyboardInterrupt:
         code, timed_out = 130, False
     processes, notes = load_documents(config)
@@ -80,11 +95,14 @@ def run_job(output, torchrun_args, script, script_args, out_dir=None, fmt="svg",
     for note in notes:
         doc.setdefault("internal_errors", []).append({"where": "processes", "type": "UnreadableDocument",
                                                       "message": note})
+    sarif_error = _write_sarif(doc, os.path.abspath(sarif_path), sarif_base) if sarif_path else None
+    if sarif_error:
+        output.error(sarif_error)
     if json_only:
         import json
 
         output.raw(json.dumps(doc, indent=1))
-        raise click.exceptions.Exit(_job_exit(code, timed_out, doc, fail_on))
+        raise click.exceptions.Exit(_job_exit(code, timed_out, doc, fail_on) or int(bool(sarif_error)))
     from .artifacts import OutputFolderError, Written, write_all
 
     written = Written()
@@ -95,9 +113,11 @@ def run_job(output, torchrun_args, script, script_args, out_dir=None, fmt="svg",
     print_job(output, doc)
     _print_report(output, doc)
     _list_files(output, written, out_dir)
+    if sarif_path and not sarif_error:
+        output.line(f"Wrote SARIF to {shown_path(sarif_path)}")
     if timed_out:
         output.note(f"the job was stopped after --timeout {timeout:g} s")
-    raise click.exceptions.Exit(_job_exit(code, timed_out, doc, fail_on))
+    raise click.exceptions.Exit(_job_exit(code, timed_out, doc, fail_on) or int(bool(sarif_error)))
 
 
 def print_job(output, doc):

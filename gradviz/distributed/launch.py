@@ -35,19 +35,21 @@ def split_torchrun_args(argv):
         if "training_script" in reason:
             raise LaunchError("no script to run: give SCRIPT after torchrun's options") from None
         raise LaunchError(f"torchrun options: {reason}") from None
-    if parsed.module or parsed.no_python:
-        raise LaunchError("gradviz torchrun runs a Python script: -m/--module and --no-python are not supported")
+    if parsed.no_python:
+        raise LaunchError("gradviz torchrun runs Python: --no-python is not supported")
     script, script_args = parsed.training_script, list(parsed.training_script_args)
     cut = len(argv) - len(script_args) - 1
     if cut < 0 or argv[cut] != script:
         raise LaunchError(f"could not find the script `{script}` among the arguments")
-    return list(argv[:cut]), script, script_args
+    # -m/--module is torchrun's: the ranks get it from rank_worker's own -m instead
+    options = [a for a in argv[:cut] if a not in ("-m", "--module")]
+    return options, script, script_args, bool(parsed.module)
 
 
-def torchrun_command(torchrun_args, script, script_args):
-    """The launcher's command: each rank runs ``python -u -m gradviz.distributed.rank_worker SCRIPT ARGS``."""
+def torchrun_command(torchrun_args, script, script_args, as_module=False):
+    """The launcher's command: each rank runs ``python -u -m gradviz.distributed.rank_worker [-m] SCRIPT ARGS``."""
     return [sys.executable, "-m", "torch.distributed.run", *torchrun_args, "-m", "gradviz.distributed.rank_worker",
-            script, *script_args]
+            *(["-m"] if as_module else []), script, *script_args]
 
 
 def job_config(out_dir, engine, check_backward, exact_memory, script, schedule=None):

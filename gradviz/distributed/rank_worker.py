@@ -1,4 +1,5 @@
-"""``python -m gradviz.distributed.rank_worker SCRIPT [ARGS]...``: one rank of a ``gradviz torchrun`` job.
+"""``python -m gradviz.distributed.rank_worker [-m] SCRIPT [ARGS]...``: one rank of a ``gradviz torchrun`` job
+(``-m``: SCRIPT is a module, run as ``python -m`` runs it).
 
 PyTorch's elastic launcher starts this module once per rank (its ``-m`` option), with RANK, LOCAL_RANK and
 WORLD_SIZE set. It runs SCRIPT as ``__main__`` under a trace, exactly as ``gradviz run`` does, and writes the
@@ -22,7 +23,7 @@ def main(argv=None):
     if config is None or not argv:
         sys.stderr.write("gradviz: rank_worker is started by `gradviz torchrun`, not directly\n")
         return 2
-    from ..cli.runner import ScriptError
+    from ..cli.runner import ScriptError, compile_module
     from ..cli.session import trace_script
     from .rpc import RpcUse, note_unseen
 
@@ -35,8 +36,11 @@ def main(argv=None):
         last.arm(lambda signal_name, where: save(document_when_killed(tr), config, HOW, "killed", 128 + 15,
                                                  stopped_at=where, signal_name=signal_name, rpc=rpc.used))
 
+    module = None
     try:
-        traced = trace_script(argv[0], argv[1:], engine=config.get("engine", "auto"),
+        if argv[0] == "-m" and len(argv) > 1:
+            module, argv = compile_module(argv[1]), [argv[1], *argv[2:]]
+        traced = trace_script(argv[0], argv[1:], engine=config.get("engine", "auto"), module=module,
                               check_backward=config.get("check_backward", True),
                               exact_memory=config.get("exact_memory", False), schedule=config.get("schedule"),
                               started=started)
