@@ -1249,14 +1249,14 @@ class TraceBuilder:
             schedule.full[it + 1] = why
         return why is not None
 
-    def light_finding(self, why):
+    def light_finding(self):
         """A light iteration's watch saw one of the rare calls where a mistake happens (a non-leaf's ``.grad``
         read, a write through ``.data``, a backward that raised): its facts are about to be recorded, in this
         iteration, and the next iterations are full."""
         g = self.groups
         if g.pending:
             g.begin_iteration()
-        self.schedule.fire(g.iteration, why)
+        self.schedule.fire(g.iteration, "finding")
 
     def light_loss(self, value, location, *, op=None, phase=None, op_location=None):
         """A light iteration's backward started from a root that is not finite (``value``: its float, or None);

@@ -69,9 +69,9 @@ class GradvizLight(LightSteps, Observer):
             self.module_call(module, inputs)
 
     # ----- the watch -------------------------------------------------------------------------------------------
-    def finding(self, why):
+    def finding(self):
         with self.lock:
-            self.builder.light_finding(why)
+            self.builder.light_finding()
 
     def escalate(self):
         """The rest of this iteration is traced in full: the guard back on the engine now."""
@@ -80,12 +80,12 @@ class GradvizLight(LightSteps, Observer):
 
     def on_variable(self, variable, origin):
         if variable._volatile and origin in ("new", "factory"):  # volatile-deprecated: named at its line
-            self.finding("volatile")
+            self.finding()
             self.adapter.guard.on_variable(variable, origin)
 
     def on_grad_read(self, variable, grad):
         if grad is None and variable._grad_fn is not None and not variable.retains_grad and not is_quiet():
-            self.finding("grad-read")
+            self.finding()
             self.adapter.guard.on_grad_read(variable, grad)
 
     def on_detach(self, source, result, how):
@@ -112,7 +112,7 @@ class GradvizLight(LightSteps, Observer):
         source = self._alias_source(variable) if self.aliases else None
         if source is not None and (source._grad_fn is not None or self.forward_calls):
             # a write through ``.data`` of a value a graph may have saved: recorded in full from here
-            self.finding("silent-write")
+            self.finding()
             guard = self.adapter.guard
             guard.on_detach(source, variable, "data")
             guard.on_inplace(variable, node, old_version, new_version)
@@ -127,7 +127,7 @@ class GradvizLight(LightSteps, Observer):
     def _failed(self, roots, error):
         """A light backward raised: its record, after the write a stale-version error names, as the full handlers
         would have made them."""
-        self.finding("backward-error")
+        self.finding()
         adapter = self.adapter
         guard = adapter.guard
         if type(error).__name__ == "StaleVersionError":

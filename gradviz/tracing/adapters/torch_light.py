@@ -46,10 +46,10 @@ class TorchLight(LightSteps):
         self.full_backward = False  # the watch asks for the next backward to be traced in full
         self.forward_calls = 0  # module calls since the last backward: a forward is in flight
 
-    def finding(self, why):
+    def finding(self):
         """The watch saw a mistake's call: the facts it records belong to this iteration; the next ones are full."""
         with self.lock:
-            self.builder.light_finding(why)
+            self.builder.light_finding()
 
     def escalate(self):
         """The rest of this iteration is recorded in full (what came before it stays as external nodes)."""

@@ -200,7 +200,7 @@ class TorchWatch:
         """A non-leaf's ``.grad`` read by the user's code: the full handler records it (and re-issues PyTorch's
         warning at the user's line); a None read is a finding."""
         adapter = self.adapter
-        self.light.finding("grad-read")
+        self.light.finding()
         return adapter.grad_get(get, (t,), {})
 
     def data_taken(self, source, value, how):
@@ -242,7 +242,7 @@ class TorchWatch:
             return
         source, how = found
         adapter = self.adapter
-        self.light.finding("bridge")
+        self.light.finding()
         frame = user_frame(1)
         from ..frames import location_at
 
@@ -286,7 +286,7 @@ class TorchWatch:
         """A write through ``.data`` of ``source`` while its graph may still need the value: recorded as the full
         handler records one (the cut, then the write), and the next backward is traced in full."""
         adapter = self.adapter
-        self.light.finding("silent-write")
+        self.light.finding()
         try:
             with adapter.lock:
                 skey = adapter.var(source)  # (its graph, with what each node saved, as external nodes)
@@ -303,7 +303,7 @@ class TorchWatch:
         """A light backward raised: record it as the full handler would have (its graph as external nodes), after
         the write that made a stale-version error, when the write log has it."""
         adapter = self.adapter
-        self.light.finding("backward-error")
+        self.light.finding()
         try:
             with adapter.lock:
                 message = str(error)

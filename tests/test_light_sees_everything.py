@@ -1,0 +1,133 @@
+"""The default (light) mode names every classic mistake `--full` names, at the same line, on any iteration.
+
+Two ways of asking it. The late mistakes (``tests/late_mistakes/``): each script makes one mistake once, at an
+iteration the schedule does not sample (45, 53, 61, 77, 97), and the default mode must name it at its marked
+line on both engines, as the full trace does. And the corpus: every sample and every real-PyTorch script of the
+tests, traced in full and with every iteration light that the schedule allows (``full_steps=0``), must give the
+same (code, file, line) set.
+"""
+
+import contextlib
+import io
+import json
+import os
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+import gradviz
+from tests.marked_lines import marked_line
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+ROOT = Path(__file__).resolve().parent.parent
+LATE = ROOT / "tests" / "late_mistakes"
+SAMPLES = ROOT / "samples"
+EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
+
+LATE_CASES = {  # script -> the code it must be named by, at its "# MARK" line
+    "none_grad_at_77.py": "none-grad",
+    "stale_version_at_53.py": "stale-version",
+    "silent_inplace_at_61.py": "silent-inplace",
+    "graph_freed_at_45.py": "graph-freed",
+    "nan_inf_at_97.py": "nan-inf",
+}
+
+
+def traced(path, engine, **schedule):
+    """Run ``path`` as __main__ under ``gradviz.trace(engine=..., **schedule)``; its document. On gradviz's
+    engine the script's ``import torch`` resolves to gradviz (``gradviz run --torch``)."""
+    from gradviz.cli.torch_shim import TorchShim
+
+    old_argv, old_path = sys.argv, list(sys.path)
+    sys.argv = [str(path)]
+    sys.path.insert(0, str(Path(path).parent))
+    tr = gradviz.trace(engine=engine, **schedule)
+    with contextlib.ExitStack() as stack:
+        if engine == "gradviz":
+            stack.enter_context(TorchShim())
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        try:
+            with tr:
+                runpy.run_path(str(path), run_name="__main__")
+        except (Exception, SystemExit):
+            pass
+        finally:
+            sys.argv, sys.path[:] = old_argv, old_path
+    return tr.to_dict()
+
+
+def found(doc):
+    return sorted({(d["code"], os.path.basename((d.get("location") or {}).get("file") or ""),
+                    (d.get("location") or {}).get("line")) for d in doc["diagnostics"]})
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+@pytest.mark.parametrize("name", sorted(LATE_CASES))
+def test_a_mistake_made_once_late_is_named_at_its_line_by_the_default_mode(name, engine):
+    if engine == "torch":
+        pytest.importorskip("torch")
+    path = LATE / name
+    light = traced(path, engine, light=True)
+    full = traced(path, engine, light=False)
+    line = marked_line(path, "# MARK")
+    assert (LATE_CASES[name], name, line) in found(light), [d["message"] for d in light["diagnostics"]]
+    assert found(light) == found(full)
+    assert light["internal_errors"] == [] and full["internal_errors"] == []
+    # the iteration was light: the watch saw it, and the iterations after it were traced in full
+    assert light["schedule"]["light_iterations"] > 30
+    assert any(r["why"] == "finding" or r["why"] == "nonfinite" for r in light["schedule"]["full"])
+
+
+def test_the_stale_version_found_late_names_the_saving_node_and_the_failed_backward():
+    pytest.importorskip("torch")
+    path = LATE / "stale_version_at_53.py"
+    doc = traced(path, "torch", light=True)
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "stale-version"]
+    assert d["severity"] == "error"
+    assert "SigmoidBackward0" in d["message"] and "`h.mul_(0.5)`" in d["message"]
+    assert "version 0 → 1" in d["message"]
+    backward_line = marked_line(path, "loss.backward()")
+    assert f"backward at line {backward_line} failed on it" in d["message"]
+
+
+def test_a_nan_made_late_is_named_at_the_op_that_made_it():
+    pytest.importorskip("torch")
+    path = LATE / "nan_inf_at_97.py"
+    doc = traced(path, "torch", light=True)
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "nan-inf"]
+    assert d["message"].startswith(f"SqrtBackward0 at line {marked_line(path, '# MARK')} produced NaN/Inf")
+    assert "iteration 97" in d["message"]
+    nonfinite = doc["schedule"]["light"]["nonfinite_loss"]
+    assert (nonfinite["iteration"], nonfinite["op"], nonfinite["phase"]) == (97, "SqrtBackward0", "forward")
+
+
+def test_a_clean_300_step_run_using_every_watched_call_reports_nothing():
+    pytest.importorskip("torch")
+    doc = traced(LATE / "clean_300_steps.py", "torch", light=True)
+    assert doc["diagnostics"] == [] and doc["internal_errors"] == []
+    assert doc["schedule"]["light_iterations"] > 280  # it stayed light: nothing escalated
+    assert not any(r["why"] == "finding" for r in doc["schedule"]["full"])
+
+
+def _corpus():
+    cases = [(f"samples/{name}", "torch" if e["torch"] else "gradviz-native")
+             for name, e in sorted(EXPECTED.items()) if not e.get("ranks")]
+    cases += [(f"tests/torch_scripts/{p.name}", "torch") for p in sorted((ROOT / "tests/torch_scripts").glob("*.py"))]
+    return cases
+
+
+@pytest.mark.parametrize("script,engine", _corpus())
+def test_every_light_iteration_names_what_a_full_trace_names(script, engine):
+    """(code, file, line) of every diagnostic: the same with every iteration the schedule allows light."""
+    if engine == "torch":
+        pytest.importorskip("torch")
+    engine = "gradviz" if engine == "gradviz-native" else engine
+    path = ROOT / script
+    run_engine = engine if engine == "torch" else "auto"  # the samples import gradviz themselves
+    full = traced(path, run_engine, light=False)
+    light = traced(path, run_engine, light=True, full_steps=0)
+    assert found(light) == found(full)
+    assert light["internal_errors"] == []
