@@ -23,7 +23,7 @@ model = nn.Sequential(nn.Linear(4, 8), Block(), nn.Linear(8, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(32, 4), torch.randn(32, 1)
 running, seen = 0.0, []
-for step in range(300):
+for _ in range(300):
     opt.zero_grad()
     loss = ((model(x) - y) ** 2).mean()
     loss.backward()
