@@ -25,10 +25,27 @@ def select_graphs(index, iteration=None, graphs=None):
         iteration = max(g["iteration"] for g in full)
     chosen = [g["id"] for g in full if g["iteration"] == iteration]
     if not chosen:
-        seen = sorted({g["iteration"] for g in full})
-        span = f"{seen[0]}–{seen[-1]}" if seen else "none"
-        raise ValueError(f"no graph recorded in iteration {iteration} (iterations with graphs: {span})")
+        seen = _ranges(sorted({g["iteration"] for g in full})) or "none"
+        why = ""
+        schedule = index.doc.get("schedule") or {}
+        if schedule.get("mode") == "light" and not any(r.get("first", 0) <= iteration <= r.get("last", -1)
+                                                       for r in schedule.get("full") or ()):
+            script = index.doc.get("script") or "SCRIPT"
+            why = (f"; it was a light iteration, watched but not recorded: `gradviz run --trace-steps "
+                   f"{iteration}:{iteration} {script}` records it")
+        raise ValueError(f"no graph recorded in iteration {iteration} (iterations with graphs: {seen}){why}")
     return chosen
+
+
+def _ranges(numbers):
+    """``[0, 1, 2, 8, 16, 17]`` -> ``"0–2, 8, 16–17"``."""
+    parts = []
+    for n in numbers:
+        if parts and parts[-1][1] == n - 1:
+            parts[-1][1] = n
+        else:
+            parts.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in parts)
 
 
 READABLE_NODES = 100  # a picture above this is collapsed by module depth when no depth is given

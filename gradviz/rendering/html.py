@@ -162,18 +162,20 @@ def memory_chart(memory, width=640, height=170):
     if not series:
         return ""
     values = [s.get("retained_bytes") or 0 for s in series]
+    measured = [s.get("measured", True) for s in series]  # a light iteration's peak was not measured
     tops = [s.get("peak_retained_bytes") for s in series]
-    tops = [t if t is not None else v for t, v in zip(tops, values)] if any(t is not None for t in tops) else None
+    tops = [t if t is not None else (v if m else None) for t, v, m in zip(tops, values, measured)] \
+        if any(t is not None for t in tops) else None
     alive = [s.get("graphs_alive") or 0 for s in series]
     iterations = [s.get("iteration", i) for i, s in enumerate(series)]
     if len(values) > CHART_POINTS:  # a point per pixel is plenty: keep each bucket's peak
         size = -(-len(values) // CHART_POINTS)
 
         def buckets(xs):
-            return [max(xs[i:i + size]) for i in range(0, len(xs), size)]
+            return [max([x for x in xs[i:i + size] if x is not None], default=None) for i in range(0, len(xs), size)]
         values, alive, iterations = buckets(values), buckets(alive), iterations[::size]
         tops = buckets(tops) if tops else None
-    peak = max([memory.get("peak_retained_bytes") or 0, *values, *(tops or [])])
+    peak = max([memory.get("peak_retained_bytes") or 0, *values, *[t for t in tops or () if t is not None]])
     top, top_alive = peak or 1, max(alive) or 1
     left, right, bottom, top_pad = 64, 44, 24, 14
     w, h = width - left - right, height - bottom - top_pad
@@ -182,8 +184,8 @@ def memory_chart(memory, width=640, height=170):
     def y(v, scale):
         return top_pad + h - v / scale * h
 
-    def line(xs, scale):
-        return " ".join(f"{left + i * step:.1f},{y(v, scale):.1f}" for i, v in enumerate(xs))
+    def line(xs, scale):  # (None: not measured; the line joins the measured points around it)
+        return " ".join(f"{left + i * step:.1f},{y(v, scale):.1f}" for i, v in enumerate(xs) if v is not None)
     first, last = series[0].get("iteration", 0), series[-1].get("iteration", len(series) - 1)
     peak_y = y(peak, top)
     text = 'font-size="10" font-family="sans-serif"'
@@ -455,6 +457,12 @@ def _memory_section(doc):
                 'backward; live graphs still count the graphs kept alive.</p>')
     during = ('<span class="key-peaks">the highest during it</span>, ' if any("peak_retained_bytes" in s
                                                                            for s in series) else "")
+    light = sum(1 for s in series if s.get("measured") is False)
+    if light:
+        note += (f'<p class="muted" id="memory-light">{light:,} of {len(series):,} iterations were light '
+                 '(watched, their ops not recorded): the highest retained bytes during them is not measured, and '
+                 'the line joins the iterations around them. Their end values count the graphs alive, estimated.'
+                 '</p>')
     return (f'<p>peak retained <b>{human_bytes(memory.get("peak_retained_bytes"))}</b>, final '
             f'<b>{human_bytes(memory.get("final_retained_bytes"))}</b> (saved tensors of graphs that backward has '
             f'not freed, still alive). Per iteration: <span class="key-retained">retained bytes at its end</span>, '

@@ -161,6 +161,16 @@ def structure_line(structure):
            f"{structure.get('count')}× ({span})"
 
 
+def _count(ranges):
+    return sum(r["last"] - r["first"] + 1 for r in ranges)
+
+
+def _iteration_ranges(ranges, most=6):
+    """The schedule's full ranges as text: ``0–2, 8, 16, 32 …``."""
+    parts = [f"{r['first']}" if r["first"] == r["last"] else f"{r['first']}–{r['last']}" for r in ranges]
+    return ", ".join(parts[:most]) + (" …" if len(parts) > most else "") if parts else "none"
+
+
 def summary(doc):
     """Graphs and distinct structures, nodes, backward calls, and each parameter with whether it got a gradient."""
     graphs, structures = doc.get("graphs", []), doc.get("structures", [])
@@ -172,7 +182,14 @@ def summary(doc):
     dropped_section = doc.get("dropped") or {}
     built += dropped_section.get("structure_count") or 0  # graphs of the structures a long run did not list
     distinct = len(structures) + (dropped_section.get("structures") or 0)
-    grid.add_row("graphs", f"{built:,} built, {_plural(distinct, 'distinct structure')}")
+    schedule = doc.get("schedule") or {}
+    light = schedule.get("light_iterations") or 0 if schedule.get("mode") == "light" else 0
+    if light:  # the counts below are of the iterations recorded in full: say which those are
+        recorded = _iteration_ranges(schedule.get("full") or ())
+        grid.add_row("iterations", f"{_plural(light + _count(schedule.get('full') or ()), 'iteration')}: "
+                                   f"{_count(schedule.get('full') or ()):,} recorded in full ({recorded}), "
+                                   f"{light:,} watched light")
+    grid.add_row("graphs", f"{built:,} {'recorded' if light else 'built'}, {_plural(distinct, 'distinct structure')}")
     for structure in structures[:_MAX_STRUCTURES]:
         grid.add_row("", _data(structure_line(structure)))
     if distinct > _MAX_STRUCTURES:
@@ -181,7 +198,9 @@ def summary(doc):
     grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded" + (
         f", {elided:,} more elided (a graph above 5,000 nodes keeps its ends and diagnostic points)"
         if elided else ""))
-    grid.add_row("backward calls", f"{backward_calls(doc):,}")
+    light_backwards = ((schedule.get("light") or {}).get("backward_calls") or 0) if light else 0
+    grid.add_row("backward calls", f"{backward_calls(doc) + light_backwards:,}" + (
+        f" ({backward_calls(doc):,} recorded)" if light_backwards else ""))
     if ending(doc):
         grid.add_row("script ended", _data(ending(doc)))
     if backward_checks_text(doc):

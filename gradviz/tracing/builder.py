@@ -1241,7 +1241,10 @@ class TraceBuilder:
         else:
             it = g.iteration
             watch.last_full_bytes = sum(gr.saved_bytes for gr in g.iteration_graphs(it) if gr.parent is None)
-        g.ended_point = g.point(it)
+        g.ended_point = point = g.point(it)
+        if light:  # its ops were not recorded: the peak during it is not known (graphs alive and their estimate are)
+            del point["peak_retained_bytes"]
+            point["measured"] = False
         g.pending = True
         new = schedule.seen(signature)
         why = schedule.why_full(it + 1, new and light)

@@ -383,13 +383,19 @@ def engine_section(builder):
 
 def _drop_note(g):
     d = g.dropped
+    schedule = getattr(g.trace, "schedule", None)
+    light = schedule.light_count if schedule is not None and schedule.light else 0
+    watched = (f"{light} iterations were light: watched for the classic mistakes (what they found is here), their "
+               "ops not recorded (schedule.full lists the iterations recorded in full); ") if light else ""
     if not d["iterations"]:
+        if light:
+            return watched + "of the others, every node, variable, event and backward call is in this document"
         return "nothing was dropped: every node, variable, event and backward call is in this document"
     capped = d.get("structure_graphs")
     kept = ("the first and last graph of each structure" if not capped else
             f"the first and last graph of each structure while they fit {STRUCTURE_NODE_LIMIT} nodes (the largest "
             f"always; {capped} more were left out, their structures still counted)")
-    return (f"full records were kept for the first and last {g.window} iterations, {kept} and whatever a "
+    return (f"{watched}full records were kept for the first and last {g.window} iterations, {kept} and whatever a "
             f"diagnostic points at; {d['iterations']} other iterations were summarised (structures count every "
             "graph, memory.series has every iteration, event_summary every event) and ids that refer to their "
             "records may be missing")

@@ -98,6 +98,7 @@ class LightWatch:
         self.norms = {}  # parameter key -> [name, last, min, max, iteration of the last]
         self._alive = []  # graphs alive at the last light iterations (for growth)
         self.last_full_bytes = 0  # saved bytes of the graphs of the last full iteration
+        self.backward_calls = 0  # backward calls that ran light (the recorded ones are in the document's backwards)
 
     def loss(self, iteration, value, location, op=None, phase=None, op_location=None):
         """A light backward's root was not finite (``value``: its float, or None for a tensor root); ``op``, its
@@ -164,7 +165,8 @@ class LightWatch:
         if grad is not None and grad.get("parameter") is None:
             grad["parameter"] = None
         return {"nonfinite_loss": place(self.nonfinite_loss), "nonfinite_grad": grad, "growth": self.growth,
-                "graphs_alive": self.graphs, "retained_bytes": self.nbytes, "grad_norms": grads}
+                "graphs_alive": self.graphs, "retained_bytes": self.nbytes, "grad_norms": grads,
+                "backward_calls": self.backward_calls}
 
 
 def _number(x):

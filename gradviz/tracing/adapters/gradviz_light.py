@@ -189,6 +189,7 @@ class GradvizLight(LightSteps, Observer):
 
     def on_backward_end(self, roots, error):
         if error is None:
+            self.builder.light.backward_calls += 1
             self.backward_ended()
         elif not is_quiet():
             self._failed(roots, error)

@@ -244,6 +244,7 @@ def _wrap(light, original, kind):
                 if _ident() == light.adapter.mode_thread:
                     light.watch.failed_backward(exc, args, kwargs, kind)
                 raise
+            light.builder.light.backward_calls += 1  # (one int, on the thread that runs it: no lock)
             if kind == "backward" and light.on:
                 try:
                     if roots is not None and not (retain or create):
