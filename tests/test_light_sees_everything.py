@@ -131,3 +131,38 @@ def test_every_light_iteration_names_what_a_full_trace_names(script, engine):
     light = traced(path, run_engine, light=True, full_steps=0)
     assert found(light) == found(full)
     assert light["internal_errors"] == []
+
+
+@pytest.mark.parametrize("mode", ["--light", "--full"])
+def test_graphs_kept_by_a_list_are_named_at_the_line_that_fills_it(mode, tmp_path):
+    """``history.append(loss)`` from iteration 40 on: the graphs pile up late (judged from where they began to),
+    and the list that holds them is named at its line, in both modes."""
+    pytest.importorskip("torch")
+    from click.testing import CliRunner
+
+    from gradviz.cli import main
+
+    path = LATE / "retained_graph_from_40.py"
+    result = CliRunner().invoke(main, ["run", mode, "-q", "--no-render", "--out", str(tmp_path), str(path)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads((tmp_path / "report.json").read_text())
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "retained-graph"]
+    assert d["location"]["line"] == marked_line(path, "# MARK")
+    assert "`history` holds 50 of their outputs" in d["message"]
+    assert doc["memory"]["holders"] == [{"name": "history", "count": 50, "location": d["location"]}]
+
+
+def test_a_spawned_worker_reading_a_non_leaf_grad_after_its_loop_is_named(tmp_path):
+    """torch.multiprocessing.spawn: each worker is traced on the default schedule; the read after the loop, on
+    what the schedule made a light iteration, is named at its line."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    path = LATE / "spawned_worker_grad_read.py"
+    run = subprocess.run([sys.executable, "-m", "gradviz", "run", "--no-render", "--fail-on", "never", "--out",
+                          str(tmp_path), str(path)], capture_output=True, text=True, timeout=300, cwd=str(LATE))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((tmp_path / "report.json").read_text())
+    reads = [d for d in doc["diagnostics"] if d["code"] == "none-grad"]
+    assert [(d["location"]["line"], d["count"]) for d in reads] == [(marked_line(path, "# MARK"), 2)]

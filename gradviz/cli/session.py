@@ -56,6 +56,8 @@ def trace_script(path, args=(), torch=False, output=None, progress=False, check_
         finally:
             # the trace records how the block ended, as if the script's exception had passed through it
             exc = result.exception if result is not None else None
+            if result is not None and result.module is not None:
+                tr.user_scope = vars(result.module)  # what the script's names hold at its end (holders.py)
             try:
                 tr.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
             except Exception:  # the exception's own __str__ raised while the trace summarised it

@@ -181,6 +181,8 @@ def retained_graphs(index, out):
         tail = [s for s in series if (s.get("iteration") or 0) >= growth["iteration"] - 1]
         if growing([int(s.get("graphs_alive") or 0) for s in tail]):
             series = tail
+    else:
+        series = _from_last_low(series)
     bytes_series = [int(s.get("retained_bytes") or 0) for s in series]
     alive_series = [int(s.get("graphs_alive") or 0) for s in series]
     growing_bytes = growing(bytes_series)
@@ -196,6 +198,18 @@ def retained_graphs(index, out):
             _report_retained(index, out, memory, series, keepers, retainers, growing_=False)
         return
     _report_retained(index, out, memory, series, keepers, retainers, growing_=True)
+
+
+def _from_last_low(series):
+    """The series from the last point where the graphs alive were at their lowest, when the graphs pile up from
+    there (``history.append(loss)`` from iteration 40 on): judged over the whole run, the flat start hides it."""
+    alive = [int(s.get("graphs_alive") or 0) for s in series]
+    if len(alive) < 4:
+        return series
+    low = min(alive)
+    start = max(i for i, a in enumerate(alive) if a == low)
+    tail = series[start:]
+    return tail if len(tail) >= 4 and growing(alive[start:]) else series
 
 
 def growing(values):
@@ -318,8 +332,13 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
     hooks = [e for e in index.events_of("hook") if e.get("event") == "register" and not e.get("retain_grad")]
     if hooks and retainers:
         parts.append(f"The hook registered at {index.where(hooks[0].get('location'))} holds a Variable of the graph.")
-    location = (keepers[0][0] if keepers else retainers[0].get("location") if retainers
-                else _first_alive_root(index))
+    holders = [h for h in memory.get("holders") or () if h.get("location")]
+    if holders and not keepers:
+        h = holders[0]
+        parts.append(f"`{h['name']}` holds {h['count']} of their outputs (added at {index.where(h['location'])}), "
+                     "and each output keeps its whole graph alive.")
+    location = (keepers[0][0] if keepers else holders[0]["location"] if holders
+                else retainers[0].get("location") if retainers else _first_alive_root(index))
     hint = ("Accumulate plain numbers (`total += loss.item()`), don't keep outputs or losses across iterations, "
             "and call backward without retain_graph=True (chain the models and backward once instead).")
     nodes = [n for _, ids in keepers for n in ids]

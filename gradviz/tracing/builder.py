@@ -103,6 +103,7 @@ class TraceBuilder:
         self.window = window
         self.script = None
         self.exception = None  # what ended the traced block, if it raised
+        self.holders = []  # the user's containers holding graph outputs when the trace stopped (holders.py)
         self.stopped = False
         self.engines = {}  # engine name -> {"name", "version", "devices"}
         self.variables = {}  # record id -> VarRecord (the document's; dropped records leave this table)

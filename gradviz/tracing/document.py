@@ -182,8 +182,11 @@ def memory_section(trace):
         graphs.append({"graph": graph.id, "iteration": graph.iteration, "saved_bytes": graph.saved_bytes,
                        "output_bytes": graph.output_bytes, "freed_by": graph.freed_by,
                        "freed_at_iteration": graph.freed_at_iteration, "alive_at_end": alive})
-    return {"peak_retained_bytes": g.memory.peak, "final_retained_bytes": now["retained_bytes"],
-            "series": series, "graphs": graphs}
+    section = {"peak_retained_bytes": g.memory.peak, "final_retained_bytes": now["retained_bytes"],
+               "series": series, "graphs": graphs}
+    if trace.holders:
+        section["holders"] = [dict(h, location=_loc(h["location"])) for h in trace.holders]
+    return section
 
 
 def build_document(trace, with_diagnostics=True):

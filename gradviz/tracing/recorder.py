@@ -46,6 +46,7 @@ class Trace:
         self.window = window
         self.engine = engine
         self.active = False
+        self.user_scope = None  # the traced script's globals, when a runner gives them (holders at the stop)
         self.builder = TraceBuilder(window)
         self.builder.checks.enabled = bool(check_backward)
         if not isinstance(exact_memory, bool):
@@ -87,6 +88,7 @@ class Trace:
             try:
                 for adapter in self.adapters:
                     adapter.finish(frame)
+                self._note_holders(frame)
             except Exception as exc:  # names and final states are a nicety: the trace must still stop
                 self.builder.internal_error("stop", exc)
             try:
@@ -94,6 +96,23 @@ class Trace:
             except Exception as exc:  # never raised into the user's code: the document says so instead
                 self.builder.internal_error("stop", exc)
         return self
+
+    def _note_holders(self, frame):
+        """The user's containers that hold graph outputs now (``history.append(loss)``): the script's globals
+        (``user_scope``, given by ``gradviz run``) or the frame that stopped the trace."""
+        from .holders import graph_holders
+
+        scopes = [self.user_scope] if self.user_scope is not None else []
+        filename = self.builder.script
+        if frame is not None:
+            scopes += [frame.f_locals] if frame.f_locals is not frame.f_globals else []
+            scopes.append(frame.f_globals)
+            filename = filename or frame.f_code.co_filename
+        self.user_scope = None  # (the script's globals are not the trace's to keep)
+        found = []
+        for adapter in self.adapters:
+            found += graph_holders(scopes, filename, adapter.is_graph_output)
+        self.builder.holders = found
 
     def __enter__(self):
         return self.start()

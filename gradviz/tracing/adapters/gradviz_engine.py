@@ -237,6 +237,10 @@ class GradvizAdapter(Observer):
         self._name_from_frame(frame)
         self.refresh()
 
+    def is_graph_output(self, value):
+        """Whether ``value`` is a Variable with a graph behind it (what keeps that graph alive)."""
+        return isinstance(value, Variable) and value._grad_fn is not None
+
     def refresh(self, requires_grad=True):
         """Tell the builder what live Variables are now: user-given names and (unless told not to: after the
         trace stopped, what they were at the stop stands) whether they require grad."""

@@ -197,6 +197,10 @@ class TorchAdapter(TorchEvents):
             self.name_from_frame(frame)
             self.refresh()
 
+    def is_graph_output(self, value):
+        """Whether ``value`` is a tensor with a graph behind it (what keeps that graph alive)."""
+        return isinstance(value, self._Tensor) and tg.grad_fn_of(value) is not None
+
     def refresh(self, requires_grad=True):
         state = self.builder.variable_state
         for key, rec in list(self.builder.live_variables.items()):
