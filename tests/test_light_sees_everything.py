@@ -166,3 +166,16 @@ def test_a_spawned_worker_reading_a_non_leaf_grad_after_its_loop_is_named(tmp_pa
     doc = json.loads((tmp_path / "report.json").read_text())
     reads = [d for d in doc["diagnostics"] if d["code"] == "none-grad"]
     assert [(d["location"]["line"], d["count"]) for d in reads] == [(marked_line(path, "# MARK"), 2)]
+
+
+def test_a_nan_made_by_an_operator_is_named_with_its_op_iteration_and_rerun():
+    """`** 0.5` has no name to find in the source: the report names the op, the iteration and the rerun that
+    traces it in full, at the backward's line, and says it does not know the op's line."""
+    pytest.importorskip("torch")
+    path = LATE / "nan_by_an_operator_at_97.py"
+    doc = traced(path, "torch", light=True)
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "nan-inf"]
+    assert d["location"]["line"] == marked_line(path, "# BACKWARD")
+    assert d["message"].startswith("the loss was nan at iteration 97 (made by PowBackward0, whose line no single "
+                                   "call in the file names)")
+    assert "--trace-steps 97:97" in d["hint"]

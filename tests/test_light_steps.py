@@ -39,7 +39,7 @@ class _Builder:
     def light_freed(self, nbytes):
         self.told.append(("freed", nbytes))
 
-    def light_loss(self, value, location):
+    def light_loss(self, value, location, *, op=None, phase=None, op_location=None):
         self.told.append(("loss", value, None if location is None else location.line))
 
     def light_norms(self, norms, location):

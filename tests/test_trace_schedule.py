@@ -85,10 +85,13 @@ def test_a_nan_first_at_iteration_500_of_a_light_run_is_named_with_its_iteration
     assert light["nonfinite_loss"]["location"]["line"] == _line("nan-backward")
     nan = [d for d in doc["diagnostics"] if d["code"] == "nan-inf"]
     assert len(nan) == 1
-    assert nan[0]["message"].startswith(f"the loss was nan at iteration {LATE} (at line {_line('nan-backward')}), "
-                                        "a light iteration")
-    assert f"--trace-steps {LATE}:{LATE}" in nan[0]["hint"]
+    # the light watch read the op from what the graph saved, and the one line of the file that calls `log`
+    assert nan[0]["message"].startswith(f"LogBackward{'0' if engine == 'torch' else ''} at line {_line('nan-op')} "
+                                        f"produced NaN/Inf in its forward output at iteration {LATE}, a light "
+                                        f"iteration (the loss was nan at line {_line('nan-backward')})")
+    assert nan[0]["location"]["line"] == _line("nan-op")
     assert nan[0]["details"]["trace_steps"] == [LATE, LATE]
+    assert nan[0]["details"]["rerun"].startswith(f"gradviz run --trace-steps {LATE}:{LATE} ")
     # from the finding on, full iterations: the NaN parameters' ops are on record
     full = doc["schedule"]["full"]
     assert {"first": LATE + 1, "last": LATE + 3, "why": "nonfinite"} in full

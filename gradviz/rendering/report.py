@@ -186,9 +186,9 @@ def summary(doc):
     light = schedule.get("light_iterations") or 0 if schedule.get("mode") == "light" else 0
     if light:  # the counts below are of the iterations recorded in full: say which those are
         recorded = _iteration_ranges(schedule.get("full") or ())
-        grid.add_row("iterations", f"{_plural(light + _count(schedule.get('full') or ()), 'iteration')}: "
-                                   f"{_count(schedule.get('full') or ()):,} recorded in full ({recorded}), "
-                                   f"{light:,} watched light")
+        total = max(doc.get("iterations") or 0, light + _count(schedule.get("full") or ()))
+        grid.add_row("iterations", f"{_plural(total, 'iteration')}: {total - light:,} recorded in full "
+                                   f"({recorded}), {light:,} watched light")
     grid.add_row("graphs", f"{built:,} {'recorded' if light else 'built'}, {_plural(distinct, 'distinct structure')}")
     for structure in structures[:_MAX_STRUCTURES]:
         grid.add_row("", _data(structure_line(structure)))

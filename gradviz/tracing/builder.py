@@ -1058,6 +1058,8 @@ class TraceBuilder:
                 record["summed_grads"] = summed
                 groups.pin_event(record)
             groups.boundary()
+            if self.schedule.light:  # one numbering: the light iterations end at steps, so do the full ones
+                groups.step_bounded = True
 
     def _event(self, kind, location, **fields):
         eid = next(self._event_ids)

@@ -102,6 +102,9 @@ class Grouping:
         self.iteration = 0
         self.pending = False
         self.chain_limit = CHAIN_LIMIT
+        # a light schedule's iterations end at optimizer steps once one was seen (the schedule's own iterations):
+        # then neither a backward nor a graph started again at a seen line begins the next one
+        self.step_bounded = False
         self.memory = MemoryBook()
         self.graphs = {}  # graph id -> GraphRecord (dropped graphs leave; merged ones stay until the document)
         self.graph_count = 0
@@ -168,7 +171,7 @@ class Grouping:
             start = (rec.location, rec.module, self.trace.lasti)
             if self.pending:
                 self.begin_iteration()
-            elif start in self._starts:
+            elif start in self._starts and not self.step_bounded:
                 self._split()
             self._starts.add(start)
             graph = self.new_graph()
@@ -300,7 +303,8 @@ class Grouping:
         for g in graphs.values():
             g.backwarded = True
         backward["graphs"] = sorted(graphs)
-        self.pending = True
+        if not self.step_bounded:
+            self.pending = True
 
     def begin_iteration(self):
         """A real boundary (after a backward or an optimizer step): every provisional iteration stands."""
