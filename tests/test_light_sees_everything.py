@@ -179,3 +179,32 @@ def test_a_nan_made_by_an_operator_is_named_with_its_op_iteration_and_rerun():
     assert d["message"].startswith("the loss was nan at iteration 97 (made by PowBackward0, whose line no single "
                                    "call in the file names)")
     assert "--trace-steps 97:97" in d["hint"]
+
+
+def test_a_light_run_says_what_was_recorded_and_what_was_watched(tmp_path):
+    """300 iterations, 9 in full: the terminal says so and counts every backward call; report.json's memory
+    points of light iterations are not measured, and report.html's chart says so instead of dropping to 0."""
+    pytest.importorskip("torch")
+    import re
+
+    from click.testing import CliRunner
+
+    from gradviz.cli import main
+
+    result = CliRunner().invoke(main, ["run", "--no-render", "--out", str(tmp_path),
+                                       str(LATE / "clean_300_steps.py")], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "iterations 300 iterations: 9 recorded in full (0–2, 8, 16, 32, 64, 128 …), 291 watched light" in text
+    assert "graphs 9 recorded, 1 distinct structure" in text
+    assert "backward calls 300 (9 recorded)" in text
+    doc = json.loads((tmp_path / "report.json").read_text())
+    series = doc["memory"]["series"]
+    light = [p for p in series if p.get("measured") is False]
+    # every light iteration but the last, whose point is the one taken at the stop
+    assert len(light) == 290 and all("peak_retained_bytes" not in p for p in light)
+    assert "291 iterations were light" in doc["dropped"]["note"]
+    page = (tmp_path / "report.html").read_text()
+    assert f"290 of {len(series)} iterations were light" in page
+    peaks = re.search(r'id="memory-peaks"[^>]*points="([^"]*)"', page).group(1)
+    assert len(peaks.split()) == len(series) - 290  # the measured points only: no light zeros

@@ -293,3 +293,40 @@ def test_hook_sample_traced_for_real_draws_its_retained_graph_shaded():
     (cluster,) = [c for c in spec.clusters if c.fill == "#ececec"]
     assert cluster.rows[1].text.startswith("retained after backward: 4.8 KiB of saved tensors")
     assert doc["memory"]["series"][0]["retained_bytes"] == 4864       # the same figure the memory table shows
+
+
+def test_a_nan_label_says_which_phase_made_it():
+    """A node whose forward output was NaN/Inf says so; one whose backward produced the NaN/Inf gradient (its
+    forward output finite) says that instead."""
+    b = DocBuilder()
+    a = b.leaf("a", [2])
+    e = b.op("ExpBackward", [a], [2])
+    s = b.op("SumBackward", [e], [])
+    b.backward(s)
+    doc = b.finish()
+    ids = {n["op"]: n for n in doc["nodes"]}
+    ids["ExpBackward"]["nonfinite"] = "forward"
+    ids["SumBackward"]["nonfinite"] = "backward"
+    rows = {n.doc_node: [r.text for r in n.rows] for n in build_graph(doc).nodes if n.doc_node is not None}
+    assert rows[ids["ExpBackward"]["id"]][-1] == "NaN/Inf in output"
+    assert rows[ids["SumBackward"]["id"]][-1] == "NaN/Inf in its gradient"
+
+
+def test_asking_for_a_light_iteration_names_the_iterations_with_graphs_and_the_rerun():
+    b = DocBuilder()
+    for _ in range(3):
+        a = b.leaf("a", [2])
+        b.backward(b.op("SumBackward", [b.op("ExpBackward", [a], [2])], []))
+        b.next_iteration()
+    doc = b.finish()
+    doc["script"] = "train.py"
+    doc["schedule"] = {"mode": "light", "full": [{"first": 0, "last": 1, "why": "first"},
+                                                 {"first": 2, "last": 2, "why": "sample"}]}
+    doc["graphs"][1]["iteration"] = 8  # two ranges with graphs: 0, 2 and 8 (as a light run's samples)
+    for node in doc["nodes"]:
+        if node.get("graph") == doc["graphs"][1]["id"]:
+            node["iteration"] = 8
+    with pytest.raises(ValueError, match=r"no graph recorded in iteration 5 \(iterations with graphs: 0, 2, 8\); it "
+                                         r"was a light iteration, watched but not recorded: `gradviz run "
+                                         r"--trace-steps 5:5 train.py` records it"):
+        build_graph(doc, iteration=5)

@@ -132,7 +132,7 @@ def _op_item(index, node, forward):
     if node.get("custom"):
         item.flags.add("custom")
     if node.get("nonfinite"):
-        item.flags.add("nonfinite")
+        item.flags.add("nonfinite" if node["nonfinite"] != "backward" else "nonfinite-grad")
     return item
 
 

@@ -159,6 +159,8 @@ class _Styler:
             style, fontsize, rows = style + ",dashed", 9, rows[:1]
         if "nonfinite" in item.flags:
             rows.append(Row("NaN/Inf in output", size=9, color="#c0392b"))
+        elif "nonfinite-grad" in item.flags:  # its backward produced it: the forward output was finite
+            rows.append(Row("NaN/Inf in its gradient", size=9, color="#c0392b"))
         tooltip = " · ".join(r.text for r in rows)
         leaves = item.variables if item.kind in ("leaf", "const", "cut") else []
         if len(leaves) > 1:
