@@ -208,3 +208,19 @@ def test_a_light_run_says_what_was_recorded_and_what_was_watched(tmp_path):
     assert f"290 of {len(series)} iterations were light" in page
     peaks = re.search(r'id="memory-peaks"[^>]*points="([^"]*)"', page).group(1)
     assert len(peaks.split()) == len(series) - 290  # the measured points only: no light zeros
+
+
+def test_the_memory_a_checkpoint_recompute_holds_is_marked_not_measured():
+    """torch.utils.checkpoint: the saved-attribute figures miss what backward's recompute holds (exact memory
+    counts it), so the document lists it, at the checkpoint's line, with the --exact-memory advice; exact memory
+    does not list it."""
+    pytest.importorskip("torch")
+    path = LATE / "checkpointed_block.py"
+    doc = traced(path, "torch", light=True)
+    (entry,) = [u for u in doc["unseen"] if u["kind"] == "not-measured"]
+    assert entry["what"] == "the memory a checkpointed segment holds while backward recomputes it"
+    assert entry["location"]["line"] == marked_line(path, "checkpoint(block")
+    assert entry["count"] == 10 and "--exact-memory" in entry["advice"]
+    exact = traced(path, "torch", light=True, exact_memory=True)
+    assert not [u for u in exact["unseen"] if u["kind"] == "not-measured"]
+    assert exact["memory"]["peak_retained_bytes"] > doc["memory"]["peak_retained_bytes"]

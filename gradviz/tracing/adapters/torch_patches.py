@@ -74,6 +74,11 @@ def install(adapter):
         _replace(Variable, "__new__", staticmethod(_traced_new(torch._C._LegacyVariableBase.__new__, "Variable")))
         Parameter = torch.nn.Parameter  # made inside a module's __init__: located at the line making the module
         _replace(Parameter, "__new__", staticmethod(_traced_new(Parameter.__dict__["__new__"], "Parameter")))
+        import torch.utils.checkpoint as checkpointing
+
+        for name in ("checkpoint", "checkpoint_sequential"):
+            if callable(getattr(checkpointing, name, None)):
+                _replace(checkpointing, name, _noted_checkpoint(getattr(checkpointing, name)))
     adapter.mode = observing_mode(adapter)
     adapter.mode_thread = threading.get_ident()
     adapter.mode.__enter__()
@@ -371,6 +376,38 @@ def _traced_new(new, kind):
         return result
 
     return __new__
+
+
+_RECOMPUTED = ("the memory a checkpointed segment holds while backward recomputes it",
+               "torch.utils.checkpoint saves only the segment's inputs and runs its forward again inside backward: "
+               "the retained-memory figures (read from the nodes' saved tensors) do not count what that recompute "
+               "holds", "run with --exact-memory: saved-tensor hooks see every tensor the recompute saves")
+
+
+def _noted_checkpoint(original):
+    """``torch.utils.checkpoint.checkpoint`` (or ``checkpoint_sequential``), run unchanged; its line is listed in
+    ``unseen``: the memory its recompute holds is not in the saved-attribute figures (exact memory counts it)."""
+    from ..frames import location_at
+    from .torch_frames import user_frame
+
+    def checkpoint(*args, **kwargs):
+        adapter = _current[0]
+        if adapter is not None and adapter.exact is None and adapter.observing() and not adapter.tls.quiet:
+            try:
+                with adapter.lock:
+                    frame = user_frame(0)
+                    what, how, advice = _RECOMPUTED
+                    adapter.builder.unseen("not-measured", what, how=how, advice=advice,
+                                           location=None if frame is None else location_at(frame.f_code,
+                                                                                           frame.f_lineno))
+            except Exception as exc:
+                adapter.internal_error("checkpoint", exc)
+        return original(*args, **kwargs)
+
+    checkpoint.__wrapped__ = original
+    checkpoint.__doc__ = original.__doc__
+    checkpoint.__name__ = original.__name__
+    return checkpoint
 
 
 def _traced_zero_grad(original):
