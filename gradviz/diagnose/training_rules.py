@@ -191,8 +191,14 @@ def _light_nan(index, out):
                 order=(2, 0))
         return True
     if op and first.get("phase") == "input":
-        what += f" (it reached {op} from outside the graph: the input data, not an op, carried it)"
-    elif op:
+        message = (f"{what} (at {index.where(first.get('location'))}), a light iteration: the NaN/Inf came in with "
+                   f"the data — {op} received it in an input that needs no gradient, so no op of the graph made it.")
+        hint = (f"Check the batch where it is loaded (`assert torch.isfinite(x).all()`) and clean the data set; "
+                f"`{rerun}` traces that iteration in full and names the tensor.")
+        out.add("nan-inf", message, hint, first.get("location"), details=dict(details, phase="light-input"),
+                order=(2, 0))
+        return True
+    if op:
         what += f" (made by {op}, whose line no single call in the file names)"
     message = (f"{what} (at {index.where(first.get('location'))}), a light iteration: its ops were not recorded, "
                "so the op and line that made it are not known from this run.")

@@ -21,14 +21,19 @@ def nonfinite_culprit(root):
     nodes.sort(key=lambda n: getattr(n, "_seq", 0))
     for node in nodes:
         saved = node._saved or ()
-        bad_output = bad_input = False
-        for data, _, _, _, kind, _ in saved:
+        bad_output = bad_input = from_data = False
+        for item in saved:
+            data, kind = item[0], item[4]
             if isinstance(data, np.ndarray) and data.dtype.kind in "fc" and not np.isfinite(data).all():
                 if kind == "output":
                     bad_output = True
                 else:
                     bad_input = True
+                    variable = getattr(item, "variable", None)
+                    from_data = from_data or (variable is not None and not variable._requires_grad)
         if bad_input:
+            if from_data:  # a saved input that needs no gradient: the data, not an op of the graph, carried it
+                return node, "input"
             producer = _producer(node)
             return (producer, "forward") if producer is not None else (node, "input")
         if bad_output or _recomputed_bad(node, saved):

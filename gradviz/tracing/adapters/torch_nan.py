@@ -31,15 +31,18 @@ def nonfinite_culprit(torch, root):
         if info.accumulator:
             continue
         saved = tg.saved_tensors(node, info.saved)
-        bad_result = bad_input = False
-        for attr, _, t in saved:
+        bad_result = bad_input = from_data = False
+        for attr, i, t in saved:
             if t is None or not _floating(t) or bool(torch.isfinite(t).all()):
                 continue
             if "result" in attr:
                 bad_result = True
             else:
                 bad_input = True
+                from_data = from_data or not _requires_grad(node, attr, i)
         if bad_input:
+            if from_data:  # a saved input that needs no gradient: the data, not an op of the graph, carried it
+                return node, "input"
             producer = _producer(node)
             return (producer, "forward") if producer is not None else (node, "input")
         if bad_result or _recomputed_bad(torch, node, info, saved):
@@ -59,6 +62,18 @@ def _nodes(root):
                 held.append(child)
                 pending.append(child)
     return found
+
+
+def _requires_grad(node, attr, index):
+    """Whether the saved input ``attr`` (``_raw_saved_x``) was a tensor that requires grad (a value of the graph),
+    read from its unpacking attribute; True when that cannot be read (then the graph is searched instead)."""
+    try:
+        value = getattr(node, attr.replace("_raw_saved_", "_saved_", 1))
+    except (AttributeError, RuntimeError):
+        return True
+    if isinstance(value, (list, tuple)):
+        value = value[index] if index < len(value) else None
+    return bool(getattr(value, "requires_grad", True))
 
 
 def _producer(node):
