@@ -13,8 +13,6 @@ backward that raises is recorded after the fact, a stale-version error traced ba
 """
 
 import math
-import weakref
-from collections import deque
 
 import numpy as np
 
@@ -22,14 +20,8 @@ from ...autograd import observer as _observer
 from ...autograd.observer import Observer, is_quiet
 from ..frames import location_of, user_frame
 from ..light_steps import LightSteps
+from ..light_watch import WatchMemory
 from .gradviz_nan import nonfinite_culprit
-
-WRITE_LOG = 256  # in-place writes remembered (a stale-version error is traced back to one of them)
-ALIAS_LIMIT = 1024  # ``.data`` results remembered
-
-
-class _Write:
-    __slots__ = ("ref", "op", "old", "new", "location")
 
 
 class GradvizLight(LightSteps, Observer):
@@ -38,8 +30,7 @@ class GradvizLight(LightSteps, Observer):
     def __init__(self, adapter):
         super().__init__(adapter.builder, adapter.builder)
         self.adapter = adapter
-        self.writes = deque(maxlen=WRITE_LOG)
-        self.aliases = {}  # id(.data result) -> (weak ref to it, weak ref to its source)
+        self.memory = WatchMemory()  # the cuts and in-place writes seen
         self.forward_calls = 0  # module calls since the last backward: a forward is in flight
         self._backward_args = None  # the light backward in progress: what its record needs if it raises
 
@@ -89,27 +80,15 @@ class GradvizLight(LightSteps, Observer):
             self.adapter.guard.on_grad_read(variable, grad)
 
     def on_detach(self, source, result, how):
-        if how != "data" or not source._requires_grad or is_quiet():
-            return
-        aliases = self.aliases
-        if len(aliases) >= ALIAS_LIMIT:
-            for key in [k for k, (ref, _) in aliases.items() if ref() is None] or list(aliases)[:ALIAS_LIMIT // 2]:
-                del aliases[key]
-        aliases[id(result)] = (weakref.ref(result), weakref.ref(source))
-
-    def _alias_source(self, variable):
-        for x in (variable, variable._base):
-            if x is None:
-                continue
-            found = self.aliases.get(id(x))
-            if found is not None and found[0]() is x:
-                return found[1]()
-        return None
+        if how == "data" and source._requires_grad and not is_quiet():
+            self.memory.cut(source, result, how)
 
     def on_inplace(self, variable, node, old_version, new_version):
         if is_quiet():
             return
-        source = self._alias_source(variable) if self.aliases else None
+        memory = self.memory
+        found = memory.cut_source(variable, variable._base) if memory.aliases else None
+        source = None if found is None else found[0]
         if source is not None and (source._grad_fn is not None or self.forward_calls):
             # a write through ``.data`` of a value a graph may have saved: recorded in full from here
             self.finding()
@@ -118,11 +97,8 @@ class GradvizLight(LightSteps, Observer):
             guard.on_inplace(variable, node, old_version, new_version)
             self.escalate()
             return
-        w = _Write()
-        w.ref = weakref.ref(variable)
-        w.op = None if node is None else node.name()
-        w.old, w.new, w.location = old_version, new_version, location_of(user_frame(2))
-        self.writes.append(w)
+        memory.wrote(variable, None if node is None else node.name(), old_version, new_version,
+                     location_of(user_frame(2)))
 
     def _failed(self, roots, error):
         """A light backward raised: its record, after the write a stale-version error names, as the full handlers
@@ -148,11 +124,7 @@ class GradvizLight(LightSteps, Observer):
         adapter = self.adapter
         for r in roots:
             adapter.var_key(r)  # the graph, with each node's saved counters
-        best = None
-        for w in self.writes:
-            v = w.ref()
-            if v is not None and w.old <= expected < w.new and v._version == current:
-                best = w
+        best = self.memory.stale_write(expected, current, lambda v: v._version)
         if best is None:
             return
         v = best.ref()
@@ -160,7 +132,6 @@ class GradvizLight(LightSteps, Observer):
         saved_by = [rec.id for rec in list(savers.values()) if rec.alive and not rec.freed]
         if saved_by:
             self.builder.watched_inplace(adapter.var_key(v), best.op, best.old, best.new, best.location, saved_by)
-            self.writes.remove(best)
 
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
         self.forward_calls = 0

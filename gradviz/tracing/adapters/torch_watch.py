@@ -17,26 +17,19 @@ the calls it makes of them:
 A finding also makes the next iterations full (``TraceBuilder.light_finding``), where the rest is recorded.
 """
 
-import weakref
-from collections import deque
 from threading import get_ident as _ident
 
+from ..frames import location_at
+from ..light_watch import WatchMemory
 from . import torch_graph as tg
 from .torch_frames import user_frame
 from .torch_patches import _forked
 
-WRITE_LOG = 256  # in-place writes remembered (a stale-version error is traced back to one of them)
-ALIAS_LIMIT = 1024  # ``.data`` results remembered
 _MISSING = object()
 # in-place methods that change no value a graph may have saved, or are reported otherwise
 _NOT_WRITES = {"requires_grad_", "share_memory_", "detach_", "retain_grad", "record_stream_"}
 _DUNDERS = ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__idiv__", "__ifloordiv__",
             "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__")
-
-
-class _Write:
-    """One in-place write seen on a light iteration."""
-    __slots__ = ("ref", "op", "old", "new", "location", "shape")
 
 
 class TorchWatch:
@@ -46,8 +39,7 @@ class TorchWatch:
         self.light = light
         self.adapter = light.adapter
         self.torch = light.torch
-        self.writes = deque(maxlen=WRITE_LOG)
-        self.aliases = {}  # id(.data result) -> (weak ref to it, weak ref to its source)
+        self.memory = WatchMemory()  # the cuts and in-place writes seen
         self._patched = []  # (owner, name, what it had in its own __dict__, or _MISSING)
         self._targets = None
 
@@ -122,7 +114,7 @@ class TorchWatch:
         def data(t):
             value = get(t)
             if t.requires_grad and watch.watching():
-                watch.data_taken(t, value, "data")
+                watch.memory.cut(t, value, "data")
             return value
 
         return property(data, descriptor.__set__, descriptor.__delete__, descriptor.__doc__)
@@ -133,7 +125,7 @@ class TorchWatch:
         def detach(t):
             value = original(t)
             if t.requires_grad and watch.watching():
-                watch.data_taken(t, value, "detach")
+                watch.memory.cut(t, value, "detach")
             return value
 
         detach.__name__ = "detach"
@@ -146,7 +138,7 @@ class TorchWatch:
 
         def requires_grad_(t, requires_grad=True):
             result = original(t, requires_grad)
-            if requires_grad and watch.aliases and watch.watching():
+            if requires_grad and watch.memory.aliases and watch.watching():
                 watch.bridged(t, t)
             return result
 
@@ -156,10 +148,18 @@ class TorchWatch:
         return requires_grad_
 
     def _method(self, original, name):
+        return self._inplace(original, name, f"Tensor.{name}", lambda t: True)
+
+    def _function(self, original, name):
+        Tensor = self.adapter._Tensor
+        return self._inplace(original, name, name, lambda t: isinstance(t, Tensor))
+
+    def _inplace(self, original, name, qualname, writes_tensor):
+        """An in-place method or function: run unchanged; while watching, the write is noted (``written``)."""
         watch = self
 
-        def inplace_method(t, *args, **kwargs):
-            if not watch.watching():
+        def inplace(t, *args, **kwargs):
+            if not watch.watching() or not writes_tensor(t):
                 return original(t, *args, **kwargs)
             try:
                 old = t._version
@@ -169,31 +169,11 @@ class TorchWatch:
             watch.written(t, name, old)
             return result
 
-        inplace_method.__name__ = name
-        inplace_method.__qualname__ = f"Tensor.{name}"
-        inplace_method.__doc__ = getattr(original, "__doc__", None)
-        inplace_method.__wrapped__ = original
-        return inplace_method
-
-    def _function(self, original, name):
-        watch = self
-
-        def inplace_function(t, *args, **kwargs):
-            if not watch.watching() or not isinstance(t, watch.adapter._Tensor):
-                return original(t, *args, **kwargs)
-            try:
-                old = t._version
-            except RuntimeError:
-                return original(t, *args, **kwargs)
-            result = original(t, *args, **kwargs)
-            watch.written(t, name, old)
-            return result
-
-        inplace_function.__name__ = name
-        inplace_function.__qualname__ = name
-        inplace_function.__doc__ = getattr(original, "__doc__", None)
-        inplace_function.__wrapped__ = original
-        return inplace_function
+        inplace.__name__ = name
+        inplace.__qualname__ = qualname
+        inplace.__doc__ = getattr(original, "__doc__", None)
+        inplace.__wrapped__ = original
+        return inplace
 
     # ----- what is seen ---------------------------------------------------------------------------------------
     def grad_read(self, get, t):
@@ -203,49 +183,18 @@ class TorchWatch:
         self.light.finding()
         return adapter.grad_get(get, (t,), {})
 
-    def data_taken(self, source, value, how):
-        """``value`` is ``source.data`` or ``source.detach()`` (``how``), ``source`` requiring grad."""
-        aliases = self.aliases
-        if len(aliases) >= ALIAS_LIMIT:
-            for key in [k for k, e in aliases.items() if e[0]() is None] or list(aliases)[:ALIAS_LIMIT // 2]:
-                del aliases[key]
-        try:
-            aliases[id(value)] = (weakref.ref(value), weakref.ref(source), how)
-        except TypeError:
-            pass
-
-    def _alias(self, t, how="data"):
-        """``(source, how)`` when ``t`` (or what it is a view of) is ``source.data`` (or, with ``how=None``,
-        either cut) of a tensor that requires grad; else None."""
-        aliases = self.aliases
-        for x in (t, t._base):
-            if x is None:
-                continue
-            found = aliases.get(id(x))
-            if found is not None and found[0]() is x and (how is None or found[2] == how):
-                source = found[1]()
-                return None if source is None else (source, found[2])
-        return None
-
-    def _alias_source(self, t):
-        """The tensor that requires grad whose ``.data`` ``t`` is (or is a view of), or None."""
-        found = self._alias(t)
-        return None if found is None else found[0]
-
     def bridged(self, value, result):
         """``result`` (a new tensor on ``value``'s memory, or ``value`` itself) requires grad, and ``value`` was cut
         from a graph on this light iteration: two graphs bridged by hand (``Variable(y1.data, requires_grad=True)``,
         ``y1.detach().requires_grad_()``). The cut is recorded at this line, and the rest of the iteration in
         full, where the backward calls that carry the gradient across are."""
-        found = self._alias(value, None) if isinstance(value, self.adapter._Tensor) else None
+        found = self.memory.cut_source(value, value._base, None) if isinstance(value, self.adapter._Tensor) else None
         if found is None or not getattr(result, "requires_grad", False):
             return
         source, how = found
         adapter = self.adapter
         self.light.finding()
         frame = user_frame(1)
-        from ..frames import location_at
-
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         try:
             with adapter.lock:
@@ -269,18 +218,14 @@ class TorchWatch:
         frame = user_frame(1)
         if frame is None:
             return
-        from ..frames import location_at
-
         location = location_at(frame.f_code, frame.f_lineno)
-        source = self._alias_source(t) if self.aliases else None
-        if source is not None and (not source.is_leaf or self.light.forward_calls):
+        memory = self.memory
+        found = memory.cut_source(t, t._base) if memory.aliases else None
+        if found is not None and (not found[0].is_leaf or self.light.forward_calls):
             # the value of a graph's output, or a leaf's while a forward is in flight: a graph may have saved it
-            self._silent(t, source, op, old, location)
+            self._silent(t, found[0], op, old, location)
             return
-        w = _Write()
-        w.ref = weakref.ref(t)
-        w.op, w.old, w.new, w.location, w.shape = op, old, new, location, tuple(t.shape)
-        self.writes.append(w)
+        memory.wrote(t, op, old, new, location)
 
     def _silent(self, t, source, op, old, location):
         """A write through ``.data`` of ``source`` while its graph may still need the value: recorded as the full
@@ -328,25 +273,20 @@ class TorchWatch:
         for r in (roots,) if isinstance(roots, adapter._Tensor) else (roots or ()):
             if isinstance(r, adapter._Tensor):
                 adapter.var(r)  # the graph, with each node's saved counters
-        best = None
-        for w in self.writes:
-            t = w.ref()
-            if t is None or w.new <= expected or w.old > expected:
-                continue
-            try:
-                if t._version != current:
-                    continue
-            except RuntimeError:
-                continue
-            best = w
+        best = self.memory.stale_write(expected, current, _version)
         if best is None:
             return
         t = best.ref()
         builder = adapter.builder
-        counter = tg.storage_key(t)[0]
-        savers = builder.saved_counters.get(counter) or {}
+        savers = builder.saved_counters.get(tg.storage_key(t)[0]) or {}
         saved_by = [rec.id for rec in list(savers.values()) if rec.alive and not rec.freed]
         if not saved_by:
             return
         builder.watched_inplace(adapter.var(t), best.op, best.old, best.new, best.location, saved_by)
-        self.writes.remove(best)
+
+
+def _version(t):
+    try:
+        return t._version
+    except RuntimeError:  # an inference tensor has no version counter
+        return None

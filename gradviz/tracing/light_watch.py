@@ -1,0 +1,69 @@
+"""What a light iteration's watch remembers, the same on every engine (docs/how-it-works.md, "What a light
+iteration watches"): the cuts of values that require grad (``.data``, ``detach()``), weakly, and the in-place
+writes, weakly, each with its line and the versions it moved between, so that a stale-version error at a later
+backward is traced back to the write that made it. Each adapter's watch reads its engine's tensors and hands
+these their own objects (a tensor, a Variable); nothing here touches an engine.
+"""
+
+import weakref
+from collections import deque
+
+WRITE_LOG = 256  # in-place writes remembered (a stale-version error is traced back to one of them)
+ALIAS_LIMIT = 1024  # cut results remembered
+
+
+class Write:
+    """One in-place write seen on a light iteration: its tensor (weakly), op, versions before and after, line."""
+    __slots__ = ("ref", "op", "old", "new", "location")
+
+    def __init__(self, value, op, old, new, location):
+        self.ref = weakref.ref(value)
+        self.op, self.old, self.new, self.location = op, old, new, location
+
+
+class WatchMemory:
+    """The cut results and the in-place writes of the light iterations."""
+
+    def __init__(self):
+        self.writes = deque(maxlen=WRITE_LOG)
+        self.aliases = {}  # id(cut result) -> (weak ref to it, weak ref to its source, "data" or "detach")
+
+    def cut(self, source, value, how):
+        """``value`` is ``source.data`` or ``source.detach()`` (``how``); ``source`` requires grad."""
+        aliases = self.aliases
+        if len(aliases) >= ALIAS_LIMIT:
+            for key in [k for k, e in aliases.items() if e[0]() is None] or list(aliases)[:ALIAS_LIMIT // 2]:
+                del aliases[key]
+        try:
+            aliases[id(value)] = (weakref.ref(value), weakref.ref(source), how)
+        except TypeError:
+            pass
+
+    def cut_source(self, value, base, how="data"):
+        """``(source, how)`` when ``value`` (or ``base``, what it is a view of) is a cut of ``source`` made ``how``
+        (``None``: either way); else None."""
+        aliases = self.aliases
+        for x in (value, base):
+            if x is None:
+                continue
+            found = aliases.get(id(x))
+            if found is not None and found[0]() is x and (how is None or found[2] == how):
+                source = found[1]()
+                return None if source is None else (source, found[2])
+        return None
+
+    def wrote(self, value, op, old, new, location):
+        self.writes.append(Write(value, op, old, new, location))
+
+    def stale_write(self, expected, current, version_of):
+        """The logged write that took a saved value from version ``expected`` on, to one now at ``current``
+        (``version_of(value)``: its version now, None if unreadable): the last such write, which is then
+        forgotten; or None."""
+        best = None
+        for w in self.writes:
+            value = w.ref()
+            if value is not None and w.old <= expected < w.new and version_of(value) == current:
+                best = w
+        if best is not None:
+            self.writes.remove(best)
+        return best
