@@ -1,7 +1,7 @@
 """The default (light) mode names every classic mistake `--full` names, at the same line, on any iteration.
 
 Two ways of asking it. The late mistakes (``tests/late_mistakes/``): each script makes one mistake once, at an
-iteration the schedule does not sample (45, 53, 61, 77, 97), and the default mode must name it at its marked
+iteration the schedule does not sample (45, 53, 60, 61, 77, 97), and the default mode must name it at its marked
 line on both engines, as the full trace does. And the corpus: every sample and every real-PyTorch script of the
 tests, traced in full and with every iteration light that the schedule allows (``full_steps=0``), must give the
 same (code, file, line) set.
@@ -33,6 +33,7 @@ LATE_CASES = {  # script -> the code it must be named by, at its "# MARK" line
     "silent_inplace_at_61.py": "silent-inplace",
     "graph_freed_at_45.py": "graph-freed",
     "nan_inf_at_97.py": "nan-inf",
+    "grad_accumulation_at_60.py": "grad-accumulation",
 }
 
 

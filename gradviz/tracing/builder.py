@@ -1264,6 +1264,26 @@ class TraceBuilder:
             g.begin_iteration()
         self.schedule.fire(g.iteration, "finding")
 
+    def light_summed(self, optimizer, location, summed, backward_location):
+        """A light optimizer step (class name ``optimizer``, at ``location``) summed gradients across steps:
+        ``summed`` is ``[(parameter key, the line of the step before)]`` (reported first), ``backward_location``
+        the line of the last backward before it. Recorded as the step event a full iteration records, with its
+        ``summed_grads`` (no backward or step record stands behind them: their ids are null)."""
+        g = self.groups
+        if g.pending:
+            g.begin_iteration()
+        live = self.live_variables
+        by_step = {}
+        for key, previous in summed:
+            by_step.setdefault(previous, []).append(live[key].id)
+        record = self._event("optimizer", location, event="step", optimizer=optimizer,
+                             parameters=[p for ids in by_step.values() for p in ids])
+        record["summed_grads"] = [{"parameters": ids, "backward": None, "backward_location": backward_location,
+                                   "previous_step": None, "previous_step_location": previous,
+                                   "previous_optimizer": optimizer} for previous, ids in by_step.items()]
+        g.pin_event(record)
+        self.schedule.fire(g.iteration, "finding")
+
     def light_loss(self, value, location, *, op=None, phase=None, op_location=None):
         """A light iteration's backward started from a root that is not finite (``value``: its float, or None);
         ``op``/``phase``/``op_location``: the node that made it, as its graph tells (``LightSteps.nonfinite_root``)."""

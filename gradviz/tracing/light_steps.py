@@ -10,6 +10,7 @@ the builder, with the user's line.
 import weakref
 
 from .frames import location_at
+from .light_watch import SummedGrads
 
 
 class _GraphRef(weakref.ref):
@@ -33,6 +34,8 @@ class LightSteps:
         self._by_backward = False  # the first backward ended an iteration before the first step was seen
         self._last = self._last_calls = self._last_roots = None  # the last signature, and what it was made of
         self._graphs = {}  # key -> weak reference to a light graph's marker (its saved-bytes estimate on it)
+        self.summed = SummedGrads()  # gradients summed across light steps (grad-accumulation)
+        self.backward_location = None  # the line of the last light backward
 
     @property
     def lock(self):
@@ -141,6 +144,16 @@ class LightSteps:
                 op_location = line_calling(op, location.file)
         with self.lock:
             self.builder.light_loss(value, location, op=op, phase=phase, op_location=op_location)
+
+    def grads_stepped(self, optimizer, grads, frame):
+        """A light step of ``optimizer`` over ``grads`` (``[(parameter key, gradient, version)]``), called from
+        ``frame`` (the user's): gradients a backward added to since their last step, with no reset, are summed
+        across steps — recorded at once, with the line of the backward before it."""
+        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        summed = self.summed.step(grads, location)
+        if summed:
+            with self.lock:
+                self.builder.light_summed(type(optimizer).__name__, location, summed, self.backward_location)
 
     def gradient_norms(self, norms, user_frame):
         """``norms``: [(parameter key, name or None, gradient norm)] at a light optimizer step; ``user_frame()``

@@ -67,3 +67,40 @@ class WatchMemory:
         if best is not None:
             self.writes.remove(best)
         return best
+
+
+class SummedGrads:
+    """Gradients a light optimizer step used that a later backward added to with no reset in between: the next
+    step uses their sum (``grad-accumulation``). A gradient is followed by identity and version: after a reset
+    (``zero_grad``, ``p.grad = None``, ``p.grad.zero_()``) backward makes a new one or the reset is seen here."""
+
+    def __init__(self):
+        self._stepped = {}  # parameter key -> (weak ref to its gradient at its last step, version then, step's line)
+        self._reset = set()  # parameters reset since their last step
+        self._owner = {}  # id(gradient) -> parameter key, for a reset written into the gradient itself
+
+    def reset(self, keys):
+        self._reset.update(keys)
+
+    def reset_grad(self, grad):
+        key = self._owner.get(id(grad))
+        if key is not None:
+            self._reset.add(key)
+
+    def step(self, grads, location):
+        """A step over ``grads`` (``[(parameter key, gradient, its version)]``) at ``location``: ``[(key, the line
+        of the step before)]`` for the gradients it sums across steps."""
+        summed = []
+        stepped, reset, owner = self._stepped, self._reset, self._owner
+        for key, grad, version in grads:
+            before = stepped.get(key)
+            if before is not None:
+                if key not in reset and before[0]() is grad and version != before[1]:
+                    summed.append((key, before[2]))
+                old = before[0]()
+                if old is not None and old is not grad:
+                    owner.pop(id(old), None)
+            stepped[key] = (weakref.ref(grad), version, location)
+            owner[id(grad)] = key
+            reset.discard(key)
+        return summed

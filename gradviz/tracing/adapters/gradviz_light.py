@@ -33,6 +33,7 @@ class GradvizLight(LightSteps, Observer):
         self.memory = WatchMemory()  # the cuts and in-place writes seen
         self.forward_calls = 0  # module calls since the last backward: a forward is in flight
         self._backward_args = None  # the light backward in progress: what its record needs if it raises
+        self._accumulated = {}  # parameter key -> backward calls that added to its gradient (grad-accumulation)
 
     def module_call(self, module, inputs):
         self.note_call(module, tuple([getattr(a, "shape", None) for a in inputs or ()]))
@@ -74,6 +75,13 @@ class GradvizLight(LightSteps, Observer):
             self.finding()
             self.adapter.guard.on_variable(variable, origin)
 
+    def on_accumulate(self, variable, grad):
+        key = id(variable)
+        self._accumulated[key] = self._accumulated.get(key, 0) + 1
+
+    def on_grad_write(self, variable, grad):
+        self.summed.reset((id(variable),))
+
     def on_grad_read(self, variable, grad):
         if grad is None and variable._grad_fn is not None and not variable.retains_grad and not is_quiet():
             self.finding()
@@ -86,6 +94,7 @@ class GradvizLight(LightSteps, Observer):
     def on_inplace(self, variable, node, old_version, new_version):
         if is_quiet():
             return
+        self.summed.reset_grad(variable)  # ``p.grad.zero_()``: a reset, if it is a stepped gradient
         memory = self.memory
         found = memory.cut_source(variable, variable._base) if memory.aliases else None
         source = None if found is None else found[0]
@@ -135,6 +144,7 @@ class GradvizLight(LightSteps, Observer):
 
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
         self.forward_calls = 0
+        self.backward_location = location_of(user_frame(2))
         self._backward_args = (roots, grad_roots, retain_graph, inputs)
         if self.builder._silent_pending:  # a write through .data waits for this backward: trace it in full
             self.adapter.guard.on_backward_begin(roots, grad_roots, retain_graph, inputs)
@@ -167,8 +177,24 @@ class GradvizLight(LightSteps, Observer):
         self._backward_args = None
 
     def on_optimizer(self, optimizer, event):
+        groups = getattr(optimizer, "param_groups", None)
+        if event == "zero_grad":  # a reset the light step watch must know of (grad-accumulation)
+            params = [p for g in groups for p in g.get("params", ())] if groups is not None else \
+                list(optimizer.parameters())
+            self.summed.reset([id(p) for p in params])
+            return
         if event != "step":
             return
+        stepped = []
+        for group in groups or ():
+            for p in group.get("params", ()):
+                grad = getattr(p, "_grad", None)
+                if grad is not None:  # (the engine adds into a kept gradient's array: counted, not versioned)
+                    stepped.append((id(p), grad, self._accumulated.get(id(p), 0)))
+                    if id(p) not in self.builder.live_variables:
+                        with self.lock:
+                            self.adapter.var_key(p)
+        self.grads_stepped(optimizer, stepped, user_frame(2))
         names = self.adapter.names
         found = []
         for group in getattr(optimizer, "param_groups", ()):

@@ -17,6 +17,7 @@ Only the thread that started the trace changes mode; other threads' modes stay a
 import math
 from threading import get_ident as _ident  # (called twice per module call while light: no import statement in it)
 
+from ..frames import location_at
 from ..light_steps import LightSteps
 from . import torch_graph as tg
 from .torch_frames import user_frame
@@ -202,11 +203,18 @@ class TorchLight(LightSteps):
             self._params = (optimizer, params)
         grads = []
         found = []
+        versions = []
         for p, key, name in params:
             g = p.grad
             if g is not None and g.layout == torch.strided:
                 grads.append(g)
                 found.append((key, name))
+                versions.append((key, g, g._version))
+        for p, key, _ in params:  # reported once, so a summed gradient can be named
+            if key not in adapter.builder.live_variables:
+                with self.lock:
+                    adapter.var(p)
+        self.grads_stepped(optimizer, versions, user_frame(0))
         if grads:
             norms = torch.stack(torch._foreach_norm(grads)).tolist()
             self.gradient_norms([(key, name, n) for (key, name), n in zip(found, norms)], lambda: user_frame(0))
@@ -232,6 +240,9 @@ def _wrap(light, original, kind):
                 light.adapter.internal_error("light backward", exc)
                 roots = None
             light.forward_calls = 0
+            if _ident() == light.adapter.mode_thread:
+                frame = user_frame(0)
+                light.backward_location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
             if light.full_backward and _ident() == light.adapter.mode_thread:
                 light.full_backward = False
                 result = light.adapter.backward(original, args, kwargs, kind)

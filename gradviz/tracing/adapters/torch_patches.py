@@ -413,7 +413,16 @@ def _noted_checkpoint(original):
 def _traced_zero_grad(original):
     def zero_grad(self, *args, **kwargs):
         adapter = _current[0]
-        if adapter is None or adapter.light_steps.on:
+        if adapter is None:
+            return original(self, *args, **kwargs)
+        if adapter.light_steps.on:  # a reset the light step watch must know of (grad-accumulation)
+            try:
+                params = self.param_groups if hasattr(self, "param_groups") else None
+                keys = [id(p) for g in params for p in g["params"]] if params is not None else \
+                    [id(p) for p in self.parameters()]
+                adapter.light_steps.summed.reset(keys)
+            except Exception as exc:
+                adapter.internal_error("zero_grad", exc)
             return original(self, *args, **kwargs)
         adapter.tls.quiet += 1  # its writes to .grad (zero_, detach_) are torch's, not the user's
         aside = step_aside(adapter)

@@ -105,7 +105,14 @@ class TorchWatch:
                 return get(t)
             return watch.grad_read(get, t)
 
-        return property(grad, descriptor.__set__, descriptor.__delete__, descriptor.__doc__)
+        put = descriptor.__set__
+
+        def set_grad(t, value):
+            put(t, value)
+            if watch.watching():  # ``p.grad = None``: a reset (grad-accumulation)
+                watch.light.summed.reset((id(t),))
+
+        return property(grad, set_grad, descriptor.__delete__, descriptor.__doc__)
 
     def _data_property(self, descriptor):
         get = descriptor.__get__
@@ -215,6 +222,7 @@ class TorchWatch:
             return
         if new == old and op != "__setitem__":
             return  # (``x += 0`` on an integer-only path; nothing changed)
+        self.light.summed.reset_grad(t)  # ``p.grad.zero_()``: a reset, if ``t`` is a stepped gradient
         frame = user_frame(1)
         if frame is None:
             return
