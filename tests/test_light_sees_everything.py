@@ -34,6 +34,7 @@ LATE_CASES = {  # script -> the code it must be named by, at its "# MARK" line
     "graph_freed_at_45.py": "graph-freed",
     "nan_inf_at_97.py": "nan-inf",
     "grad_accumulation_at_60.py": "grad-accumulation",
+    "none_grad_at_1050.py": "none-grad",  # past a thousand iterations, between the samples 1,024 and 2,048
 }
 
 

@@ -388,7 +388,7 @@ class Grouping:
             self._starts |= starts
         del self._open_starts[k:]
         for point in self.open_points[k:]:  # folded back: their peaks belong to the iteration that goes on
-            self.memory.top = max(self.memory.top, point["peak_retained_bytes"])
+            self.memory.top = max(self.memory.top, point.get("peak_retained_bytes", 0))
         del self.open_points[k:]
         self.iteration = target
         self.iter_vars = self._iter_vars[target]
@@ -421,13 +421,18 @@ class Grouping:
         if len(self.series) > SERIES_LIMIT:  # thin: keep every other point, always the first
             self.dropped["series_points"] += len(self.series) // 2
             series = self.series
-            # a dropped point's peak moves to the next kept one (or to the next point to come)
+            # a dropped point's peak moves to the next kept one (or to the next point to come); a light iteration's
+            # point has none (not measured): the kept point stays unmeasured unless the dropped one was measured
             for i in range(1, len(series), 2):
+                peak = series[i].get("peak_retained_bytes")
+                if peak is None:
+                    continue
                 if i + 1 < len(series):
-                    series[i + 1]["peak_retained_bytes"] = max(series[i + 1]["peak_retained_bytes"],
-                                                               series[i]["peak_retained_bytes"])
+                    kept = series[i + 1]
+                    kept["peak_retained_bytes"] = max(kept.get("peak_retained_bytes", peak), peak)
+                    kept.pop("measured", None)
                 else:
-                    self.memory.top = max(self.memory.top, series[i]["peak_retained_bytes"])
+                    self.memory.top = max(self.memory.top, peak)
             self.series = series[::2]
 
     # ----- structures ------------------------------------------------------------------------------------------
