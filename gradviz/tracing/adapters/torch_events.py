@@ -36,6 +36,35 @@ def _with_closure(adapter, optimizer, args, kwargs):
     return None
 
 
+def _with_light_closure(tls, args, kwargs):
+    """As ``_with_closure`` on a light iteration: the closure runs watched (``tls.light_step`` 0 while it runs)."""
+    closure = kwargs.get("closure")
+    if not callable(closure) and len(args) > 1 and callable(args[1]):
+        closure = args[1]
+    if not callable(closure) or isinstance(closure, (StepClosure, _LightClosure)):
+        return None
+    wrapped = _LightClosure(tls, closure)
+    if kwargs.get("closure") is closure:
+        return args, dict(kwargs, closure=wrapped)
+    return (args[0], wrapped) + tuple(args[2:]), kwargs
+
+
+class _LightClosure:
+    __slots__ = ("tls", "closure")
+
+    def __init__(self, tls, closure):
+        self.tls = tls
+        self.closure = closure
+
+    def __call__(self, *args, **kwargs):
+        tls = self.tls
+        inside, tls.light_step = tls.light_step, 0
+        try:
+            return self.closure(*args, **kwargs)
+        finally:
+            tls.light_step = inside
+
+
 class StepClosure:
     """The closure given to ``optimizer.step(closure)``, run observed (``TorchEvents.closure_call``)."""
 
@@ -81,6 +110,7 @@ class PerThread(threading.local):
     optimizer step, a compiled region), when ops are not the user's."""
 
     quiet = 0
+    light_step = 0  # light optimizer steps in progress: their in-place updates are torch's, not the user's
     step = None
     aside = None  # the mode taken off this thread's stack during an optimizer step (torch_patches.step_aside)
     outside = 0  # ``quiet`` when the outermost step began: what a closure the step calls runs with
@@ -494,8 +524,11 @@ class TorchEvents:
     def step_begin(self, optimizer, args, kwargs):
         """An optimizer's step starts: torch's own code from here to ``step_end`` (quiet, the mode aside), except
         the closure it was given (``step(closure)``), which is the user's: returned wrapped (``StepClosure``)."""
-        if not self.observing() or self.light_steps.on:
+        if not self.observing():
             return None
+        if self.light_steps.on:  # the light watch looks away until step_end, but for the closure (the user's)
+            self.tls.light_step += 1
+            return _with_light_closure(self.tls, args, kwargs)
         tls = self.tls
         with self.lock:
             params = [(p, p._version) for p in self._params_of(optimizer)]
@@ -518,6 +551,8 @@ class TorchEvents:
         before = tls.step
         light = self.light_steps
         if before is None:
+            if tls.light_step:
+                tls.light_step -= 1
             if light.on and self.observing():  # a light step: gradient norms, then the iteration's end
                 try:
                     light.step(optimizer)

@@ -241,6 +241,7 @@ def _wrap(light, original, kind):
                 roots = None
             light.forward_calls = 0
             if _ident() == light.adapter.mode_thread:
+                light.adapter.tls.light_step = 0  # (a step that raised never reached its post hook)
                 frame = user_frame(0)
                 light.backward_location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
             if light.full_backward and _ident() == light.adapter.mode_thread:

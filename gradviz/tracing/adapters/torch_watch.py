@@ -46,8 +46,9 @@ class TorchWatch:
     # ----- is this call the user's, on the light thread? ------------------------------------------------------
     def watching(self):
         adapter = self.adapter
-        return (self.light.on and adapter.attached and _ident() == adapter.mode_thread and not adapter.tls.quiet
-                and not _forked[0] and not adapter._is_compiling())
+        tls = adapter.tls
+        return (self.light.on and adapter.attached and _ident() == adapter.mode_thread and not tls.quiet
+                and not tls.light_step and not _forked[0] and not adapter._is_compiling())
 
     # ----- installing -----------------------------------------------------------------------------------------
     def install(self):
