@@ -108,10 +108,12 @@ class TorchWatch:
 
         put = descriptor.__set__
 
+        light = self.light
+
         def set_grad(t, value):
             put(t, value)
-            if watch.watching():  # ``p.grad = None``: a reset (grad-accumulation)
-                watch.light.summed.reset((id(t),))
+            if light.on:  # ``p.grad = None``: a reset (grad-accumulation), from any thread
+                light.summed.reset((id(t),))
 
         return property(grad, set_grad, descriptor.__delete__, descriptor.__doc__)
 
