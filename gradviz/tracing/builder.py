@@ -920,11 +920,6 @@ class TraceBuilder:
         for n in ids:
             self.groups.pin_node(self.nodes.get(n))
 
-    def saved_storage(self, counter):
-        """Whether a live node saved a tensor whose version counter is ``counter`` (an adapter can skip
-        reporting a parameter update nobody could be hurt by)."""
-        return counter in self.saved_counters
-
     def _stale_savers(self, counter, new_version):
         """Live, unfreed nodes that saved this storage at an older version: backward through them will fail."""
         savers = self.saved_counters.get(counter)

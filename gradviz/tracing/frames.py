@@ -110,11 +110,6 @@ def location_at(code, line):
     return loc
 
 
-def user_location(depth=3):
-    """The Location of the innermost user frame above the caller of the caller."""
-    return location_of(user_frame(depth))
-
-
 _CO_OPTIMIZED = 0x1
 _SNAPSHOT_LOCALS = sys.version_info < (3, 13)  # before PEP 667, a function's f_locals is a cached dict copy
 

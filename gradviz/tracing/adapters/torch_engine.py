@@ -846,16 +846,3 @@ def _edge_of(adapter, t):
             return None
         return (tag.id, LEAF) if tag.leaf is not None else (tag.id, t.output_nr)
     return (id(t), LEAF) if t.requires_grad else None
-
-
-def torch_imported():
-    """For ``engine="auto"``: watch PyTorch too when it is installed (it is attached once imported)."""
-    import importlib.util
-    import sys
-
-    if "torch" in sys.modules:
-        return ["torch"]
-    try:
-        return ["torch-when-imported"] if importlib.util.find_spec("torch") is not None else []
-    except (ImportError, ValueError):
-        return []

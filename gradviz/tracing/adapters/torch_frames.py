@@ -8,7 +8,7 @@ Whether a code object is internal is decided once per code object.
 import os
 import sys
 
-from ..frames import _LIBRARY_DIRS, location_at
+from ..frames import _LIBRARY_DIRS
 
 _GRADVIZ_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 # keyed by id(code), holding the code object (``_held``) so the id is not reused: code objects compare equal across
@@ -103,8 +103,3 @@ def caller_is_internal(func=None):
             break
         f = f.f_back
     return f is not None and is_internal(f.f_code)
-
-
-def user_location(depth):
-    f = user_frame(depth + 1)
-    return None if f is None else location_at(f.f_code, f.f_lineno)
