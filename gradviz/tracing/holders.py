@@ -17,12 +17,12 @@ MIN_HELD = 2  # graph outputs a container must hold to be named
 
 
 def graph_holders(scopes, filename, is_graph_output):
-    """``[{"name", "count", "location"}]``: the containers bound by name in ``scopes`` (dicts of names: a frame's
-    locals, a module's globals) that hold at least ``MIN_HELD`` values for which ``is_graph_output(value)`` is
-    true; ``filename``: the file whose line adds to them."""
+    """``[{"name", "count", "location"}]``: the containers bound by name in ``scopes`` (each a list of ``(name,
+    value)``: a frame's locals, a module's globals) that hold at least ``MIN_HELD`` values for which
+    ``is_graph_output(value)`` is true; ``filename``: the file whose line adds to them."""
     found, seen = [], set()
     for scope in scopes:
-        for name, value in list(scope.items()):
+        for name, value in scope:
             if name.startswith("__") or id(value) in seen or not isinstance(value, (list, deque, dict)):
                 continue
             seen.add(id(value))

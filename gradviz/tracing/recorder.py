@@ -100,13 +100,15 @@ class Trace:
     def _note_holders(self, frame):
         """The user's containers that hold graph outputs now (``history.append(loss)``): the script's globals
         (``user_scope``, given by ``gradviz run``) or the frame that stopped the trace."""
+        from .frames import _CO_OPTIMIZED, _locals
         from .holders import graph_holders
 
-        scopes = [self.user_scope] if self.user_scope is not None else []
+        scopes = [list(self.user_scope.items())] if self.user_scope is not None else []
         filename = self.builder.script
-        if frame is not None:
-            scopes += [frame.f_locals] if frame.f_locals is not frame.f_globals else []
-            scopes.append(frame.f_globals)
+        if frame is not None:  # (its locals read without leaving the frame a cached copy that keeps them alive)
+            if frame.f_code.co_flags & _CO_OPTIMIZED:
+                scopes.append(_locals(frame))
+            scopes.append(list(frame.f_globals.items()))
             filename = filename or frame.f_code.co_filename
         self.user_scope = None  # (the script's globals are not the trace's to keep)
         found = []
