@@ -13,7 +13,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from gradviz.cli import main  # noqa: E402
 from gradviz.rendering import build_graph, to_dot  # noqa: E402
-from gradviz.rendering.collapse import choose_depth  # noqa: E402
+from gradviz.rendering.graph import choose_depth  # noqa: E402
 from gradviz.rendering.layout import dot_available  # noqa: E402
 from gradviz.rendering.pictures import pictures_to_draw  # noqa: E402
 from gradviz.rendering.synthetic import residual_doc  # noqa: E402
