@@ -114,3 +114,37 @@ def test_run_options_reach_the_trace(tmp_path, monkeypatch, capsys):
     assert pipeline.run(Output(quiet=True), opts) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schedule"]["full_steps"] == 1 and len(doc["backwards"]) < 6
+
+
+def test_a_module_run_with_sarif_stays_out_of_gradviz_distributed_too(tmp_path):
+    """-m and --sarif go through the pipeline's steps (compile_target, write_sarif), not the job's."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "train.py").write_text(PLAIN)
+    proc, modules = run_probe(tmp_path, "run", "--no-render", "--fail-on", "never", "--sarif", "found.sarif",
+                              "-m", "pkg.train")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(m for m in modules if m.startswith("gradviz.distributed")) == []
+    assert "Wrote SARIF to found.sarif" in proc.stdout
+    [result] = json.loads((tmp_path / "found.sarif").read_text())["runs"][0]["results"]
+    location = result["locations"][0]["physicalLocation"]
+    assert result["ruleId"] == "none-grad"
+    assert (location["artifactLocation"]["uri"], location["region"]["startLine"]) == ("pkg/train.py", 6)
+    doc = json.loads((tmp_path / "gradviz-out" / "pkg.train" / "report.json").read_text())
+    assert [d["code"] for d in doc["diagnostics"]] == ["none-grad"]
+
+
+def test_run_options_with_a_module_and_sarif_reach_their_steps(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "__main__.py").write_text(PLAIN)
+    opts = pipeline.RunOptions(script="pkg", as_module=True, sarif_path="out/x.sarif", draw=False,
+                               engine="gradviz")
+    assert pipeline.resolve_out_dir(opts) == str(tmp_path / "gradviz-out" / "pkg")
+    (tmp_path / "out").mkdir()
+    assert pipeline.run(Output(), opts) == 0  # none-grad is a warning, below the default --fail-on error
+    out = capsys.readouterr().out
+    assert "none-grad  pkg/__main__.py:6" in out and "Wrote SARIF to out/x.sarif" in out
+    results = json.loads((tmp_path / "out" / "x.sarif").read_text())["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["none-grad"]
