@@ -6,10 +6,14 @@ for any trace with default options, including a 10,000-node loop that reuses one
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
-from gradviz.rendering import build_graph, dot_available, lay_out, to_dot
-from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, loop_doc
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: its tests' synthetic documents
+
+from gradviz.rendering import build_graph, dot_available, lay_out, to_dot  # noqa: E402
+from tests.synthetic_docs import DocBuilder, chained_models_doc, loop_doc  # noqa: E402
 
 
 def random_dag(n, seed=0):

@@ -109,7 +109,7 @@ def print_sizes():
 
 def main():
     from gradviz.rendering import render
-    from gradviz.rendering.synthetic import loop_doc
+    from tests.synthetic_docs import loop_doc
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=str(ROOT / "docs" / "images"))

@@ -295,7 +295,7 @@ def test_a_png_past_its_drawing_budget_is_written_as_svg_with_a_note(cli, tmp_pa
 
 def test_the_report_lists_the_gravest_diagnostics_and_counts_the_others():
     from gradviz.rendering.report import diagnostics_table
-    from gradviz.rendering.synthetic import DocBuilder
+    from tests.synthetic_docs import DocBuilder
     from tests.test_render_report import text_of
 
     doc = DocBuilder().finish()

@@ -203,3 +203,23 @@ def test_torchrun_m_runs_the_module_on_each_rank(tmp_path):
     train = str(package / "train.py")
     assert [(d["code"], d["location"]["file"], d["location"]["line"]) for d in doc["diagnostics"]] == [
         ("none-grad", train, marked_line(train, "# planted"))]
+
+
+@needs_script
+@pytest.mark.oracle
+def test_torchrun_sarif_holds_the_jobs_diagnostics(tmp_path):
+    pytest.importorskip("torch")
+    package = tmp_path / "rankpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text(TORCH_HELPER)
+    (package / "train.py").write_text(TORCH_TRAIN)
+    job = gradviz(tmp_path, "torchrun", "--no-render", "--fail-on", "never", "--sarif", "job.sarif", "--standalone",
+                  "--nproc-per-node", "1", "-m", "rankpkg.train")
+    assert job.returncode == 0, job.stderr
+    assert "Wrote SARIF to job.sarif" in job.stdout
+    [result] = json.loads((tmp_path / "job.sarif").read_text())["runs"][0]["results"]
+    location = result["locations"][0]["physicalLocation"]
+    assert result["ruleId"] == "none-grad"
+    assert (location["artifactLocation"]["uri"], location["region"]["startLine"]) == (
+        "rankpkg/train.py", marked_line(str(package / "train.py"), "# planted"))

@@ -14,7 +14,7 @@ import pytest
 
 from gradviz.rendering.html import html_report
 from gradviz.rendering.layout import dot_available
-from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, hostile_doc
+from tests.synthetic_docs import DocBuilder, chained_models_doc, hostile_doc
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [

@@ -33,7 +33,8 @@ def test_python_quickstart_runs_and_explains_the_none_grad(tmp_path):
 
 
 def test_readme_test_command_is_what_ci_runs():
-    command = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test,oracle]' && .venv/bin/python -m pytest -n 2"
+    command = ("python3 -m venv .venv && .venv/bin/pip install -q -e '.[test,oracle]' && "
+               ".venv/bin/ruff check gradviz tests benchmarks && .venv/bin/python -m pytest -n 2")  # lint, then test
     assert command in README.read_text()
     assert command in (README.parent / ".ci" / "run").read_text()
 

@@ -17,7 +17,7 @@ from gradviz.rendering import (
     render,
     to_dot,
 )
-from gradviz.rendering.synthetic import chained_models_doc, loop_doc
+from tests.synthetic_docs import chained_models_doc, loop_doc
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
 

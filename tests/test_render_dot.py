@@ -11,7 +11,7 @@ import pytest
 from gradviz.rendering.dot import html_escape, quote, to_dot
 from gradviz.rendering.graph import build_graph
 from gradviz.rendering.layout import dot_available
-from gradviz.rendering.synthetic import chained_models_doc, hostile_doc, loop_doc, residual_doc
+from tests.synthetic_docs import chained_models_doc, hostile_doc, loop_doc, residual_doc
 
 GOLDEN = Path(__file__).parent / "render_golden"
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")

@@ -3,7 +3,7 @@
 import pytest
 
 from gradviz.rendering.graph import build_graph
-from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, loop_doc
+from tests.synthetic_docs import DocBuilder, chained_models_doc, loop_doc
 
 
 def by_name(spec):

@@ -8,7 +8,7 @@ import pytest
 from gradviz.rendering import notebook_html
 from gradviz.rendering.html import html_report, inline_svg, json_for_script, memory_chart, report_data
 from gradviz.rendering.layout import dot_available
-from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, hostile_doc
+from tests.synthetic_docs import DocBuilder, chained_models_doc, hostile_doc
 
 FAKE_SVG = '<?xml version="1.0"?>\n<!DOCTYPE svg>\n<!-- c -->\n<svg><g id="gv-n3" class="node"></g></svg>'
 

@@ -4,7 +4,7 @@ import json
 import re
 
 from gradviz.rendering.html import CHART_POINTS, DIAGNOSTIC_IDS_KEPT, SEARCH_ROWS, drawn_ids, html_report, memory_chart
-from gradviz.rendering.synthetic import DocBuilder
+from tests.synthetic_docs import DocBuilder
 
 
 def embedded_json(page):

@@ -12,8 +12,8 @@ import pytest
 
 from gradviz.rendering.html import diagnostic_order, html_report, with_code
 from gradviz.rendering.layout import dot_available
-from gradviz.rendering.synthetic import DocBuilder, chained_models_doc, hostile_doc
 from gradviz.rendering.views import SVG_BYTES_CAP, page_views
+from tests.synthetic_docs import DocBuilder, chained_models_doc, hostile_doc
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
 
@@ -208,7 +208,7 @@ def test_the_nodes_past_max_nodes_are_drawn_in_the_view_the_more_box_opens():
 
 @needs_dot
 def test_a_folded_loop_opens_unfolded_and_each_step_is_drawn_there():
-    from gradviz.rendering.synthetic import loop_doc
+    from tests.synthetic_docs import loop_doc
 
     doc = loop_doc(12)
     data = embedded_json(html_report(doc))

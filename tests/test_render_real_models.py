@@ -13,11 +13,11 @@ from click.testing import CliRunner  # noqa: E402
 
 from gradviz.cli import main  # noqa: E402
 from gradviz.rendering import build_graph, to_dot  # noqa: E402
-from gradviz.rendering.collapse import choose_depth  # noqa: E402
+from gradviz.rendering.graph import choose_depth  # noqa: E402
 from gradviz.rendering.layout import dot_available  # noqa: E402
 from gradviz.rendering.pictures import pictures_to_draw  # noqa: E402
-from gradviz.rendering.synthetic import residual_doc  # noqa: E402
 from tests import render_models  # noqa: E402
+from tests.synthetic_docs import residual_doc  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")

@@ -3,7 +3,7 @@
 from rich.console import Console
 
 from gradviz.rendering.report import diagnostics_table, memory_table, sparkline, summary
-from gradviz.rendering.synthetic import DocBuilder, chained_models_doc
+from tests.synthetic_docs import DocBuilder, chained_models_doc
 
 
 def text_of(renderable):

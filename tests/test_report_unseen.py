@@ -5,7 +5,7 @@ from rich.console import Console
 
 from gradviz.document.coverage import all_clear, saw_autograd
 from gradviz.rendering.report import diagnostics_table, unseen_block
-from gradviz.rendering.synthetic import DocBuilder
+from tests.synthetic_docs import DocBuilder
 
 ALL_CLEAR = "No diagnostics: nothing suspicious was found."
 

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from gradviz.document import terminal_safe
 from gradviz.rendering.report import diagnostics_table, memory_table, summary
-from gradviz.rendering.synthetic import chained_models_doc
+from tests.synthetic_docs import chained_models_doc
 
 HOSTILE = "w\x1b[2J\x1b]0;pwned\x07\r\x9b31m\u202eevil\ud800[/][bold]x"
 

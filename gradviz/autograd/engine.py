@@ -1,6 +1,5 @@
 """Reverse-mode execution: walk the graph from the roots in dependency order, without recursion."""
 
-import sys
 from heapq import heapify, heappop, heappush
 
 import numpy as np
@@ -115,6 +114,7 @@ def _run(roots, root_grads, retain_graph, targets):
 
 def _execute(roots, root_grads, retain_graph, targets, obs):
     buffers = {}  # node -> list of gradients, one per output
+    owned = {}  # AccumulateGrad node -> True when its buffered gradient is an array only the engine holds
     edges = [_edge(r) for r in roots]
     for (node, nr), g in zip(edges, root_grads):
         _add(buffers, node, nr, g)
@@ -137,11 +137,8 @@ def _execute(roots, root_grads, retain_graph, targets, obs):
         run = grads is not None and (needed is None or node in needed)
         if node.__class__ is AccumulateGrad:
             if run and targets is None:
-                grad = grads[0]
-                grads = results = g = prev = slot = None  # drop this loop's references before counting them
-                owned = _sole_owner(grad)
-                _accumulate(node.variable, grad, obs, owned)
-                grad = None
+                # a pre-hook saw the array (and may keep it, or have replaced it): then it is not the engine's
+                _accumulate(node.variable, grads[0], obs, owned.pop(node, False) and not node._pre_hooks)
             continue
         if run:
             if len(grads) > 1 and any(g is None for g in grads):
@@ -177,7 +174,14 @@ def _execute(roots, root_grads, retain_graph, targets, obs):
                 if slot is None:
                     slot = buffers[child] = [None] * child._n_outputs
                 prev = slot[edge[1]]
-                slot[edge[1]] = g if prev is None else prev + g
+                if prev is None:
+                    slot[edge[1]] = g
+                    if child.__class__ is AccumulateGrad:
+                        owned[child] = run and _made_by(node, g, i, results, grads)
+                else:
+                    slot[edge[1]] = prev + g
+                    if child.__class__ is AccumulateGrad:
+                        owned[child] = True  # the sum is a new array
             left = deps[child] - 1
             deps[child] = left
             if left == 0:
@@ -267,14 +271,24 @@ def _retain_grads(node, grads):
             var._grad = _wrap(np.array(grads[nr], copy=True))
 
 
-def _sole_owner(grad):
-    """True when nothing but ``_execute``'s own local holds ``grad``: a fresh array backward made, which the leaf
-    may keep as its ``.grad`` without a copy (PyTorch steals such buffers too). Shared arrays — the same gradient
-    routed to two inputs by an add, a gradient the user passed in, one a hook kept — are seen by their extra
-    references, and views by their base, and are copied."""
-    # References: the caller's local, this function's argument, and getrefcount's own argument.
-    return (grad.__class__ is np.ndarray and grad.base is None and grad.flags.writeable
-            and sys.getrefcount(grad) <= 3)
+def _made_by(node, g, i, results, grads):
+    """Whether ``g``, the gradient ``node``'s backward produced for its input ``i`` (reduced to the input's shape,
+    cast to its dtype), is an array that node made and nobody else holds, which a leaf may keep as its ``.grad``
+    without a copy (PyTorch steals such buffers too). Built-in ops' backwards return arrays they compute, or
+    pass an incoming gradient on; a custom Function returns its own Variables' arrays, and CopySlices relays
+    another node's. Not owned, so copied: a custom Function's or a relayed result, an incoming gradient passed
+    on (it may be the user's, or a hook's), the same array routed to two inputs (an add), a view (its base
+    is someone's), a read-only array. Observers are shown the arrays and keep none (``observer.py``)."""
+    if not node._raw or node._relays_grads or g.__class__ is not np.ndarray or g.base is not None \
+            or not g.flags.writeable:
+        return False
+    for k, other in enumerate(results):
+        if other is g and k != i:
+            return False
+    for other in grads:
+        if other is g:
+            return False
+    return True
 
 
 def _accumulate(leaf, grad, obs, owned=False):

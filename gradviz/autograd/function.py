@@ -58,6 +58,7 @@ class Function:
     """Base class of every op, and of user-defined differentiable functions (as ``torch.autograd.Function``)."""
 
     _raw = False  # built-ins: forward/backward receive numpy arrays
+    _relays_grads = False  # True: backward hands on gradients another node's backward made (CopySlices)
     _view = False  # the output may share storage with input 0 (a view op)
     _differentiable = True  # False: comparisons, argmax… never record a node
     recorded = False
@@ -411,6 +412,7 @@ class CopySlices(Function):
     """An in-place op through a view rewrote part of the base: route the base's gradient around it."""
 
     _raw = True
+    _relays_grads = True
     recorded = True
 
     def __init__(self, base, node, chain):

@@ -3,7 +3,8 @@
 The engine calls the methods of every attached ``Observer`` at a few fixed points and knows nothing else about
 them. With no observer attached, each of those points costs one context-variable read and a falsy check.
 Observers must not keep strong references to engine objects they do not own (use weak references or
-copies), or they would keep graphs alive and change the very memory figures they report.
+copies), or they would keep graphs alive and change the very memory figures they report; nor the gradient arrays
+backward shows them: a leaf may keep such an array as its ``.grad`` and update it in place.
 
 gradviz's own code that reads or writes ``.grad``, cuts values or registers hooks on the user's behalf
 (optimizers, ``zero_grad``, gradcheck) runs inside ``quiet()``: observers ask ``is_quiet()`` to tell those calls

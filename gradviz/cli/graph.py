@@ -8,22 +8,8 @@ import click
 
 from .artifacts import FORMATS
 from .engine import ENGINES
+from .options import rankdir_option
 from .output import one_line
-
-
-def _check_rankdir(ctx, param, value):
-    from ..rendering.graph import check_rankdir
-
-    try:
-        return check_rankdir(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
-
-
-def rankdir_option(default_text):
-    """``--rankdir LR|TB|BT|RL`` (any case), shared by ``graph`` and ``run``."""
-    return click.option("--rankdir", metavar="LR|TB|BT|RL", default=None, callback=_check_rankdir,
-                        help=f"Layout direction: LR left to right, TB top to bottom…  {default_text}")
 
 
 @click.command()
@@ -87,7 +73,7 @@ def _document(output, source, args, use_torch, engine="auto", exact_memory=False
         if args:
             output.abort(f"a trace file takes no script arguments (got `{' '.join(args)}`)")
         return _load(output, source), 0
-    from .run import _report_script_failure, choose_engine
+    from .pipeline import choose_engine, report_script_failure
     from .runner import ScriptError
     from .session import trace_script
 
@@ -96,7 +82,7 @@ def _document(output, source, args, use_torch, engine="auto", exact_memory=False
         traced = trace_script(source, args, torch=choice.shim, engine=choice.trace, exact_memory=exact_memory)
     except ScriptError as exc:
         output.abort(str(exc))
-    _report_script_failure(output, traced.result)
+    report_script_failure(output, traced.result)
     return traced.doc, traced.result.exit_code
 
 

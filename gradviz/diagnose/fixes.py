@@ -3,6 +3,8 @@ the simple shape a rewrite is sure of (the hint then describes the fix in words)
 
 import ast
 
+from ..document.index import code_text, same_line
+
 # In-place forms of the binary operators a freshly created tensor is usually scaled or shifted by.
 _INPLACE = {ast.Mult: "mul_", ast.Div: "div_", ast.Add: "add_", ast.Sub: "sub_"}
 
@@ -88,3 +90,33 @@ def _without(line, value, call, keyword):
         cut = (keyword.col_offset, keyword.end_col_offset)
     start, end = value.col_offset, value.end_col_offset
     return line[start:cut[0]] + line[cut[1]:end]
+
+
+def leaf_fix_hint(index, name, location, created):
+    """How to make ``name`` (assigned at ``location`` from a tensor created with requires_grad=True at
+    ``created``) the leaf itself, written for the user's line when it can (none-grad, optimize-non-leaf)."""
+    line = index.where(location)
+    if not same_line(location, created):
+        fixed = requires_grad_after(code_text(location)) if same_line_assigns(location) else None
+        then = f"write {line} as `{fixed}`" if fixed else f"call `.requires_grad_()` on the result at {line}"
+        return (f"Make `{name}` itself the leaf: create the tensor at {index.where(created)} without "
+                f"requires_grad=True and {then}; or keep requires_grad=True and apply the ops in place under "
+                "`torch.no_grad()`.")
+    fixes = leaf_after_ops(code_text(location)) if same_line_assigns(location) else None
+    if fixes is None:
+        return (f"Make `{name}` itself the leaf: at {line}, create the tensor without requires_grad=True, apply "
+                "the ops, then call `.requires_grad_()` on the result; or create it with requires_grad=True and "
+                "apply the ops in place under `torch.no_grad()`.")
+    hint = f"Make `{name}` itself the leaf: write {line} as `{fixes['requires_grad_']}`"
+    if fixes["no_grad"]:
+        created, inplace = fixes["no_grad"]
+        hint += f", or create it then scale it under no_grad: `{created}` then `with torch.no_grad(): {inplace}`"
+    else:
+        hint += ", or create it with requires_grad=True and apply the ops in place under `torch.no_grad()`"
+    return hint + "."
+
+
+def same_line_assigns(location):
+    """Whether the source line of ``location`` is a whole statement (an assignment split over lines is not)."""
+    text = code_text(location)
+    return bool(text) and text.count("(") == text.count(")") and text.count("[") == text.count("]")

@@ -1,12 +1,11 @@
 """docs/diagnostics.md, generated from the catalogue: ``python -m gradviz.diagnose.page docs/diagnostics.md``
 (a test fails when the page is stale). The page's prose lives here, so nothing exists only in the .md; the codes,
-titles and explanations come from ``catalogue``, the causes from ``why``, the severities from the document's
-vocabulary.
+titles and explanations come from the registry (each rule module's ``Code`` entries, in catalogue order), the causes
+from ``why``, the severities from the document's vocabulary.
 """
 
 from ..document.vocabulary import SEVERITIES
 from . import registry
-from .catalogue import CODES
 from .why import CAUSES
 
 TITLE = "Diagnostics catalogue"
@@ -64,14 +63,15 @@ def _markdown_text(text):
 
 def markdown():
     """docs/diagnostics.md: the introduction, why_none's causes, the table of codes, one section per code."""
+    codes = registry.catalogue()
     parts = [f"# {TITLE}", INTRODUCTION.format(severities=", ".join(f"`{s}`" for s in SEVERITIES)).rstrip("\n"),
              "## Why is this gradient None? (`why_none`)", WHY_NONE,
              "| cause | meaning |\n|---|---|\n" + "\n".join(f"| `{c}` | {m} |" for c, m in CAUSES.items()),
              "## Codes",
              "| code | severity | title |\n|---|---|---|\n" +
-             "\n".join(f"| [`{c}`](#{c}) | {sev} | {title} |" for c, (sev, title) in CODES.items())]
-    for code, (severity, title) in CODES.items():
-        parts += [f"## {code}", f"**{severity}** — {title}.", _markdown_text(registry.CODES[code].explanation)]
+             "\n".join(f"| [`{c.code}`](#{c.code}) | {c.severity} | {c.title} |" for c in codes)]
+    for c in codes:
+        parts += [f"## {c.code}", f"**{c.severity}** — {c.title}.", _markdown_text(c.explanation)]
     parts += ["## Where each seed situation is reproduced", SEEDS.rstrip("\n")]
     return "\n\n".join(parts) + "\n"
 

@@ -8,6 +8,9 @@ its tests); ``diagnose()``, ``gradviz explain`` and docs/diagnostics.md read onl
 A rule is ``function(ctx, out)``: ``ctx`` is the run's ``RuleContext`` (the document's index, and what earlier
 rules left for later ones), ``out`` the ``Collector`` its findings go to. Rules run in ``order`` (ties by
 registration); a job-level rule (``scope="job"``) runs once over every rank's document instead.
+
+The catalogue (``catalogue()``: ``gradviz explain``'s list, the docs page) lists the codes in the order of the
+first rule that reports them, across both scopes, so a family of rules stays together there as it runs together.
 """
 
 from dataclasses import dataclass, field
@@ -32,7 +35,7 @@ class Code:
         have = CODES.get(self.code)
         if have is not None and have != self:
             raise ValueError(f"diagnostic code {self.code!r} registered twice")
-        CODES[self.code] = self
+        CODES.setdefault(self.code, self)  # (the same entry again, from a module imported anew, changes nothing)
 
 
 @dataclass(frozen=True)
@@ -65,14 +68,33 @@ def rule(*codes, order=100, scope="process"):
 @dataclass
 class RuleContext:
     """What one diagnose run's rules share: the document, its index, and facts earlier rules hand to later ones
-    (``shared``, keyed by the producing rule's name)."""
+    (``shared``, keyed by the producing rule's name). A job rule gets no single document (``doc`` and ``index``
+    are None) but every rank's, in rank order: ``docs``, with their ``ranks``."""
     doc: dict
     index: object
     shared: dict = field(default_factory=dict)
+    docs: tuple = ()
+    ranks: tuple = ()
 
 
 def rules(scope="process"):
     """The registered rules of ``scope``, in run order."""
-    from . import rules as _package  # noqa: F401  (importing it registers every rule module)
-
+    _load()
     return sorted((r for r in RULES if r.scope == scope), key=lambda r: r.order)
+
+
+def catalogue():
+    """Every registered ``Code``, in catalogue order: by the first rule (in ``order``, then registration, either
+    scope) that reports it, a rule's codes in the order it lists them; codes no rule reports come last."""
+    _load()
+    position = {}
+    for r in sorted(RULES, key=lambda r: r.order):  # (stable: ties stay in registration order)
+        for c in r.codes:
+            position.setdefault(c.code, len(position))
+    return sorted(CODES.values(), key=lambda c: position.get(c.code, len(position)))
+
+
+def _load():
+    from . import rules as package
+
+    package.load()

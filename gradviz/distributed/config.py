@@ -9,10 +9,11 @@ import json
 import os
 import uuid
 
+from ..document.process import PROCESSES
+
 ENV = "GRADVIZ_CHILD_TRACE"
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROCESSES = "processes"
 
 
 def new_config(out_dir, engine="auto", check_backward=True, exact_memory=False, script=None, schedule=None):

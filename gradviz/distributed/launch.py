@@ -69,6 +69,13 @@ def clear_old_documents(config):
                 os.unlink(os.path.join(folder, name))
 
 
+def forget_earlier_documents(folder):
+    """A run that started no process: the earlier runs' process documents in ``folder`` go, and the folder if
+    it is left empty (as after a run whose watch was armed)."""
+    clear_old_documents({"folder": folder})
+    _remove_empty(folder)
+
+
 def run_job(command, config, timeout=None):
     """Run the launcher with the job's settings in its environment; after ``timeout`` seconds it is told to
     stop (SIGTERM: it stops the ranks the same way, and each writes its document). Returns ``(exit code,
@@ -142,7 +149,7 @@ class ChildTracing:
                 shutil.rmtree(self._temporary, ignore_errors=True)
 
     def _report(self, doc):
-        from .identity import process_section
+        from ..document.process import process_section
         from .merge import load_documents, merge
 
         self.close()

@@ -3,8 +3,8 @@
 import os
 import threading
 
+from ..document.process import process_section
 from .config import document_path
-from .identity import process_section
 
 KILLED_BUILD_TIMEOUT = 20.0  # seconds a killed process waits for its trace to stop before writing less
 

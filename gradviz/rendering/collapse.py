@@ -212,24 +212,8 @@ def depth_for_budget(ir, node_budget, modules=False):
     return 0
 
 
-def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at_least=0, open_single=False,
-                 index=None):
-    """The module depth to draw graphs ``graph_ids`` of trace document ``doc`` at so the picture has at most
-    ``node_budget`` nodes: the deepest that fits (a transformer's layers as boxes rather than 100 ops). The
-    whole graph's depth when it fits as it is; ``at_least`` (0 by default) when nothing deeper fits: the inside
-    of a module box is drawn at least one level below the box, or it would be the box again. ``open_single``:
-    never a depth at which every op is in one and the same box (a picture of one box says nothing; the page
-    draws the box's inside instead, over the budget if need be). ``index``: ``doc``'s ``DocIndex``, if made."""
-    from .graph import working_graph  # graph.py builds the working graph with this module's steps
-
-    ir = working_graph(doc, graphs=graph_ids, forward=forward, fold_loops=fold_loops, index=index)[3]
-    depth = max(depth_for_budget(ir, node_budget), at_least)
-    while open_single and depth < module_depth(ir) and _one_box(ir, depth):
-        depth += 1
-    return depth
-
-
-def _one_box(ir, depth):
+def one_box(ir, depth):
+    """Whether every op of ``ir`` is in one and the same module box at ``depth``."""
     box_of = _box_of(ir, depth)
     boxes = {box_of(_module_keys(item)) for item in ir.items.values() if item.kind == "op"}
     return len(boxes) == 1 and None not in boxes

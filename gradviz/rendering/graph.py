@@ -69,13 +69,28 @@ def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=Tr
     return index, chosen, node_ids, ir
 
 
+def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at_least=0, open_single=False,
+                 index=None):
+    """The module depth to draw graphs ``graph_ids`` of trace document ``doc`` at so the picture has at most
+    ``node_budget`` nodes: the deepest that fits (a transformer's layers as boxes rather than 100 ops). The
+    whole graph's depth when it fits as it is; ``at_least`` (0 by default) when nothing deeper fits: the inside
+    of a module box is drawn at least one level below the box, or it would be the box again. ``open_single``:
+    never a depth at which every op is in one and the same box (a picture of one box says nothing; the page
+    draws the box's inside instead, over the budget if need be). ``index``: ``doc``'s ``DocIndex``, if made."""
+    ir = working_graph(doc, graphs=graph_ids, forward=forward, fold_loops=fold_loops, index=index)[3]
+    depth = max(collapse.depth_for_budget(ir, node_budget), at_least)
+    while open_single and depth < collapse.module_depth(ir) and collapse.one_box(ir, depth):
+        depth += 1
+    return depth
+
+
 def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
                 max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True, rankdir=None,
                 node_budget=READABLE_NODES, architecture=False, index=None):
     """The picture of one iteration's graph(s) as a ``GraphSpec``.
 
     ``depth``: collapse modules deeper than this into boxes; when not given and the picture has more than
-    ``node_budget`` nodes (None: no budget), the deepest depth that fits it (``collapse.choose_depth``).
+    ``node_budget`` nodes (None: no budget), the deepest depth that fits it (``choose_depth``).
     ``max_nodes``: the hard cap, after collapsing: keep the nodes nearest the root. ``ghost_uses``: leaves used
     this often are drawn once per use. ``fold_loops``: draw an unrolled loop once with its repeat count.
     ``rankdir``: TB, LR, BT or RL (default: the backward graph bottom to top, the forward view top to bottom).

@@ -14,9 +14,7 @@ from urllib.parse import quote
 from ..document import DocIndex
 from .ranks import ranks_section
 from .style import backward_calls, backward_checks_text, human_bytes
-
-_PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
-_SCRIPT = re.compile(r"<\s*/?\s*script", re.I)
+from .svg import inline_svg
 
 
 def _asset(name):
@@ -30,14 +28,6 @@ def json_for_script(data):
                           ("\u2029", "\\u2029")):
         text = text.replace(char, escaped)
     return text
-
-
-def inline_svg(svg):
-    """An SVG document from ``dot`` as an element to inline: no XML prolog, doctype, comments or scripts."""
-    svg = _PROLOG.sub("", svg).strip()
-    if _SCRIPT.search(svg):
-        raise ValueError("refusing to inline an SVG that contains a script element")
-    return svg
 
 
 def _finite(x):
@@ -549,7 +539,7 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
 
 def notebook_fragment(doc, budget=4.0, **options):
     """A small HTML block for Jupyter: summary, the last iteration's graph, the diagnostics."""
-    from . import to_dot
+    from .dot import to_dot
     from .graph import build_graph
     from .layout import DOT_MISSING, dot_available, lay_out
 

@@ -142,7 +142,7 @@ def _first_picture(rank_doc, budget):
 
 def _side_by_side(doc, budget=1.5):
     """Each process's first graph picture, in one row (the SVG of the main document is drawn above)."""
-    from .html import inline_svg
+    from .svg import inline_svg
 
     cells = []
     for position, rank_doc in enumerate(doc.get("ranks") or []):

@@ -19,8 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..document.index import DocIndex
-from .collapse import choose_depth
-from .graph import READABLE_NODES
+from .graph import READABLE_NODES, choose_depth
 from .pictures import pictures_to_draw
 
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
@@ -306,7 +305,7 @@ def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
     them; ``notes`` says what was left out. ``laid``: {graph id: (spec, DOT source, text, "svg" or "dot")} of
     pictures already laid out with the same ``options`` (``gradviz run``'s picture files): an SVG is used as it
     is, a layout (``dot -Tdot``, a PNG's) drawn as SVG without laying it out again."""
-    from . import to_dot
+    from .dot import to_dot
     from .graph import build_graph
     from .layout import dot_available
 

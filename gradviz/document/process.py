@@ -1,6 +1,9 @@
-"""A process's identity in its document: the top-level ``process`` section (docs/trace-format.md "Process")."""
+"""A process's identity in its document: the top-level ``process`` section (docs/trace-format.md "Process"),
+written for every run (a plain `gradviz run` as for each process of a job), so it lives with the document."""
 
 import os
+
+PROCESSES = "processes"  # the run folder's subfolder of per-process documents (``file`` names it)
 
 
 def _env_int(name):

@@ -7,11 +7,57 @@ lists the live nodes that saved the written memory under another version counter
 for a numpy array, taken from a saved storage, whose contents changed before backward reached the saving node.
 """
 
-from ..document.index import code_text
-from .records import related
+from ...document.index import code_text
+from ..records import related
+from ..registry import Code, rule
+
+SILENT_INPLACE = Code("silent-inplace", "error",
+                      "a value saved for backward changed through `.data` or numpy, unnoticed",
+                      """\
+A value that a graph had saved for its backward pass was changed in place through a path with a version
+counter of its own: `.data`, or a numpy array sharing its memory. No error is raised — not by gradviz's engine,
+not by PyTorch — and backward computes the gradient from the changed values: it is silently wrong.
+
+`stale-version` protects saved values: every in-place op bumps the storage's version counter, and backward
+refuses a saved tensor whose version moved. But `y.data` is a new tensor on the same memory with a *new*
+counter, and a numpy array has no counter at all, so writes through them move nothing backward checks.
+(Reproduced from a PyTorch issue: zeroing a sigmoid's output through `.data` makes the input's gradient all
+zeros, with no error.)
+
+The mistake:
+
+    y = torch.sigmoid(x)          # SigmoidBackward saves its output y
+    y.data[y.data < 0.5] = 0      # written through .data: y's version counter does not move
+    y.sum().backward()            # x.grad is computed from the zeroed y: all zeros where y was zeroed
+
+and through numpy:
+
+    a = y.detach().numpy()        # shares y's memory
+    a[:] = 0                      # no engine event at all
+    y.sum().backward()
+
+gradviz reports a `.data` write at its line, naming the node that saved the value and where, once a backward
+has run that node (until then nothing used the changed values). A numpy write is seen by no engine event:
+gradviz copies a saved value when a numpy array is taken from it, compares when backward reaches the saving
+node, and reports at the line where the array was taken, saying the write happened between there and that
+backward.
+
+The fix: change the value out of place (`y = y * mask`, `y = torch.where(y < 0.5, 0, y)`) or in a `clone()`;
+take a copy before writing into a numpy array (`y.detach().numpy().copy()`); or make the change after backward.
+Without `.data`, an in-place change is tracked, and a backward that needs the old value raises `stale-version`
+instead of returning a wrong gradient.
+
+Not reported (harmless): `p.data -= lr * p.grad` after backward freed the graph that saved `p`; `.data`
+initialisation before any forward pass; reading `.data`; writes into a value whose saving graph was already
+freed, or kept with retain_graph=True and not backwarded again.
+
+In the picture: the nodes that saved the changed value.
+""")
 
 
-def silent_inplace(index, out):
+@rule(SILENT_INPLACE, order=20)
+def silent_inplace(ctx, out):
+    index = ctx.index
     timeline = index.timeline()
     for pos, (kind, e) in enumerate(timeline):
         if kind == "inplace" and e.get("silent_saved_by"):

@@ -1,0 +1,91 @@
+"""Two trees of gradviz side by side in one run: the engine's MLP step and per-op chain, before and after a change.
+
+    git archive <commit> gradviz | tar -x -C /tmp/before
+    python benchmarks/bench_engine_ab.py --before /tmp/before [--after .] [--turns 7]
+
+Each turn runs every case once per tree, in a fresh process that imports gradviz from that tree (its folder first
+on PYTHONPATH; the child prints which gradviz it loaded), alternating which tree goes first. A case's figure for a
+turn is the median of its timed calls (CPU time of the thread: steadier on a shared machine); the table gives the
+median over turns and the after/before ratio.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CASES = {  # name -> (calls timed, warm-up calls)
+    "mlp step, ops (784-256-128-10, batch 64)": (15, 5),
+    "mlp step, nn+optim": (15, 5),
+    "chain of 2000 ops fwd+bwd, per op": (5, 2),
+}
+
+
+def child(case):
+    import time
+
+    sys.path.insert(0, str(HERE))
+    import bench_engine
+    import common
+    import mlp
+
+    import gradviz
+
+    if case.startswith("mlp"):
+        x, y = mlp.make_data()
+        make = mlp.gradviz_ops_step if "ops" in case else mlp.gradviz_nn_step
+        fn, per = make(mlp.make_params(), x, y), 1
+    else:
+        fn, per = bench_engine.chain_contenders(bench_engine.CHAIN_LENGTH)["gradviz fwd+bwd"], bench_engine.CHAIN_LENGTH
+    timed, warmup = CASES[case]
+    samples = common.run_rounds({case: fn}, rounds=timed, inner=1, warmup=warmup, clock=time.thread_time)[case]
+    print(json.dumps({"gradviz": gradviz.__file__, "seconds": statistics.median(samples) / per}))
+
+
+def measure(tree, case):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, __file__, "--child", case], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    loaded = Path(result["gradviz"]).resolve().parent.parent
+    if loaded != Path(tree).resolve():
+        raise SystemExit(f"the child loaded gradviz from {loaded}, not {tree}")
+    return result["seconds"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", help="the folder holding the 'before' tree's gradviz package")
+    parser.add_argument("--after", default=str(HERE.parent), help="the 'after' tree (default: this checkout)")
+    parser.add_argument("--turns", type=int, default=7)
+    parser.add_argument("--only", default="", help="run the cases whose name contains this text")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child)
+        return
+    if not args.before:
+        parser.error("--before FOLDER is required")
+    trees = {"before": args.before, "after": args.after}
+    cases = [case for case in CASES if args.only in case]
+    figures = {(case, which): [] for case in cases for which in trees}
+    for turn in range(args.turns):
+        order = list(trees) if turn % 2 == 0 else list(reversed(trees))
+        for case in cases:
+            for which in order:
+                figures[case, which].append(measure(trees[which], case))
+    print(f"{args.turns} turns, each case once per tree per turn (median of its timed calls, thread CPU time)")
+    print(f"{'case':42}  {'before':>10}  {'after':>10}  {'after/before':>12}")
+    for case in cases:
+        before = statistics.median(figures[case, "before"])
+        after = statistics.median(figures[case, "after"])
+        unit, scale = ("µs", 1e6) if "per op" in case else ("ms", 1e3)
+        print(f"{case:42}  {before * scale:8.2f}{unit}  {after * scale:8.2f}{unit}  {after / before:11.3f}×")
+
+
+if __name__ == "__main__":
+    main()
