@@ -22,7 +22,7 @@ _LAZY = {
     "load_trace": ("gradviz.document", "load_trace"),
     "explain": ("gradviz.diagnose", "explain"),
     "render": ("gradviz.viz", "render"),
-    "to_sarif": ("gradviz.rendering.sarif", "to_sarif"),
+    "to_sarif": ("gradviz.viz", "to_sarif"),
     # `%load_ext gradviz`: IPython looks these up on the package
     "load_ipython_extension": ("gradviz.notebook", "load_ipython_extension"),
     "unload_ipython_extension": ("gradviz.notebook", "unload_ipython_extension"),

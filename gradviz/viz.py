@@ -130,3 +130,18 @@ register_source("a Variable (or a list of them)", _is_gradviz_variable, _snapsho
 register_source("a trace (anything with to_dict())", _has_to_dict, _to_dict)
 register_source("a JSON path", _is_path, load_trace)
 register_source("a trace document", _is_document, check_format)
+
+
+def to_sarif(source, base=None):
+    """The SARIF 2.1.0 log (a dict) of ``source``'s diagnostics (a trace, a document, a report.json path), its
+    rules described by the diagnostics catalogue (``gradviz run --sarif FILE`` writes the same)."""
+    from .rendering.sarif import to_sarif as sarif
+
+    return sarif(as_document(source), base, sarif_catalogue())
+
+
+def sarif_catalogue():
+    """``[(code, severity, title, explanation)]``: the catalogue as the SARIF writer takes it."""
+    from .diagnose.registry import catalogue
+
+    return [(c.code, c.severity, c.title, c.explanation) for c in catalogue()]

@@ -188,10 +188,11 @@ def write_sarif(doc, sarif):
     if sarif is None:
         return None
     from ..rendering.sarif import write_sarif as write
+    from ..viz import sarif_catalogue
     from .artifacts import reason_of
 
     try:
-        write(doc, sarif.path, sarif.base)
+        write(doc, sarif.path, sarif.base, sarif_catalogue())
     except (OSError, ValueError) as exc:
         return f"cannot write `{shown_path(sarif.path)}`: {reason_of(exc)}"
     return None

@@ -23,14 +23,16 @@ _LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 _BASE_ID = "SRCROOT"
 
 
-def to_sarif(doc, base=None):
+def to_sarif(doc, base=None, catalogue=()):
     """The SARIF 2.1.0 log (a dict, ready for ``json.dump``) of trace document ``doc``'s diagnostics.
-    ``base``: the folder paths are made relative to (default: the working folder)."""
+    ``base``: the folder paths are made relative to (default: the working folder). ``catalogue``: the rules'
+    metadata, ``[(code, severity, title, explanation)]`` (``gradviz.to_sarif`` gives the diagnostics catalogue;
+    rendering reads documents only and does not import it)."""
     from . import as_document
 
     doc = as_document(doc)
     base = os.path.abspath(base or os.getcwd())
-    rules, index = _rules(doc)
+    rules, index = _rules(doc, catalogue)
     results = [_result(d, index, base) for d in doc.get("diagnostics", [])]
     run = {
         "tool": {"driver": {"name": "gradviz", "version": __version__, "semanticVersion": _semantic(__version__),
@@ -43,27 +45,26 @@ def to_sarif(doc, base=None):
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
-def write_sarif(doc, path, base=None):
-    """Write ``to_sarif(doc, base)`` to ``path`` (UTF-8 JSON)."""
+def write_sarif(doc, path, base=None, catalogue=()):
+    """Write ``to_sarif(doc, base, catalogue)`` to ``path`` (UTF-8 JSON)."""
     from ..atomic import write_text
 
-    write_text(path, json.dumps(to_sarif(doc, base), indent=1, ensure_ascii=False) + "\n")
+    write_text(path, json.dumps(to_sarif(doc, base, catalogue), indent=1, ensure_ascii=False) + "\n")
 
 
-def _rules(doc):
+def _rules(doc, catalogue):
     """Every code of the catalogue as a rule, then any code the document has that the catalogue lacks (a
     document from a newer gradviz); ``index`` maps a code to its rule's position."""
-    from ..diagnose import CODES, explain
-
     rules = []
-    for code, (severity, title) in CODES.items():
-        help_text = explain(code)
+    known = set()
+    for code, severity, title, explanation in catalogue:
+        known.add(code)
+        help_text = f"{code} ({severity}): {title}\n\n{explanation}"
         rules.append({"id": code, "name": _rule_name(code), "shortDescription": {"text": title},
                       "fullDescription": {"text": _first_paragraph(help_text) or title},
                       "help": {"text": help_text},
                       "defaultConfiguration": {"level": _LEVELS.get(severity, "warning")},
                       "properties": {"tags": ["autograd", "gradviz"], "severity": severity}})
-    known = set(CODES)
     for d in doc.get("diagnostics", []):
         if d["code"] not in known:
             known.add(d["code"])
