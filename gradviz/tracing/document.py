@@ -304,6 +304,9 @@ def _build(trace):
     ddp = trace.ddp_facts.section(_loc)
     if ddp is not None:  # only where DistributedDataParallel ran
         doc["ddp"] = ddp
+    training = trace.training.section(_loc) if hasattr(trace, "training") else None
+    if training is not None:  # only where a mode-dependent module ran or a mode was switched
+        doc["training"] = training
     return doc
 
 

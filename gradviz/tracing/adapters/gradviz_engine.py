@@ -48,6 +48,7 @@ from .gradviz_light import GradvizLight
 from .gradviz_probe import run_check
 from .gradviz_probe import signature as probe_signature
 from .guard import Guard
+from .mode_watch import gradviz_watch
 from .modules import ModuleNames
 from .numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
 
@@ -139,6 +140,7 @@ class GradvizAdapter(Observer):
         for name in _INLINE_GUARDED:
             setattr(self.guard, name, getattr(self, name))
         self.light_steps = GradvizLight(self)  # light iterations (tracing/schedule.py)
+        self.training_watch = gradviz_watch(self)  # train/eval modes (tracing/training_facts.py)
         self._var_gone = self._variable_died  # the weak references' callbacks, bound once
         self._node_gone = self._node_died
 
@@ -157,6 +159,7 @@ class GradvizAdapter(Observer):
             light.enter()
         threads.adopt(self.guard)
         self._solo = threading.active_count() == 1
+        self.training_watch.install()
 
     def detach(self):
         """Stop watching, in every context the guard is attached in (its flag), and leave this context. Call
@@ -166,6 +169,7 @@ class GradvizAdapter(Observer):
         self._solo = False
         self.guard.active = False
         detach(self.guard)
+        self.training_watch.uninstall()
         if self.light_steps.on:
             self.light_steps.leave()
         threads.release(self.guard)
@@ -557,6 +561,7 @@ class GradvizAdapter(Observer):
             calls = self._calls
             builder = self.builder
             if phase == "enter":
+                self.training_watch.call(module)
                 if self.light_steps.enabled:
                     self.light_steps.module_call(module, inputs)
                 if calls:
@@ -839,6 +844,7 @@ class GradvizAdapter(Observer):
                 root_nodes.append(None if fn is None else self.node_key(fn))
             if self.light_steps.enabled:
                 self.light_steps.note_roots(roots)
+            self.training_watch.backward()
             gradient_none = False
             for g in grad_roots:
                 if g is None:

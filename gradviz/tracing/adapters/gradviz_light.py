@@ -46,9 +46,11 @@ class GradvizLight(LightSteps, Observer):
     # ----- the light observer -------------------------------------------------------------------------------------
     def on_module_call(self, module, phase, inputs=None, output=None):
         if phase == "enter":
+            self.adapter.training_watch.call(module)
             self.module_call(module, inputs)
 
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
+        self.adapter.training_watch.backward()
         self.note_roots(roots)
         estimate = self.builder.light.last_full_bytes if retain_graph else 0
         for r in roots:

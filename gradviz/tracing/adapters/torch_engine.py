@@ -33,6 +33,7 @@ from ..builder import LEAF
 from ..frames import location_at
 from . import torch_compat, torch_patches, torch_rpc
 from . import torch_graph as tg
+from .mode_watch import torch_watch
 from .modules import ModuleNames
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
@@ -132,6 +133,7 @@ class TorchAdapter(TorchEvents):
         self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
         self._arguments = None  # (tensors, unique ones, their edges) of the call whose nodes are being reported
         self.light_steps = TorchLight(self)  # light iterations (tracing/schedule.py)
+        self.training_watch = torch_watch(self)  # train/eval modes (tracing/training_facts.py)
         builder.engine("torch", torch.__version__, (), memory="saved-attributes" if compat.saved else "not-measured",
                        accelerator=compat.accelerator)
         for what, how in compat.problems:
@@ -162,6 +164,7 @@ class TorchAdapter(TorchEvents):
         self.attached = True
         torch_patches.install(self)
         torch_rpc.install(self)  # calls served over RPC, dist_autograd.backward
+        self.training_watch.install()
         if self.exact is not None:  # exact memory: our saved-tensor hooks on this thread
             self.exact.install()
         self._froze = _freeze_heap()
@@ -181,6 +184,7 @@ class TorchAdapter(TorchEvents):
             self.light_steps.restore()
             torch_patches.uninstall(self)
             torch_rpc.uninstall(self)
+            self.training_watch.uninstall()
             if self.exact is not None:  # exact memory
                 self.exact.uninstall()
             with self.lock:

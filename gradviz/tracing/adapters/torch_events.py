@@ -419,6 +419,7 @@ class TorchEvents:
     def module_enter(self, module, inputs):
         if not self.attached or _forked[0] or self._is_compiling():
             return None
+        self.training_watch.call(module)  # train/eval mode facts (torch_training), full or light
         light = self.light_steps
         if light.enabled:
             try:
@@ -662,6 +663,7 @@ class TorchEvents:
         keys = [self.var(r) for r in roots]
         if self.light_steps.enabled:
             self.light_steps.note_roots(roots)
+        self.training_watch.backward()
         root_fns = [tg.grad_fn_of(r) for r in roots]
         root_nodes = [None if fn is None else self.node_key(fn, None) for fn in root_fns]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all

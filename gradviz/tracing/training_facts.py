@@ -1,0 +1,128 @@
+"""Training-mode facts, the same for every engine: the document's ``training`` section (docs/trace-format.md).
+
+Dropout and batch norm behave differently in training and evaluation mode; which mode they ran in, with grad
+on or off, and whether a backward then went through them, is what tells a validation pass left in training mode
+(``eval-mode-forgotten``) or training left in evaluation mode (``train-mode-not-restored``) from a correct loop.
+These facts are cheap enough for every iteration, light ones included: the adapter reports each call of a
+mode-dependent module (``call``: a dict lookup and a comparison when nothing changed), each backward
+(``backward``: O(modules called since the last one)) and each ``train()``/``eval()`` call (``switch``).
+
+Calls are kept as *runs*: consecutive calls of one module in the same mode, grad mode and backward status. A
+run's ``backward`` is true when a backward followed its calls with no call of that module in another mode in
+between (the validation pass before a training step is not what that step's backward went through). Runs and
+switches share one ``order`` counter, so rules can tell what came first: a run starts at its ``order`` and ends
+at ``end`` (the counter's value when it was closed; a switch after it has a higher ``order``).
+"""
+
+RUN_LIMIT = 32  # first and last runs kept per module
+SWITCH_LIMIT = 64  # first and last switches kept
+
+
+class _Module:
+    __slots__ = ("key", "path", "cls", "runs", "open", "dropped")
+
+    def __init__(self, key, path, cls):
+        self.key = key
+        self.path = path
+        self.cls = cls
+        self.runs = []  # closed runs (dicts), first and last RUN_LIMIT
+        self.open = None  # the run whose calls no backward has judged yet
+        self.dropped = 0
+
+
+class TrainingFacts:
+    """The ``training`` section under construction. ``namer(key)``: the path of the module with that key, asked
+    when the document is made (a module first seen before any path was known, as a ``train()`` before the first
+    forward)."""
+
+    def __init__(self):
+        self.modules = {}  # module key -> _Module (mode-dependent modules that ran)
+        self.touched = []  # keys of modules called since the last backward
+        self.switches = []  # train()/eval() calls
+        self.switch_count = 0
+        self.order = 0
+        self.namer = None
+
+    def _next(self):
+        self.order += 1
+        return self.order
+
+    # ----- facts --------------------------------------------------------------------------------------------
+    def call(self, key, path, cls, training, grad, iteration, location):
+        """A new run of a mode-dependent module: called by the adapter when ``(training, grad)`` differs from its
+        open run (or it has none); ``location`` is the user's line calling the module's root."""
+        m = self.modules.get(key)
+        if m is None:
+            m = self.modules[key] = _Module(key, path, cls)
+        if m.path is None:
+            m.path = path
+        if m.open is not None:
+            self._close(m, False, iteration)  # another mode before any backward: those calls were not trained on
+        else:
+            self.touched.append(key)
+        m.open = {"training": training, "grad": grad, "backward": None, "count": 1, "order": self._next(),
+                  "first": {"iteration": iteration, "location": location}, "last_iteration": iteration}
+        return m.open
+
+    def backward(self, iteration):
+        """A backward started: the open runs with grad on were what it went through."""
+        for key in self.touched:
+            m = self.modules.get(key)
+            if m is not None and m.open is not None:
+                self._close(m, m.open["grad"], iteration)
+        self.touched = []
+
+    def switch(self, key, path, cls, mode, touches, iteration, location):
+        """``module.train()`` / ``module.eval()`` (``mode``: "train" or "eval") at ``location``; ``touches``: the
+        keys of the mode-dependent modules it set."""
+        self.switch_count += 1
+        entry = {"key": key, "path": path, "class": cls, "mode": mode, "touches": list(touches),
+                 "order": self._next(), "iteration": iteration, "location": location}
+        if len(self.switches) >= 2 * SWITCH_LIMIT:
+            del self.switches[SWITCH_LIMIT]
+        self.switches.append(entry)
+
+    def _close(self, m, backward, iteration):
+        run = m.open
+        m.open = None
+        run["backward"] = bool(backward)
+        run["last_iteration"] = iteration
+        run["end"] = self.order  # (not a new number: anything after this gets a higher one)
+        last = m.runs[-1] if m.runs else None
+        if last is not None and all(last[k] == run[k] for k in ("training", "grad", "backward")):
+            last["count"] += run["count"]
+            last["last_iteration"] = run["last_iteration"]
+            last["end"] = run["end"]
+            return
+        if len(m.runs) >= 2 * RUN_LIMIT:
+            del m.runs[RUN_LIMIT]
+            m.dropped += 1
+        m.runs.append(run)
+
+    # ----- the document ---------------------------------------------------------------------------------------
+    def section(self, loc):
+        """The ``training`` section, or None when no mode-dependent module ran and no mode was switched."""
+        if not self.modules and not self.switches:
+            return None
+        name = self.namer or (lambda key: None)
+        modules = []
+        for m in self.modules.values():
+            runs = list(m.runs)
+            if m.open is not None:
+                runs.append(dict(m.open, backward=False, end=self.order))  # no backward after it before the end
+            modules.append({"module": m.path or name(m.key) or m.cls, "class": m.cls, "dropped_runs": m.dropped,
+                            "runs": [_run(r, loc) for r in runs]})
+        paths = {m.key: m.path or name(m.key) or m.cls for m in self.modules.values()}
+        switches = [{"module": s["path"] or name(s["key"]) or s["class"], "class": s["class"], "mode": s["mode"],
+                     "touches": sorted({paths.get(k) or name(k) or "?" for k in s["touches"]}),
+                     "order": s["order"], "iteration": s["iteration"], "location": loc(s["location"])}
+                    for s in self.switches]
+        return {"modules": modules, "switches": switches, "switch_count": self.switch_count}
+
+
+def _run(run, loc):
+    first = run["first"]
+    return {"training": run["training"], "grad": run["grad"], "backward": bool(run["backward"]),
+            "count": run["count"], "order": run["order"], "end": run["end"],
+            "first": {"iteration": first["iteration"], "location": loc(first["location"])},
+            "last_iteration": run["last_iteration"]}
