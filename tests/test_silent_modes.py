@@ -118,3 +118,79 @@ def test_a_late_validation_in_training_mode_is_found_on_a_light_iteration(tmp_pa
 def test_deliberate_modes_are_not_reported(setup, before, check, engine, tmp_path):
     script = _script(tmp_path, setup, before, check)
     assert run(script, tmp_path / "out", engine)["diagnostics"] == []
+
+
+FUNCTIONAL = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden, self.out = nn.Linear(6, 16), nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.out({dropout})
+
+
+x, y, vx = torch.randn(64, 6), torch.randint(0, 3, (64,)), torch.randn(32, 6)
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(60):
+    model.train()
+    optimizer.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    if step == 39:
+        model.eval()
+        with torch.no_grad():
+            model(vx)  # evaluation
+'''
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_dropout_in_eval_rewrites_the_functional_call(engine, tmp_path):
+    sample = SAMPLES / "dropout_in_eval.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["dropout-in-eval"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "h = F.dropout(torch.tanh(self.hidden(x)), 0.4)")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "model.eval() here": line_of(sample, "    model.eval()"),
+        "evaluated here": line_of(sample, "error = F.mse_loss(model(test_x), test_y)")}
+    assert d["hint"].startswith(
+        "Pass the module's mode: write `h = F.dropout(torch.tanh(self.hidden(x)), 0.4, training=self.training)`")
+    assert d["details"]["count"] == 10  # one evaluation per epoch
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_dropout_in_eval_twin_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "dropout_in_eval_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+def test_a_late_first_evaluation_with_functional_dropout_is_found(tmp_path):
+    script = tmp_path / "net.py"
+    script.write_text(FUNCTIONAL.format(dropout="F.dropout(torch.relu(self.hidden(x)), p=0.3)"))
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = doc["diagnostics"]
+    assert (d["code"], d["location"]["line"]) == ("dropout-in-eval", line_of(script, "F.dropout(torch.relu"))
+    assert d["details"]["iteration"] == 40
+    assert {r["role"]: r["location"]["line"] for r in d["related"]}["evaluated here"] == \
+        line_of(script, "# evaluation")
+
+
+@pytest.mark.parametrize("dropout", [
+    "F.dropout(torch.relu(self.hidden(x)), p=0.3, training=True)",  # Monte-Carlo dropout, on purpose
+    "F.dropout(torch.relu(self.hidden(x)), 0.3, self.training)",
+    "F.dropout(torch.relu(self.hidden(x)), p=0.3, training=self.training)",
+])
+def test_functional_dropout_given_its_mode_is_not_reported(dropout, tmp_path):
+    script = tmp_path / "net.py"
+    script.write_text(FUNCTIONAL.format(dropout=dropout))
+    assert run(script, tmp_path / "out")["diagnostics"] == []

@@ -30,6 +30,24 @@ def without_call(text, names):
     return (line[:len(line) - len(source)] + rewritten).strip()
 
 
+def with_keyword(text, names, keyword):
+    """``text`` with ``keyword`` (``training=self.training``) added to its one call of a function named in
+    ``names``: ``F.dropout(h, 0.3)`` -> ``F.dropout(h, 0.3, training=self.training)``. None when the line has not
+    exactly one such call."""
+    line = (text or "").strip()
+    source = line[len("return "):] if line.startswith("return ") else line
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and _called(c) in names]
+    if len(calls) != 1:
+        return None
+    start, end = _offsets(source, calls[0])
+    rewritten = source[:end - 1].rstrip() + f", {keyword})" + source[end:]
+    return (line[:len(line) - len(source)] + rewritten).strip()
+
+
 def is_no_op(text):
     """``x = x``: a rewrite that leaves nothing to do (the line can go)."""
     try:

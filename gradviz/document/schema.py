@@ -108,7 +108,11 @@ MODE_RUN = {"training": "bool", "grad": "bool", "backward": "bool", "count": "in
 MODE_MODULE = {"module": "str", "class": "str", "dropped_runs": "int", "runs": [MODE_RUN]}
 MODE_SWITCH = {"module": "str", "class": "str", "mode": "str", "touches": ["str"], "order": "int",
                "iteration": "int", "location": "?loc"}
-TRAINING = {"modules": [MODE_MODULE], "switches": [MODE_SWITCH], "switch_count": "int"}
+FUNCTIONAL_DROPOUT = {"function": "str", "module": "str", "class": "str", "grad": "bool", "count": "int",
+                      "order": "int", "iteration": "int", "last_iteration": "int", "location": "?loc",
+                      "caller": "?loc"}
+TRAINING = {"modules": [MODE_MODULE], "switches": [MODE_SWITCH], "switch_count": "int",
+            "functional_dropout?": [FUNCTIONAL_DROPOUT]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",

@@ -39,6 +39,7 @@ class TrainingFacts:
         self.modules = {}  # module key -> _Module (mode-dependent modules that ran)
         self.touched = []  # keys of modules called since the last backward
         self.switches = []  # train()/eval() calls
+        self.dropouts = {}  # (function, module key, location) -> functional dropout on at evaluation
         self.switch_count = 0
         self.order = 0
         self.namer = None
@@ -82,6 +83,19 @@ class TrainingFacts:
             del self.switches[SWITCH_LIMIT]
         self.switches.append(entry)
 
+    def functional_dropout(self, function, key, path, cls, grad, iteration, location, caller):
+        """``F.dropout`` (``function``) left at ``training=True`` in the forward of a module in eval mode (key,
+        path, class) at ``location``; ``caller``: the user's line calling the outermost module."""
+        entry = self.dropouts.get((function, key, location))
+        if entry is not None:
+            entry["count"] += 1
+            entry["last_iteration"] = iteration
+            return
+        self.dropouts[(function, key, location)] = {
+            "function": function, "key": key, "path": path, "class": cls, "grad": grad, "count": 1,
+            "order": self._next(), "iteration": iteration, "last_iteration": iteration, "location": location,
+            "caller": caller}
+
     def _close(self, m, backward, iteration):
         run = m.open
         m.open = None
@@ -102,7 +116,7 @@ class TrainingFacts:
     # ----- the document ---------------------------------------------------------------------------------------
     def section(self, loc):
         """The ``training`` section, or None when no mode-dependent module ran and no mode was switched."""
-        if not self.modules and not self.switches:
+        if not self.modules and not self.switches and not self.dropouts:
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -117,7 +131,13 @@ class TrainingFacts:
                      "touches": sorted({paths.get(k) or name(k) or "?" for k in s["touches"]}),
                      "order": s["order"], "iteration": s["iteration"], "location": loc(s["location"])}
                     for s in self.switches]
-        return {"modules": modules, "switches": switches, "switch_count": self.switch_count}
+        dropouts = [{"function": d["function"], "module": d["path"] or name(d["key"]) or d["class"],
+                     "class": d["class"], "grad": d["grad"], "count": d["count"], "order": d["order"],
+                     "iteration": d["iteration"], "last_iteration": d["last_iteration"],
+                     "location": loc(d["location"]), "caller": loc(d["caller"])}
+                    for d in list(self.dropouts.values())[:64]]
+        return {"modules": modules, "switches": switches, "switch_count": self.switch_count,
+                "functional_dropout": dropouts}
 
 
 def _run(run, loc):

@@ -10,9 +10,13 @@ Each adapter builds one with its engine's classes: ``torch_watch(adapter)``, ``g
   and the mode-dependent modules it set.
 """
 
+import functools
+import sys
 import weakref
 
 from ..frames import location_at
+
+DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
 
 
 def torch_watch(adapter):
@@ -21,25 +25,29 @@ def torch_watch(adapter):
     torch = adapter.torch
     nn = torch.nn
     return ModeWatch(adapter, nn.Module, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm),
-                     torch.is_grad_enabled, lambda: user_frame(0), is_internal)
+                     torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional)
 
 
 def gradviz_watch(adapter):
     from ...autograd.grad_mode import is_grad_enabled
+    from ...nn import functional
     from ...nn.module import Module
     from ...nn.modules.dropout import Dropout
     from ...nn.modules.normalization import _BatchNorm
     from ..frames import _is_internal, user_frame
 
-    return ModeWatch(adapter, Module, (Dropout, _BatchNorm), is_grad_enabled, lambda: user_frame(1), _is_internal)
+    return ModeWatch(adapter, Module, (Dropout, _BatchNorm), is_grad_enabled, lambda: user_frame(1), _is_internal,
+                     functional)
 
 
 class ModeWatch:
     """``module_class``: the engine's ``nn.Module`` (its ``train`` is wrapped); ``bases``: the mode-dependent
     module classes; ``grad_enabled()``; ``find_frame()``: the innermost user frame; ``internal(code)``: whether a
-    code object is the engine's or gradviz's."""
+    code object is the engine's or gradviz's; ``functional``: the engine's ``nn.functional``, whose dropout
+    functions are wrapped while attached (a call with ``training`` left at its default, True, from the ``forward``
+    of a module in eval mode: dropout-in-eval)."""
 
-    def __init__(self, adapter, module_class, bases, grad_enabled, find_frame, internal):
+    def __init__(self, adapter, module_class, bases, grad_enabled, find_frame, internal, functional=None):
         self.adapter = adapter
         self.module_class = module_class
         self.grad_enabled = grad_enabled
@@ -47,6 +55,8 @@ class ModeWatch:
         self.internal = internal
         self.facts = getattr(adapter.builder, "training", None)  # (a builder stand-in may have none)
         self._bases = bases
+        self.functional = functional
+        self._dropouts = {}  # name -> the functional dropout it wraps, while installed
         self._kinds = {}  # module class -> True when its behaviour depends on ``training``
         self._refs = {}  # module key -> weak reference, for naming it when the document is made
         self._original = None
@@ -74,14 +84,20 @@ class ModeWatch:
             finally:
                 watch._depth -= 1
 
-        train.__wrapped__ = original
-        train.__doc__ = original.__doc__
-        Module.train = train
+        Module.train = functools.wraps(original)(train)
+        for name in DROPOUTS:
+            function = getattr(self.functional, name, None)
+            if function is not None:
+                self._dropouts[name] = function
+                setattr(self.functional, name, self._wrap_dropout(name, function))
 
     def uninstall(self):
         if self._original is not None:
             self.module_class.train = self._original
             self._original = None
+        for name, function in self._dropouts.items():
+            setattr(self.functional, name, function)
+        self._dropouts = {}
 
     # ----- facts ------------------------------------------------------------------------------------------
     def call(self, module):
@@ -126,6 +142,33 @@ class ModeWatch:
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         self.facts.switch(key, self.adapter.names.known_path(module), type(module).__name__,
                           "train" if mode else "eval", touches, self.adapter.builder.current_iteration(), location)
+
+    def _wrap_dropout(self, name, original):
+        watch = self
+        module_class = self.module_class
+
+        def dropout(input, *args, **kwargs):
+            if len(args) < 2 and "training" not in kwargs and watch._original is not None:
+                caller = sys._getframe(1)
+                this = caller.f_locals.get("self") if "self" in caller.f_code.co_varnames[:1] else None
+                if isinstance(this, module_class) and not this.training and not watch.internal(caller.f_code):
+                    try:
+                        watch.dropout_in_eval(name, this, caller)
+                    except Exception as exc:  # our bookkeeping, never the script's problem
+                        watch.adapter.builder.internal_error("dropout", exc)
+            return original(input, *args, **kwargs)
+
+        return functools.wraps(original)(dropout)  # (its name and module kept: the torch shim lists it by them)
+
+    def dropout_in_eval(self, name, module, frame):
+        """``F.<name>`` with its default ``training=True`` in the ``forward`` of ``module``, which is in eval
+        mode: dropout runs at evaluation."""
+        key = id(module)
+        self._refs[key] = weakref.ref(module)
+        location = location_at(frame.f_code, frame.f_lineno)
+        self.facts.functional_dropout(name, key, self.adapter.names.known_path(module), type(module).__name__,
+                                      self.grad_enabled(), self.adapter.builder.current_iteration(), location,
+                                      self._root_caller())
 
     def path_of(self, key):
         ref = self._refs.get(key)
