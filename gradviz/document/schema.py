@@ -111,8 +111,10 @@ MODE_SWITCH = {"module": "str", "class": "str", "mode": "str", "touches": ["str"
 FUNCTIONAL_DROPOUT = {"function": "str", "module": "str", "class": "str", "grad": "bool", "count": "int",
                       "order": "int", "iteration": "int", "last_iteration": "int", "location": "?loc",
                       "caller": "?loc"}
+OPTIMIZER_BUILT = {"class": "str", "location": "?loc", "iteration": "int", "order": "int", "last_variable": "int",
+                   "param_groups": [["int"]]}
 TRAINING = {"modules": [MODE_MODULE], "switches": [MODE_SWITCH], "switch_count": "int",
-            "functional_dropout?": [FUNCTIONAL_DROPOUT]}
+            "functional_dropout?": [FUNCTIONAL_DROPOUT], "optimizers?": [OPTIMIZER_BUILT], "optimizer_count?": "int"}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",

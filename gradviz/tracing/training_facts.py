@@ -16,6 +16,7 @@ at ``end`` (the counter's value when it was closed; a switch after it has a high
 
 RUN_LIMIT = 32  # first and last runs kept per module
 SWITCH_LIMIT = 64  # first and last switches kept
+OPTIMIZER_LIMIT = 32  # first and last optimizer constructions kept
 
 
 class _Module:
@@ -40,6 +41,8 @@ class TrainingFacts:
         self.touched = []  # keys of modules called since the last backward
         self.switches = []  # train()/eval() calls
         self.dropouts = {}  # (function, module key, location) -> functional dropout on at evaluation
+        self.optimizers = []  # constructions: first and last OPTIMIZER_LIMIT
+        self.optimizer_count = 0
         self.switch_count = 0
         self.order = 0
         self.namer = None
@@ -96,6 +99,15 @@ class TrainingFacts:
             "order": self._next(), "iteration": iteration, "last_iteration": iteration, "location": location,
             "caller": caller}
 
+    def optimizer_built(self, cls, ref, groups, location, iteration, last_variable):
+        """An optimizer of class ``cls`` was built at ``location`` over ``groups`` (parameter keys per group);
+        ``last_variable``: the highest variable id made before it."""
+        self.optimizer_count += 1
+        if len(self.optimizers) >= 2 * OPTIMIZER_LIMIT:
+            del self.optimizers[OPTIMIZER_LIMIT]
+        self.optimizers.append({"class": cls, "ref": ref, "groups": groups, "location": location,
+                                "iteration": iteration, "order": self._next(), "last_variable": last_variable})
+
     def _close(self, m, backward, iteration):
         run = m.open
         m.open = None
@@ -114,9 +126,10 @@ class TrainingFacts:
         m.runs.append(run)
 
     # ----- the document ---------------------------------------------------------------------------------------
-    def section(self, loc):
-        """The ``training`` section, or None when no mode-dependent module ran and no mode was switched."""
-        if not self.modules and not self.switches and not self.dropouts:
+    def section(self, loc, variable_id=lambda key: None):
+        """The ``training`` section, or None when none of its facts happened; ``variable_id(key)``: the document
+        id of the live variable with that key, or None."""
+        if not self.modules and not self.switches and not self.dropouts and not self.optimizers:
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -136,8 +149,13 @@ class TrainingFacts:
                      "iteration": d["iteration"], "last_iteration": d["last_iteration"],
                      "location": loc(d["location"]), "caller": loc(d["caller"])}
                     for d in list(self.dropouts.values())[:64]]
+        optimizers = [{"class": o["class"], "location": loc(o["location"]), "iteration": o["iteration"],
+                       "order": o["order"], "last_variable": o["last_variable"],
+                       "param_groups": [[i for i in map(variable_id, group) if i is not None]
+                                        for group in o["groups"]]}
+                      for o in self.optimizers]
         return {"modules": modules, "switches": switches, "switch_count": self.switch_count,
-                "functional_dropout": dropouts}
+                "functional_dropout": dropouts, "optimizers": optimizers, "optimizer_count": self.optimizer_count}
 
 
 def _run(run, loc):

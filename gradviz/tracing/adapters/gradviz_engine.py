@@ -51,6 +51,7 @@ from .guard import Guard
 from .mode_watch import gradviz_watch
 from .modules import ModuleNames
 from .numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
+from .optimizer_watch import gradviz_optimizers
 
 _is_grad_enabled = grad_mode.is_grad_enabled
 _INF = float("inf")
@@ -141,6 +142,7 @@ class GradvizAdapter(Observer):
             setattr(self.guard, name, getattr(self, name))
         self.light_steps = GradvizLight(self)  # light iterations (tracing/schedule.py)
         self.training_watch = gradviz_watch(self)  # train/eval modes (tracing/training_facts.py)
+        self.optimizer_watch = gradviz_optimizers(self)  # optimizers' constructions (likewise)
         self._var_gone = self._variable_died  # the weak references' callbacks, bound once
         self._node_gone = self._node_died
 
@@ -160,6 +162,7 @@ class GradvizAdapter(Observer):
         threads.adopt(self.guard)
         self._solo = threading.active_count() == 1
         self.training_watch.install()
+        self.optimizer_watch.install()
 
     def detach(self):
         """Stop watching, in every context the guard is attached in (its flag), and leave this context. Call
@@ -170,6 +173,7 @@ class GradvizAdapter(Observer):
         self.guard.active = False
         detach(self.guard)
         self.training_watch.uninstall()
+        self.optimizer_watch.uninstall()
         if self.light_steps.on:
             self.light_steps.leave()
         threads.release(self.guard)

@@ -35,6 +35,7 @@ from . import torch_compat, torch_patches, torch_rpc
 from . import torch_graph as tg
 from .mode_watch import torch_watch
 from .modules import ModuleNames
+from .optimizer_watch import torch_optimizers
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
 from .torch_light import TorchLight
@@ -134,6 +135,7 @@ class TorchAdapter(TorchEvents):
         self._arguments = None  # (tensors, unique ones, their edges) of the call whose nodes are being reported
         self.light_steps = TorchLight(self)  # light iterations (tracing/schedule.py)
         self.training_watch = torch_watch(self)  # train/eval modes (tracing/training_facts.py)
+        self.optimizer_watch = torch_optimizers(self)  # optimizers' constructions (likewise)
         builder.engine("torch", torch.__version__, (), memory="saved-attributes" if compat.saved else "not-measured",
                        accelerator=compat.accelerator)
         for what, how in compat.problems:
@@ -165,6 +167,7 @@ class TorchAdapter(TorchEvents):
         torch_patches.install(self)
         torch_rpc.install(self)  # calls served over RPC, dist_autograd.backward
         self.training_watch.install()
+        self.optimizer_watch.install()
         if self.exact is not None:  # exact memory: our saved-tensor hooks on this thread
             self.exact.install()
         self._froze = _freeze_heap()
@@ -185,6 +188,7 @@ class TorchAdapter(TorchEvents):
             torch_patches.uninstall(self)
             torch_rpc.uninstall(self)
             self.training_watch.uninstall()
+            self.optimizer_watch.uninstall()
             if self.exact is not None:  # exact memory
                 self.exact.uninstall()
             with self.lock:

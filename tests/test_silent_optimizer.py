@@ -1,0 +1,92 @@
+"""param-not-in-optimizer: named at the line that made the parameter by ``gradviz run`` in its default mode, on
+real PyTorch and on gradviz's engine; silent on the fixed twin and on parameters left out on purpose (a backbone
+frozen by omission, a parameter updated by hand, two optimizers sharing a model)."""
+
+import pytest
+
+from tests.silent_bugs import SAMPLES, found, light_schedule, line_of, run
+
+pytest.importorskip("torch")
+
+LOOP = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+x, y = torch.randn(64, 6), torch.randint(0, 3, (64,))
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+{setup}
+for step in range(60):
+    {before}
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()  # backward
+    {after}
+    optimizer.step()
+'''
+
+
+def _script(tmp_path, setup, before="pass", after="pass"):
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP.format(setup=setup, before=before, after=after))
+    return script
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_layers_in_a_python_list_are_named_at_the_list(engine, tmp_path):
+    sample = SAMPLES / "param_not_in_optimizer.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["param-not-in-optimizer"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning" and d["details"]["cause"] == "unregistered"
+    assert d["location"]["line"] == line_of(sample, "self.blocks = [nn.Linear(width, width)")
+    assert len(d["variables"]) == 6  # three blocks' weights and biases
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "optimizer built here": line_of(sample, "optimizer = torch.optim.Adam("),
+        "gradients computed here": line_of(sample, "loss.backward()")}
+    assert "write `self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])`" in d["hint"]
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_module_list_twin_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "param_not_in_optimizer_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_head_replaced_after_the_optimizer_is_named_at_the_assignment(engine, tmp_path):
+    script = _script(tmp_path, "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                               "model[2] = nn.Linear(16, 3)  # new head")
+    doc = run(script, tmp_path / "out", engine)
+    [d] = found(doc, "param-not-in-optimizer")
+    assert d["details"] == {"cause": "after", "parameters": ["model.2.weight", "model.2.bias"]}
+    assert d["location"]["line"] == line_of(script, "# new head")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]}["optimizer built here"] == \
+        line_of(script, "optimizer = torch.optim.SGD(")
+    assert "move `optimizer = torch.optim.SGD(model.parameters(), lr=0.1)` below line" in d["hint"]
+
+
+def test_a_head_replaced_late_in_the_run_is_found(tmp_path):
+    script = _script(tmp_path, "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+                     before="if step == 40:\n        model[2] = nn.Linear(16, 3)  # new head")
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = found(doc, "param-not-in-optimizer")
+    assert d["location"]["line"] == line_of(script, "# new head")
+
+
+@pytest.mark.parametrize("setup,after", [
+    # a backbone frozen by omission: registered, made before the optimizer, left out on purpose
+    ("optimizer = torch.optim.SGD(model[2].parameters(), lr=0.1)", "pass"),
+    # one parameter updated by hand after backward
+    ("scale = nn.Parameter(torch.ones(1))\nmodel.register_forward_hook(lambda m, i, o: o * scale)\n"
+     "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+     "with torch.no_grad():\n        scale -= 0.01 * scale.grad\n        scale.grad = None"),
+    # two optimizers over the parts of one model
+    ("optimizer = torch.optim.SGD(model[0].parameters(), lr=0.1)\n"
+     "second = torch.optim.Adam(model[2].parameters(), lr=1e-3)", "second.step()\n    second.zero_grad()"),
+])
+def test_parameters_left_out_on_purpose_are_not_reported(setup, after, tmp_path):
+    doc = run(_script(tmp_path, setup, after=after), tmp_path / "out")
+    assert found(doc, "param-not-in-optimizer") == [], doc["diagnostics"]
+    assert doc["diagnostics"] == []
