@@ -90,3 +90,48 @@ def test_parameters_left_out_on_purpose_are_not_reported(setup, after, tmp_path)
     doc = run(_script(tmp_path, setup, after=after), tmp_path / "out")
     assert found(doc, "param-not-in-optimizer") == [], doc["diagnostics"]
     assert doc["diagnostics"] == []
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_zero_grad_between_backward_and_step_is_named(engine, tmp_path):
+    sample = SAMPLES / "zero_grad_before_step.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["zero-grad-before-step"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "        optimizer.zero_grad()")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "step given cleared gradients here": line_of(sample, "optimizer.step()")}
+    assert d["details"] == {"optimizer": "Adam", "iteration": 1, "steps": 64}
+    assert d["hint"].startswith("Move `optimizer.zero_grad()` before the forward and `backward()`")
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_zero_grad_twin_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "zero_grad_before_step_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+def test_a_zero_grad_moved_late_in_the_run_is_found(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(LOOP.replace("    optimizer.zero_grad()\n", "    if step < 40:\n        optimizer.zero_grad()\n")
+                      .format(setup="optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", before="pass",
+                              after="if step >= 40:\n        model.zero_grad()  # the mistake"))
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = doc["diagnostics"]
+    assert (d["code"], d["location"]["line"]) == ("zero-grad-before-step", line_of(script, "# the mistake"))
+    assert d["details"]["steps"] == 20
+
+
+@pytest.mark.parametrize("setup,before,after", [
+    # another optimizer's zero_grad between this one's backward and step (a GAN's generator cleared before the
+    # discriminator's step)
+    ("optimizer = torch.optim.SGD(model[0].parameters(), lr=0.1)\n"
+     "other = torch.optim.SGD(model[2].parameters(), lr=0.1)", "pass", "other.zero_grad()"),
+    # gradient accumulation: zero_grad after the step, two backward calls per step
+    ("optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", "pass",
+     "F.cross_entropy(model(x), y).backward()"),
+])
+def test_zero_grad_of_another_optimizer_or_after_the_step_is_not_reported(setup, before, after, tmp_path):
+    doc = run(_script(tmp_path, setup, before, after), tmp_path / "out")
+    assert found(doc, "zero-grad-before-step") == []

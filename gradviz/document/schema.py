@@ -113,8 +113,11 @@ FUNCTIONAL_DROPOUT = {"function": "str", "module": "str", "class": "str", "grad"
                       "caller": "?loc"}
 OPTIMIZER_BUILT = {"class": "str", "location": "?loc", "iteration": "int", "order": "int", "last_variable": "int",
                    "param_groups": [["int"]]}
+ZERO_GRAD_BEFORE_STEP = {"optimizer": "str", "zero_grad_of": "str", "location": "?loc", "step_location": "?loc",
+                         "iteration": "int", "last_iteration": "int", "count": "int", "order": "int"}
 TRAINING = {"modules": [MODE_MODULE], "switches": [MODE_SWITCH], "switch_count": "int",
-            "functional_dropout?": [FUNCTIONAL_DROPOUT], "optimizers?": [OPTIMIZER_BUILT], "optimizer_count?": "int"}
+            "functional_dropout?": [FUNCTIONAL_DROPOUT], "optimizers?": [OPTIMIZER_BUILT], "optimizer_count?": "int",
+            "zero_grad_before_step?": [ZERO_GRAD_BEFORE_STEP]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",

@@ -43,6 +43,12 @@ class TrainingFacts:
         self.dropouts = {}  # (function, module key, location) -> functional dropout on at evaluation
         self.optimizers = []  # constructions: first and last OPTIMIZER_LIMIT
         self.optimizer_count = 0
+        # the order of backward, zero_grad and step: the last backward's order, each optimizer's last zero_grad
+        # (order, location) and last step order, and the zero_grads that came between a backward and a step
+        self._backward_order = 0
+        self._zeroed = {}  # optimizer key (None: a module's zero_grad, every optimizer's) -> (order, location, cls)
+        self._stepped = {}  # optimizer key -> order of its last step
+        self.cleared = {}  # (zero_grad location, step location) -> entry
         self.switch_count = 0
         self.order = 0
         self.namer = None
@@ -70,6 +76,7 @@ class TrainingFacts:
 
     def backward(self, iteration):
         """A backward started: the open runs with grad on were what it went through."""
+        self._backward_order = self._next()
         for key in self.touched:
             m = self.modules.get(key)
             if m is not None and m.open is not None:
@@ -108,6 +115,36 @@ class TrainingFacts:
         self.optimizers.append({"class": cls, "ref": ref, "groups": groups, "location": location,
                                 "iteration": iteration, "order": self._next(), "last_variable": last_variable})
 
+    def zero_grad(self, key, cls, find_location):
+        """``zero_grad()`` of optimizer ``key`` (None: a module's, which clears every optimizer's parameters it
+        holds); ``find_location()`` is asked only when a backward ran since that optimizer's last step (the
+        order to report)."""
+        last = self._stepped.get(key, 0) if key is not None else max(self._stepped.values(), default=0)
+        if self._backward_order > last:
+            self._zeroed[key] = (self._next(), find_location(), cls)
+
+    def step(self, key, cls, find_location, iteration):
+        """``step()`` of optimizer ``key``: a finding when a zero_grad came after the last backward since its
+        previous step."""
+        previous = self._stepped.get(key, 0)
+        self._stepped[key] = self._next()
+        found = [z for z in (self._zeroed.get(key), self._zeroed.get(None)) if z is not None]
+        if not found or self._backward_order <= previous:
+            return
+        order, location, owner = max(found, key=lambda z: z[0])
+        self._zeroed.pop(key, None)
+        if order < self._backward_order:
+            return  # a backward after the zero_grad: the usual order
+        step_location = find_location()
+        entry = self.cleared.get((location, step_location))
+        if entry is not None:
+            entry["count"] += 1
+            entry["last_iteration"] = iteration
+        elif len(self.cleared) < 64:
+            self.cleared[(location, step_location)] = {
+                "optimizer": cls, "zero_grad_of": owner, "location": location, "step_location": step_location,
+                "iteration": iteration, "last_iteration": iteration, "count": 1, "order": order}
+
     def _close(self, m, backward, iteration):
         run = m.open
         m.open = None
@@ -129,7 +166,7 @@ class TrainingFacts:
     def section(self, loc, variable_id=lambda key: None):
         """The ``training`` section, or None when none of its facts happened; ``variable_id(key)``: the document
         id of the live variable with that key, or None."""
-        if not self.modules and not self.switches and not self.dropouts and not self.optimizers:
+        if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -155,7 +192,9 @@ class TrainingFacts:
                                         for group in o["groups"]]}
                       for o in self.optimizers]
         return {"modules": modules, "switches": switches, "switch_count": self.switch_count,
-                "functional_dropout": dropouts, "optimizers": optimizers, "optimizer_count": self.optimizer_count}
+                "functional_dropout": dropouts, "optimizers": optimizers, "optimizer_count": self.optimizer_count,
+                "zero_grad_before_step": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
+                                          for c in self.cleared.values()]}
 
 
 def _run(run, loc):

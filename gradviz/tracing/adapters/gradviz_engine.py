@@ -807,6 +807,7 @@ class GradvizAdapter(Observer):
         if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
         try:
+            self.optimizer_watch.event(optimizer, event)  # the order of backward, zero_grad, step
             location = location_of(user_frame(2))
             groups = getattr(optimizer, "param_groups", None)
             if groups is None:  # a module's zero_grad()

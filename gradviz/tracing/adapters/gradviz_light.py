@@ -72,6 +72,7 @@ class GradvizLight(LightSteps, Observer):
             self.backward_ended()
 
     def on_optimizer(self, optimizer, event):
+        self.adapter.optimizer_watch.event(optimizer, event)
         if event != "step":
             return
         names = self.adapter.names

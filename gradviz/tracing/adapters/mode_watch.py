@@ -122,7 +122,7 @@ class ModeWatch:
                         builder.current_iteration(), self._root_caller())
 
     def backward(self):
-        if self.facts is not None and self.facts.touched:
+        if self.facts is not None:  # (every backward: the order of backward, zero_grad and step too)
             self.facts.backward(self.adapter.builder.current_iteration())
 
     def switch(self, module, mode):

@@ -51,6 +51,28 @@ class OptimizerWatch:
             self.optimizer_class.__init__ = self._original
             self._original = None
 
+    def zero_grad(self, owner):
+        """``owner.zero_grad()``: an optimizer's, or a module's (clearing every optimizer's gradients)."""
+        if self.facts is not None and self._original is not None:
+            key = id(owner) if hasattr(owner, "param_groups") else None
+            self.facts.zero_grad(key, type(owner).__name__, self._location)
+
+    def step(self, optimizer):
+        if self.facts is not None and self._original is not None:
+            self.facts.step(id(optimizer), type(optimizer).__name__, self._location,
+                            self.adapter.builder.current_iteration())
+
+    def event(self, owner, event):
+        """gradviz's engine reports both as one observer event."""
+        if event == "step":
+            self.step(owner)
+        elif event == "zero_grad":
+            self.zero_grad(owner)
+
+    def _location(self):
+        frame = self.find_frame()
+        return None if frame is None else location_at(frame.f_code, frame.f_lineno)
+
     def built(self, optimizer):
         frame = self.find_frame()
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)

@@ -488,6 +488,7 @@ class TorchEvents:
     def step_begin(self, optimizer, args, kwargs):
         """An optimizer's step starts: torch's own code from here to ``step_end`` (quiet, the mode aside), except
         the closure it was given (``step(closure)``), which is the user's: returned wrapped (``StepClosure``)."""
+        self.optimizer_watch.step(optimizer)  # the order of backward, zero_grad, step (optimizer_watch)
         if not self.observing() or self.light_steps.on:
             return None
         tls = self.tls

@@ -376,6 +376,8 @@ def _traced_new(new, kind):
 def _traced_zero_grad(original):
     def zero_grad(self, *args, **kwargs):
         adapter = _current[0]
+        if adapter is not None:
+            adapter.optimizer_watch.zero_grad(self)  # the order of backward, zero_grad, step (optimizer_watch)
         if adapter is None or adapter.light_steps.on:
             return original(self, *args, **kwargs)
         adapter.tls.quiet += 1  # its writes to .grad (zero_, detach_) are torch's, not the user's
