@@ -135,3 +135,42 @@ def test_a_zero_grad_moved_late_in_the_run_is_found(tmp_path):
 def test_zero_grad_of_another_optimizer_or_after_the_step_is_not_reported(setup, before, after, tmp_path):
     doc = run(_script(tmp_path, setup, before, after), tmp_path / "out")
     assert found(doc, "zero-grad-before-step") == []
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_clipping_after_the_step_is_named_with_the_step(engine, tmp_path):
+    sample = SAMPLES / "clip_order.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["clip-order"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "torch.nn.utils.clip_grad_norm_(")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "the step it came after": line_of(sample, "optimizer.step()")}
+    assert d["details"] == {"function": "clip_grad_norm_", "iteration": 1, "calls": 120, "after_step": True}
+    assert "after `loss.backward()` and before `optimizer.step()`" in d["hint"]
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_clip_order_twin_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "clip_order_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+def test_clipping_before_backward_from_a_late_step_is_found(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text("from torch.nn.utils import clip_grad_value_\n" + LOOP.format(
+        setup="optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+        before="if step >= 40:\n        clip_grad_value_(model.parameters(), 0.5)  # the mistake",
+        after="if step < 40:\n        clip_grad_value_(model.parameters(), 0.5)"))
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = doc["diagnostics"]
+    assert (d["code"], d["location"]["line"]) == ("clip-order", line_of(script, "# the mistake"))
+    assert d["details"]["calls"] == 20 and d["details"]["function"] == "clip_grad_value_"
+
+
+def test_clipping_after_accumulated_backwards_is_not_reported(tmp_path):
+    script = _script(tmp_path, "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+                     after="F.cross_entropy(model(x), y).backward()\n"
+                           "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)")
+    assert run(script, tmp_path / "out")["diagnostics"] == []

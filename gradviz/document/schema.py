@@ -115,9 +115,11 @@ OPTIMIZER_BUILT = {"class": "str", "location": "?loc", "iteration": "int", "orde
                    "param_groups": [["int"]]}
 ZERO_GRAD_BEFORE_STEP = {"optimizer": "str", "zero_grad_of": "str", "location": "?loc", "step_location": "?loc",
                          "iteration": "int", "last_iteration": "int", "count": "int", "order": "int"}
+CLIP_ORDER = {"function": "str", "location": "?loc", "iteration": "int", "last_iteration": "int", "count": "int",
+              "after_step": "bool", "step_location": "?loc", "order": "int"}
 TRAINING = {"modules": [MODE_MODULE], "switches": [MODE_SWITCH], "switch_count": "int",
             "functional_dropout?": [FUNCTIONAL_DROPOUT], "optimizers?": [OPTIMIZER_BUILT], "optimizer_count?": "int",
-            "zero_grad_before_step?": [ZERO_GRAD_BEFORE_STEP]}
+            "zero_grad_before_step?": [ZERO_GRAD_BEFORE_STEP], "clip_order?": [CLIP_ORDER]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",

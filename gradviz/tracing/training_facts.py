@@ -49,6 +49,9 @@ class TrainingFacts:
         self._zeroed = {}  # optimizer key (None: a module's zero_grad, every optimizer's) -> (order, location, cls)
         self._stepped = {}  # optimizer key -> order of its last step
         self.cleared = {}  # (zero_grad location, step location) -> entry
+        self._step_location = None  # the last step's line, kept once a clip was seen (clip-order's related line)
+        self._clipping = False
+        self.clips = {}  # clip location -> clip calls that came with no backward since the last step
         self.switch_count = 0
         self.order = 0
         self.namer = None
@@ -128,6 +131,11 @@ class TrainingFacts:
         previous step."""
         previous = self._stepped.get(key, 0)
         self._stepped[key] = self._next()
+        if self._clipping:
+            self._step_location = find_location()
+            for entry in self.clips.values():  # a clip after the first step: that step's line, seen only now
+                if entry["after_step"] and entry["step_location"] is None:
+                    entry["step_location"] = self._step_location
         found = [z for z in (self._zeroed.get(key), self._zeroed.get(None)) if z is not None]
         if not found or self._backward_order <= previous:
             return
@@ -144,6 +152,23 @@ class TrainingFacts:
             self.cleared[(location, step_location)] = {
                 "optimizer": cls, "zero_grad_of": owner, "location": location, "step_location": step_location,
                 "iteration": iteration, "last_iteration": iteration, "count": 1, "order": order}
+
+    def clip(self, function, find_location, iteration):
+        """A gradient-clipping call (``function``): a finding when no backward ran since the last step (it clips
+        gradients a step already applied, or cleared ones, and the next step's are unclipped)."""
+        self._clipping = True
+        last_step = max(self._stepped.values(), default=0)
+        if self._backward_order > last_step and self._backward_order:
+            return  # after a backward, before its step: where clipping belongs
+        location = find_location()
+        entry = self.clips.get(location)
+        if entry is not None:
+            entry["count"] += 1
+            entry["last_iteration"] = iteration
+        elif len(self.clips) < 64:
+            self.clips[location] = {"function": function, "location": location, "iteration": iteration,
+                                    "last_iteration": iteration, "count": 1, "after_step": last_step > 0,
+                                    "step_location": self._step_location, "order": self._next()}
 
     def _close(self, m, backward, iteration):
         run = m.open
@@ -166,7 +191,7 @@ class TrainingFacts:
     def section(self, loc, variable_id=lambda key: None):
         """The ``training`` section, or None when none of its facts happened; ``variable_id(key)``: the document
         id of the live variable with that key, or None."""
-        if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared):
+        if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -194,7 +219,9 @@ class TrainingFacts:
         return {"modules": modules, "switches": switches, "switch_count": self.switch_count,
                 "functional_dropout": dropouts, "optimizers": optimizers, "optimizer_count": self.optimizer_count,
                 "zero_grad_before_step": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
-                                          for c in self.cleared.values()]}
+                                          for c in self.cleared.values()],
+                "clip_order": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
+                               for c in self.clips.values()]}
 
 
 def _run(run, loc):

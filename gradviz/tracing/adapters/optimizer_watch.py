@@ -1,34 +1,47 @@
-"""Where each optimizer was built, and over which parameters (tracing/training_facts.py, ``optimizers``): the
-engine's ``Optimizer.__init__`` is wrapped while the trace is attached. One record per construction, with the
-user's line, so a parameter made after the optimizer (a head replaced) or held where the optimizer never looked
-(layers in a Python list) can be told from one left out on purpose (param-not-in-optimizer)."""
+"""Where each optimizer was built, and over which parameters (tracing/training_facts.py, ``optimizers``), and
+the order of backward, ``zero_grad``, ``step`` and gradient clipping (``zero_grad_before_step``,
+``clip_order``). The engine's ``Optimizer.__init__`` and clipping functions are wrapped while the trace is
+attached. One record per construction, with the user's line, so a parameter made after the optimizer (a head
+replaced) or held where the optimizer never looked (layers in a Python list) can be told from one left out on
+purpose (param-not-in-optimizer)."""
 
 import functools
 import weakref
 
 from ..frames import location_at
 
+CLIPS = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
+
 
 def torch_optimizers(adapter):
     from .torch_frames import user_frame
 
-    return OptimizerWatch(adapter, adapter.torch.optim.Optimizer, lambda: user_frame(0))
+    torch = adapter.torch
+    return OptimizerWatch(adapter, torch.optim.Optimizer, lambda: user_frame(0),
+                          (torch.nn.utils, torch.nn.utils.clip_grad))
 
 
 def gradviz_optimizers(adapter):
+    from ...nn import utils
+    from ...nn.utils import clip_grad
     from ...optim.optimizer import Optimizer
     from ..frames import user_frame
 
-    return OptimizerWatch(adapter, Optimizer, lambda: user_frame(1))
+    return OptimizerWatch(adapter, Optimizer, lambda: user_frame(1), (utils, clip_grad))
 
 
 class OptimizerWatch:
-    def __init__(self, adapter, optimizer_class, find_frame):
+    """``clip_modules``: the namespaces whose gradient-clipping functions are wrapped while attached (their
+    order against backward and step: clip-order)."""
+
+    def __init__(self, adapter, optimizer_class, find_frame, clip_modules=()):
         self.adapter = adapter
         self.optimizer_class = optimizer_class
         self.find_frame = find_frame
+        self.clip_modules = clip_modules
         self.facts = getattr(adapter.builder, "training", None)
         self._original = None
+        self._clips = []  # (namespace, name, original) while wrapped
 
     def install(self):
         if self.facts is None or self._original is not None:
@@ -45,11 +58,37 @@ class OptimizerWatch:
                     watch.adapter.builder.internal_error("optimizer", exc)
 
         self.optimizer_class.__init__ = functools.wraps(original)(__init__)
+        wrapped = {}
+        for namespace in self.clip_modules:
+            for name in CLIPS:
+                function = namespace.__dict__.get(name)
+                if function is None:
+                    continue
+                if id(function) not in wrapped:
+                    wrapped[id(function)] = self._wrap_clip(name, function)
+                self._clips.append((namespace, name, function))
+                setattr(namespace, name, wrapped[id(function)])
+
+    def _wrap_clip(self, name, original):
+        watch = self
+
+        def clip(*args, **kwargs):
+            if watch._original is not None:
+                try:
+                    watch.facts.clip(name, watch._location, watch.adapter.builder.current_iteration())
+                except Exception as exc:  # our bookkeeping, never the script's problem
+                    watch.adapter.builder.internal_error("clip", exc)
+            return original(*args, **kwargs)
+
+        return functools.wraps(original)(clip)
 
     def uninstall(self):
         if self._original is not None:
             self.optimizer_class.__init__ = self._original
             self._original = None
+        for namespace, name, function in reversed(self._clips):
+            setattr(namespace, name, function)
+        self._clips = []
 
     def zero_grad(self, owner):
         """``owner.zero_grad()``: an optimizer's, or a module's (clearing every optimizer's gradients)."""
