@@ -138,3 +138,32 @@ def test_a_late_softmax_into_nll_is_found_and_log_of_softmax_is_not(tmp_path):
     fine = tmp_path / "fine.py"
     fine.write_text(LATE.format(late="torch.log(F.softmax(scores, dim=1))", loss="F.nll_loss(scores, y)"))
     assert run(fine, tmp_path / "out2")["diagnostics"] == []
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_column_minus_a_vector_in_a_loss_is_named_with_both(engine, tmp_path):
+    sample = SAMPLES / "loss_broadcast.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["loss-broadcast"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "loss = ((pred - y) ** 2).mean()")
+    assert d["details"] == {"prediction": "pred", "target": "y", "shape": [50, 50]}
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "pred made here": line_of(sample, "pred = model(x)")}
+    assert d["hint"].startswith("Make the shapes equal: `pred.squeeze(1)` (or `y.unsqueeze(1)`)")
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_loss_broadcast_twin_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "loss_broadcast_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+@pytest.mark.parametrize("loss", [
+    "(scores[:, :1] - scores[:, 1].detach()[None, :]).pow(2).mean() + F.cross_entropy(scores, y)",  # pairwise
+    "F.cross_entropy(scores, y) + 0.01 * (scores[:, :1] * scores[:, 1:2].t()).mean()",  # both from the model
+])
+def test_deliberate_pairwise_terms_are_not_reported(loss, tmp_path):
+    script = tmp_path / "pairwise.py"
+    script.write_text(LATE.format(late="scores", loss=loss))
+    assert run(script, tmp_path / "out")["diagnostics"] == []
