@@ -167,3 +167,29 @@ def test_deliberate_pairwise_terms_are_not_reported(loss, tmp_path):
     script = tmp_path / "pairwise.py"
     script.write_text(LATE.format(late="scores", loss=loss))
     assert run(script, tmp_path / "out")["diagnostics"] == []
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_log_softmax_over_the_batch_is_named_and_rewritten(engine, tmp_path):
+    sample = SAMPLES / "softmax_wrong_dim.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["softmax-wrong-dim"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "return F.log_softmax(self.fc2(x), dim=0)")
+    assert d["details"] == {"dim": 0, "shape": [40, 5]}
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "loss here": line_of(sample, "loss = F.nll_loss(model(train_x[batch]), train_y[batch])")}
+    assert "write `return F.log_softmax(self.fc2(x), dim=1)`" in d["hint"]
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_softmax_wrong_dim_twin_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "softmax_wrong_dim_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+def test_a_softmax_over_a_sequence_dimension_or_a_single_row_is_not_reported(tmp_path):
+    script = tmp_path / "fine.py"
+    script.write_text(LATE.format(  # attention-like weights over dim 0 of a (T, 1) column, then the usual loss
+        late="scores * torch.softmax(scores[:, :1], dim=0)", loss="F.cross_entropy(scores, y)"))
+    assert run(script, tmp_path / "out")["diagnostics"] == []

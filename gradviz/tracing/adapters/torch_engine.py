@@ -39,6 +39,7 @@ from .optimizer_watch import torch_optimizers
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
 from .torch_light import TorchLight
+from .torch_meta import op_meta
 
 
 class TorchVersionError(ImportError):
@@ -409,7 +410,7 @@ class TorchAdapter(TorchEvents):
             saved = _saved_outputs_named(saved, [o for o in outputs if id(o) in live or
                                                  any(f[0] == id(o) for f in outs)])
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
-                        lasti=lasti, handle=ref)
+                        lasti=lasti, handle=ref, meta=op_meta(node, info.name))
         if hidden is not None:
             self.builder.variable_died(hidden)
         node.register_prehook(tag)
@@ -669,7 +670,7 @@ class TorchAdapter(TorchEvents):
             if saved:
                 saved = _saved_outputs_named(saved, (out,))
             self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys,
-                            (self.output(out, False),), saved, location, None, False, site, ref)
+                            (self.output(out, False),), saved, location, op_meta(fn, info.name), False, site, ref)
         except BaseException:
             _untag(fn)
             raise
