@@ -174,3 +174,33 @@ def test_clipping_after_accumulated_backwards_is_not_reported(tmp_path):
                      after="F.cross_entropy(model(x), y).backward()\n"
                            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)")
     assert run(script, tmp_path / "out")["diagnostics"] == []
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_loss_made_to_require_grad_is_named_at_its_backward(engine, tmp_path):
+    sample = SAMPLES / "loss_made_leaf.py"
+    doc = run(sample, tmp_path, engine)
+    assert sorted(d["code"] for d in doc["diagnostics"]) == ["loss-made-leaf", "unused-parameter"]
+    [d] = found(doc, "loss-made-leaf")
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "loss.backward()")
+    assert d["details"]["loss"] == "loss"
+    assert "delete the line that sets `loss.requires_grad`" in d["hint"]
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_loss_made_leaf_twin_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "loss_made_leaf_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+def test_a_loss_made_a_leaf_late_in_the_run_is_found(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(LOOP.replace("    loss = F.cross_entropy(model(x), y)\n",
+                                   "    loss = F.cross_entropy(model(x), y)\n"
+                                   "    if step >= 40:\n"
+                                   "        loss = torch.tensor(loss.item(), requires_grad=True)\n").format(
+        setup="optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", before="pass", after="pass"))
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = found(doc, "loss-made-leaf")
+    assert d["location"]["line"] == line_of(script, "# backward")
