@@ -204,3 +204,31 @@ def test_a_loss_made_a_leaf_late_in_the_run_is_found(tmp_path):
     light_schedule(doc)
     [d] = found(doc, "loss-made-leaf")
     assert d["location"]["line"] == line_of(script, "# backward")
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_an_optimizer_built_in_the_loop_is_named_at_its_line(engine, tmp_path):
+    sample = SAMPLES / "optimizer_recreated.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["optimizer-recreated"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "optimizer = torch.optim.Adam(")
+    assert d["details"]["optimizer"] == "Adam" and d["details"]["constructions"] == 80
+    assert d["hint"].startswith("Build the optimizer once, before the training loop")
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_optimizer_recreated_twin_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "optimizer_recreated_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+@pytest.mark.parametrize("setup,before", [
+    # plain SGD keeps no state: rebuilding it costs nothing
+    ("pass", "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)"),
+    # a fresh model (and optimizer) per task
+    ("pass", "model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))\n"
+             "    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)"),
+])
+def test_stateless_or_per_task_optimizers_are_not_reported(setup, before, tmp_path):
+    assert run(_script(tmp_path, setup, before), tmp_path / "out")["diagnostics"] == []
