@@ -103,6 +103,23 @@ DDP_STEP = {"step": "int", "iteration": "int", "location": "?loc", "optimizer": 
 DDP = {"process": "?obj", "modules": [DDP_MODULE], "forwards": [DDP_FORWARD], "forward_count": "int",
        "backward_count": "int", "steps": [DDP_STEP], "step_count": "int", "unused": ["obj"], "accumulation": "obj",
        "errors": ["obj"]}
+MODE_RUN = {"training": "bool", "grad": "bool", "backward": "bool", "count": "int", "order": "int", "end": "int",
+            "first": {"iteration": "int", "location": "?loc"}, "last_iteration": "int"}
+MODE_MODULE = {"module": "str", "class": "str", "dropped_runs": "int", "runs": [MODE_RUN]}
+MODE_SWITCH = {"module": "str", "class": "str", "mode": "str", "touches": ["str"], "order": "int",
+               "iteration": "int", "location": "?loc"}
+FUNCTIONAL_DROPOUT = {"function": "str", "module": "str", "class": "str", "grad": "bool", "count": "int",
+                      "order": "int", "iteration": "int", "last_iteration": "int", "location": "?loc",
+                      "caller": "?loc"}
+OPTIMIZER_BUILT = {"class": "str", "location": "?loc", "iteration": "int", "order": "int", "last_variable": "int",
+                   "param_groups": [["int"]]}
+ZERO_GRAD_BEFORE_STEP = {"optimizer": "str", "zero_grad_of": "str", "location": "?loc", "step_location": "?loc",
+                         "iteration": "int", "last_iteration": "int", "count": "int", "order": "int"}
+CLIP_ORDER = {"function": "str", "location": "?loc", "iteration": "int", "last_iteration": "int", "count": "int",
+              "after_step": "bool", "step_location": "?loc", "order": "int"}
+TRAINING = {"modules": [MODE_MODULE], "switches": [MODE_SWITCH], "switch_count": "int",
+            "functional_dropout?": [FUNCTIONAL_DROPOUT], "optimizers?": [OPTIMIZER_BUILT], "optimizer_count?": "int",
+            "zero_grad_before_step?": [ZERO_GRAD_BEFORE_STEP], "clip_order?": [CLIP_ORDER]}
 DOCUMENT = {
     "format": "str", "version": "int", "gradviz_version": "str", "script": "?str", "status": STATUS,
     "modules": "{str}",
@@ -111,7 +128,7 @@ DOCUMENT = {
     "iterations?": "int", "window?": "int", "event_summary?": ["obj"], "first_nonfinite?": "?obj",
     "internal_errors?": ["obj"], "engine?": ENGINE, "backward_checks?": BACKWARD_CHECKS, "threads?": THREADS,
     "unseen?": [UNSEEN], "schedule?": SCHEDULE, "process?": PROCESS, "job?": JOB, "ranks?": ["obj"],
-    "ddp?": DDP,
+    "ddp?": DDP, "training?": TRAINING,
 }
 # Free-form values ("obj", "any": op metadata, diagnostic details…) may nest this deep; the schema's own records
 # nest a few levels. Deeper is refused, so no reader (or a re-save) ever recurses past Python's limit.

@@ -51,6 +51,7 @@ from .grad_ledger import GradLedger
 from .grouping import LIGHT_CHAIN_LIMIT, Grouping
 from .records import NodeRecord, VarRecord, safe_message
 from .schedule import LightWatch, Schedule
+from .training_facts import TrainingFacts
 
 LEAF = "leaf"  # the second half of an edge to a leaf's gradient accumulator: (variable_key, LEAF)
 _NO_EDGE = (None, 0)
@@ -144,6 +145,7 @@ class TraceBuilder:
         self.schedule = Schedule()  # which iterations are full (every one, unless ``use_schedule`` says light)
         self.light = LightWatch()  # what light iterations found
         self.ddp_facts = DdpFacts()  # what DistributedDataParallel did on this rank (the "ddp" section)
+        self.training = TrainingFacts()  # train/eval modes, calls and switches (the "training" section)
         self.groups = Grouping(self)
         # threads: the lock around facts, the state of each thread, the threads seen and not seen
         self.lock = threading.RLock()

@@ -307,7 +307,20 @@ def _build(trace):
     ddp = trace.ddp_facts.section(_loc)
     if ddp is not None:  # only where DistributedDataParallel ran
         doc["ddp"] = ddp
+    training = trace.training.section(_loc, _variable_id(trace)) if hasattr(trace, "training") else None
+    if training is not None:  # only where a mode-dependent module ran or a mode was switched
+        doc["training"] = training
     return doc
+
+
+def _variable_id(builder):
+    live = builder.live_variables
+
+    def variable_id(key):
+        record = live.get(key)
+        return None if record is None else record.id
+
+    return variable_id
 
 
 def schedule_section(builder):

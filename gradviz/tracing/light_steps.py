@@ -11,6 +11,7 @@ import weakref
 
 from .frames import location_at
 from .light_watch import SummedGrads
+from .loss_walk import loss_markers
 
 
 class _GraphRef(weakref.ref):
@@ -58,6 +59,7 @@ class LightSteps:
         """A backward root's node (any engine's object; its class name goes into the signature)."""
         if node is not None:
             self.roots.add(type(node).__name__)
+            self.roots.update(loss_markers(node))  # a mistake in what feeds the loss makes a new signature
 
     def signature(self):
         """The iteration's structure signature: which modules ran on which input shapes, the loss's node class,

@@ -48,8 +48,10 @@ from .gradviz_light import GradvizLight
 from .gradviz_probe import run_check
 from .gradviz_probe import signature as probe_signature
 from .guard import Guard
+from .mode_watch import gradviz_watch
 from .modules import ModuleNames
 from .numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
+from .optimizer_watch import gradviz_optimizers
 
 _is_grad_enabled = grad_mode.is_grad_enabled
 _INF = float("inf")
@@ -139,6 +141,8 @@ class GradvizAdapter(Observer):
         for name in _INLINE_GUARDED:
             setattr(self.guard, name, getattr(self, name))
         self.light_steps = GradvizLight(self)  # light iterations (tracing/schedule.py)
+        self.training_watch = gradviz_watch(self)  # train/eval modes (tracing/training_facts.py)
+        self.optimizer_watch = gradviz_optimizers(self)  # optimizers' constructions (likewise)
         self._var_gone = self._variable_died  # the weak references' callbacks, bound once
         self._node_gone = self._node_died
 
@@ -157,6 +161,8 @@ class GradvizAdapter(Observer):
             light.enter()
         threads.adopt(self.guard)
         self._solo = threading.active_count() == 1
+        self.training_watch.install()
+        self.optimizer_watch.install()
 
     def detach(self):
         """Stop watching, in every context the guard is attached in (its flag), and leave this context. Call
@@ -166,6 +172,8 @@ class GradvizAdapter(Observer):
         self._solo = False
         self.guard.active = False
         detach(self.guard)
+        self.training_watch.uninstall()
+        self.optimizer_watch.uninstall()
         if self.light_steps.on:
             self.light_steps.leave()
         threads.release(self.guard)
@@ -561,6 +569,7 @@ class GradvizAdapter(Observer):
             calls = self._calls
             builder = self.builder
             if phase == "enter":
+                self.training_watch.call(module)
                 if self.light_steps.enabled:
                     self.light_steps.module_call(module, inputs)
                 if calls:
@@ -802,6 +811,7 @@ class GradvizAdapter(Observer):
         if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
             return
         try:
+            self.optimizer_watch.event(optimizer, event)  # the order of backward, zero_grad, step
             location = location_of(user_frame(2))
             groups = getattr(optimizer, "param_groups", None)
             if groups is None:  # a module's zero_grad()
@@ -843,6 +853,7 @@ class GradvizAdapter(Observer):
                 root_nodes.append(None if fn is None else self.node_key(fn))
             if self.light_steps.enabled:
                 self.light_steps.note_roots(roots)
+            self.training_watch.backward()
             gradient_none = False
             for g in grad_roots:
                 if g is None:

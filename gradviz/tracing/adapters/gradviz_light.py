@@ -58,6 +58,7 @@ class GradvizLight(LightSteps, Observer):
     def on_module_call(self, module, phase, inputs=None, output=None):
         if phase == "enter":
             self.forward_calls += 1
+            self.adapter.training_watch.call(module)
             self.module_call(module, inputs)
 
     # ----- the watch -------------------------------------------------------------------------------------------
@@ -143,6 +144,7 @@ class GradvizLight(LightSteps, Observer):
             self.builder.watched_inplace(adapter.var_key(v), best.op, best.old, best.new, best.location, saved_by)
 
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
+        self.adapter.training_watch.backward()
         self.forward_calls = 0
         self.backward_location = location_of(user_frame(2))
         self._backward_args = (roots, grad_roots, retain_graph, inputs)
@@ -183,6 +185,7 @@ class GradvizLight(LightSteps, Observer):
                 list(optimizer.parameters())
             self.summed.reset([id(p) for p in params])
             return
+        self.adapter.optimizer_watch.event(optimizer, event)
         if event != "step":
             return
         stepped = []

@@ -78,6 +78,14 @@ class ModuleNames:
             return entry[1]
         return None
 
+    def known_path(self, module):
+        """The path ``module`` was first given, or None when no call has named it yet (no walk, no frame)."""
+        entry = self._module_names.get(id(module))
+        if entry is not None and entry() is module:
+            return entry.path
+        tree = self._trees.get(id(module))
+        return tree.name if tree is not None and tree.ref() is module else None
+
     def path(self, module, parent, parent_path, find_frame):
         """The module's dotted path. ``parent``/``parent_path``: the module whose call this one runs in and its
         path (None when the user's code called it). ``find_frame(depth)`` finds the calling user code's frame

@@ -33,10 +33,13 @@ from ..builder import LEAF
 from ..frames import location_at
 from . import torch_compat, torch_patches, torch_rpc
 from . import torch_graph as tg
+from .mode_watch import torch_watch
 from .modules import ModuleNames
+from .optimizer_watch import torch_optimizers
 from .torch_events import OutputChecks, PerThread, TorchEvents
 from .torch_frames import set_torch_dir, where
 from .torch_light import TorchLight
+from .torch_meta import op_meta
 
 
 class TorchVersionError(ImportError):
@@ -132,6 +135,8 @@ class TorchAdapter(TorchEvents):
         self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
         self._arguments = None  # (tensors, unique ones, their edges) of the call whose nodes are being reported
         self.light_steps = TorchLight(self)  # light iterations (tracing/schedule.py)
+        self.training_watch = torch_watch(self)  # train/eval modes (tracing/training_facts.py)
+        self.optimizer_watch = torch_optimizers(self)  # optimizers' constructions (likewise)
         builder.engine("torch", torch.__version__, (), memory="saved-attributes" if compat.saved else "not-measured",
                        accelerator=compat.accelerator)
         for what, how in compat.problems:
@@ -162,6 +167,8 @@ class TorchAdapter(TorchEvents):
         self.attached = True
         torch_patches.install(self)
         torch_rpc.install(self)  # calls served over RPC, dist_autograd.backward
+        self.training_watch.install()
+        self.optimizer_watch.install()
         if self.exact is not None:  # exact memory: our saved-tensor hooks on this thread
             self.exact.install()
         self._froze = _freeze_heap()
@@ -181,6 +188,8 @@ class TorchAdapter(TorchEvents):
             self.light_steps.restore()
             torch_patches.uninstall(self)
             torch_rpc.uninstall(self)
+            self.training_watch.uninstall()
+            self.optimizer_watch.uninstall()
             if self.exact is not None:  # exact memory
                 self.exact.uninstall()
             with self.lock:
@@ -405,7 +414,7 @@ class TorchAdapter(TorchEvents):
             saved = _saved_outputs_named(saved, [o for o in outputs if id(o) in live or
                                                  any(f[0] == id(o) for f in outs)])
         self.builder.op(tag.id, info.name, info.class_name, info.custom, edges, in_keys, outs, saved, location,
-                        lasti=lasti, handle=ref)
+                        lasti=lasti, handle=ref, meta=op_meta(node, info.name))
         if hidden is not None:
             self.builder.variable_died(hidden)
         node.register_prehook(tag)
@@ -665,7 +674,7 @@ class TorchAdapter(TorchEvents):
             if saved:
                 saved = _saved_outputs_named(saved, (out,))
             self.builder.op(key, info.name, info.class_name, info.custom, edges, in_keys,
-                            (self.output(out, False),), saved, location, None, False, site, ref)
+                            (self.output(out, False),), saved, location, op_meta(fn, info.name), False, site, ref)
         except BaseException:
             _untag(fn)
             raise

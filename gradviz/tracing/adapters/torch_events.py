@@ -456,6 +456,7 @@ class TorchEvents:
     def module_enter(self, module, inputs):
         if not self.attached or _forked[0] or self._is_compiling():
             return None
+        self.training_watch.call(module)  # train/eval mode facts (torch_training), full or light
         light = self.light_steps
         if light.enabled:
             try:
@@ -524,6 +525,7 @@ class TorchEvents:
     def step_begin(self, optimizer, args, kwargs):
         """An optimizer's step starts: torch's own code from here to ``step_end`` (quiet, the mode aside), except
         the closure it was given (``step(closure)``), which is the user's: returned wrapped (``StepClosure``)."""
+        self.optimizer_watch.step(optimizer)  # the order of backward, zero_grad, step (optimizer_watch)
         if not self.observing():
             return None
         if self.light_steps.on:  # the light watch looks away until step_end, but for the closure (the user's)
@@ -704,6 +706,7 @@ class TorchEvents:
         keys = [self.var(r) for r in roots]
         if self.light_steps.enabled:
             self.light_steps.note_roots(roots)
+        self.training_watch.backward()
         root_fns = [tg.grad_fn_of(r) for r in roots]
         root_nodes = [None if fn is None else self.node_key(fn, None) for fn in root_fns]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all

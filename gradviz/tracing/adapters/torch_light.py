@@ -66,6 +66,7 @@ class TorchLight(LightSteps):
         adapter = self.adapter
         if _ident() != adapter.mode_thread or _forked[0] or adapter._is_compiling():
             return adapter.module_enter(module, inputs)  # other threads stay full
+        adapter.training_watch.call(module)
         self.count += 1
         self.forward_calls += 1
         Tensor = adapter._Tensor
@@ -155,6 +156,7 @@ class TorchLight(LightSteps):
         Tensor = adapter._Tensor
         if isinstance(roots, Tensor):
             roots = (roots,)
+        adapter.training_watch.backward()
         keep = bool(create_graph) if retain_graph is None else bool(retain_graph)
         for r in roots:
             if not isinstance(r, Tensor):

@@ -415,6 +415,7 @@ def _traced_zero_grad(original):
         adapter = _current[0]
         if adapter is None:
             return original(self, *args, **kwargs)
+        adapter.optimizer_watch.zero_grad(self)  # the order of backward, zero_grad, step (optimizer_watch)
         if adapter.light_steps.on:  # a reset the light step watch must know of (grad-accumulation)
             try:
                 params = self.param_groups if hasattr(self, "param_groups") else None

@@ -1,0 +1,191 @@
+"""Training-mode facts (tracing/training_facts.py) for an engine's modules, on full and light iterations alike.
+Each adapter builds one with its engine's classes: ``torch_watch(adapter)``, ``gradviz_watch(adapter)``.
+
+- Each module call (the global module hook, full or light) is looked at only when the module is mode-dependent
+  (dropout, batch norm: a per-class answer, cached): its ``training`` flag and grad mode are compared with its
+  open run's, and only a change costs more (the user's line, the iteration, the module's path).
+- Each backward closes the runs it went through.
+- ``nn.Module.train`` is wrapped while the trace is attached: the outermost call (``model.eval()`` is
+  ``model.train(False)``, which sets every submodule through ``train`` too) is a switch, with the user's line
+  and the mode-dependent modules it set.
+"""
+
+import functools
+import sys
+import weakref
+
+from ..frames import location_at
+
+DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+
+
+def torch_watch(adapter):
+    from .torch_frames import is_internal, user_frame
+
+    torch = adapter.torch
+    nn = torch.nn
+    return ModeWatch(adapter, nn.Module, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm),
+                     torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional)
+
+
+def gradviz_watch(adapter):
+    from ...autograd.grad_mode import is_grad_enabled
+    from ...nn import functional
+    from ...nn.module import Module
+    from ...nn.modules.dropout import Dropout
+    from ...nn.modules.normalization import _BatchNorm
+    from ..frames import _is_internal, user_frame
+
+    return ModeWatch(adapter, Module, (Dropout, _BatchNorm), is_grad_enabled, lambda: user_frame(1), _is_internal,
+                     functional)
+
+
+class ModeWatch:
+    """``module_class``: the engine's ``nn.Module`` (its ``train`` is wrapped); ``bases``: the mode-dependent
+    module classes; ``grad_enabled()``; ``find_frame()``: the innermost user frame; ``internal(code)``: whether a
+    code object is the engine's or gradviz's; ``functional``: the engine's ``nn.functional``, whose dropout
+    functions are wrapped while attached (a call with ``training`` left at its default, True, from the ``forward``
+    of a module in eval mode: dropout-in-eval)."""
+
+    def __init__(self, adapter, module_class, bases, grad_enabled, find_frame, internal, functional=None):
+        self.adapter = adapter
+        self.module_class = module_class
+        self.grad_enabled = grad_enabled
+        self.find_frame = find_frame
+        self.internal = internal
+        self.facts = getattr(adapter.builder, "training", None)  # (a builder stand-in may have none)
+        self._bases = bases
+        self.functional = functional
+        self._dropouts = {}  # name -> the functional dropout it wraps, while installed
+        self._kinds = {}  # module class -> True when its behaviour depends on ``training``
+        self._refs = {}  # module key -> weak reference, for naming it when the document is made
+        self._original = None
+        self._depth = 0
+        if self.facts is not None:
+            self.facts.namer = self.path_of
+
+    # ----- attach / detach --------------------------------------------------------------------------------
+    def install(self):
+        if self.facts is None or self._original is not None:
+            return
+        Module = self.module_class
+        original = self._original = Module.train
+        watch = self
+
+        def train(module, mode=True):
+            if watch._depth == 0 and watch._original is not None:
+                try:
+                    watch.switch(module, bool(mode))
+                except Exception as exc:  # our bookkeeping, never the script's problem
+                    watch.adapter.builder.internal_error("module.train", exc)
+            watch._depth += 1
+            try:
+                return original(module, mode)
+            finally:
+                watch._depth -= 1
+
+        Module.train = functools.wraps(original)(train)
+        for name in DROPOUTS:
+            function = getattr(self.functional, name, None)
+            if function is not None:
+                self._dropouts[name] = function
+                setattr(self.functional, name, self._wrap_dropout(name, function))
+
+    def uninstall(self):
+        if self._original is not None:
+            self.module_class.train = self._original
+            self._original = None
+        for name, function in self._dropouts.items():
+            setattr(self.functional, name, function)
+        self._dropouts = {}
+
+    # ----- facts ------------------------------------------------------------------------------------------
+    def call(self, module):
+        """A module call (full or light): cheap unless a mode-dependent module's mode or grad mode changed."""
+        cls = type(module)
+        kind = self._kinds.get(cls)
+        if kind is None:
+            kind = self._kinds[cls] = issubclass(cls, self._bases)
+        if not kind or self.facts is None:
+            return
+        training = module.training
+        grad = self.grad_enabled()
+        entry = self.facts.modules.get(id(module))
+        run = None if entry is None else entry.open
+        if run is not None and run["training"] is training and run["grad"] is grad:
+            run["count"] += 1
+            return
+        key = id(module)
+        self._refs[key] = weakref.ref(module)
+        builder = self.adapter.builder
+        self.facts.call(key, self.adapter.names.known_path(module), cls.__name__, training, grad,
+                        builder.current_iteration(), self._root_caller())
+
+    def backward(self):
+        if self.facts is not None:  # (every backward: the order of backward, zero_grad and step too)
+            self.facts.backward(self.adapter.builder.current_iteration())
+
+    def switch(self, module, mode):
+        kinds = self._kinds
+        touches = []
+        for m in module.modules():
+            cls = type(m)
+            kind = kinds.get(cls)
+            if kind is None:
+                kind = kinds[cls] = issubclass(cls, self._bases)
+            if kind:
+                touches.append(id(m))
+                self._refs[id(m)] = weakref.ref(m)
+        key = id(module)
+        self._refs[key] = weakref.ref(module)
+        frame = self.find_frame()
+        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        self.facts.switch(key, self.adapter.names.known_path(module), type(module).__name__,
+                          "train" if mode else "eval", touches, self.adapter.builder.current_iteration(), location)
+
+    def _wrap_dropout(self, name, original):
+        watch = self
+        module_class = self.module_class
+
+        def dropout(input, *args, **kwargs):
+            if len(args) < 2 and "training" not in kwargs and watch._original is not None:
+                caller = sys._getframe(1)
+                this = caller.f_locals.get("self") if "self" in caller.f_code.co_varnames[:1] else None
+                if isinstance(this, module_class) and not this.training and not watch.internal(caller.f_code):
+                    try:
+                        watch.dropout_in_eval(name, this, caller)
+                    except Exception as exc:  # our bookkeeping, never the script's problem
+                        watch.adapter.builder.internal_error("dropout", exc)
+            return original(input, *args, **kwargs)
+
+        return functools.wraps(original)(dropout)  # (its name and module kept: the torch shim lists it by them)
+
+    def dropout_in_eval(self, name, module, frame):
+        """``F.<name>`` with its default ``training=True`` in the ``forward`` of ``module``, which is in eval
+        mode: dropout runs at evaluation."""
+        key = id(module)
+        self._refs[key] = weakref.ref(module)
+        location = location_at(frame.f_code, frame.f_lineno)
+        self.facts.functional_dropout(name, key, self.adapter.names.known_path(module), type(module).__name__,
+                                      self.grad_enabled(), self.adapter.builder.current_iteration(), location,
+                                      self._root_caller())
+
+    def path_of(self, key):
+        ref = self._refs.get(key)
+        module = None if ref is None else ref()
+        return None if module is None else self.adapter.names.known_path(module)
+
+    def _root_caller(self):
+        """The user's line that called the outermost module: the first user frame that is not a module's method
+        (``forward`` of the user's own modules is skipped, so the line is the training loop's ``model(x)``)."""
+        frame = self.find_frame()
+        last = frame
+        while frame is not None:
+            code = frame.f_code
+            if not self.internal(code):
+                this = frame.f_locals.get("self") if "self" in code.co_varnames[:1] else None
+                if this is None or not hasattr(this, "_modules"):
+                    return location_at(code, frame.f_lineno)
+                last = frame
+            frame = frame.f_back
+        return None if last is None else location_at(last.f_code, last.f_lineno)

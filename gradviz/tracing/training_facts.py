@@ -1,0 +1,232 @@
+"""Training-mode facts, the same for every engine: the document's ``training`` section (docs/trace-format.md).
+
+Dropout and batch norm behave differently in training and evaluation mode; which mode they ran in, with grad
+on or off, and whether a backward then went through them, is what tells a validation pass left in training mode
+(``eval-mode-forgotten``) or training left in evaluation mode (``train-mode-not-restored``) from a correct loop.
+These facts are cheap enough for every iteration, light ones included: the adapter reports each call of a
+mode-dependent module (``call``: a dict lookup and a comparison when nothing changed), each backward
+(``backward``: O(modules called since the last one)) and each ``train()``/``eval()`` call (``switch``).
+
+Calls are kept as *runs*: consecutive calls of one module in the same mode, grad mode and backward status. A
+run's ``backward`` is true when a backward followed its calls with no call of that module in another mode in
+between (the validation pass before a training step is not what that step's backward went through). Runs and
+switches share one ``order`` counter, so rules can tell what came first: a run starts at its ``order`` and ends
+at ``end`` (the counter's value when it was closed; a switch after it has a higher ``order``).
+"""
+
+RUN_LIMIT = 32  # first and last runs kept per module
+SWITCH_LIMIT = 64  # first and last switches kept
+OPTIMIZER_LIMIT = 32  # first and last optimizer constructions kept
+
+
+class _Module:
+    __slots__ = ("key", "path", "cls", "runs", "open", "dropped")
+
+    def __init__(self, key, path, cls):
+        self.key = key
+        self.path = path
+        self.cls = cls
+        self.runs = []  # closed runs (dicts), first and last RUN_LIMIT
+        self.open = None  # the run whose calls no backward has judged yet
+        self.dropped = 0
+
+
+class TrainingFacts:
+    """The ``training`` section under construction. ``namer(key)``: the path of the module with that key, asked
+    when the document is made (a module first seen before any path was known, as a ``train()`` before the first
+    forward)."""
+
+    def __init__(self):
+        self.modules = {}  # module key -> _Module (mode-dependent modules that ran)
+        self.touched = []  # keys of modules called since the last backward
+        self.switches = []  # train()/eval() calls
+        self.dropouts = {}  # (function, module key, location) -> functional dropout on at evaluation
+        self.optimizers = []  # constructions: first and last OPTIMIZER_LIMIT
+        self.optimizer_count = 0
+        # the order of backward, zero_grad and step: the last backward's order, each optimizer's last zero_grad
+        # (order, location) and last step order, and the zero_grads that came between a backward and a step
+        self._backward_order = 0
+        self._zeroed = {}  # optimizer key (None: a module's zero_grad, every optimizer's) -> (order, location, cls)
+        self._stepped = {}  # optimizer key -> order of its last step
+        self.cleared = {}  # (zero_grad location, step location) -> entry
+        self._step_location = None  # the last step's line, kept once a clip was seen (clip-order's related line)
+        self._clipping = False
+        self.clips = {}  # clip location -> clip calls that came with no backward since the last step
+        self.switch_count = 0
+        self.order = 0
+        self.namer = None
+
+    def _next(self):
+        self.order += 1
+        return self.order
+
+    # ----- facts --------------------------------------------------------------------------------------------
+    def call(self, key, path, cls, training, grad, iteration, location):
+        """A new run of a mode-dependent module: called by the adapter when ``(training, grad)`` differs from its
+        open run (or it has none); ``location`` is the user's line calling the module's root."""
+        m = self.modules.get(key)
+        if m is None:
+            m = self.modules[key] = _Module(key, path, cls)
+        if m.path is None:
+            m.path = path
+        if m.open is not None:
+            self._close(m, False, iteration)  # another mode before any backward: those calls were not trained on
+        else:
+            self.touched.append(key)
+        m.open = {"training": training, "grad": grad, "backward": None, "count": 1, "order": self._next(),
+                  "first": {"iteration": iteration, "location": location}, "last_iteration": iteration}
+        return m.open
+
+    def backward(self, iteration):
+        """A backward started: the open runs with grad on were what it went through."""
+        self._backward_order = self._next()
+        for key in self.touched:
+            m = self.modules.get(key)
+            if m is not None and m.open is not None:
+                self._close(m, m.open["grad"], iteration)
+        self.touched = []
+
+    def switch(self, key, path, cls, mode, touches, iteration, location):
+        """``module.train()`` / ``module.eval()`` (``mode``: "train" or "eval") at ``location``; ``touches``: the
+        keys of the mode-dependent modules it set."""
+        self.switch_count += 1
+        entry = {"key": key, "path": path, "class": cls, "mode": mode, "touches": list(touches),
+                 "order": self._next(), "iteration": iteration, "location": location}
+        if len(self.switches) >= 2 * SWITCH_LIMIT:
+            del self.switches[SWITCH_LIMIT]
+        self.switches.append(entry)
+
+    def functional_dropout(self, function, key, path, cls, grad, iteration, location, caller):
+        """``F.dropout`` (``function``) left at ``training=True`` in the forward of a module in eval mode (key,
+        path, class) at ``location``; ``caller``: the user's line calling the outermost module."""
+        entry = self.dropouts.get((function, key, location))
+        if entry is not None:
+            entry["count"] += 1
+            entry["last_iteration"] = iteration
+            return
+        self.dropouts[(function, key, location)] = {
+            "function": function, "key": key, "path": path, "class": cls, "grad": grad, "count": 1,
+            "order": self._next(), "iteration": iteration, "last_iteration": iteration, "location": location,
+            "caller": caller}
+
+    def optimizer_built(self, cls, ref, groups, location, iteration, last_variable):
+        """An optimizer of class ``cls`` was built at ``location`` over ``groups`` (parameter keys per group);
+        ``last_variable``: the highest variable id made before it."""
+        self.optimizer_count += 1
+        if len(self.optimizers) >= 2 * OPTIMIZER_LIMIT:
+            del self.optimizers[OPTIMIZER_LIMIT]
+        self.optimizers.append({"class": cls, "ref": ref, "groups": groups, "location": location,
+                                "iteration": iteration, "order": self._next(), "last_variable": last_variable})
+
+    def zero_grad(self, key, cls, find_location):
+        """``zero_grad()`` of optimizer ``key`` (None: a module's, which clears every optimizer's parameters it
+        holds); ``find_location()`` is asked only when a backward ran since that optimizer's last step (the
+        order to report)."""
+        last = self._stepped.get(key, 0) if key is not None else max(self._stepped.values(), default=0)
+        if self._backward_order > last:
+            self._zeroed[key] = (self._next(), find_location(), cls)
+
+    def step(self, key, cls, find_location, iteration):
+        """``step()`` of optimizer ``key``: a finding when a zero_grad came after the last backward since its
+        previous step."""
+        previous = self._stepped.get(key, 0)
+        self._stepped[key] = self._next()
+        if self._clipping:
+            self._step_location = find_location()
+            for entry in self.clips.values():  # a clip after the first step: that step's line, seen only now
+                if entry["after_step"] and entry["step_location"] is None:
+                    entry["step_location"] = self._step_location
+        found = [z for z in (self._zeroed.get(key), self._zeroed.get(None)) if z is not None]
+        if not found or self._backward_order <= previous:
+            return
+        order, location, owner = max(found, key=lambda z: z[0])
+        self._zeroed.pop(key, None)
+        if order < self._backward_order:
+            return  # a backward after the zero_grad: the usual order
+        step_location = find_location()
+        entry = self.cleared.get((location, step_location))
+        if entry is not None:
+            entry["count"] += 1
+            entry["last_iteration"] = iteration
+        elif len(self.cleared) < 64:
+            self.cleared[(location, step_location)] = {
+                "optimizer": cls, "zero_grad_of": owner, "location": location, "step_location": step_location,
+                "iteration": iteration, "last_iteration": iteration, "count": 1, "order": order}
+
+    def clip(self, function, find_location, iteration):
+        """A gradient-clipping call (``function``): a finding when no backward ran since the last step (it clips
+        gradients a step already applied, or cleared ones, and the next step's are unclipped)."""
+        self._clipping = True
+        last_step = max(self._stepped.values(), default=0)
+        if self._backward_order > last_step and self._backward_order:
+            return  # after a backward, before its step: where clipping belongs
+        location = find_location()
+        entry = self.clips.get(location)
+        if entry is not None:
+            entry["count"] += 1
+            entry["last_iteration"] = iteration
+        elif len(self.clips) < 64:
+            self.clips[location] = {"function": function, "location": location, "iteration": iteration,
+                                    "last_iteration": iteration, "count": 1, "after_step": last_step > 0,
+                                    "step_location": self._step_location, "order": self._next()}
+
+    def _close(self, m, backward, iteration):
+        run = m.open
+        m.open = None
+        run["backward"] = bool(backward)
+        run["last_iteration"] = iteration
+        run["end"] = self.order  # (not a new number: anything after this gets a higher one)
+        last = m.runs[-1] if m.runs else None
+        if last is not None and all(last[k] == run[k] for k in ("training", "grad", "backward")):
+            last["count"] += run["count"]
+            last["last_iteration"] = run["last_iteration"]
+            last["end"] = run["end"]
+            return
+        if len(m.runs) >= 2 * RUN_LIMIT:
+            del m.runs[RUN_LIMIT]
+            m.dropped += 1
+        m.runs.append(run)
+
+    # ----- the document ---------------------------------------------------------------------------------------
+    def section(self, loc, variable_id=lambda key: None):
+        """The ``training`` section, or None when none of its facts happened; ``variable_id(key)``: the document
+        id of the live variable with that key, or None."""
+        if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips):
+            return None
+        name = self.namer or (lambda key: None)
+        modules = []
+        for m in self.modules.values():
+            runs = list(m.runs)
+            if m.open is not None:
+                runs.append(dict(m.open, backward=False, end=self.order))  # no backward after it before the end
+            modules.append({"module": m.path or name(m.key) or m.cls, "class": m.cls, "dropped_runs": m.dropped,
+                            "runs": [_run(r, loc) for r in runs]})
+        paths = {m.key: m.path or name(m.key) or m.cls for m in self.modules.values()}
+        switches = [{"module": s["path"] or name(s["key"]) or s["class"], "class": s["class"], "mode": s["mode"],
+                     "touches": sorted({paths.get(k) or name(k) or "?" for k in s["touches"]}),
+                     "order": s["order"], "iteration": s["iteration"], "location": loc(s["location"])}
+                    for s in self.switches]
+        dropouts = [{"function": d["function"], "module": d["path"] or name(d["key"]) or d["class"],
+                     "class": d["class"], "grad": d["grad"], "count": d["count"], "order": d["order"],
+                     "iteration": d["iteration"], "last_iteration": d["last_iteration"],
+                     "location": loc(d["location"]), "caller": loc(d["caller"])}
+                    for d in list(self.dropouts.values())[:64]]
+        optimizers = [{"class": o["class"], "location": loc(o["location"]), "iteration": o["iteration"],
+                       "order": o["order"], "last_variable": o["last_variable"],
+                       "param_groups": [[i for i in map(variable_id, group) if i is not None]
+                                        for group in o["groups"]]}
+                      for o in self.optimizers]
+        return {"modules": modules, "switches": switches, "switch_count": self.switch_count,
+                "functional_dropout": dropouts, "optimizers": optimizers, "optimizer_count": self.optimizer_count,
+                "zero_grad_before_step": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
+                                          for c in self.cleared.values()],
+                "clip_order": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
+                               for c in self.clips.values()]}
+
+
+def _run(run, loc):
+    first = run["first"]
+    return {"training": run["training"], "grad": run["grad"], "backward": bool(run["backward"]),
+            "count": run["count"], "order": run["order"], "end": run["end"],
+            "first": {"iteration": first["iteration"], "location": loc(first["location"])},
+            "last_iteration": run["last_iteration"]}
