@@ -110,7 +110,7 @@ class TrainingFacts:
             "caller": caller}
 
     def optimizer_built(self, cls, ref, groups, location, iteration, last_variable):
-        """An optimizer of class ``cls`` was built at ``location`` over ``groups`` (parameter keys per group);
+        """An optimizer of class ``cls`` was built at ``location`` over ``groups`` (parameter variable ids per group);
         ``last_variable``: the highest variable id made before it."""
         self.optimizer_count += 1
         if len(self.optimizers) >= 2 * OPTIMIZER_LIMIT:
@@ -213,8 +213,7 @@ class TrainingFacts:
                     for d in list(self.dropouts.values())[:64]]
         optimizers = [{"class": o["class"], "location": loc(o["location"]), "iteration": o["iteration"],
                        "order": o["order"], "last_variable": o["last_variable"],
-                       "param_groups": [[i for i in map(variable_id, group) if i is not None]
-                                        for group in o["groups"]]}
+                       "param_groups": [list(group) for group in o["groups"]]}  # (variable ids already)
                       for o in self.optimizers]
         return {"modules": modules, "switches": switches, "switch_count": self.switch_count,
                 "functional_dropout": dropouts, "optimizers": optimizers, "optimizer_count": self.optimizer_count,

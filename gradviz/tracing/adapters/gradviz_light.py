@@ -179,13 +179,13 @@ class GradvizLight(LightSteps, Observer):
         self._backward_args = None
 
     def on_optimizer(self, optimizer, event):
+        self.adapter.optimizer_watch.event(optimizer, event)
         groups = getattr(optimizer, "param_groups", None)
         if event == "zero_grad":  # a reset the light step watch must know of (grad-accumulation)
             params = [p for g in groups for p in g.get("params", ())] if groups is not None else \
                 list(optimizer.parameters())
             self.summed.reset([id(p) for p in params])
             return
-        self.adapter.optimizer_watch.event(optimizer, event)
         if event != "step":
             return
         stepped = []

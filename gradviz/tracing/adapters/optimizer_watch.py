@@ -18,7 +18,7 @@ def torch_optimizers(adapter):
 
     torch = adapter.torch
     return OptimizerWatch(adapter, torch.optim.Optimizer, lambda: user_frame(0),
-                          (torch.nn.utils, torch.nn.utils.clip_grad))
+                          (torch.nn.utils, torch.nn.utils.clip_grad), adapter.var)
 
 
 def gradviz_optimizers(adapter):
@@ -27,15 +27,16 @@ def gradviz_optimizers(adapter):
     from ...optim.optimizer import Optimizer
     from ..frames import user_frame
 
-    return OptimizerWatch(adapter, Optimizer, lambda: user_frame(1), (utils, clip_grad))
+    return OptimizerWatch(adapter, Optimizer, lambda: user_frame(1), (utils, clip_grad), adapter.var_key)
 
 
 class OptimizerWatch:
     """``clip_modules``: the namespaces whose gradient-clipping functions are wrapped while attached (their
     order against backward and step: clip-order)."""
 
-    def __init__(self, adapter, optimizer_class, find_frame, clip_modules=()):
+    def __init__(self, adapter, optimizer_class, find_frame, clip_modules=(), register=None):
         self.adapter = adapter
+        self.register = register  # a parameter -> its key, reporting it first (its variable id is then known)
         self.optimizer_class = optimizer_class
         self.find_frame = find_frame
         self.clip_modules = clip_modules
@@ -116,8 +117,11 @@ class OptimizerWatch:
         frame = self.find_frame()
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         builder = self.adapter.builder
-        groups = [[id(p) for p in group.get("params", ())] for group in getattr(optimizer, "param_groups", ())]
         with builder.lock:
             last = max((r.id for r in builder.live_variables.values()), default=-1)
+            # the parameters' variable ids now: a document made after the model is gone still names them
+            live, register = builder.live_variables, self.register
+            groups = [[live[register(p)].id if register is not None else id(p) for p in group.get("params", ())]
+                      for group in getattr(optimizer, "param_groups", ())]
         self.facts.optimizer_built(type(optimizer).__name__, weakref.ref(optimizer), groups, location,
                                    builder.current_iteration(), last)
