@@ -268,18 +268,22 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
     doc = transformer_doc()
     open_report(browser, tmp_path, doc)
     assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
+    assert box_titles(browser) == ["model.0 (TransformerEncoder)", "model.1 (Linear)"]   # the overview
+    encoder = open_box(browser, "model.0 (TransformerEncoder)")
+    assert encoder.startswith("g0-")
     boxes = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
     titles = [b.find_element(By.TAG_NAME, "text").get_attribute("textContent") for b in boxes]
     assert "model.0.layers.0.self_attn (MultiheadAttention)" in titles
     box = boxes[titles.index("model.0.layers.0.self_attn (MultiheadAttention)")]
     box_id = box.get_attribute("id")
     browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
-    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-" + box_id[3:]
+    assert browser.execute_script("return window.gradvizViewer.current().key") == encoder + "-" + box_id[3:]
     inside = {e.find_element(By.TAG_NAME, "text").get_attribute("textContent")
               for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node")}
     assert "ScaledDotProductFlashAttentionForCpuBackward0" in inside and "AddmmBackward0" in inside
     assert browser.find_element(By.ID, "crumbs").text.endswith("model.0.layers.0.self_attn")
-    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the whole graph
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the encoder, the overview
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")
     assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
     # the last iteration is drawn like the first, so embedded once: a link to its node lands on its twin
     (structure,) = doc["structures"]
@@ -293,6 +297,84 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
         f"node n{last[0]} of graph {structure['last_graph']} (iteration 1) is shown as n{first[0]} of graph "
         f"{structure['first_graph']}: the two graphs are drawn alike")
     assert severe(browser) == []
+
+
+def box_titles(browser):
+    from selenium.webdriver.common.by import By
+
+    return [b.find_element(By.TAG_NAME, "text").get_attribute("textContent")
+            for b in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")]
+
+
+def open_box(browser, title):
+    """Click the module box titled ``title`` in the view on screen; returns the key of the view it opened."""
+    from selenium.webdriver.common.by import By
+
+    wait_unpacked(browser)
+    boxes = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
+    box = boxes[box_titles(browser).index(title)]
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
+    return browser.execute_script("return window.gradvizViewer.current().key")
+
+
+def fit_text_px(browser):
+    """The rendered font size in px (font-size times the on-screen scale) of every text in the view's nodes,
+    smallest first."""
+    return sorted(browser.execute_script(
+        "return Array.from(document.querySelectorAll('#stage g.node text')).map(function (t) {"
+        "  return parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a; });"))
+
+
+def visible_nodes(browser):
+    """How many nodes of the view on screen are wholly inside the stage."""
+    return browser.execute_script(
+        "var s = document.getElementById('stage').getBoundingClientRect();"
+        "return Array.from(document.querySelectorAll('#stage g.node')).filter(function (g) {"
+        "  var r = g.getBoundingClientRect();"
+        "  return r.top >= s.top && r.bottom <= s.bottom && r.left >= s.left && r.right <= s.right; }).length;")
+
+
+@pytest.mark.parametrize("name, top_boxes", [
+    ("transformer-4", ["model.0 (TransformerEncoder)", "model.1 (Linear)"]),
+    ("resnet-48", ["model.stem (Sequential)", "model.blocks (Sequential)", "model.head (Linear)"])])
+def test_the_first_view_of_a_big_model_is_a_legible_overview_whose_boxes_open_down_to_every_op(
+        browser, tmp_path, name, top_boxes):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import viewer_models
+
+    doc = (viewer_models.transformer_doc(layers=4, iterations=1) if name == "transformer-4"
+           else viewer_models.resnet_doc(blocks=48, iterations=1))
+    browser.set_window_size(1280, 800)
+    try:
+        open_report(browser, tmp_path, doc)
+        assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
+        sizes = fit_text_px(browser)
+        assert sizes and sizes[0] >= 10                              # legible at fit, not zoomed onto one node
+        drawn = len(browser.find_elements(By.CSS_SELECTOR, "#stage g.node"))
+        assert visible_nodes(browser) == drawn and 3 <= drawn <= 12   # the whole model on one screen
+        assert box_titles(browser) == top_boxes
+        assert browser.find_element(By.ID, "crumbs").text == "graph 0"
+        # open the first box with several ops, and inside it, until a view draws ops only: every op is drawn
+        ops = {n["op"] for n in doc["nodes"] if n["graph"] == 0 and n["op"] != "AccumulateGrad"}
+        seen, trail = set(), []
+        title = top_boxes[0]
+        for _ in range(6):
+            trail.append(title.split(" (")[0])
+            open_box(browser, title)
+            assert browser.find_element(By.ID, "crumbs").text == " › ".join(["graph 0"] + trail)
+            seen |= {t.get_attribute("textContent")
+                     for t in browser.find_elements(By.CSS_SELECTOR, "#stage g.node text")}
+            inner = box_titles(browser)
+            if not inner:
+                break
+            title = inner[0]
+        assert not box_titles(browser) and seen & ops
+        assert severe(browser) == []
+    finally:
+        browser.set_window_size(1440, 900)
 
 
 def wait_unpacked(browser):
@@ -337,8 +419,9 @@ def test_search_lands_on_a_node_that_was_inside_a_folded_loop(browser, tmp_path)
     assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
     assert browser.find_element(By.CSS_SELECTOR, "#inspector-body h3").text == "ConvolutionBackward0"
     assert "model.blocks.5.conv2" in browser.find_element(By.ID, "crumbs").text
-    # the fold itself opens the loop unfolded: its dashed "× N" cluster is a click away
+    # the fold itself opens the loop unfolded: its dashed "× N" cluster is a click away in model.blocks' view
     browser.execute_script("window.gradvizViewer.mount(arguments[0])", top)
+    open_box(browser, "model.blocks (Sequential)")
     fold = browser.find_element(By.CSS_SELECTOR, "#stage g.cluster.gv-opens")
     browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", fold)
     assert browser.find_element(By.ID, "crumbs").text.endswith("unfolded")
@@ -355,15 +438,15 @@ def test_a_deep_link_into_a_packed_view_and_every_module_of_a_5000_node_run_open
     last = max(n["id"] for n in doc["nodes"] if n["op"] == "Op97Backward0")   # in block 49, the last box
     open_report(browser, tmp_path, doc, f"#node-g0-n{last}")
     wait_unpacked(browser)
-    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-b49"
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-b0-b49"
     assert selected_ids(browser) == [f"gv-n{last}"] and in_stage(browser, f"gv-n{last}")
-    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the 50 boxes
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to net's 50 boxes
     assert len(browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")) == 50
     for number in (0, 24, 49):
         box = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")[number]
         box_id = box.get_attribute("id")
         browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
-        assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-" + box_id[3:]
+        assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-b0-" + box_id[3:]
         texts = [t.get_attribute("textContent") for t in browser.find_elements(By.CSS_SELECTOR, "#stage g.node text")]
         assert "MulBackward0" in texts and "Op97Backward0" in texts
         browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")

@@ -136,11 +136,16 @@ def test_a_5000_node_run_fits_the_page_budget_with_every_module_open():
     top = data["views"][0]
     assert top["key"] == "g0" and top["parent"] is None
     overview = re.search(r'<template id="tpl-g0">(.*?)</template>', page, re.S).group(1)
-    assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', overview))) == 50   # a box per block
-    inside = [v for v in data["views"] if v["parent"] == "g0"]
+    assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', overview))) == 1   # the overview: net
+    (net,) = [v for v in data["views"] if v["parent"] == "g0"]
+    assert net["title"] == "net" and top["boxes"] == [net["box"]]
+    net_svg = unpacked(data, net["key"])
+    assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', net_svg))) == 50   # a box per block
+    inside = [v for v in data["views"] if v["parent"] == net["key"]]
     assert sorted(v["title"] for v in inside) == sorted(f"net.block{i}" for i in range(50))   # every one opens
-    assert sorted(top["boxes"]) == sorted(v["box"] for v in inside)
-    assert page.count("<template id=") == 1 and sorted(data["packed"]) == sorted(v["key"] for v in inside)
+    assert sorted(net["boxes"]) == sorted(v["box"] for v in inside)
+    assert page.count("<template id=") == 1
+    assert sorted(data["packed"]) == sorted([net["key"]] + [v["key"] for v in inside])
     embedded = len(overview) + sum(len(p) for p in data["packed"].values())
     assert embedded <= SVG_BYTES_CAP and "not embedded to keep the page small" not in page
     assert len(data["search"]) == 5001                 # every op reachable by search (each has its own line)
@@ -159,12 +164,13 @@ def test_with_the_byte_cap_spent_by_the_pictures_no_inside_view_is_laid_out(monk
     monkeypatch.setattr(views._Drawer, "lay_out_many", lambda self, items: laid_out.append(len(items)) or
                         lay_out_many(self, items))
     shown, notes = page_views(doc)
-    assert [v.title for v in shown if v.parent] == [f"net.block{i}" for i in range(6)] and sum(laid_out) == 6
+    assert [v.title for v in shown if v.parent] == ["net"] + [f"net.block{i}" for i in range(6)]
+    assert sum(laid_out) == 7
     laid_out.clear()
     monkeypatch.setattr(views, "SVG_BYTES_CAP", len(shown[0].svg) + views.SMALLEST_VIEW - 1)
     shown, notes = page_views(doc)
     assert [v.key for v in shown] == ["g0"] and laid_out == []
-    assert notes == ["6 views not embedded to keep the page small (their boxes stay closed); `gradviz graph "
+    assert notes == ["1 view not embedded to keep the page small (their boxes stay closed); `gradviz graph "
                      "--depth` draws them"]
 
 

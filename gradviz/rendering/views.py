@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ..document.index import DocIndex
 from .collapse import choose_depth
 from .graph import READABLE_NODES
+from .overview import legible, overview
 from .pictures import pictures_to_draw
 
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
@@ -152,6 +153,13 @@ class _Drawer:
             spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
                                          node_budget=self.node_budget, **self.options)
             svg = data.decode("utf-8")
+        if not legible(svg):  # too big to read at fit: the overview is the first view, its boxes open the rest
+            from .layout import run_dot
+
+            found = overview(self.doc, graph, lambda text: run_dot(text, "svg", self.budget).decode("utf-8"),
+                             index=self.index, **{k: v for k, v in self.options.items() if k != "depth"})
+            if found is not None:
+                spec, source, svg, _ = found
         return slim(svg), spec, source
 
     def prepare(self, doc, graph, at_least=0, extra=None):
