@@ -377,6 +377,34 @@ def test_the_first_view_of_a_big_model_is_a_legible_overview_whose_boxes_open_do
         browser.set_window_size(1440, 900)
 
 
+def test_search_lands_on_an_op_inside_an_unrolled_lstm_opening_what_encloses_it(browser, tmp_path):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from viewer_models import unrolled_lstm_lm_doc
+
+    doc = unrolled_lstm_lm_doc()
+    tanh = [n for n in doc["nodes"] if n["op"] == "TanhBackward0" and "model.cells.1" in (n.get("module") or [])]
+    open_report(browser, tmp_path, doc)
+    wait_unpacked(browser)
+    browser.find_element(By.ID, "search").send_keys("TanhBackward0")
+    hits = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#search-results .hit")]
+    assert hits and not any("not drawn" in h for h in hits)
+    browser.find_element(By.ID, "search").send_keys("\ue007")          # Enter: the first match
+    first = int(browser.execute_script("return window.gradvizReport.data.search.filter(function (r) {"
+                                       " return r[1] === 'TanhBackward0'; })[0][0]"))
+    assert selected_ids(browser) == [f"gv-n{first}"] and in_stage(browser, f"gv-n{first}")
+    assert browser.find_element(By.ID, "view-note").text == ""          # itself, not a box standing for it
+    crumbs = browser.find_element(By.ID, "crumbs").text
+    assert crumbs.startswith("graph 0 › model › model.cells.")          # the boxes around it opened
+    # a deep link to any tanh of the second cell lands on that node
+    browser.get((tmp_path / "report.html").as_uri() + f"#node-g0-n{tanh[-1]['id']}")
+    wait_unpacked(browser)
+    assert selected_ids(browser) == [f"gv-n{tanh[-1]['id']}"]
+    assert severe(browser) == []
+
+
 def wait_unpacked(browser):
     """Wait until the page has inflated its packed views (it starts after the first view is on screen)."""
     from selenium.webdriver.support.ui import WebDriverWait

@@ -50,9 +50,35 @@ def compact(spec, depth, accumulators=frozenset()):
             # a folded loop inside counts one step: the box stands for every step's ops and parameters
             params = len(node.doc_nodes) - ops
             node.rows[1].text = f"{ops:,} ops · {params:,} parameters · repeated blocks folded"
+    _absorb_leaves(spec)
     spec.subtitle = [f"overview: modules below depth {depth} as boxes; click a box to open it"]
     spec.legend = []
     return spec
+
+
+def _absorb_leaves(spec):
+    """Leaves read by module boxes only (a cell's parameters, used at each of its 35 calls) are left out of the
+    overview, their box saying how many it reads: drawn, each is a hub of long edges across the picture."""
+    by_name = {node.name: node for node in spec.nodes}
+    neighbours = {}
+    for edge in spec.edges:
+        neighbours.setdefault(edge.tail, set()).add(edge.head)
+        neighbours.setdefault(edge.head, set()).add(edge.tail)
+    gone, read = set(), {}
+    for node in spec.nodes:
+        near = [by_name.get(name) for name in neighbours.get(node.name, ())]
+        if node.kind in ("leaf", "ghost") and near and all(n is not None and n.kind == "module" for n in near):
+            gone.add(node.name)
+            for box in near:
+                read.setdefault(box.name, set()).add(node.doc_variable if node.doc_variable is not None
+                                                     else node.name)
+    if not gone:
+        return
+    spec.nodes = [node for node in spec.nodes if node.name not in gone]
+    spec.edges = [edge for edge in spec.edges if edge.tail not in gone and edge.head not in gone]
+    for node in spec.nodes:
+        if node.name in read and len(node.rows) > 1:
+            node.rows[1].text += f" · reads {len(read[node.name])} more"
 
 
 def overview(doc, graph, run, index=None, **options):
@@ -62,19 +88,19 @@ def overview(doc, graph, run, index=None, **options):
     best, last_size = None, None
     accumulators = {n["id"] for n in doc.get("nodes", []) if n.get("op") == "AccumulateGrad"}
     for depth in range(0, 64):
+        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, **options)
+        if len(spec.nodes) > MAX_OVERVIEW_NODES or len(spec.nodes) == last_size:
+            break  # too many to read, or no deeper module level: the last depth drawn is the deepest
+        last_size = len(spec.nodes)
+        spec = compact(spec, depth, accumulators)
         drawn = []
         for rankdir in ("BT", "LR"):
-            spec = build_graph(doc, graphs=[graph], depth=depth, rankdir=rankdir, index=index, **options)
-            if len(spec.nodes) > MAX_OVERVIEW_NODES or len(spec.nodes) == last_size:
-                break
-            spec = compact(spec, depth, accumulators)
+            spec.rankdir = rankdir
             source = to_dot(spec)
             svg = run(source)
-            drawn.append((text_px_at_fit(svg), spec, source, svg))
-        if not drawn:
-            break
-        last_size = len(drawn[0][1].nodes)
-        px, spec, source, svg = max(drawn, key=lambda item: item[0])
+            drawn.append((text_px_at_fit(svg), rankdir, source, svg))
+        px, rankdir, source, svg = max(drawn, key=lambda item: item[0])
+        spec.rankdir = rankdir
         if best is None or px >= MIN_TEXT_PX:
             best = (spec, source, svg, depth)
         if px < MIN_TEXT_PX:

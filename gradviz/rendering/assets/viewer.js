@@ -235,9 +235,11 @@
     select(g);
     if (place.standsIn !== null && place.standsIn !== undefined) {
       var opens = (views[current.key].boxes || []).indexOf(place.elem) >= 0;
+      var inside = views[current.key + "-" + place.elem.slice(3)];
       document.getElementById("view-note").textContent = "node n" + place.standsIn + " is drawn as part of " +
-        place.elem.slice(3) + (opens ? " (click it to open)" : "") +
-        ": its own view was left out to keep the page small";
+        place.elem.slice(3) + (opens ? " (click it to open)" : "") + (inside && inside.error ?
+          ": the view of its inside could not be drawn (" + inside.error + ")" :
+          ": its own view was left out to keep the page small");
     }
     if (place.via) {  // a graph drawn like its structure's first: say which node stands for the one asked for
       var v = place.via;
