@@ -281,3 +281,28 @@ def test_an_lstm_unrolled_over_35_steps_opens_and_every_op_is_drawn_under_its_ow
     model = next(v for v in data["views"] if v["parent"] == "g0" and v["title"] == "model")
     assert sum(1 for v in data["views"] if v["parent"] == model["key"]) == 72   # encoder, 70 cells, decoder
     assert reachable(doc, data) == {n["id"] for n in doc["nodes"]}
+
+
+def test_the_parameter_table_is_the_models_not_a_template_layer_transformer_encoder_copied():
+    # TransformerEncoder deep-copies the layer it is given: the template's 12 parameters are made inside the
+    # trace but never called, read or optimized, and once read as 12 unnamed rows in red "no"
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    import gradviz
+
+    with gradviz.trace(engine="torch") as tr:
+        layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)
+        model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), nn.Linear(8, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(torch.randn(2, 3, 8)), torch.randn(2, 3, 1)).backward()
+        optimizer.step()
+    doc = tr.to_dict()
+    assert sum(1 for v in doc["variables"] if v.get("is_parameter")) == 26 + 12
+    page = html_report(doc, svgs={})
+    table = re.search(r'<table id="parameters".*?</table>', page, re.S).group(0)
+    names = re.findall(r"<td><code>([^<]*)</code>", table)
+    assert sorted(html.unescape(n) for n in names) == sorted("model." + n for n, _ in model.named_parameters())
+    assert 'class="no"' not in table
+    assert "12 more <code>nn.Parameter</code>s made by the script but never called" in page

@@ -305,12 +305,30 @@ def _unseen_banner(doc):
             + "".join(items) + "</ul></section>")
 
 
-def _parameter_table(doc):
-    index = DocIndex(doc)
-    rows = []
+def _model_parameters(doc):
+    """The parameter records of the model being trained: those an optimizer handles, a called module names, or
+    a graph reads; and how many other ``nn.Parameter``s were made (a template layer ``TransformerEncoder``
+    copies, say: never called, read or optimized)."""
+    optimized = {p for e in doc.get("events", []) if e.get("kind") == "optimizer" for p in e.get("parameters") or []}
+    kept, others = [], 0
     for var in doc.get("variables", []):
         if not var.get("is_parameter"):
             continue
+        if var["id"] in optimized or var.get("name") or var.get("accumulator") is not None:
+            kept.append(var)
+        else:
+            others += 1
+    return kept, others
+
+
+def _parameter_table(doc):
+    index = DocIndex(doc)
+    rows = []
+    params, others = _model_parameters(doc)
+    note = (f'<p class="muted" id="other-parameters">{others:,} more <code>nn.Parameter</code>'
+            f'{"s" * (others != 1)} made by the script but never called in a module, read by a graph or '
+            f'handed to an optimizer (a template layer a container copies, say) are left out.</p>' if others else "")
+    for var in params:
         norm = _finite(index.leaf_norm.get(var["id"]))
         got = var["id"] in index.leaf_norm
         shape = "(" + ", ".join(str(d) for d in var.get("shape") or []) + ")"
@@ -318,9 +336,9 @@ def _parameter_table(doc):
                     f'</td><td>{html.escape(shape)}</td><td>{"" if norm is None else f"{norm:.4g}"}</td>'
                     f'<td class="{"yes" if got else "no"}">{"yes" if got else "no"}</td></tr>')
     if not rows:
-        return '<p class="muted">No parameters in this trace.</p>'
+        return '<p class="muted">No parameters in this trace.</p>' + note
     return ('<table id="parameters" class="params"><tr><th>parameter</th><th>shape</th><th>grad norm</th>'
-            '<th>got a gradient</th></tr>' + "".join(rows) + "</table>")
+            '<th>got a gradient</th></tr>' + "".join(rows) + "</table>" + note)
 
 
 def _pictures_from_svgs(svgs):
