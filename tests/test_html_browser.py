@@ -5,6 +5,7 @@ of errors."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -225,6 +226,34 @@ def test_the_diagnostics_bar_comes_first_sorted_and_steps_through_nodes(browser,
     assert severe(browser) == []
 
 
+def test_tab_reaches_diagnostics_and_nodes_and_a_diagnostics_link_survives_stepping(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    doc = two_node_diagnostic_doc()
+    open_report(browser, tmp_path, doc)
+    a, c = (n["id"] for n in doc["nodes"] if n["op"] in ("ExpBackward", "MulBackward0"))
+    browser.execute_script("document.activeElement.blur(); window.scrollTo(0, 0);")
+    reached = []
+    for _ in range(40):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        reached.append(browser.execute_script("return document.activeElement.id"))
+    assert {"diag-1", "diag-0", "diag-2"} <= set(reached)
+    assert {f"gv-n{a}", f"gv-n{c}"} <= set(reached)
+    # Enter on a focused node selects it; on a focused diagnostic, selects it
+    browser.execute_script("document.getElementById(arguments[0]).focus()", f"gv-n{c}")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    assert selected_ids(browser) == [f"gv-n{c}"]
+    browser.execute_script("document.getElementById('diag-0').focus()")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    assert "active" in browser.find_element(By.ID, "diag-0").get_attribute("class")
+    assert browser.execute_script("return location.hash") == "#diag-0"   # not the node it stepped to
+    browser.switch_to.active_element.send_keys(Keys.ENTER)               # again: the next node
+    assert browser.find_element(By.CSS_SELECTOR, "#diag-0 .steppos").text == "2/2"
+    assert browser.execute_script("return location.hash") == "#diag-0"
+    assert severe(browser) == []
+
+
 def test_the_memory_chart_peak_is_report_jsons_on_a_real_pytorch_leak(browser, tmp_path):
     pytest.importorskip("torch")
     from selenium.webdriver.common.by import By
@@ -281,7 +310,18 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
     inside = {e.find_element(By.TAG_NAME, "text").get_attribute("textContent")
               for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node")}
     assert "ScaledDotProductFlashAttentionForCpuBackward0" in inside and "AddmmBackward0" in inside
+    assert "root" not in inside                     # a part view's last op feeds the rest: it is not the loss
     assert browser.find_element(By.ID, "crumbs").text.endswith("model.0.layers.0.self_attn")
+    # the inspector in binary units (as the diagnostics), saved tensors named by what holds them
+    attention = next(e for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node")
+                     if e.find_element(By.TAG_NAME, "text").get_attribute("textContent").startswith("ScaledDot"))
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", attention)
+    inspector = browser.find_element(By.ID, "inspector-body").text
+    assert re.search(r"\bbytes\s+\d+\.\d KiB\b", inspector) and " kB" not in inspector
+    names = [r.find_elements(By.TAG_NAME, "td")[0].text
+             for r in browser.find_elements(By.CSS_SELECTOR, "#inspector-body table.saved tr")[1:]]
+    assert names and not [n for n in names if n == "buffer" or re.fullmatch(r"v\d+", n)]
+    assert "input 0 of ScaledDotProductFlashAttentionForCpu" in names
     browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the encoder, the overview
     browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")
     assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"

@@ -271,10 +271,15 @@ def _outside_item(ir, node, order):
 
 
 def _mark_roots(ir, index, node_ids):
+    """Flag the ops nothing in the view consumes as roots, unless their graph's record names its roots and
+    they are not among them (a part view's last op feeds the rest of its graph: it is not the loss)."""
     consumers = ir.consumers()
     for node_id in node_ids:
         item = ir.items.get(f"n{node_id}")
-        if item is not None and item.kind == "op" and not any(e.kind == "data" for e in consumers[item.key]):
+        if item is None or item.kind != "op" or any(e.kind == "data" for e in consumers[item.key]):
+            continue
+        graph = index.graphs.get(index.nodes.get(node_id, {}).get("graph"))
+        if graph is None or graph.get("roots") is None or node_id in graph["roots"]:
             item.flags.add("root")
 
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from ..document import DocIndex
 from .ranks import ranks_section
-from .style import backward_calls, backward_checks_text, human_bytes
+from .style import backward_calls, backward_checks_text, human_bytes, tensor_name
 
 _PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
 _SCRIPT = re.compile(r"<\s*/?\s*script", re.I)
@@ -71,6 +71,18 @@ def _kept(diag_ids, drawn):
     return [i for n, i in enumerate(ids) if n < DIAGNOSTIC_IDS_KEPT or i in drawn]
 
 
+def _saved_name(index, node, saved):
+    """What a saved tensor is, by what holds it: its recorded name, else the op and module that made it
+    (``Relu of model.0.layers.1``), else which of the node's inputs or outputs it is (the trace names no
+    argument: ``input 0 of Mm``)."""
+    var = saved.get("variable")
+    if var is not None and index.variables.get(var) is not None:
+        return tensor_name(index, var)
+    what = saved.get("kind") or "tensor"
+    number = saved.get("index")
+    return f"{what}{'' if number is None else f' {number}'} of {node.get('op', 'this op').removesuffix('Backward0')}"
+
+
 def report_data(doc, drawn=None):
     """What the page's inspector shows, keyed by document ids.
 
@@ -103,7 +115,7 @@ def report_data(doc, drawn=None):
             if node.get("variable") is not None:  # outputs are named in the node's own record
                 keep_vars.add(node["variable"])
         outs = [index.variables.get(v, {}) for v in node.get("outputs") or []]
-        saved = [{"name": index.variable_label(s["variable"]) if s.get("variable") is not None else "buffer",
+        saved = [{"name": _saved_name(index, node, s),
                   "kind": s.get("kind"), "shape": s.get("shape"), "bytes": s.get("bytes"),
                   "version": s.get("version"), "stale": stale.get((node_id, s.get("variable")))}
                  for s in node.get("saved") or []]

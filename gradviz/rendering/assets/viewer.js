@@ -71,6 +71,11 @@
     return {x: pan.x + zoom * x, y: pan.y + zoom * y, w: zoom * b.width, h: zoom * b.height};
   }
 
+  function inStage(g) {
+    var r = g.getBoundingClientRect(), s = stage.getBoundingClientRect();
+    return r.left >= s.left && r.right <= s.right && r.top >= s.top && r.bottom <= s.bottom;
+  }
+
   function centre(g, top) {  // pan so that node g is in the middle of the stage (or near its top)
     var p = place(g), box = stage.getBoundingClientRect();
     current.pz.panBy({x: box.width / 2 - (p.x + p.w / 2), y: (top ? 40 : box.height / 2 - p.h / 2) - p.y});
@@ -123,11 +128,19 @@
       var opens = boxes.indexOf(g.id) >= 0;
       if (opens) { g.classList.add("gv-opens"); }
       if (!opens && g.classList.contains("cluster")) { return; }
-      g.addEventListener("click", function (ev) {
+      function activate(ev) {
         ev.stopPropagation();
         if (opens) { mount(current.key + "-" + g.id.slice(3)); return; }
         select(g);
+      }
+      g.addEventListener("click", activate);
+      // Tab walks the nodes (and the boxes that open), Enter or Space acts as a click
+      g.setAttribute("tabindex", "0");
+      g.setAttribute("role", "button");
+      g.addEventListener("keydown", function (ev) {
+        if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); activate(ev); }
       });
+      g.addEventListener("focus", function () { if (!inStage(g)) { centre(g, false); } });
     });
   }
 
@@ -330,6 +343,12 @@
 
   document.querySelectorAll(".dentry").forEach(function (entry) {
     var i = Number(entry.dataset.diag);
+    entry.setAttribute("tabindex", "0");  // Tab reaches each diagnostic; Enter selects it, again steps on
+    entry.addEventListener("keydown", function (ev) {
+      if (ev.target !== entry || (ev.key !== "Enter" && ev.key !== " ")) { return; }
+      ev.preventDefault();
+      if (active && active.diag === i) { stepBy(1); } else { selectDiagnostic(i); }
+    });
     entry.addEventListener("click", function (ev) {
       if (ev.target.closest("a.srcloc")) { return; }
       if (ev.target.closest("button.next")) { if (active && active.diag === i) { stepBy(1); return; } }
