@@ -15,6 +15,7 @@ from .graph import build_graph
 STAGE_PX = (900, 420)  # the page's graph stage at a 1280x800 window (report.css: the viewer beside the inspector)
 MIN_TEXT_PX = 10  # node titles on screen at fit at least this
 TITLE_PT = 11  # the font size dot draws node titles at (style.py): one SVG unit per point
+RANKDIRS = ("BT", "LR")  # the overview is drawn both ways; the one whose text reads larger at fit is kept
 MAX_OVERVIEW_NODES = 40  # a depth drawing more nodes than this never fits the stage legibly: not laid out
 _OPS = re.compile(r"([\d,]+) ops\b")
 _SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
@@ -81,24 +82,47 @@ def _absorb_leaves(spec):
             node.rows[1].text += f" · reads {len(read[node.name])} more"
 
 
+def module_boxes_possible(spec):
+    """Whether a picture has modules an overview could draw as boxes (clusters, or boxes already)."""
+    return bool(spec.clusters) or any(node.kind == "module" for node in spec.nodes)
+
+
+def run_dot_each(sources, budget):
+    """The SVG text of each DOT source, laid out by one ``dot`` run (a small graph costs dot more to start than
+    to lay out); one run each when that fails (Graphviz 2.42 can crash on some graphs after the first)."""
+    from .layout import LayoutTimeout, run_dot
+
+    try:
+        parts = run_dot("".join(sources), "svg", budget).decode("utf-8").split("<?xml")[1:]
+        if len(parts) == len(sources):
+            return ["<?xml" + part for part in parts]
+    except LayoutTimeout:
+        raise
+    except RuntimeError:  # dot failed on the batch: each on its own below, where a failure is its own
+        pass
+    return [run_dot(source, "svg", budget).decode("utf-8") for source in sources]
+
+
 def overview(doc, graph, run, index=None, **options):
     """(spec, DOT source, svg text, depth) of the deepest depth of ``graph`` that is legible at fit, or of depth
-    0 (the most compact) when none is. ``run(source)``: the SVG text of a DOT source (the page's ``dot`` with
-    its budget)."""
+    0 (the most compact) when none is; None when the graph has no module to draw as a box. ``run(sources)``:
+    the SVG text of each DOT source (the page's ``dot`` with its budget)."""
     best, last_size = None, None
     accumulators = {n["id"] for n in doc.get("nodes", []) if n.get("op") == "AccumulateGrad"}
     for depth in range(0, 64):
         spec = build_graph(doc, graphs=[graph], depth=depth, index=index, **options)
+        if depth == 0 and not module_boxes_possible(spec):
+            return None
         if len(spec.nodes) > MAX_OVERVIEW_NODES or len(spec.nodes) == last_size:
             break  # too many to read, or no deeper module level: the last depth drawn is the deepest
         last_size = len(spec.nodes)
         spec = compact(spec, depth, accumulators)
-        drawn = []
-        for rankdir in ("BT", "LR"):
+        sources = []
+        for rankdir in RANKDIRS:
             spec.rankdir = rankdir
-            source = to_dot(spec)
-            svg = run(source)
-            drawn.append((text_px_at_fit(svg), rankdir, source, svg))
+            sources.append(to_dot(spec))
+        drawn = [(text_px_at_fit(svg), rankdir, source, svg)
+                 for rankdir, source, svg in zip(RANKDIRS, sources, run(sources))]
         px, rankdir, source, svg = max(drawn, key=lambda item: item[0])
         spec.rankdir = rankdir
         if best is None or px >= MIN_TEXT_PX:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from ..document.index import DocIndex
 from .collapse import choose_depth
 from .graph import READABLE_NODES
-from .overview import legible, overview
+from .overview import MAX_OVERVIEW_NODES, legible, module_boxes_possible, overview, run_dot_each
 from .pictures import pictures_to_draw
 
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
@@ -144,24 +144,41 @@ class _Drawer:
 
     def top(self, graph):
         """(svg, spec, DOT source) of a picture: as ``gradviz graph`` draws it (its depth fitted to the node
-        budget by ``build_graph``); the picture file's layout when ``gradviz run`` has made one (``laid``)."""
+        budget by ``build_graph``), the picture file's layout when ``gradviz run`` has made one (``laid``); or,
+        when that is not legible at fit, the overview (``overview.py``). A picture of more nodes than an overview
+        holds is not laid out (or converted) for the page at all."""
         from . import raster
+        from .dot import to_dot
+        from .graph import build_graph
         from .layout import lay_out
 
         if graph in self.laid:
             spec, source, text, fmt = self.laid[graph]
-            svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
         else:
-            spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
-                                         node_budget=self.node_budget, **self.options)
-            svg = data.decode("utf-8")
-        if not legible(svg):  # too big to read at fit: the overview is the first view, its boxes open the rest
-            from .layout import run_dot
-
-            found = overview(self.doc, graph, lambda text: run_dot(text, "svg", self.budget).decode("utf-8"),
-                             index=self.index, **{k: v for k, v in self.options.items() if k != "depth"})
-            if found is not None:
-                spec, source, svg, _ = found
+            spec = build_graph(self.doc, graphs=[graph], node_budget=self.node_budget, index=self.index,
+                               **self.options)
+            source, text, fmt = to_dot(spec), None, None
+        svg = None
+        if len(spec.nodes) <= MAX_OVERVIEW_NODES or not module_boxes_possible(spec):
+            if text is None:
+                spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
+                                             node_budget=self.node_budget, **self.options)
+                svg = data.decode("utf-8")
+            else:
+                svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
+            if legible(svg):
+                return slim(svg), spec, source
+        found = overview(self.doc, graph, lambda texts: run_dot_each(texts, self.budget),
+                         index=self.index, **{k: v for k, v in self.options.items() if k != "depth"})
+        if found is not None:
+            spec, source, svg, _ = found
+        elif svg is None:  # no overview (no module to box): the picture as it is
+            if text is None:
+                spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
+                                             node_budget=self.node_budget, **self.options)
+                svg = data.decode("utf-8")
+            else:
+                svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
         return slim(svg), spec, source
 
     def prepare(self, doc, graph, at_least=0, extra=None):
