@@ -445,6 +445,49 @@ def test_search_lands_on_an_op_inside_an_unrolled_lstm_opening_what_encloses_it(
     assert severe(browser) == []
 
 
+def diagnosed_blocks_doc(blocks=10, ops=12):
+    """``blocks`` module calls of ``ops`` distinct ops under one ``net``, too big to read at fit; a diagnostic
+    on an op inside block 6."""
+    b = DocBuilder("blocks.py")
+    b.module("net", "Net")
+    y, inside = b.leaf("x", (4,), requires_grad=False), None
+    for i in range(blocks):
+        b.module(f"net.block{i}", "Block")
+        y = b.op("MulBackward0", [y, b.leaf(f"net.block{i}.weight", (4,), parameter=True)], (4,),
+                 module=["net", f"net.block{i}"])
+        for j in range(ops - 2):
+            y = b.op(f"Op{j}Backward0", [y], (4,), module=["net", f"net.block{i}"])
+            if i == 6 and j == 3:
+                inside = y
+    b.backward(b.op("SumBackward0", [y], ()))
+    b.diagnostic("nan-inf", "warning", "`y` overflows", nodes=[inside], line=3, text="y = f(y)")
+    return b.finish(), inside
+
+
+def test_the_diagnostic_stays_in_sight_on_every_level_and_the_first_screen_is_the_overview(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    doc, inside = diagnosed_blocks_doc()
+    open_report(browser, tmp_path, doc)
+    wait_unpacked(browser)
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"     # not the node's view
+    assert "active" in browser.find_element(By.ID, "diag-0").get_attribute("class")
+    assert box_titles(browser) == ["net (Net)"]
+    marked = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage .gv-hl-in")]
+    (net,) = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
+    assert marked == [net.get_attribute("id")]                        # the box holding the diagnosed op
+    open_box(browser, "net (Net)")
+    marked = [e.find_element(By.TAG_NAME, "text").get_attribute("textContent")
+              for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-hl-in")]
+    assert marked == ["net.block6 (Block)"]                           # one level down: its block
+    browser.find_element(By.ID, "diag-0").click()                     # already selected: steps onto the op
+    browser.find_element(By.CSS_SELECTOR, "#diag-0 .next").click()
+    assert selected_ids(browser) == [f"gv-n{inside}"] and in_stage(browser, f"gv-n{inside}")
+    assert "gv-hl" in browser.find_element(By.ID, f"gv-n{inside}").get_attribute("class")
+    assert browser.execute_script("return location.hash") == "#diag-0"
+    assert severe(browser) == []
+
+
 def wait_unpacked(browser):
     """Wait until the page has inflated its packed views (it starts after the first view is on screen)."""
     from selenium.webdriver.support.ui import WebDriverWait
