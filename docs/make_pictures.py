@@ -62,6 +62,58 @@ REAL_VIEWS = {  # picture suffix -> build_graph options (the default picture fir
     "": {}, "-full": {"node_budget": None}, "-forward": {"forward": True, "node_budget": None},
     "-architecture": {"architecture": True}, "-lr": {"rankdir": "LR"},
 }
+PAGE_MODELS = {"transformer4": ("transformer_doc", {"layers": 4}), "resnet48": ("resnet_doc", {"blocks": 48})}
+PAGE_WINDOW = (1280, 800)
+
+
+def screenshot_pages(out, suffix):
+    """report.html's first screen for a 4-layer transformer and a 48-block ResNet (tests/viewer_models.py) in
+    headless Chromium at 1280x800: ``<out>/page-<model><suffix>.png``; prints the node text's size at fit and
+    the nodes in sight. The gradviz imported draws the page: ``PYTHONPATH=<old checkout>`` gives the before."""
+    import shutil
+    import tempfile
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    import gradviz
+    from gradviz.rendering.html import html_report
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import viewer_models
+
+    profile = tempfile.mkdtemp(prefix="gradviz-pictures-")
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+                 f"--window-size={PAGE_WINDOW[0]},{PAGE_WINDOW[1]}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    try:
+        for name, (maker, kwargs) in PAGE_MODELS.items():
+            page = Path(profile) / f"{name}.html"
+            page.write_text(html_report(getattr(viewer_models, maker)(iterations=1, **kwargs)), encoding="utf-8")
+            driver.get(page.as_uri())
+            sizes = driver.execute_script(
+                "return Array.from(document.querySelectorAll('#stage g.node text')).map(function (t) {"
+                "  return parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a; });")
+            seen = driver.execute_script(
+                "var s = document.getElementById('stage').getBoundingClientRect();"
+                "var all = document.querySelectorAll('#stage g.node');"
+                "return [Array.from(all).filter(function (g) { var r = g.getBoundingClientRect();"
+                "  return r.top >= s.top && r.bottom <= s.bottom && r.left >= s.left && r.right <= s.right; })"
+                "  .length, all.length];")
+            target = out / f"page-{name}{suffix}.png"
+            driver.save_screenshot(str(target))
+            print(f"{target}: gradviz {gradviz.__version__} from {Path(gradviz.__file__).parent.parent}, smallest "
+                  f"node text {min(sizes):.1f} px, {seen[0]} of {seen[1]} nodes wholly in sight")
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
 SIZE_VIEWS = {"backward (default)": {}, "forward": {"forward": True}}
 
 
@@ -115,12 +167,18 @@ def main():
     parser.add_argument("--out", default=str(ROOT / "docs" / "images"))
     parser.add_argument("--format", default="png", choices=["png", "svg", "pdf", "dot"])
     parser.add_argument("--sizes", action="store_true", help="print the real models' picture sizes, draw nothing")
+    parser.add_argument("--page", action="store_true", help="only report.html's first screen of two real models "
+                        "(needs selenium, chromium and chromedriver)")
+    parser.add_argument("--suffix", default="", help="--page: added to each screenshot's name (-before)")
     args = parser.parse_args()
     if args.sizes:
         print_sizes()
         return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.page:
+        screenshot_pages(out, args.suffix)
+        return
     for sample in sorted((ROOT / "samples").glob("*.py")):
         doc = trace_sample(sample)
         if not doc.get("graphs"):

@@ -5,6 +5,7 @@ of errors."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -225,6 +226,34 @@ def test_the_diagnostics_bar_comes_first_sorted_and_steps_through_nodes(browser,
     assert severe(browser) == []
 
 
+def test_tab_reaches_diagnostics_and_nodes_and_a_diagnostics_link_survives_stepping(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    doc = two_node_diagnostic_doc()
+    open_report(browser, tmp_path, doc)
+    a, c = (n["id"] for n in doc["nodes"] if n["op"] in ("ExpBackward", "MulBackward0"))
+    browser.execute_script("document.activeElement.blur(); window.scrollTo(0, 0);")
+    reached = []
+    for _ in range(40):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        reached.append(browser.execute_script("return document.activeElement.id"))
+    assert {"diag-1", "diag-0", "diag-2"} <= set(reached)
+    assert {f"gv-n{a}", f"gv-n{c}"} <= set(reached)
+    # Enter on a focused node selects it; on a focused diagnostic, selects it
+    browser.execute_script("document.getElementById(arguments[0]).focus()", f"gv-n{c}")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    assert selected_ids(browser) == [f"gv-n{c}"]
+    browser.execute_script("document.getElementById('diag-0').focus()")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    assert "active" in browser.find_element(By.ID, "diag-0").get_attribute("class")
+    assert browser.execute_script("return location.hash") == "#diag-0"   # not the node it stepped to
+    browser.switch_to.active_element.send_keys(Keys.ENTER)               # again: the next node
+    assert browser.find_element(By.CSS_SELECTOR, "#diag-0 .steppos").text == "2/2"
+    assert browser.execute_script("return location.hash") == "#diag-0"
+    assert severe(browser) == []
+
+
 def test_the_memory_chart_peak_is_report_jsons_on_a_real_pytorch_leak(browser, tmp_path):
     pytest.importorskip("torch")
     from selenium.webdriver.common.by import By
@@ -268,18 +297,33 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
     doc = transformer_doc()
     open_report(browser, tmp_path, doc)
     assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
+    assert box_titles(browser) == ["model.0 (TransformerEncoder)", "model.1 (Linear)"]   # the overview
+    encoder = open_box(browser, "model.0 (TransformerEncoder)")
+    assert encoder.startswith("g0-")
     boxes = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
     titles = [b.find_element(By.TAG_NAME, "text").get_attribute("textContent") for b in boxes]
     assert "model.0.layers.0.self_attn (MultiheadAttention)" in titles
     box = boxes[titles.index("model.0.layers.0.self_attn (MultiheadAttention)")]
     box_id = box.get_attribute("id")
     browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
-    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-" + box_id[3:]
+    assert browser.execute_script("return window.gradvizViewer.current().key") == encoder + "-" + box_id[3:]
     inside = {e.find_element(By.TAG_NAME, "text").get_attribute("textContent")
               for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node")}
     assert "ScaledDotProductFlashAttentionForCpuBackward0" in inside and "AddmmBackward0" in inside
+    assert "root" not in inside                     # a part view's last op feeds the rest: it is not the loss
     assert browser.find_element(By.ID, "crumbs").text.endswith("model.0.layers.0.self_attn")
-    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the whole graph
+    # the inspector in binary units (as the diagnostics), saved tensors named by what holds them
+    attention = next(e for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node")
+                     if e.find_element(By.TAG_NAME, "text").get_attribute("textContent").startswith("ScaledDot"))
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", attention)
+    inspector = browser.find_element(By.ID, "inspector-body").text
+    assert re.search(r"\bbytes\s+\d+\.\d KiB\b", inspector) and " kB" not in inspector
+    names = [r.find_elements(By.TAG_NAME, "td")[0].text
+             for r in browser.find_elements(By.CSS_SELECTOR, "#inspector-body table.saved tr")[1:]]
+    assert names and not [n for n in names if n == "buffer" or re.fullmatch(r"v\d+", n)]
+    assert "input 0 of ScaledDotProductFlashAttentionForCpu" in names
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the encoder, the overview
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")
     assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
     # the last iteration is drawn like the first, so embedded once: a link to its node lands on its twin
     (structure,) = doc["structures"]
@@ -292,6 +336,155 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
     assert browser.find_element(By.ID, "view-note").text == (
         f"node n{last[0]} of graph {structure['last_graph']} (iteration 1) is shown as n{first[0]} of graph "
         f"{structure['first_graph']}: the two graphs are drawn alike")
+    assert severe(browser) == []
+
+
+def box_titles(browser):
+    from selenium.webdriver.common.by import By
+
+    return [b.find_element(By.TAG_NAME, "text").get_attribute("textContent")
+            for b in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")]
+
+
+def open_box(browser, title):
+    """Click the module box titled ``title`` in the view on screen; returns the key of the view it opened."""
+    from selenium.webdriver.common.by import By
+
+    wait_unpacked(browser)
+    boxes = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
+    box = boxes[box_titles(browser).index(title)]
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
+    return browser.execute_script("return window.gradvizViewer.current().key")
+
+
+def fit_text_px(browser):
+    """The rendered font size in px (font-size times the on-screen scale) of every text in the view's nodes,
+    smallest first."""
+    return sorted(browser.execute_script(
+        "return Array.from(document.querySelectorAll('#stage g.node text')).map(function (t) {"
+        "  return parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a; });"))
+
+
+def visible_nodes(browser):
+    """How many nodes of the view on screen are wholly inside the stage."""
+    return browser.execute_script(
+        "var s = document.getElementById('stage').getBoundingClientRect();"
+        "return Array.from(document.querySelectorAll('#stage g.node')).filter(function (g) {"
+        "  var r = g.getBoundingClientRect();"
+        "  return r.top >= s.top && r.bottom <= s.bottom && r.left >= s.left && r.right <= s.right; }).length;")
+
+
+@pytest.mark.parametrize("name, top_boxes", [
+    ("transformer-4", ["model.0 (TransformerEncoder)", "model.1 (Linear)"]),
+    ("resnet-48", ["model.stem (Sequential)", "model.blocks (Sequential)", "model.head (Linear)"])])
+def test_the_first_view_of_a_big_model_is_a_legible_overview_whose_boxes_open_down_to_every_op(
+        browser, tmp_path, name, top_boxes):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import viewer_models
+
+    doc = (viewer_models.transformer_doc(layers=4, iterations=1) if name == "transformer-4"
+           else viewer_models.resnet_doc(blocks=48, iterations=1))
+    browser.set_window_size(1280, 800)
+    try:
+        open_report(browser, tmp_path, doc)
+        assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
+        sizes = fit_text_px(browser)
+        assert sizes and sizes[0] >= 10                              # legible at fit, not zoomed onto one node
+        drawn = len(browser.find_elements(By.CSS_SELECTOR, "#stage g.node"))
+        assert visible_nodes(browser) == drawn and 3 <= drawn <= 12   # the whole model on one screen
+        assert box_titles(browser) == top_boxes
+        assert browser.find_element(By.ID, "crumbs").text == "graph 0"
+        # open the first box with several ops, and inside it, until a view draws ops only: every op is drawn
+        ops = {n["op"] for n in doc["nodes"] if n["graph"] == 0 and n["op"] != "AccumulateGrad"}
+        seen, trail = set(), []
+        title = top_boxes[0]
+        for _ in range(6):
+            trail.append(title.split(" (")[0])
+            open_box(browser, title)
+            assert browser.find_element(By.ID, "crumbs").text == " › ".join(["graph 0"] + trail)
+            seen |= {t.get_attribute("textContent")
+                     for t in browser.find_elements(By.CSS_SELECTOR, "#stage g.node text")}
+            inner = box_titles(browser)
+            if not inner:
+                break
+            title = inner[0]
+        assert not box_titles(browser) and seen & ops
+        assert severe(browser) == []
+    finally:
+        browser.set_window_size(1440, 900)
+
+
+def test_search_lands_on_an_op_inside_an_unrolled_lstm_opening_what_encloses_it(browser, tmp_path):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from viewer_models import unrolled_lstm_lm_doc
+
+    doc = unrolled_lstm_lm_doc()
+    tanh = [n for n in doc["nodes"] if n["op"] == "TanhBackward0" and "model.cells.1" in (n.get("module") or [])]
+    open_report(browser, tmp_path, doc)
+    wait_unpacked(browser)
+    browser.find_element(By.ID, "search").send_keys("TanhBackward0")
+    hits = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#search-results .hit")]
+    assert hits and not any("not drawn" in h for h in hits)
+    browser.find_element(By.ID, "search").send_keys("\ue007")          # Enter: the first match
+    first = int(browser.execute_script("return window.gradvizReport.data.search.filter(function (r) {"
+                                       " return r[1] === 'TanhBackward0'; })[0][0]"))
+    assert selected_ids(browser) == [f"gv-n{first}"] and in_stage(browser, f"gv-n{first}")
+    assert browser.find_element(By.ID, "view-note").text == ""          # itself, not a box standing for it
+    crumbs = browser.find_element(By.ID, "crumbs").text
+    assert crumbs.startswith("graph 0 › model › model.cells.")          # the boxes around it opened
+    # a deep link to any tanh of the second cell lands on that node
+    browser.get((tmp_path / "report.html").as_uri() + f"#node-g0-n{tanh[-1]['id']}")
+    wait_unpacked(browser)
+    assert selected_ids(browser) == [f"gv-n{tanh[-1]['id']}"]
+    assert severe(browser) == []
+
+
+def diagnosed_blocks_doc(blocks=10, ops=12):
+    """``blocks`` module calls of ``ops`` distinct ops under one ``net``, too big to read at fit; a diagnostic
+    on an op inside block 6."""
+    b = DocBuilder("blocks.py")
+    b.module("net", "Net")
+    y, inside = b.leaf("x", (4,), requires_grad=False), None
+    for i in range(blocks):
+        b.module(f"net.block{i}", "Block")
+        y = b.op("MulBackward0", [y, b.leaf(f"net.block{i}.weight", (4,), parameter=True)], (4,),
+                 module=["net", f"net.block{i}"])
+        for j in range(ops - 2):
+            y = b.op(f"Op{j}Backward0", [y], (4,), module=["net", f"net.block{i}"])
+            if i == 6 and j == 3:
+                inside = y
+    b.backward(b.op("SumBackward0", [y], ()))
+    b.diagnostic("nan-inf", "warning", "`y` overflows", nodes=[inside], line=3, text="y = f(y)")
+    return b.finish(), inside
+
+
+def test_the_diagnostic_stays_in_sight_on_every_level_and_the_first_screen_is_the_overview(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    doc, inside = diagnosed_blocks_doc()
+    open_report(browser, tmp_path, doc)
+    wait_unpacked(browser)
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"     # not the node's view
+    assert "active" in browser.find_element(By.ID, "diag-0").get_attribute("class")
+    assert box_titles(browser) == ["net (Net)"]
+    marked = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#stage .gv-hl-in")]
+    (net,) = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
+    assert marked == [net.get_attribute("id")]                        # the box holding the diagnosed op
+    open_box(browser, "net (Net)")
+    marked = [e.find_element(By.TAG_NAME, "text").get_attribute("textContent")
+              for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-hl-in")]
+    assert marked == ["net.block6 (Block)"]                           # one level down: its block
+    browser.find_element(By.ID, "diag-0").click()                     # already selected: steps onto the op
+    browser.find_element(By.CSS_SELECTOR, "#diag-0 .next").click()
+    assert selected_ids(browser) == [f"gv-n{inside}"] and in_stage(browser, f"gv-n{inside}")
+    assert "gv-hl" in browser.find_element(By.ID, f"gv-n{inside}").get_attribute("class")
+    assert browser.execute_script("return location.hash") == "#diag-0"
     assert severe(browser) == []
 
 
@@ -337,8 +530,9 @@ def test_search_lands_on_a_node_that_was_inside_a_folded_loop(browser, tmp_path)
     assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
     assert browser.find_element(By.CSS_SELECTOR, "#inspector-body h3").text == "ConvolutionBackward0"
     assert "model.blocks.5.conv2" in browser.find_element(By.ID, "crumbs").text
-    # the fold itself opens the loop unfolded: its dashed "× N" cluster is a click away
+    # the fold itself opens the loop unfolded: its dashed "× N" cluster is a click away in model.blocks' view
     browser.execute_script("window.gradvizViewer.mount(arguments[0])", top)
+    open_box(browser, "model.blocks (Sequential)")
     fold = browser.find_element(By.CSS_SELECTOR, "#stage g.cluster.gv-opens")
     browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", fold)
     assert browser.find_element(By.ID, "crumbs").text.endswith("unfolded")
@@ -355,15 +549,15 @@ def test_a_deep_link_into_a_packed_view_and_every_module_of_a_5000_node_run_open
     last = max(n["id"] for n in doc["nodes"] if n["op"] == "Op97Backward0")   # in block 49, the last box
     open_report(browser, tmp_path, doc, f"#node-g0-n{last}")
     wait_unpacked(browser)
-    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-b49"
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-b0-b49"
     assert selected_ids(browser) == [f"gv-n{last}"] and in_stage(browser, f"gv-n{last}")
-    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the 50 boxes
+    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to net's 50 boxes
     assert len(browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")) == 50
     for number in (0, 24, 49):
         box = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")[number]
         box_id = box.get_attribute("id")
         browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
-        assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-" + box_id[3:]
+        assert browser.execute_script("return window.gradvizViewer.current().key") == "g0-b0-" + box_id[3:]
         texts = [t.get_attribute("textContent") for t in browser.find_elements(By.CSS_SELECTOR, "#stage g.node text")]
         assert "MulBackward0" in texts and "Op97Backward0" in texts
         browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")

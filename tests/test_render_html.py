@@ -49,7 +49,8 @@ def test_inspector_data_for_nodes_variables_and_diagnostics():
     assert y1_node["op"] == "AddmmBackward" and y1_node["shape"] == [4, 2] and y1_node["dtype"] == "float32"
     assert y1_node["bytes"] == 32 and y1_node["output_names"] == ["y1"] and y1_node["module"] == ["model1"]
     assert y1_node["location"]["text"] == "y1 = model1(X)"
-    assert [(s["name"], s["shape"], s["version"]) for s in y1_node["saved"]] == [("X", [4, 3], 0), ("v5", [3, 2], 0)]
+    assert [(s["name"], s["shape"], s["version"]) for s in y1_node["saved"]] == [("X", [4, 3], 0),
+                                                                                 ("T of model1", [3, 2], 0)]
     assert y1_node["grad_norm"] == pytest.approx(0.2) and y1_node["diagnostics"] == [0, 1]
     assert data["nodes"][0]["variable_name"] == "model1.weight"
     assert data["diagnostics"][1]["nodes"] == [3] and data["diagnostics"][1]["severity"] == "error"

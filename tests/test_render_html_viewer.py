@@ -5,7 +5,9 @@ page's size on a 5,000-node run."""
 import base64
 import html
 import json
+import os
 import re
+import sys
 import zlib
 
 import pytest
@@ -136,11 +138,16 @@ def test_a_5000_node_run_fits_the_page_budget_with_every_module_open():
     top = data["views"][0]
     assert top["key"] == "g0" and top["parent"] is None
     overview = re.search(r'<template id="tpl-g0">(.*?)</template>', page, re.S).group(1)
-    assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', overview))) == 50   # a box per block
-    inside = [v for v in data["views"] if v["parent"] == "g0"]
+    assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', overview))) == 1   # the overview: net
+    (net,) = [v for v in data["views"] if v["parent"] == "g0"]
+    assert net["title"] == "net" and top["boxes"] == [net["box"]]
+    net_svg = unpacked(data, net["key"])
+    assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', net_svg))) == 50   # a box per block
+    inside = [v for v in data["views"] if v["parent"] == net["key"]]
     assert sorted(v["title"] for v in inside) == sorted(f"net.block{i}" for i in range(50))   # every one opens
-    assert sorted(top["boxes"]) == sorted(v["box"] for v in inside)
-    assert page.count("<template id=") == 1 and sorted(data["packed"]) == sorted(v["key"] for v in inside)
+    assert sorted(net["boxes"]) == sorted(v["box"] for v in inside)
+    assert page.count("<template id=") == 1
+    assert sorted(data["packed"]) == sorted([net["key"]] + [v["key"] for v in inside])
     embedded = len(overview) + sum(len(p) for p in data["packed"].values())
     assert embedded <= SVG_BYTES_CAP and "not embedded to keep the page small" not in page
     assert len(data["search"]) == 5001                 # every op reachable by search (each has its own line)
@@ -159,12 +166,13 @@ def test_with_the_byte_cap_spent_by_the_pictures_no_inside_view_is_laid_out(monk
     monkeypatch.setattr(views._Drawer, "lay_out_many", lambda self, items: laid_out.append(len(items)) or
                         lay_out_many(self, items))
     shown, notes = page_views(doc)
-    assert [v.title for v in shown if v.parent] == [f"net.block{i}" for i in range(6)] and sum(laid_out) == 6
+    assert [v.title for v in shown if v.parent] == ["net"] + [f"net.block{i}" for i in range(6)]
+    assert sum(laid_out) == 7
     laid_out.clear()
     monkeypatch.setattr(views, "SVG_BYTES_CAP", len(shown[0].svg) + views.SMALLEST_VIEW - 1)
     shown, notes = page_views(doc)
     assert [v.key for v in shown] == ["g0"] and laid_out == []
-    assert notes == ["6 views not embedded to keep the page small (their boxes stay closed); `gradviz graph "
+    assert notes == ["1 view not embedded to keep the page small (their boxes stay closed); `gradviz graph "
                      "--depth` draws them"]
 
 
@@ -256,3 +264,45 @@ def test_a_part_views_input_from_the_rest_of_its_graph_is_outside_the_view_not_a
     outside = [n for n in spec.nodes if n.kind == "outside"]
     assert [n.rows[0].text for n in outside] == ["ReluBackward"] and all(relu not in n.doc_nodes for n in outside)
     assert "input from outside this view (in the view it opens from)" in [e.label for e in spec.legend]
+
+
+@needs_dot
+def test_an_lstm_unrolled_over_35_steps_opens_and_every_op_is_drawn_under_its_own_id():
+    # the model's box holds 1,058 ops in 70 cell calls whose 8 parameters were each one "input from outside"
+    # hub of 35 edges: dot took 8 s on it and the view read "did not lay out within the 4.0 s budget"
+    pytest.importorskip("torch")
+    sys.path.insert(0, os.path.dirname(__file__))
+    from viewer_models import unrolled_lstm_lm_doc
+
+    doc = unrolled_lstm_lm_doc()
+    data = embedded_json(html_report(doc))
+    assert [v["key"] for v in data["views"] if not v["drawn"]] == []
+    assert [v["error"] for v in data["views"] if v["error"]] == []
+    model = next(v for v in data["views"] if v["parent"] == "g0" and v["title"] == "model")
+    assert sum(1 for v in data["views"] if v["parent"] == model["key"]) == 72   # encoder, 70 cells, decoder
+    assert reachable(doc, data) == {n["id"] for n in doc["nodes"]}
+
+
+def test_the_parameter_table_is_the_models_not_a_template_layer_transformer_encoder_copied():
+    # TransformerEncoder deep-copies the layer it is given: the template's 12 parameters are made inside the
+    # trace but never called, read or optimized, and once read as 12 unnamed rows in red "no"
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    import gradviz
+
+    with gradviz.trace(engine="torch") as tr:
+        layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True)
+        model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), nn.Linear(8, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(torch.randn(2, 3, 8)), torch.randn(2, 3, 1)).backward()
+        optimizer.step()
+    doc = tr.to_dict()
+    assert sum(1 for v in doc["variables"] if v.get("is_parameter")) == 26 + 12
+    page = html_report(doc, svgs={})
+    table = re.search(r'<table id="parameters".*?</table>', page, re.S).group(0)
+    names = re.findall(r"<td><code>([^<]*)</code>", table)
+    assert sorted(html.unescape(n) for n in names) == sorted("model." + n for n, _ in model.named_parameters())
+    assert 'class="no"' not in table
+    assert "12 more <code>nn.Parameter</code>s made by the script but never called" in page

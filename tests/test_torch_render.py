@@ -71,3 +71,25 @@ def test_gradviz_render_takes_a_torch_tensor_and_the_model():
     assert "MeanBackward0" in gradviz.render([loss]).source
     with pytest.raises(TypeError, match="render\\(model=...\\) is for PyTorch tensors, not dict"):
         gradviz.render({}, model=net)
+
+
+def test_render_of_a_transformer_given_its_model_draws_module_clusters_not_one_box():
+    # issue 27: a 4-layer transformer's snapshot was drawn "collapsed to depth 0" with no cluster at all: walked
+    # from the loss, its nodes came in walk order, and each run of one module's nodes counted as another call
+    import re
+
+    import gradviz
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True)
+    model = torch.nn.Sequential(torch.nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False),
+                                torch.nn.Linear(16, 1))
+    loss = torch.nn.functional.mse_loss(model(torch.randn(4, 6, 16)), torch.randn(4, 6, 1))
+    source = gradviz.render(loss, model=model, format="dot").source
+    assert "call 2" not in source                                        # each module called once
+    depth = re.search(r"modules deeper than (\d+) are collapsed", source)
+    assert depth is not None and int(depth.group(1)) >= 2
+    clusters = set(re.findall(r'id="gv-cluster_\d+", label=<<TABLE[^>]*><TR><TD><FONT[^>]*><B>([^<]*)</B>', source))
+    assert {"model", "model.0"} <= clusters
+    boxes = re.findall(r"<B>(model\.0\.layers\.\d)</B>", source)
+    assert len(clusters) + len(set(boxes)) >= 6                       # the layers as clusters or boxes

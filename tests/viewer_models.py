@@ -113,3 +113,49 @@ def many_structures_doc(structures=20, hidden=8):
             loss.backward()
             optimizer.step()
     return tr.to_dict()
+
+
+def unrolled_lstm_lm_doc(iterations=1, vocab=50, hidden=16, steps=35, layers=2):
+    """A word-level language model whose ``layers`` LSTM cells are unrolled in Python over ``steps`` tokens (as
+    a truncated-BPTT training loop written by hand does): thousands of small ops in one module call."""
+    import torch
+    from torch import nn
+
+    class Cell(nn.Module):  # written out, as in a from-scratch LSTM: a dozen ops per step
+        def __init__(self):
+            super().__init__()
+            self.input, self.state = nn.Linear(hidden, 4 * hidden), nn.Linear(hidden, 4 * hidden)
+
+        def forward(self, x, hc):
+            h, c = hc
+            i, f, g, o = (self.input(x) + self.state(h)).chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            return torch.sigmoid(o) * torch.tanh(c), c
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(vocab, hidden)
+            self.cells = nn.ModuleList(Cell() for _ in range(layers))
+            self.decoder = nn.Linear(hidden, vocab)
+
+        def forward(self, tokens):
+            state = [(torch.zeros(tokens.shape[0], hidden), torch.zeros(tokens.shape[0], hidden))] * layers
+            outputs = []
+            for x in self.encoder(tokens).unbind(1):
+                for number, cell in enumerate(self.cells):
+                    state[number] = cell(x, state[number])
+                    x = state[number][0]
+                outputs.append(x)
+            return self.decoder(torch.stack(outputs, 1)).reshape(-1, vocab)
+
+    torch.manual_seed(0)
+    model, tokens = LM(), torch.randint(0, vocab, (4, steps + 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gradviz.trace(engine="torch") as tr:
+        for _ in range(iterations):
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(model(tokens[:, :-1]), tokens[:, 1:].reshape(-1))
+            loss.backward()
+            optimizer.step()
+    return tr.to_dict()

@@ -303,22 +303,81 @@ def _outside_item(ir, node, order):
 
 
 def _mark_roots(ir, index, node_ids):
+    """Flag the ops nothing in the view consumes as roots, unless their graph's record names its roots and
+    they are not among them (a part view's last op feeds the rest of its graph: it is not the loss)."""
     consumers = ir.consumers()
     for node_id in node_ids:
         item = ir.items.get(f"n{node_id}")
-        if item is not None and item.kind == "op" and not any(e.kind == "data" for e in consumers[item.key]):
+        if item is None or item.kind != "op" or any(e.kind == "data" for e in consumers[item.key]):
+            continue
+        graph = index.graphs.get(index.nodes.get(node_id, {}).get("graph"))
+        if graph is None or graph.get("roots") is None or node_id in graph["roots"]:
             item.flags.add("root")
 
 
 # -- clusters -------------------------------------------------------------------------------------------------
+def _walked_modules(index, node_ids):
+    """{node id: module path} for nodes of a graph walked after the fact (``external``) that name no module: the
+    modules shared by the nearest ops that name one, before and after it (a chain of views between two ops of
+    ``layers.1.self_attn`` ran inside it; the walk itself tells only ops reading a module's parameters)."""
+    external = [n for n in node_ids if index.nodes.get(n, {}).get("external")]
+    if not external:
+        return {}
+    named = {n: index.nodes[n].get("module") for n in external if index.nodes[n].get("module")}
+    inputs = {n: [s for s, _ in index.nodes[n].get("inputs") or [] if s in index.nodes] for n in external}
+    consumers = {}
+    for n in external:
+        for source in inputs[n]:
+            consumers.setdefault(source, []).append(n)
+
+    def nearest(start, step):
+        found, seen, todo = [], {start}, list(step.get(start, []))
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if n in named:
+                found.append(named[n])
+            else:
+                todo += step.get(n, [])
+        return found
+
+    out = {}
+    for n in external:
+        if n in named:
+            continue
+        before, after = nearest(n, consumers), nearest(n, inputs)  # backward edges: inputs ran before it
+        if before and after:
+            shared = _shared_prefix(before + after)
+            if shared:
+                out[n] = shared
+    return out
+
+
+def _shared_prefix(stacks):
+    prefix = list(stacks[0])
+    for stack in stacks[1:]:
+        count = 0
+        while count < len(prefix) and count < len(stack) and prefix[count] == stack[count]:
+            count += 1
+        prefix = prefix[:count]
+    return prefix
+
+
 def _assign_calls(ir, index):
-    """One cluster key per module call: consecutive nodes under the same module path are one call."""
+    """One cluster key per module call: consecutive nodes under the same module path are one call. Nodes built
+    before any trace (``external``: a graph walked after the fact, as ``render(loss, model=)`` does) come in walk
+    order, not the order they ran in, so there each module path is one call."""
     counts, previous, chains = {}, set(), {}
-    for item in sorted((i for i in ir.items.values() if i.kind == "op"), key=lambda i: i.order):
-        stack = index.nodes[item.nodes[0]].get("module") or []
+    ops = sorted((i for i in ir.items.values() if i.kind == "op"), key=lambda i: i.order)
+    inferred = _walked_modules(index, [item.nodes[0] for item in ops])
+    for item in ops:
+        node = index.nodes[item.nodes[0]]
+        stack = node.get("module") or inferred.get(node["id"]) or []
         keys = []
         for path in stack:
-            if path not in previous:
+            if path not in previous and not (node.get("external") and path in counts):
                 counts[path] = counts.get(path, 0) + 1
             keys.append(f"m:{path}#{counts[path]}")
             chains[path] = list(keys)

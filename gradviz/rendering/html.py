@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from ..document import DocIndex
 from .ranks import ranks_section
-from .style import backward_calls, backward_checks_text, human_bytes
+from .style import backward_calls, backward_checks_text, human_bytes, tensor_name
 from .svg import inline_svg
 
 
@@ -61,6 +61,18 @@ def _kept(diag_ids, drawn):
     return [i for n, i in enumerate(ids) if n < DIAGNOSTIC_IDS_KEPT or i in drawn]
 
 
+def _saved_name(index, node, saved):
+    """What a saved tensor is, by what holds it: its recorded name, else the op and module that made it
+    (``Relu of model.0.layers.1``), else which of the node's inputs or outputs it is (the trace names no
+    argument: ``input 0 of Mm``)."""
+    var = saved.get("variable")
+    if var is not None and index.variables.get(var) is not None:
+        return tensor_name(index, var)
+    what = saved.get("kind") or "tensor"
+    number = saved.get("index")
+    return f"{what}{'' if number is None else f' {number}'} of {node.get('op', 'this op').removesuffix('Backward0')}"
+
+
 def report_data(doc, drawn=None):
     """What the page's inspector shows, keyed by document ids.
 
@@ -93,7 +105,7 @@ def report_data(doc, drawn=None):
             if node.get("variable") is not None:  # outputs are named in the node's own record
                 keep_vars.add(node["variable"])
         outs = [index.variables.get(v, {}) for v in node.get("outputs") or []]
-        saved = [{"name": index.variable_label(s["variable"]) if s.get("variable") is not None else "buffer",
+        saved = [{"name": _saved_name(index, node, s),
                   "kind": s.get("kind"), "shape": s.get("shape"), "bytes": s.get("bytes"),
                   "version": s.get("version"), "stale": stale.get((node_id, s.get("variable")))}
                  for s in node.get("saved") or []]
@@ -297,12 +309,30 @@ def _unseen_banner(doc):
             + "".join(items) + "</ul></section>")
 
 
-def _parameter_table(doc):
-    index = DocIndex(doc)
-    rows = []
+def _model_parameters(doc):
+    """The parameter records of the model being trained: those an optimizer handles, a called module names, or
+    a graph reads; and how many other ``nn.Parameter``s were made (a template layer ``TransformerEncoder``
+    copies, say: never called, read or optimized)."""
+    optimized = {p for e in doc.get("events", []) if e.get("kind") == "optimizer" for p in e.get("parameters") or []}
+    kept, others = [], 0
     for var in doc.get("variables", []):
         if not var.get("is_parameter"):
             continue
+        if var["id"] in optimized or var.get("name") or var.get("accumulator") is not None:
+            kept.append(var)
+        else:
+            others += 1
+    return kept, others
+
+
+def _parameter_table(doc):
+    index = DocIndex(doc)
+    rows = []
+    params, others = _model_parameters(doc)
+    note = (f'<p class="muted" id="other-parameters">{others:,} more <code>nn.Parameter</code>'
+            f'{"s" * (others != 1)} made by the script but never called in a module, read by a graph or '
+            f'handed to an optimizer (a template layer a container copies, say) are left out.</p>' if others else "")
+    for var in params:
         norm = _finite(index.leaf_norm.get(var["id"]))
         got = var["id"] in index.leaf_norm
         shape = "(" + ", ".join(str(d) for d in var.get("shape") or []) + ")"
@@ -310,9 +340,9 @@ def _parameter_table(doc):
                     f'</td><td>{html.escape(shape)}</td><td>{"" if norm is None else f"{norm:.4g}"}</td>'
                     f'<td class="{"yes" if got else "no"}">{"yes" if got else "no"}</td></tr>')
     if not rows:
-        return '<p class="muted">No parameters in this trace.</p>'
+        return '<p class="muted">No parameters in this trace.</p>' + note
     return ('<table id="parameters" class="params"><tr><th>parameter</th><th>shape</th><th>grad norm</th>'
-            '<th>got a gradient</th></tr>' + "".join(rows) + "</table>")
+            '<th>got a gradient</th></tr>' + "".join(rows) + "</table>" + note)
 
 
 def _pictures_from_svgs(svgs):
@@ -373,7 +403,8 @@ def _view_data(views, doc):
                     "structure": view.structure,
                     "iteration": view.iteration, "which": view.which, "parent": view.parent, "box": view.box,
                     "same_as": view.same_as, "alias": {str(k): v for k, v in view.alias.items()},
-                    "boxes": view.boxes, "drawn": view.svg is not None, "kind": view.kind})
+                    "boxes": view.boxes, "drawn": view.svg is not None, "kind": view.kind,
+                    "holds": {elem: ids for elem, ids in view.stands}, "error": view.error})
         for kind, number in _DRAWN_ID.findall(view.svg or view.source or ""):
             where.setdefault(f"{kind}{number}", view.key)
         if view.packed is not None:

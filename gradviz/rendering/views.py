@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 
 from ..document.index import DocIndex
 from .graph import READABLE_NODES, choose_depth
+from .overview import MAX_OVERVIEW_NODES, legible, module_boxes_possible, overview, run_dot_each
 from .pictures import pictures_to_draw
 
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
 SVG_BYTES_CAP = 3 * 1024 * 1024  # all views as embedded (top ones as text, the others packed); page <= 5 MiB
 MAX_LEVELS = 8  # nested views below a picture
 SMALLEST_VIEW = 1024  # bytes of the smallest packed view (two nodes): with less of the cap left, none is laid out
+VIEW_ITEMS_PER_BUDGET = 400  # nodes + edges of a part view laid out within the page's budget; more get more time
+MAX_VIEW_BUDGET = 30.0  # seconds: the most a part view may take
 WORKERS = 4  # views laid out at once: ``dot`` runs as a subprocess, so they overlap
 LEAF_KINDS = ("leaf", "const", "ghost")  # spec node kinds of leaves (a ghost: a leaf drawn again at a use)
 _ID = re.compile(r"\b(gv(?:-|&#45;))?([nve])(\d+)\b")
@@ -140,17 +143,41 @@ class _Drawer:
 
     def top(self, graph):
         """(svg, spec, DOT source) of a picture: as ``gradviz graph`` draws it (its depth fitted to the node
-        budget by ``build_graph``); the picture file's layout when ``gradviz run`` has made one (``laid``)."""
+        budget by ``build_graph``), the picture file's layout when ``gradviz run`` has made one (``laid``); or,
+        when that is not legible at fit, the overview (``overview.py``). A picture of more nodes than an overview
+        holds is not laid out (or converted) for the page at all."""
         from . import raster
+        from .dot import to_dot
+        from .graph import build_graph
         from .layout import lay_out
 
         if graph in self.laid:
             spec, source, text, fmt = self.laid[graph]
-            svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
         else:
-            spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
-                                         node_budget=self.node_budget, **self.options)
-            svg = data.decode("utf-8")
+            spec = build_graph(self.doc, graphs=[graph], node_budget=self.node_budget, index=self.index,
+                               **self.options)
+            source, text, fmt = to_dot(spec), None, None
+        svg = None
+        if len(spec.nodes) <= MAX_OVERVIEW_NODES or not module_boxes_possible(spec):
+            if text is None:
+                spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
+                                             node_budget=self.node_budget, **self.options)
+                svg = data.decode("utf-8")
+            else:
+                svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
+            if legible(svg):
+                return slim(svg), spec, source
+        found = overview(self.doc, graph, lambda texts: run_dot_each(texts, self.budget),
+                         index=self.index, **{k: v for k, v in self.options.items() if k != "depth"})
+        if found is not None:
+            spec, source, svg, _ = found
+        elif svg is None:  # no overview (no module to box): the picture as it is
+            if text is None:
+                spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
+                                             node_budget=self.node_budget, **self.options)
+                svg = data.decode("utf-8")
+            else:
+                svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
         return slim(svg), spec, source
 
     def prepare(self, doc, graph, at_least=0, extra=None):
@@ -178,7 +205,8 @@ class _Drawer:
 
         if len(items) > 1:
             try:
-                data = run_dot("".join(item[1] + "\n" for item in items), "svg", self.budget * 0.45 * len(items))
+                data = run_dot("".join(item[1] + "\n" for item in items), "svg",
+                               0.45 * sum(self.budget_for(item[0]) for item in items))
                 parts = data.decode("utf-8").split("<?xml")[1:]
                 if len(parts) == len(items):
                     return [(item[0], "<?xml" + part) for item, part in zip(items, parts)]
@@ -187,10 +215,28 @@ class _Drawer:
         out = []
         for spec, _, options, doc in items:
             try:
-                spec, _, data = lay_out(doc, "svg", self.budget, **options)
+                spec, _, data = lay_out(doc, "svg", self.budget_for(spec), **options)
                 out.append((spec, data.decode("utf-8")))
             except Exception as exc:
                 out.append(exc)
+        return out
+
+    def budget_for(self, spec):
+        """The seconds ``dot`` may take on a part view: the page's budget, more for a big one (dot's time grows
+        with nodes and edges), at most ``MAX_VIEW_BUDGET``."""
+        size = len(spec.nodes) + len(spec.edges)
+        return min(MAX_VIEW_BUDGET, max(self.budget, self.budget * size / VIEW_ITEMS_PER_BUDGET))
+
+    def leaves_of(self, node_ids):
+        """The AccumulateGrad nodes (parameters, leaves) that ``node_ids`` read and do not hold: a part view draws
+        its parameters as leaves, each beside its uses, not as one "input from outside" box with an edge from
+        every use (a cell unrolled over 35 steps: 8 such hubs of 35 edges took dot 8 s)."""
+        inside, out = set(node_ids), []
+        for node in node_ids:
+            for source, _ in self.nodes.get(node, {}).get("inputs") or []:
+                if source not in inside and self.nodes.get(source, {}).get("op") == "AccumulateGrad":
+                    inside.add(source)
+                    out.append(source)
         return out
 
     def floor(self, opening):
@@ -203,7 +249,7 @@ class _Drawer:
     def _prepare(self, job):
         """(child view, its doc, [spec, source, options, doc] or None when building it failed)."""
         view, doc, opening = job
-        sub = _restricted(doc, view.graph, opening.nodes)
+        sub = _restricted(doc, view.graph, opening.nodes + self.leaves_of(opening.nodes))
         child = View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key,
                      box=opening.elem, kind=opening.kind)
         floor = self.floor(opening) if opening.kind == "module" else 0

@@ -13,8 +13,9 @@
   function shape(s) { return !s ? "?" : (s.length === 0 ? "scalar" : "(" + s.join(", ") + ")"); }
   function bytes(n) {
     if (n === null || n === undefined) { return "?"; }
-    var units = ["B", "kB", "MB", "GB"], i = 0;
-    while (n >= 1000 && i < units.length - 1) { n /= 1000; i++; }
+    // binary units, as style.human_bytes and the diagnostics write them, so one figure reads the same everywhere
+    var units = ["B", "KiB", "MiB", "GiB"], i = 0;
+    while (Math.abs(n) >= 1024 && i < units.length - 1) { n /= 1024; i++; }
     return (i === 0 ? n.toFixed(0) : n.toFixed(1)) + " " + units[i];
   }
   function kv(dl, key, value) {

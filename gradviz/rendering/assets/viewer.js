@@ -9,7 +9,7 @@
   var stage = document.getElementById("stage");
   var current = null;        // {key: view drawn, shown: view asked for (a deduped one shows its twin), pz, svg}
   var active = null;         // {diag: position, targets: [{kind, id}], step: index}
-  var MIN_TEXT_PX = 12;  // node text on screen at least this (its box is about 1 px less)
+  var MIN_TEXT_PX = 10;  // node text on screen at least this at fit (overview.MIN_TEXT_PX)
 
   // ----- packed views: the views below the top ones come deflated; all are inflated once, after the first view
   // is on screen (a view asked for before then is shown when it is ready) --------------------------------------
@@ -71,6 +71,11 @@
     return {x: pan.x + zoom * x, y: pan.y + zoom * y, w: zoom * b.width, h: zoom * b.height};
   }
 
+  function inStage(g) {
+    var r = g.getBoundingClientRect(), s = stage.getBoundingClientRect();
+    return r.left >= s.left && r.right <= s.right && r.top >= s.top && r.bottom <= s.bottom;
+  }
+
   function centre(g, top) {  // pan so that node g is in the middle of the stage (or near its top)
     var p = place(g), box = stage.getBoundingClientRect();
     current.pz.panBy({x: box.width / 2 - (p.x + p.w / 2), y: (top ? 40 : box.height / 2 - p.h / 2) - p.y});
@@ -123,11 +128,19 @@
       var opens = boxes.indexOf(g.id) >= 0;
       if (opens) { g.classList.add("gv-opens"); }
       if (!opens && g.classList.contains("cluster")) { return; }
-      g.addEventListener("click", function (ev) {
+      function activate(ev) {
         ev.stopPropagation();
         if (opens) { mount(current.key + "-" + g.id.slice(3)); return; }
         select(g);
+      }
+      g.addEventListener("click", activate);
+      // Tab walks the nodes (and the boxes that open), Enter or Space acts as a click
+      g.setAttribute("tabindex", "0");
+      g.setAttribute("role", "button");
+      g.addEventListener("keydown", function (ev) {
+        if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); activate(ev); }
       });
+      g.addEventListener("focus", function () { if (!inStage(g)) { centre(g, false); } });
     });
   }
 
@@ -235,9 +248,11 @@
     select(g);
     if (place.standsIn !== null && place.standsIn !== undefined) {
       var opens = (views[current.key].boxes || []).indexOf(place.elem) >= 0;
+      var inside = views[current.key + "-" + place.elem.slice(3)];
       document.getElementById("view-note").textContent = "node n" + place.standsIn + " is drawn as part of " +
-        place.elem.slice(3) + (opens ? " (click it to open)" : "") +
-        ": its own view was left out to keep the page small";
+        place.elem.slice(3) + (opens ? " (click it to open)" : "") + (inside && inside.error ?
+          ": the view of its inside could not be drawn (" + inside.error + ")" :
+          ": its own view was left out to keep the page small");
     }
     if (place.via) {  // a graph drawn like its structure's first: say which node stands for the one asked for
       var v = place.via;
@@ -258,9 +273,20 @@
   }
 
   function highlight() {
-    stage.querySelectorAll(".gv-hl").forEach(function (e) { e.classList.remove("gv-hl"); });
+    stage.querySelectorAll(".gv-hl, .gv-hl-in").forEach(function (e) { e.classList.remove("gv-hl", "gv-hl-in"); });
     if (!active) { return; }
     var d = data.diagnostics[active.diag], v = views[current.shown];
+    // a box, fold or "… more" holding a diagnosed node is marked on every level, so the diagnostic stays in sight
+    var holds = (views[current.key] || {}).holds || {}, wanted = {};
+    d.nodes.forEach(function (n) {
+      var shown = v && v.same_as && v.alias[String(n)] !== undefined ? v.alias[String(n)] : n;
+      wanted[shown] = true;
+    });
+    Object.keys(holds).forEach(function (elem) {
+      if (!holds[elem].some(function (n) { return wanted[n]; })) { return; }
+      var g = stage.querySelector('[id="' + elem + '"]');
+      if (g) { g.classList.add("gv-hl-in"); }
+    });
     stage.querySelectorAll("g.node").forEach(function (g) {
       var t = R.targetOf(g.id);
       if (!t) { return; }
@@ -271,17 +297,20 @@
     void v;
   }
 
-  function selectDiagnostic(i, step) {
+  function selectDiagnostic(i, step, overview) {
     document.querySelectorAll(".dentry.active").forEach(function (e) { e.classList.remove("active"); });
     var entry = document.getElementById("diag-" + i);
     if (!entry) { return; }
     entry.classList.add("active");
     active = {diag: i, targets: targetsOf(i), step: step || 0};
     setHash("diag-" + i);
-    showStep(entry);
+    showStep(entry, overview);
   }
 
-  function showStep(entry) {
+  function topOf(key) { var v = views[key]; while (v && v.parent) { v = views[v.parent]; } return v ? v.key : key; }
+
+  function showStep(entry, overview) {
+    // overview: stay on the top view of the graph the node is in, its box marked (the page's first screen)
     entry = entry || document.getElementById("diag-" + active.diag);
     var pos = entry.querySelector(".steppos"), status = document.getElementById("diag-status");
     var n = active.targets.length;
@@ -295,8 +324,10 @@
     active.step = (active.step % n + n) % n;
     pos.textContent = (active.step + 1) + "/" + n;
     var t = active.targets[active.step];
-    var place = locate(t.kind, t.id, t.graph);
-    var g = focus(place);
+    var place = locate(t.kind, t.id, t.graph), g = null;
+    if (overview && place && views[place.key] && views[place.key].parent) { mount(topOf(place.key)); }
+    else { g = focus(place); }
+    setHash("diag-" + active.diag);  // the link names the diagnostic, not the node it steps to
     highlight();
     if (g) { g.classList.add("gv-selected"); }
     if (entry.scrollIntoView) { entry.scrollIntoView({block: "nearest"}); }
@@ -312,6 +343,12 @@
 
   document.querySelectorAll(".dentry").forEach(function (entry) {
     var i = Number(entry.dataset.diag);
+    entry.setAttribute("tabindex", "0");  // Tab reaches each diagnostic; Enter selects it, again steps on
+    entry.addEventListener("keydown", function (ev) {
+      if (ev.target !== entry || (ev.key !== "Enter" && ev.key !== " ")) { return; }
+      ev.preventDefault();
+      if (active && active.diag === i) { stepBy(1); } else { selectDiagnostic(i); }
+    });
     entry.addEventListener("click", function (ev) {
       if (ev.target.closest("a.srcloc")) { return; }
       if (ev.target.closest("button.next")) { if (active && active.diag === i) { stepBy(1); return; } }
@@ -441,7 +478,7 @@
   window.gradvizViewer = {mount: mount, focus: focus, locate: locate, selectDiagnostic: selectDiagnostic,
                           step: stepBy, textPx: textPx, current: function () { return current; }};
   if (!openHash()) {
-    if (data.order.length && targetsOf(data.order[0]).length) { selectDiagnostic(data.order[0]); }
+    if (data.order.length && targetsOf(data.order[0]).length) { selectDiagnostic(data.order[0], 0, true); }
     else if (tops.length) { mount(tops[0].key); }
   }
   window.gradvizViewer.ready = performance.now();  // the first view is on screen (benchmarks read it)

@@ -1,0 +1,132 @@
+"""The first view report.html shows of a big graph: the model at the deepest module depth whose picture fits the
+page's graph stage with its text legible at "fit" (module boxes with their op counts, repeated blocks folded
+"× N", the ops outside modules such as the loss drawn as ops). A module box opens its inside (``views``).
+
+A picture is kept as it is when it already fits; otherwise each depth from 0 down is drawn compactly (a box
+says its module and counts, no legend or notes under the heading) top to bottom and left to right, and the
+deepest that fits wins. Reads the document only.
+"""
+
+import re
+
+from .dot import to_dot
+from .graph import build_graph
+
+STAGE_PX = (900, 420)  # the page's graph stage at a 1280x800 window (report.css: the viewer beside the inspector)
+MIN_TEXT_PX = 10  # node titles on screen at fit at least this
+TITLE_PT = 11  # the font size dot draws node titles at (style.py): one SVG unit per point
+RANKDIRS = ("BT", "LR")  # the overview is drawn both ways; the one whose text reads larger at fit is kept
+MAX_OVERVIEW_NODES = 40  # a depth drawing more nodes than this never fits the stage legibly: not laid out
+_OPS = re.compile(r"([\d,]+) ops\b")
+_SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
+
+
+def text_px_at_fit(svg, stage=STAGE_PX):
+    """The on-screen size of node titles once ``svg`` is scaled to fit ``stage`` (as the page's "fit" does)."""
+    match = _SIZE.search(svg)
+    if not match:
+        return 0.0
+    width, height = float(match.group(1)), float(match.group(2))
+    return TITLE_PT * min(stage[0] / max(width, 1.0), stage[1] / max(height, 1.0))
+
+
+def legible(svg):
+    return text_px_at_fit(svg) >= MIN_TEXT_PX
+
+
+def compact(spec, depth, accumulators=frozenset()):
+    """``spec`` drawn small: each module box keeps its name and its counts (ops, parameters), every line of a
+    node at the title's size, the heading only its title and what the overview is. ``accumulators``: the ids of
+    the document's AccumulateGrad nodes (a parameter each, not an op)."""
+    for node in spec.nodes:
+        for row in node.rows:  # every line at the title's size: the whole overview is read at fit
+            row.size = None
+        node.fontsize = TITLE_PT
+        if node.kind != "module":
+            continue
+        node.rows = node.rows[:2]
+        counted = _OPS.match(node.rows[1].text) if len(node.rows) > 1 else None
+        ops = sum(1 for n in node.doc_nodes if n not in accumulators)
+        if counted and ops > int(counted.group(1).replace(",", "")):
+            # a folded loop inside counts one step: the box stands for every step's ops and parameters
+            params = len(node.doc_nodes) - ops
+            node.rows[1].text = f"{ops:,} ops · {params:,} parameters · repeated blocks folded"
+    _absorb_leaves(spec)
+    spec.subtitle = [f"overview: modules below depth {depth} as boxes; click a box to open it"]
+    spec.legend = []
+    return spec
+
+
+def _absorb_leaves(spec):
+    """Leaves read by module boxes only (a cell's parameters, used at each of its 35 calls) are left out of the
+    overview, their box saying how many it reads: drawn, each is a hub of long edges across the picture."""
+    by_name = {node.name: node for node in spec.nodes}
+    neighbours = {}
+    for edge in spec.edges:
+        neighbours.setdefault(edge.tail, set()).add(edge.head)
+        neighbours.setdefault(edge.head, set()).add(edge.tail)
+    gone, read = set(), {}
+    for node in spec.nodes:
+        near = [by_name.get(name) for name in neighbours.get(node.name, ())]
+        if node.kind in ("leaf", "ghost") and near and all(n is not None and n.kind == "module" for n in near):
+            gone.add(node.name)
+            for box in near:
+                read.setdefault(box.name, set()).add(node.doc_variable if node.doc_variable is not None
+                                                     else node.name)
+    if not gone:
+        return
+    spec.nodes = [node for node in spec.nodes if node.name not in gone]
+    spec.edges = [edge for edge in spec.edges if edge.tail not in gone and edge.head not in gone]
+    for node in spec.nodes:
+        if node.name in read and len(node.rows) > 1:
+            node.rows[1].text += f" · reads {len(read[node.name])} more"
+
+
+def module_boxes_possible(spec):
+    """Whether a picture has modules an overview could draw as boxes (clusters, or boxes already)."""
+    return bool(spec.clusters) or any(node.kind == "module" for node in spec.nodes)
+
+
+def run_dot_each(sources, budget):
+    """The SVG text of each DOT source, laid out by one ``dot`` run (a small graph costs dot more to start than
+    to lay out); one run each when that fails (Graphviz 2.42 can crash on some graphs after the first)."""
+    from .layout import LayoutTimeout, run_dot
+
+    try:
+        parts = run_dot("".join(sources), "svg", budget).decode("utf-8").split("<?xml")[1:]
+        if len(parts) == len(sources):
+            return ["<?xml" + part for part in parts]
+    except LayoutTimeout:
+        raise
+    except RuntimeError:  # dot failed on the batch: each on its own below, where a failure is its own
+        pass
+    return [run_dot(source, "svg", budget).decode("utf-8") for source in sources]
+
+
+def overview(doc, graph, run, index=None, **options):
+    """(spec, DOT source, svg text, depth) of the deepest depth of ``graph`` that is legible at fit, or of depth
+    0 (the most compact) when none is; None when the graph has no module to draw as a box. ``run(sources)``:
+    the SVG text of each DOT source (the page's ``dot`` with its budget)."""
+    best, last_size = None, None
+    accumulators = {n["id"] for n in doc.get("nodes", []) if n.get("op") == "AccumulateGrad"}
+    for depth in range(0, 64):
+        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, **options)
+        if depth == 0 and not module_boxes_possible(spec):
+            return None
+        if len(spec.nodes) > MAX_OVERVIEW_NODES or len(spec.nodes) == last_size:
+            break  # too many to read, or no deeper module level: the last depth drawn is the deepest
+        last_size = len(spec.nodes)
+        spec = compact(spec, depth, accumulators)
+        sources = []
+        for rankdir in RANKDIRS:
+            spec.rankdir = rankdir
+            sources.append(to_dot(spec))
+        drawn = [(text_px_at_fit(svg), rankdir, source, svg)
+                 for rankdir, source, svg in zip(RANKDIRS, sources, run(sources))]
+        px, rankdir, source, svg = max(drawn, key=lambda item: item[0])
+        spec.rankdir = rankdir
+        if best is None or px >= MIN_TEXT_PX:
+            best = (spec, source, svg, depth)
+        if px < MIN_TEXT_PX:
+            break
+    return best
