@@ -194,7 +194,7 @@ class TorchLight(LightSteps):
 def _wrap(light, original, kind):
     """``torch.autograd.backward`` or ``grad`` while light: watch the roots, then run it unchanged."""
     def light_call(*args, **kwargs):
-        if light.on and light.adapter.attached:
+        if light.on and light.adapter.attached and not light.adapter._is_compiling():  # (AOTAutograd's grad)
             try:
                 if kind == "backward":
                     roots = args[0] if args else kwargs.get("tensors")
