@@ -352,7 +352,7 @@ def test_an_older_torch_is_one_line():
     with pytest.raises(TorchVersionError) as err:
         check_version(SimpleNamespace(__version__="2.1.2+cu118"))
     assert str(err.value) == ("gradviz's torch engine needs torch 2.4 or later, found torch 2.1.2+cu118: "
-                              "pip install 'torch>=2.4,<=2.14.1'")
+                              "pip install 'torch>=2.4,<=2.15.0'")
 
 
 def test_engine_torch_without_pytorch_is_one_line(monkeypatch):
