@@ -50,6 +50,12 @@ KNOWN = [
           "as on 2.13; the diagnostics, graphs and nodes are the same)"),
     Known(("2.4.1", "2.9.1"), "tests/torch_scripts/char_lstm_tbptt.py", ("peak_retained_bytes",),
           "the same LSTM difference as lstm_language_model.py"),
+    Known(("2.4.1",), "samples/transformer_encoder_block.py", ("nodes", "peak_retained_bytes"),
+          "torch 2.4's attention keeps a whole-range slice as a SliceBackward0 node (12 more nodes here; the "
+          "transformer test counts the same per layer); the 7% higher peak comes with it (not traced to one op)"),
+    Known(("2.4.1", "2.14.1", "2.15.0"), "tests/torch_scripts/compiled_model.py", ("unseen",),
+          "inductor starts its compile workers as plain subprocesses or not, by version and by the state of its "
+          "cache; gradviz lists each interpreter it saw started"),
 ]
 
 
@@ -230,6 +236,8 @@ def rerun_differences(results, reference, runs, args):
             theirs = reference.get("samples", {}).get(name)
             if theirs is None or facts == theirs:
                 continue
+            if all(explained(version, name, k) for k in set(facts) | set(theirs) if facts.get(k) != theirs.get(k)):
+                continue  # a known PyTorch difference: nothing to run again
             again = sample_facts(python_of(version), REPO / name, env)
             if again == theirs:
                 r["samples"][name] = again
