@@ -1,6 +1,7 @@
 """torch_compat: each internal the torch adapter touches, probed by what it does, and each fallback forced on the
 installed torch gives the same document facts as the native path (or an honest not-measured entry)."""
 
+import json
 import re
 import textwrap
 import types
@@ -89,10 +90,43 @@ def test_the_probe_reads_this_torch_by_behaviour():
     compat = torch_compat.probe(torch)
     raw = torch.autograd.function.Function.__dict__["apply"]
     assert compat.apply == ("classmethod" if isinstance(raw, classmethod) else "descriptor")
-    assert compat.saved == "data"  # 2.13 and 2.14 both give SavedTensor.data
-    assert compat.exact is None and compat.problems == []
+    node = torch.ones(2, requires_grad=True).exp().grad_fn
+    # SavedTensor.data where this torch has it (2.13 and later), else the unpacking attributes (2.4, 2.9)
+    has_data = isinstance(getattr(node._raw_saved_result, "data", None), torch.Tensor)
+    assert compat.saved == ("data" if has_data else "unpack")
+    assert node._saved_result is not None  # (what "unpack" reads)
+    C = torch._C._autograd
+    assert compat.exact == (None if hasattr(C, "_top_saved_tensors_default_hooks") else
+                            "_top_saved_tensors_default_hooks")  # (2.4 lacks it; the other internals it has)
+    assert compat.problems == []
     assert compat.stale is torch_compat.STALE_DEFAULT
-    assert compat.is_compiling is torch.compiler.is_compiling
+    assert not compat.is_compiling()
+
+
+def test_the_stale_message_names_nodes_as_this_torch_does():
+    """2.4 and 2.9 name the node "ExpBackward0", 2.13 and later "Exp": read from the message, not the version."""
+    compat = torch_compat.probe(torch)
+    x = torch.randn(3, requires_grad=True)
+    y = x.exp()
+    y.add_(1)
+    with pytest.raises(RuntimeError) as info:
+        y.sum().backward()
+    assert f"which is output 0 of {compat.stale_name('ExpBackward0')}, is at version 1;" in str(info.value)
+    assert {compat.stale_name("ExpBackward0"), torch_compat.short_node_name("ExpBackward0")} <= {"Exp",
+                                                                                              "ExpBackward0"}
+    assert [torch_compat.short_node_name(n) for n in ("UnsqueezeBackward1", "TwoBackward", "CopySlices")] == [
+        "Unsqueeze1", "Two", "CopySlices"]
+
+
+def test_fake_tensor_mode_counts_as_compiling():
+    """AOTAutograd and inductor trace the model on fake tensors, and torch 2.4 calls a user's torch-function
+    mode there with dynamo's flag off: the fake-tensor mode on the dispatch stack is what tells."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    compiling = torch_compat.probe(torch).is_compiling
+    with FakeTensorMode():
+        assert compiling()
+    assert not compiling()
 
 
 def test_saved_attribute_names_under_each_way_of_reading(force):
@@ -274,6 +308,70 @@ def test_is_compiling_falls_back_to_dynamos_own_where_torch_compiler_lacks_it():
 
     assert torch_compat._is_compiling(without) is is_compiling
     assert torch_compat._is_compiling(torch) is torch.compiler.is_compiling
+
+
+COMPILED = """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+model = torch.compile(nn.Linear(4, 2), backend="aot_eager")
+for n in (8, 8, 6, 5):  # new batch sizes: compiled again, with symbolic sizes
+    loss = model(torch.randn(n, 4)).square().mean()
+    loss.backward()
+"""
+
+
+def test_a_compiled_linear_runs_under_the_trace_as_untraced(tmp_path):
+    """torch 2.4 called the trace's mode inside AOTAutograd's fake-tensor tracing: the trace's bookkeeping put
+    "Unexpected fake buffer _tensor_constant0" in the compiled graph, and fake ops (sizes symbolic) in the
+    document."""
+    import torch._dynamo
+
+    def run(traced):
+        torch._dynamo.reset()  # compiled afresh each time
+        scope = {"__name__": "__main__"}
+        path = tmp_path / "compiled.py"
+        path.write_text(COMPILED)
+        if not traced:
+            exec(compile(COMPILED, str(path), "exec"), scope)
+            return scope, None
+        with gradviz.trace(engine="torch") as tr:
+            exec(compile(COMPILED, str(path), "exec"), scope)
+        return scope, tr.to_dict()
+
+    untraced, _ = run(False)
+    traced, doc = run(True)
+    assert traced["loss"].item() == untraced["loss"].item()
+    assert torch.equal(traced["model"].weight.grad, untraced["model"].weight.grad)
+    assert doc["status"]["completed"] and doc["internal_errors"] == []
+    # the user's eager ops and one node per compiled call: nothing from inside the compiler
+    ops = [(n["op"], n["shape"]) for n in doc["nodes"] if n["op"] != "AccumulateGrad"]
+    assert ops == [op for n in (8, 8, 6, 5) for op in
+                   (("CompiledFunctionBackward", [n, 2]), ("PowBackward0", [n, 2]), ("MeanBackward0", []))]
+    json.dumps(doc, allow_nan=False)  # plain JSON types only (no symbolic size)
+
+
+def test_a_symbolic_size_in_a_document_is_written_as_its_text():
+    """A SymInt that reached a document cost torch 2.4's compiled runs their report.json ("SymInt is not JSON
+    serializable"); written as its text, without asking it for a value (no guard added to its compilation)."""
+    import io
+
+    import numpy as np
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+
+    from gradviz.document.model import write_json_to
+
+    env = ShapeEnv()
+    size = env.create_symintnode(env.create_symbol(16, ConstantSource("n"), dynamic_dim=DimDynamic.DYNAMIC),
+                                 hint=16)
+    unbacked = env.create_unbacked_symint()  # data-dependent: has no value at all
+    out = io.StringIO()
+    write_json_to(out, {"shape": [size, unbacked, 4], "count": np.int64(3), "norm": np.float32(0.5)})
+    assert json.loads(out.getvalue()) == {"shape": [str(size), "u0", 4], "count": 3, "norm": 0.5}
+    assert re.fullmatch(r"s\d+", str(size)) and env.guards == []
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        write_json_to(io.StringIO(), {"x": object()})
 
 
 def test_a_cuda_wheel_on_a_machine_without_a_gpu_says_so():

@@ -114,8 +114,27 @@ def test_a_linear_call_records_its_matmul_and_the_weight_s_transpose_at_its_line
     line = next(i for i, text in enumerate(open(__file__), 1) if "# line: linear calls" in text)
     ops = sorted(n["op"] for n in doc["nodes"]
                  if (n.get("location") or {}).get("line") == line and n.get("iteration") == 1)
-    assert ops == ["AddBackward0", "AddmmBackward0", "AddmmBackward0", "MmBackward0", "ReluBackward0",
-                   "SliceBackward0", "TBackward0", "TBackward0", "TBackward0"]
+    assert ops == _untraced_line_nodes()
+    assert ops.count("TBackward0") == 3 and ops.count("AddmmBackward0") == 2 and "MmBackward0" in ops
+
+
+def _untraced_line_nodes():
+    """The nodes PyTorch itself builds for the linear-calls line, untraced: ``[:, :2]`` is one SliceBackward0 on
+    2.13 and two on 2.4 (which keeps the whole-range slice of dim 0), so the expected list is read, not typed.
+    Each node is kept alive while counted (a dead node's id can be another's)."""
+    torch.manual_seed(0)
+    first = torch.nn.Linear(4, 3)
+    second = torch.nn.Linear(3, 2, bias=False)
+    y = second(torch.relu(first(torch.randn(5, 4)))) + first(torch.randn(5, 4, requires_grad=True))[:, :2]
+    seen, kept, stack = set(), [], [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        kept.append(node)
+        stack.extend(child for child, _ in node.next_functions)
+    return sorted(type(n).__name__ for n in kept if type(n).__name__ != "AccumulateGrad")
 
 
 def _scalar_and_index_calls():

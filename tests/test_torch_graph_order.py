@@ -12,12 +12,16 @@ def test_a_gru_call_reports_each_node_once():
     gru = torch.nn.GRU(8, 16)
     x = torch.randn(2, 4, 8)
     out, last = gru(x)
-    seen, stack = set(), [out.sum().grad_fn, last.grad_fn]
-    while stack:  # the nodes of the graph, untraced
+    total = out.sum()
+    # the nodes of the graph, untraced; each kept alive while counted: a node's Python object lives only while
+    # referenced, and a new one for another node can take a dead one's id (torch <= 2.9 reuses them here)
+    seen, kept, stack = set(), [], [total.grad_fn, last.grad_fn]
+    while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
+        kept.append(node)
         stack.extend(child for child, _ in node.next_functions)
     with gradviz.trace(engine="torch") as tr:
         out, last = gru(x)

@@ -89,8 +89,12 @@ def test_transformer_encoder_clean_and_with_total_loss(tmp_path):
     assert "encoder.layers.0.self_attn.in_proj_weight" in {v["name"] for v in doc["variables"]}
     picture = drawn(doc)
     assert "MmBackward0" in picture
-    # the five identical layers: the first is drawn (its input is the data), the other four as one block × 4
-    assert "a loop of 4 steps × 44 ops is drawn once" in picture
+    # the five identical layers: the first is drawn (its input is the data), the other four as one block × 4 of
+    # a layer's ops (44 on torch 2.13, 45 on 2.4, whose attention keeps one more slice node: counted, not typed)
+    first = [n for n in doc["nodes"] if n.get("iteration") == 0 and n["op"] != "AccumulateGrad"]
+    per_layer = [sum(1 for n in first if f"encoder.layers.{i}" in (n.get("module") or [])) for i in range(1, 5)]
+    assert len(set(per_layer)) == 1 and per_layer[0] >= 40
+    assert f"a loop of 4 steps × {per_layer[0]} ops is drawn once" in picture
     doc, lines = trace_model("transformer.py", tmp_path, ACCUMULATE="total_loss += loss")
     assert found(doc) == [("retained-graph", "warning", line(lines, "total_loss += loss"))]
 

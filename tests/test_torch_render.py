@@ -30,7 +30,10 @@ def test_snapshot_has_pytorchs_nodes_edges_and_shapes():
     root = next(n for n in doc["nodes"] if n["op"] == "MeanBackward0")
     assert [by_id[i]["op"] for i, _ in root["inputs"]] == ["PowBackward0"]
     relu = next(n for n in doc["nodes"] if n["op"] == "ReluBackward0")
-    assert relu["shape"] == [5, 3] and relu["saved"][0]["kind"] == "output"
+    # a node built before gradviz looked has its shape from the node's _input_metadata; torch 2.4 has none (the
+    # shape is not known there: left empty)
+    has_metadata = hasattr(loss.grad_fn, "_input_metadata")
+    assert relu["shape"] == ([5, 3] if has_metadata else []) and relu["saved"][0]["kind"] == "output"
     # names: the caller binds `model` (its parameters) and `loss`
     names = {v["name"] for v in doc["variables"]}
     assert {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias", "loss"} <= names

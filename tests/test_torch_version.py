@@ -74,12 +74,12 @@ def test_script_prints_version(tmp_path):
     ("2.14.1+cu130", None),
     ("2.15.0", None),  # a newer 2.x is tried: what differs is probed, not read off the version
     ("2.3.1", "gradviz's torch engine needs torch 2.4 or later, found torch 2.3.1: "
-              "pip install 'torch>=2.4,<=2.14.1'"),
+              "pip install 'torch>=2.4,<=2.15.0'"),
     ("2.4.0a0", "gradviz's torch engine needs torch 2.4 or later, found torch 2.4.0a0: "
-                "pip install 'torch>=2.4,<=2.14.1'"),
-    ("3.0.0", "gradviz's torch engine is written for torch 2 (2.4 to 2.14.1 tested), found torch 3.0.0: "
-              "pip install 'torch>=2.4,<=2.14.1'"),
-    ("banana", "torch reports an unreadable version `banana`: pip install 'torch>=2.4,<=2.14.1'"),
+                "pip install 'torch>=2.4,<=2.15.0'"),
+    ("3.0.0", "gradviz's torch engine is written for torch 2 (2.4 to 2.15.0 tested), found torch 3.0.0: "
+              "pip install 'torch>=2.4,<=2.15.0'"),
+    ("banana", "torch reports an unreadable version `banana`: pip install 'torch>=2.4,<=2.15.0'"),
 ])
 def test_unsupported_says_why_in_one_line(version, reason):
     from gradviz.tracing.adapters.torch_support import unsupported
@@ -102,7 +102,7 @@ def _fake_torch(tmp_path, version):
 @pytest.mark.parametrize("engine", ["auto", "torch"])
 @pytest.mark.parametrize("version, says", [
     ("2.3.1", "gradviz's torch engine needs torch 2.4 or later, found torch 2.3.1"),
-    ("3.0.0", "gradviz's torch engine is written for torch 2 (2.4 to 2.14.1 tested), found torch 3.0.0"),
+    ("3.0.0", "gradviz's torch engine is written for torch 2 (2.4 to 2.15.0 tested), found torch 3.0.0"),
 ])
 def test_an_unsupported_torch_is_one_line_and_the_report_is_still_written(tmp_path, engine, version, says):
     script, env = _fake_torch(tmp_path, version)
@@ -110,15 +110,15 @@ def test_an_unsupported_torch_is_one_line_and_the_report_is_still_written(tmp_pa
     run = subprocess.run([sys.executable, "-m", "gradviz", "run", "--engine", engine, "--out", str(out_dir),
                           "--no-render", str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.stderr.splitlines() == [
-        f"gradviz: {says}: pip install 'torch>=2.4,<=2.14.1'; meanwhile {script} runs on gradviz's engine "
+        f"gradviz: {says}: pip install 'torch>=2.4,<=2.15.0'; meanwhile {script} runs on gradviz's engine "
         "through its `import torch` shim"], run.stderr
     assert run.returncode == 0 and "grad [2.0, 2.0, 2.0]" in run.stdout
     doc = json.loads((out_dir / "report.json").read_text())
     assert doc["engine"]["name"] == "gradviz" and len(doc["backwards"]) == 1
     # the document itself says real PyTorch was not watched: report.json read later must not look like torch's
     assert doc["unseen"] == [{"kind": "engine", "what": "real PyTorch (the script ran on gradviz's engine instead)",
-                              "count": 1, "how": f"{says}: pip install 'torch>=2.4,<=2.14.1'", "location": None,
-                              "advice": "pip install 'torch>=2.4,<=2.14.1', then run it again"}]
+                              "count": 1, "how": f"{says}: pip install 'torch>=2.4,<=2.15.0'", "location": None,
+                              "advice": "pip install 'torch>=2.4,<=2.15.0', then run it again"}]
     assert "real PyTorch (the script ran on gradviz's engine instead)" in run.stdout
 
 
@@ -129,4 +129,4 @@ def test_tracing_an_unsupported_torch_from_python_raises_one_line(tmp_path):
             "except ImportError as exc:\n    print(type(exc).__name__, exc)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert run.stdout.strip() == ("TorchVersionError gradviz's torch engine needs torch 2.4 or later, found torch "
-                                  "2.3.1: pip install 'torch>=2.4,<=2.14.1'"), run.stderr
+                                  "2.3.1: pip install 'torch>=2.4,<=2.15.0'"), run.stderr

@@ -2,6 +2,7 @@
 trace's ``to_dict()`` and ``load_trace`` both give, so renderers and diagnostics take either."""
 
 import json
+import operator
 
 FORMAT = "gradviz-trace"
 VERSION = 1
@@ -35,8 +36,30 @@ def write_json(doc, path):
 def write_json_to(f, doc):
     """``doc`` as strict, compact JSON and a newline, into the open text file ``f``."""
     # dumps, not dump: json.dump streams through the pure-Python encoder, dumps uses the C one (~10x)
-    f.write(json.dumps(doc, allow_nan=False, separators=(",", ":")))
+    f.write(json.dumps(doc, allow_nan=False, separators=(",", ":"), default=json_number))
     f.write("\n")  # apart: `text + "\n"` would copy a long run's 16 MiB text once more
+
+
+def json_number(value):
+    """For ``json.dumps(default=)``: a number JSON has no type for, as the int or float it stands for. A symbolic
+    size (torch's SymInt from a compiled region's fake tensors) must not cost the run its report: it goes as its
+    text ("s0", "u0"), or as the number that text is; read without asking it for a value, which would add a
+    guard to its compilation (and log an error for a data-dependent one). Anything else is refused as ``json``
+    refuses it."""
+    if type(value).__name__ in ("SymInt", "SymFloat", "SymBool"):
+        text = str(value)
+        for convert in (int, float):
+            try:
+                return convert(text)
+            except ValueError:
+                pass
+        return text
+    for convert in (operator.index, float):  # numpy's scalars
+        try:
+            return convert(value)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def check_format(doc):

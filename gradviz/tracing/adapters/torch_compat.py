@@ -11,8 +11,10 @@ probed here once per torch, by what it does, and each answer names the way to us
   ``saved_tensors``) are read instead; None: neither works, memory is not measured (said in ``unseen``).
 - ``exact``: whether the saved-tensor default hooks machinery ``--exact-memory`` needs is all there.
 - ``stale``: the pattern that reads both versions out of PyTorch's "modified by an inplace operation" message,
-  checked against the message this torch really raises.
-- ``is_compiling``: the "am I inside dynamo's compilation" question dynamo answers True to while tracing.
+  checked against the message this torch really raises; ``stale_name``: how that message names a node
+  (``ExpBackward0`` up to 2.9, ``Exp`` in 2.13 and later), read from the same message.
+- ``is_compiling``: "is the compiler tracing": dynamo's own flag, or a fake-tensor mode on the dispatch stack
+  (the compiler's later passes, which on some torch lines call a user's torch-function modes with the flag off).
 - ``accelerator``: what the torch build was made for and what this machine has (a CUDA wheel on a CPU machine).
 
 ``problems`` lists, per fact that cannot be reached here, ``(what, how)`` for the document's ``unseen`` section.
@@ -36,12 +38,14 @@ _EXACT_NEEDS = ("_push_saved_tensors_default_hooks", "_pop_saved_tensors_default
 class TorchCompat:
     """The answers for one torch (see the module's docstring)."""
 
-    def __init__(self, version, apply, saved, exact, stale, is_compiling, accelerator, problems):
+    def __init__(self, version, apply, saved, exact, stale, is_compiling, accelerator, problems,
+                 stale_name=None):
         self.version = version
         self.apply = apply  # "classmethod" or "descriptor"
         self.saved = saved  # "data", "unpack" or None
         self.exact = exact  # None when usable, else what is missing
         self.stale = stale
+        self.stale_name = stale_name or short_node_name  # node class name -> as the stale message names it
         self.is_compiling = is_compiling
         self.accelerator = accelerator
         self.problems = problems  # [(what, how)]: facts not measured on this torch
@@ -74,9 +78,9 @@ def probe(torch):
 
 def _probe(torch):
     with torch._C.DisableTorchFunction():  # a trace already attached must not see the probes' ops
-        saved, stale = _saved_access(torch), _stale_pattern(torch)
+        saved, (stale, stale_name) = _saved_access(torch), _stale_message(torch)
     compat = TorchCompat(torch.__version__, _apply_kind(torch), saved, _exact_missing(torch), stale,
-                         _is_compiling(torch), accelerator(torch), [])
+                         _compiler_tracing(torch), accelerator(torch), [], stale_name)
     compat.problems = _problems(compat)
     return compat
 
@@ -200,6 +204,27 @@ class HookCount(threading.local):
         return _push_saved_tensors_default_hooks, _pop_saved_tensors_default_hooks
 
 
+# ----- torch.func's wrapped tensors ------------------------------------------------------------------------
+def outside_functorch(torch, fn, tensors):
+    """``fn(torch, tensors)`` on the plain tensors under torch.func's wrappers, with its transforms set aside. A
+    gradient met inside ``torch.func.grad`` is a wrapper whose values sit in the tensor it wraps; on some torch
+    lines (2.4, 2.9) reading a wrapper (``.tolist()``, ``data_ptr``) raises "doesn't have storage", and an op run
+    while the transform is active wraps its result again. A vmapped tensor's plain form holds every sample (a
+    norm of it is over the whole batch)."""
+    functorch = getattr(torch._C, "_functorch", None)
+    disable = getattr(torch._C, "_DisableFuncTorch", None)
+    if functorch is None or disable is None:
+        return fn(torch, tensors)
+    wrapped, unwrap = functorch.is_functorch_wrapped_tensor, functorch.get_unwrapped
+    plain = []
+    for t in tensors:
+        while wrapped(t):
+            t = unwrap(t)
+        plain.append(t)
+    with disable():
+        return fn(torch, plain)
+
+
 # ----- --exact-memory ---------------------------------------------------------------------------------------
 def _exact_missing(torch):
     C = torch._C._autograd
@@ -210,8 +235,9 @@ def _exact_missing(torch):
 
 
 # ----- the stale-version message ----------------------------------------------------------------------------
-def _stale_pattern(torch):
-    """Raise PyTorch's own stale-version error on a two-op graph and keep the pattern that reads it."""
+def _stale_message(torch):
+    """Raise PyTorch's own stale-version error on a two-op graph: the pattern that reads its versions, and how it
+    names the node whose output was changed (the changed tensor's ``grad_fn``, AddBackward0 here)."""
     with torch.enable_grad():
         x = torch.ones(2, requires_grad=True)
         y = x * 1
@@ -222,14 +248,23 @@ def _stale_pattern(torch):
         except RuntimeError as exc:
             message = str(exc)
         else:
-            return STALE_DEFAULT
+            return STALE_DEFAULT, None
+    name = str if f" of {y.grad_fn.name()}," in message else short_node_name
     found = STALE_DEFAULT.search(message)
     if found and (found.group(1), found.group(2)) == ("1", "0"):
-        return STALE_DEFAULT
+        return STALE_DEFAULT, name
     found = _STALE_LOOSE.search(message)
     if found and (found.group(1), found.group(2)) == ("1", "0"):
-        return _STALE_LOOSE
-    return STALE_DEFAULT
+        return _STALE_LOOSE, name
+    return STALE_DEFAULT, name
+
+
+def short_node_name(name):
+    """A node as torch 2.13's stale-version message names it: ExpBackward0 -> Exp, UnsqueezeBackward1 ->
+    Unsqueeze1, a custom Function's TwoBackward -> Two, CopySlices as it is."""
+    if name.endswith("Backward0"):
+        return name[:-9]
+    return name.replace("Backward", "", 1)
 
 
 def stale_versions(pattern, message):
@@ -253,6 +288,26 @@ def _is_compiling(torch):
     except ImportError:
         return lambda: False
     return is_compiling
+
+
+def _compiler_tracing(torch):
+    """True while the compiler traces, in any of its stages. Dynamo's flag covers its own bytecode tracing; the
+    graphs AOTAutograd and inductor then build run the model again on fake tensors, and torch lines whose dynamo
+    does not set the user's torch-function modes aside while compiling (2.4 does not; 2.9 does) call our mode
+    there with the flag off: an op recorded then (its bookkeeping runs torch ops of its own) lands in the
+    compiled graph as a fake constant ("Unexpected fake buffer"). A fake-tensor mode on the dispatch stack tells
+    those stages, on every line that has the infra-mode keys (2.1 and later): the user's own ops never run under
+    one unless the user pushed it, and ops on fake tensors have nothing to measure."""
+    is_compiling = _is_compiling(torch)
+    get_mode = getattr(torch._C, "_get_dispatch_mode", None)
+    fake = getattr(getattr(torch._C, "_TorchDispatchModeKey", None), "FAKE", None)
+    if get_mode is None or fake is None:
+        return is_compiling
+
+    def compiler_tracing():  # dynamo's flag first: dynamo traces this function too, and folds the flag to True
+        return is_compiling() or get_mode(fake) is not None
+
+    return compiler_tracing
 
 
 # ----- the accelerator --------------------------------------------------------------------------------------

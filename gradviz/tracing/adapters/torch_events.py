@@ -13,7 +13,7 @@ import weakref
 
 from ..frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
 from . import torch_graph as tg
-from .torch_compat import STALE_DEFAULT, stale_versions
+from .torch_compat import STALE_DEFAULT, outside_functorch, stale_versions
 from .torch_frames import caller_is_internal, user_frame
 from .torch_patches import _forked, forked, step_aside, step_back
 
@@ -836,7 +836,10 @@ class Backward:
 
     def _flush(self):
         if self._grads:
-            self._norms.extend(norms(self.torch, self._grads))
+            try:
+                self._norms.extend(norms(self.torch, self._grads))
+            except RuntimeError:  # torch.func's wrapped gradients, unreadable on some torch lines (torch_compat)
+                self._norms.extend(outside_functorch(self.torch, norms, self._grads))
             self._grads = []
             self._held = 0
 

@@ -75,14 +75,6 @@ class _PerThread(threading.local):
     aside = 0  # our pair is off the stack for a disable_saved_tensors_hooks block
 
 
-def _message_name(name):
-    """The node as PyTorch's message names it: ExpBackward0 -> Exp, UnsqueezeBackward1 -> Unsqueeze1, a custom
-    Function's TwoBackward -> Two, CopySlices as it is."""
-    if name.endswith("Backward0"):
-        return name[:-9]
-    return name.replace("Backward", "", 1)
-
-
 class ExactMemory:
     """Owned by one ``TorchAdapter``; ``install()`` / ``uninstall()`` at its attach and detach."""
 
@@ -99,6 +91,7 @@ class ExactMemory:
         self.pack = self._make_pack()
         self.unpack = self._make_unpack()
         self.hint = None  # the hint PyTorch appends to the stale-version message (its wording varies by version)
+        self.message_name = adapter.compat.stale_name  # how that message names a node (torch_compat)
         self._patched = []
 
     # ----- lifecycle ------------------------------------------------------------------------------------
@@ -236,7 +229,7 @@ class ExactMemory:
         text = (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
                 f"[{t.type()} {sizes}]")
         if name is not None:
-            text += f", which is output {packed.output_nr} of {_message_name(name)},"
+            text += f", which is output {packed.output_nr} of {self.message_name(name)},"
         text += f" is at version {packed.tensor._version}; expected version {packed.version} instead."
         if self.torch.is_anomaly_enabled():
             return text + ANOMALY_HINT

@@ -227,7 +227,7 @@ def _wrap(light, original, kind):
     watch asked for (a write through ``.data`` waits for it) runs through the full handler instead, and one that
     raises is recorded after the fact (``TorchWatch.failed_backward``)."""
     def light_call(*args, **kwargs):
-        if light.on and light.adapter.attached:
+        if light.on and light.adapter.attached and not light.adapter._is_compiling():  # (AOTAutograd's grad)
             try:
                 if kind == "backward":
                     roots = args[0] if args else kwargs.get("tensors")

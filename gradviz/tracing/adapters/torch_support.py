@@ -9,7 +9,7 @@ refused. Kept apart from ``gradviz.torch_version``, which the ``import torch`` s
 from ...torch_version import TorchVersion, _version_key
 
 OLDEST = "2.4"
-NEWEST_TESTED = "2.14.1"
+NEWEST_TESTED = "2.15.0"
 PIP_TORCH = f"pip install 'torch>={OLDEST},<={NEWEST_TESTED}'"
 
 
