@@ -657,37 +657,7 @@ class Variable:
             raise RuntimeError("self must be a matrix")
         return _A.MatMul.apply(self, other)
 
-    def neg(self):
-        return _A.Neg.apply(self)
-
     # ----- pointwise ---------------------------------------------------------------------------------
-    def exp(self):
-        return _P.Exp.apply(self)
-
-    def log(self):
-        return _P.Log.apply(self)
-
-    def sqrt(self):
-        return _P.Sqrt.apply(self)
-
-    def abs(self):
-        return _P.Abs.apply(self)
-
-    def sin(self):
-        return _P.Sin.apply(self)
-
-    def cos(self):
-        return _P.Cos.apply(self)
-
-    def tanh(self):
-        return _P.Tanh.apply(self)
-
-    def sigmoid(self):
-        return _P.Sigmoid.apply(self)
-
-    def relu(self):
-        return _P.Relu.apply(self)
-
     def clamp(self, min=None, max=None):
         if isinstance(min, Variable) or isinstance(max, Variable):
             return _B.ClampTensor.apply(self, min, max)
@@ -810,16 +780,10 @@ class Variable:
     def pow_(self, exponent):
         return apply_inplace(_A.Pow, self, exponent)
 
-    def exp_(self):
-        return apply_inplace(_P.Exp, self)
-
     def clamp_(self, min=None, max=None):
         if isinstance(min, Variable) or isinstance(max, Variable):
             return apply_inplace(_B.ClampTensor, self, min, max)
         return apply_inplace(_P.Clamp, self, min=min, max=max)
-
-    def relu_(self):
-        return apply_inplace(_P.Relu, self)
 
     def zero_(self):
         return apply_inplace(_I.Fill, self, value=0)
@@ -838,156 +802,11 @@ class Variable:
 
     # ----- the pointwise math family, logical ops, masked_fill (issue 8, opsa) ------------------------------
     # Ops live in gradviz.ops.math_special (one tensor), binary_math (two or three) and logical.
-    def tan(self):
-        return _M.Tan.apply(self)
-
-    def tan_(self):
-        return apply_inplace(_M.Tan, self)
-
-    def asin(self):
-        return _M.Asin.apply(self)
-
-    def asin_(self):
-        return apply_inplace(_M.Asin, self)
-
-    def acos(self):
-        return _M.Acos.apply(self)
-
-    def acos_(self):
-        return apply_inplace(_M.Acos, self)
-
-    def atan(self):
-        return _M.Atan.apply(self)
-
-    def atan_(self):
-        return apply_inplace(_M.Atan, self)
-
-    def sinh(self):
-        return _M.Sinh.apply(self)
-
-    def sinh_(self):
-        return apply_inplace(_M.Sinh, self)
-
-    def cosh(self):
-        return _M.Cosh.apply(self)
-
-    def cosh_(self):
-        return apply_inplace(_M.Cosh, self)
-
-    def asinh(self):
-        return _M.Asinh.apply(self)
-
-    def asinh_(self):
-        return apply_inplace(_M.Asinh, self)
-
-    def acosh(self):
-        return _M.Acosh.apply(self)
-
-    def acosh_(self):
-        return apply_inplace(_M.Acosh, self)
-
-    def atanh(self):
-        return _M.Atanh.apply(self)
-
-    def atanh_(self):
-        return apply_inplace(_M.Atanh, self)
-
-    arcsin, arcsin_, arccos, arccos_, arctan, arctan_ = asin, asin_, acos, acos_, atan, atan_
-    arcsinh, arcsinh_, arccosh, arccosh_, arctanh, arctanh_ = asinh, asinh_, acosh, acosh_, atanh, atanh_
-
-    def sin_(self):
-        return apply_inplace(_P.Sin, self)
-
-    def cos_(self):
-        return apply_inplace(_P.Cos, self)
-
-    def tanh_(self):
-        return apply_inplace(_P.Tanh, self)
-
-    def sigmoid_(self):
-        return apply_inplace(_P.Sigmoid, self)
-
-    def exp2(self):
-        return _M.Exp2.apply(self)
-
-    def exp2_(self):
-        return apply_inplace(_M.Exp2, self)
-
-    def expm1(self):
-        return _M.Expm1.apply(self)
-
-    def expm1_(self):
-        return apply_inplace(_M.Expm1, self)
-
-    def log_(self):
-        return apply_inplace(_P.Log, self)
-
-    def log2(self):
-        return _M.Log2.apply(self)
-
-    def log2_(self):
-        return apply_inplace(_M.Log2, self)
-
-    def log10(self):
-        return _M.Log10.apply(self)
-
-    def log10_(self):
-        return apply_inplace(_M.Log10, self)
-
-    def log1p(self):
-        return _M.Log1p.apply(self)
-
-    def log1p_(self):
-        return apply_inplace(_M.Log1p, self)
-
-    def sqrt_(self):
-        return apply_inplace(_P.Sqrt, self)
-
-    def rsqrt(self):
-        return _M.Rsqrt.apply(self)
-
-    def rsqrt_(self):
-        return apply_inplace(_M.Rsqrt, self)
-
     def square(self):
         return _A.Pow.apply(self, 2)
 
     def square_(self):
         return apply_inplace(_A.Pow, self, 2)
-
-    def reciprocal(self):
-        return _M.Reciprocal.apply(self)
-
-    def reciprocal_(self):
-        return apply_inplace(_M.Reciprocal, self)
-
-    def abs_(self):
-        return apply_inplace(_P.Abs, self)
-
-    absolute, absolute_ = abs, abs_
-
-    def neg_(self):
-        return apply_inplace(_A.Neg, self)
-
-    negative, negative_ = neg, neg_
-
-    def sign(self):
-        return _M.Sign.apply(self)
-
-    def sign_(self):
-        return apply_inplace(_M.Sign, self)
-
-    def floor(self):
-        return _M.Floor.apply(self)
-
-    def floor_(self):
-        return apply_inplace(_M.Floor, self)
-
-    def ceil(self):
-        return _M.Ceil.apply(self)
-
-    def ceil_(self):
-        return apply_inplace(_M.Ceil, self)
 
     def round(self, decimals=0):
         return _M.Round.apply(self, decimals=decimals)
@@ -995,43 +814,11 @@ class Variable:
     def round_(self, decimals=0):
         return apply_inplace(_M.Round, self, decimals=decimals)
 
-    def trunc(self):
-        return _M.Trunc.apply(self)
-
-    def trunc_(self):
-        return apply_inplace(_M.Trunc, self)
-
-    fix, fix_ = trunc, trunc_
-
-    def frac(self):
-        return _M.Frac.apply(self)
-
-    def frac_(self):
-        return apply_inplace(_M.Frac, self)
-
     def logit(self, eps=None):
         return _M.Logit.apply(self, eps=eps)
 
     def logit_(self, eps=None):
         return apply_inplace(_M.Logit, self, eps=eps)
-
-    def erf(self):
-        return _M.Erf.apply(self)
-
-    def erf_(self):
-        return apply_inplace(_M.Erf, self)
-
-    def erfc(self):
-        return _M.Erfc.apply(self)
-
-    def erfc_(self):
-        return apply_inplace(_M.Erfc, self)
-
-    def erfinv(self):
-        return _M.Erfinv.apply(self)
-
-    def erfinv_(self):
-        return apply_inplace(_M.Erfinv, self)
 
     def atan2(self, other):
         return _B.Atan2.apply(self, other)
@@ -1126,9 +913,6 @@ class Variable:
     def logical_xor(self, other):
         return _L.Logical.apply(self, other, op="xor")
 
-    def logical_not(self):
-        return _L.LogicalNot.apply(self)
-
     def logical_and_(self, other):
         return apply_inplace(_L.Logical, self, other, op="and")
 
@@ -1137,9 +921,6 @@ class Variable:
 
     def logical_xor_(self, other):
         return apply_inplace(_L.Logical, self, other, op="xor")
-
-    def logical_not_(self):
-        return apply_inplace(_L.LogicalNot, self)
 
     def bitwise_and(self, other):
         return _L.Bitwise.apply(self, other, op="and")
@@ -1150,9 +931,6 @@ class Variable:
     def bitwise_xor(self, other):
         return _L.Bitwise.apply(self, other, op="xor")
 
-    def bitwise_not(self):
-        return _L.BitwiseNot.apply(self)
-
     def bitwise_and_(self, other):
         return apply_inplace(_L.Bitwise, self, other, op="and")
 
@@ -1161,9 +939,6 @@ class Variable:
 
     def bitwise_xor_(self, other):
         return apply_inplace(_L.Bitwise, self, other, op="xor")
-
-    def bitwise_not_(self):
-        return apply_inplace(_L.BitwiseNot, self)
 
     def __xor__(self, other):
         return _L.Bitwise.apply(self, other, op="xor")
@@ -1559,3 +1334,47 @@ from ..ops import scatter as _G  # noqa: E402
 from ..ops import shape as _S  # noqa: E402
 from ..ops import sorting as _O  # noqa: E402
 from .inplace import apply_inplace  # noqa: E402
+
+# The one-tensor elementwise methods, each with its in-place twin (`exp` and `exp_`): one row per method, so the
+# ~70 methods that differ only in their op are not written out by hand. Operators (`__neg__`, `__abs__`, …) and
+# methods with arguments stay in the class body.
+ELEMENTWISE_METHODS = {
+    "neg": _A.Neg, "abs": _P.Abs, "relu": _P.Relu, "sigmoid": _P.Sigmoid, "tanh": _P.Tanh,
+    "exp": _P.Exp, "exp2": _M.Exp2, "expm1": _M.Expm1,
+    "log": _P.Log, "log2": _M.Log2, "log10": _M.Log10, "log1p": _M.Log1p,
+    "sqrt": _P.Sqrt, "rsqrt": _M.Rsqrt, "reciprocal": _M.Reciprocal, "sign": _M.Sign,
+    "sin": _P.Sin, "cos": _P.Cos, "tan": _M.Tan, "asin": _M.Asin, "acos": _M.Acos, "atan": _M.Atan,
+    "sinh": _M.Sinh, "cosh": _M.Cosh, "asinh": _M.Asinh, "acosh": _M.Acosh, "atanh": _M.Atanh,
+    "floor": _M.Floor, "ceil": _M.Ceil, "trunc": _M.Trunc, "frac": _M.Frac,
+    "erf": _M.Erf, "erfc": _M.Erfc, "erfinv": _M.Erfinv,
+    "logical_not": _L.LogicalNot, "bitwise_not": _L.BitwiseNot,
+}
+# PyTorch's other names for some of them (and their in-place twins).
+ELEMENTWISE_ALIASES = {
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
+    "arctanh": "atanh", "absolute": "abs", "negative": "neg", "fix": "trunc",
+}
+
+
+def _elementwise_pair(name, op):
+    def out_of_place(self):
+        return op.apply(self)
+
+    def in_place(self):
+        return apply_inplace(op, self)
+
+    for method, method_name in ((out_of_place, name), (in_place, name + "_")):
+        method.__name__ = method_name
+        method.__qualname__ = f"Variable.{method_name}"
+        method.__doc__ = f"``torch.Tensor.{method_name}`` ({op.__name__}{', in place' if method is in_place else ''})."
+    return out_of_place, in_place
+
+
+for _name, _op in ELEMENTWISE_METHODS.items():
+    _out, _in = _elementwise_pair(_name, _op)
+    setattr(Variable, _name, _out)
+    setattr(Variable, _name + "_", _in)
+for _alias, _name in ELEMENTWISE_ALIASES.items():
+    setattr(Variable, _alias, getattr(Variable, _name))
+    setattr(Variable, _alias + "_", getattr(Variable, _name + "_"))
+del _name, _op, _out, _in, _alias
