@@ -15,6 +15,7 @@ diagnostics still land on the node that stands for them.
 import base64
 import re
 import zlib
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -25,12 +26,14 @@ from .pictures import pictures_to_draw
 
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
 SVG_BYTES_CAP = 3 * 1024 * 1024  # all views as embedded (top ones as text, the others packed); page <= 5 MiB
-MAX_LEVELS = 8  # nested views below a picture
+MAX_LEVELS = 8  # nested views below a picture (a "… more" box's next window does not count: see ``_window``)
+MORE_WINDOW = 2  # a "… more" box's view is built from this many times max_nodes of its nodes, nearest the root
 SMALLEST_VIEW = 1024  # bytes of the smallest packed view (two nodes): with less of the cap left, none is laid out
 VIEW_ITEMS_PER_BUDGET = 400  # nodes + edges of a part view laid out within the page's budget; more get more time
 MAX_VIEW_BUDGET = 30.0  # seconds: the most a part view may take
 WORKERS = 4  # views laid out at once: ``dot`` runs as a subprocess, so they overlap
 LEAF_KINDS = ("leaf", "const", "ghost")  # spec node kinds of leaves (a ghost: a leaf drawn again at a use)
+_MORE = re.compile(r"([\d,]+) more nodes")
 _ID = re.compile(r"\b(gv(?:-|&#45;))?([nve])(\d+)\b")
 _SLIM = re.compile(r'<title>[^<]*</title>\n?| font-family="Helvetica,sans-Serif"')
 # what two alike graphs' pictures differ in besides ids: the heading's numbers, clusters numbered in walk order
@@ -56,6 +59,7 @@ class View:
     packed: str | None = None  # the SVG deflated and base64-encoded (views below the top ones)
     stands: list = field(default_factory=list)  # [(element id, [document node ids it stands for])], 2+ ids
     kind: str = ""  # what opened it: "module", "loop" (unfolded) or "more" (past max_nodes)
+    tail: list = field(default_factory=list)  # node ids past this view's window: its "… more" box stands for them
 
 
 @dataclass
@@ -123,6 +127,24 @@ def _openings(spec, graph_nodes):
             out.append(_Opening(cluster.html_id, f"loop {cluster.rows[0].text} unfolded", sorted(set(ids)), "loop",
                                 {"fold_loops": False}))
     return out
+
+
+def _count_the_rest(spec, past):
+    """The DOT source of a window's view whose "… more" box also stands for ``past`` nodes beyond the window:
+    the box says how many it holds in all."""
+    from .dot import to_dot
+
+    for node in spec.nodes:
+        if node.kind == "more":
+            for row in node.rows:
+                row.text = _MORE.sub(lambda m: _more_nodes(m, past), row.text)
+            node.tooltip = _MORE.sub(lambda m: _more_nodes(m, past), node.tooltip or "")
+    return to_dot(spec)
+
+
+def _more_nodes(match, past):
+    return f"{int(match.group(1).replace(',', '')) + past:,} more nodes"
+
 
 
 def _stands(spec):
@@ -198,25 +220,24 @@ class _Drawer:
         return spec, to_dot(spec), options
 
     def lay_out_many(self, items):
-        """Each item's [spec, source, options, doc] laid out as SVG: one ``dot`` run for all of them (a small
+        """Each item's [spec, source, options, doc, nodes past its window] laid out as SVG: one ``dot`` run for all of them (a small
         view costs dot more to start than to lay out); should that fail or pass the items' time, each on its
         own with ``lay_out``'s cheaper fallbacks. Returns [(spec, svg text) or the exception] in order."""
         from .layout import lay_out, run_dot
 
-        if len(items) > 1:
-            try:
-                data = run_dot("".join(item[1] + "\n" for item in items), "svg",
-                               0.45 * sum(self.budget_for(item[0]) for item in items))
-                parts = data.decode("utf-8").split("<?xml")[1:]
-                if len(parts) == len(items):
-                    return [(item[0], "<?xml" + part) for item, part in zip(items, parts)]
-            except Exception:  # then each view is laid out on its own below, where a failure is only its own
-                pass
+        try:  # the sources as built (never built again): one dot run, with the full settings' share of the time
+            data = run_dot("".join(item[1] + "\n" for item in items), "svg",
+                           0.45 * sum(self.budget_for(item[0]) for item in items))
+            parts = data.decode("utf-8").split("<?xml")[1:]
+            if len(parts) == len(items):
+                return [(item[0], "<?xml" + part) for item, part in zip(items, parts)]
+        except Exception:  # then each view is laid out on its own below, where a failure is only its own
+            pass
         out = []
-        for spec, _, options, doc in items:
-            try:
+        for spec, _, options, doc, past in items:
+            try:  # (built again with cheaper settings: its "… more" box counts the nodes past the window again)
                 spec, _, data = lay_out(doc, "svg", self.budget_for(spec), **options)
-                out.append((spec, data.decode("utf-8")))
+                out.append((spec, _MORE.sub(lambda m: _more_nodes(m, past), data.decode("utf-8"))))
             except Exception as exc:
                 out.append(exc)
         return out
@@ -247,18 +268,54 @@ class _Drawer:
         return min(depths) + 1 if depths else 0
 
     def _prepare(self, job):
-        """(child view, its doc, [spec, source, options, doc] or None when building it failed)."""
+        """(child view, its doc, [spec, source, options, doc, nodes past its window] or None when building it failed)."""
         view, doc, opening = job
-        sub = _restricted(doc, view.graph, opening.nodes + self.leaves_of(opening.nodes))
         child = View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key,
                      box=opening.elem, kind=opening.kind)
         floor = self.floor(opening) if opening.kind == "module" else 0
+        nodes, extra = opening.nodes, opening.options
+        if opening.kind == "more":  # the next window of the rest, unfolded: its own "… more" box holds the rest
+            (nodes, child.tail), extra = self.window(opening.nodes), dict(extra, fold_loops=False)
+        sub = _restricted(self.doc, view.graph, nodes + self.leaves_of(nodes))
         try:
-            spec, source, options = self.prepare(sub, view.graph, floor, opening.options)
+            spec, source, options = self.prepare(sub, view.graph, floor, extra)
+            if child.tail and not any(node.kind == "more" for node in spec.nodes):
+                # the window fit whole (its modules collapsed, say): no box to hold the rest, so all of it here
+                nodes, child.tail = opening.nodes, []
+                sub = _restricted(self.doc, view.graph, nodes + self.leaves_of(nodes))
+                spec, source, options = self.prepare(sub, view.graph, floor, extra)
+            if child.tail:
+                source = _count_the_rest(spec, len(child.tail))
         except Exception as exc:  # this view only: the page still shows the others
             child.error = str(exc) or type(exc).__name__
             return child, sub, None
-        return child, sub, [spec, source, options, sub]
+        return child, sub, [spec, source, options, sub, len(child.tail)]
+
+    def window(self, node_ids):
+        """(window, rest) of the nodes a "… more" box stands for, nearest the root first (as ``max_nodes``
+        keeps them): its view is built from the window alone, not from all the rest, so a 10,000-op chain costs
+        a build of ``MORE_WINDOW`` × max_nodes nodes per view instead of one of every node left, per view."""
+        size = MORE_WINDOW * self.options.get("max_nodes", 500)
+        if len(node_ids) <= size:
+            return list(node_ids), []
+        ordered = self.nearest_root_first(node_ids)
+        return ordered[:size], ordered[size:]
+
+    def nearest_root_first(self, node_ids):
+        """``node_ids`` in breadth-first order from those no other of them consumes, along their inputs."""
+        inside = set(node_ids)
+        inputs = {n: [s for s, _ in self.nodes.get(n, {}).get("inputs") or [] if s in inside] for n in node_ids}
+        consumed = {s for sources in inputs.values() for s in sources}
+        roots = sorted((n for n in node_ids if n not in consumed), reverse=True)  # the latest made first
+        order, seen, queue = [], set(roots), deque(roots)
+        while queue:
+            node = queue.popleft()
+            order.append(node)
+            for source in sorted(inputs[node], reverse=True):
+                if source not in seen:
+                    seen.add(source)
+                    queue.append(source)
+        return order + [n for n in sorted(inside - seen, reverse=True)]
 
     def _children(self, pool, jobs):
         """[(child view, its doc, its spec or None)] for ``jobs``: built in ``pool``, laid out in ``WORKERS``
@@ -282,8 +339,8 @@ class _Drawer:
     def below(self, roots, out):
         """The views opened from the elements of ``roots`` ([(view, doc, spec)]), level by level, while the
         byte cap allows; appended to ``out``."""
-        level = roots
-        for _ in range(MAX_LEVELS):
+        level, levels = roots, 0
+        while levels < MAX_LEVELS:
             jobs = []
             for view, view_doc, view_spec in level:
                 nodes = set(next((g.get("nodes") or [] for g in view_doc.get("graphs", [])
@@ -291,9 +348,15 @@ class _Drawer:
                 for opening in _openings(view_spec, nodes):
                     if set(opening.nodes) == nodes and opening.kind in ("more", view.kind):
                         continue  # the same view again (a layout that fell back to folding, say): no end to it
+                    if opening.kind == "more" and view.tail:  # what is past this view's window too
+                        opening.nodes = opening.nodes + view.tail
+                        opening.title = f"{len(opening.nodes):,} more nodes"
                     jobs.append((view, view_doc, opening))
             if not jobs:
                 return
+            # a "… more" view's next window is the same level read on: each window draws nodes no view drew
+            # before, so the chain ends, and every node of a long chain is drawn
+            levels += not all(view.tail for view, _, _ in jobs)
             if SVG_BYTES_CAP - self.bytes < SMALLEST_VIEW:  # none of them could be embedded: not drawn at all
                 self.capped += len(jobs)
                 return
