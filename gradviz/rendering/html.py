@@ -403,7 +403,7 @@ def _view_data(views, doc):
                     "structure": view.structure,
                     "iteration": view.iteration, "which": view.which, "parent": view.parent, "box": view.box,
                     "same_as": view.same_as, "alias": {str(k): v for k, v in view.alias.items()},
-                    "boxes": view.boxes, "drawn": view.svg is not None, "kind": view.kind,
+                    "boxes": view.boxes, "opens": view.opens, "drawn": view.svg is not None, "kind": view.kind,
                     "holds": {elem: ids for elem, ids in view.stands}, "error": view.error})
         for kind, number in _DRAWN_ID.findall(view.svg or view.source or ""):
             where.setdefault(f"{kind}{number}", view.key)

@@ -59,6 +59,7 @@ class View:
     packed: str | None = None  # the SVG deflated and base64-encoded (views below the top ones)
     stands: list = field(default_factory=list)  # [(element id, [document node ids it stands for])], 2+ ids
     kind: str = ""  # what opened it: "module", "loop" (unfolded) or "more" (past max_nodes)
+    opens: dict = field(default_factory=dict)  # {element id: view key} of elements opening another's view
     tail: list = field(default_factory=list)  # node ids past this view's window: its "… more" box stands for them
 
 
@@ -145,6 +146,19 @@ def _count_the_rest(spec, past):
 def _more_nodes(match, past):
     return f"{int(match.group(1).replace(',', '')) + past:,} more nodes"
 
+
+
+def _outer_loops(openings):
+    """{element id: element id} of the folded loops whose nodes all lie in another, larger folded loop of the same
+    view (a loop of loops): each to the largest holding it, whose unfolded view draws the inner one too."""
+    loops = sorted((o for o in openings if o.kind == "loop"), key=lambda o: -len(o.nodes))
+    sets = [set(o.nodes) for o in loops]
+    out = {}
+    for number, opening in enumerate(loops):
+        holder = next((loops[k] for k in range(number) if sets[number] <= sets[k]), None)
+        if holder is not None:
+            out[opening.elem] = holder.elem
+    return out
 
 
 def _stands(spec):
@@ -274,7 +288,7 @@ class _Drawer:
                      box=opening.elem, kind=opening.kind)
         floor = self.floor(opening) if opening.kind == "module" else 0
         nodes, extra = opening.nodes, opening.options
-        if opening.kind == "more":  # the next window of the rest, unfolded: its own "… more" box holds the rest
+        if opening.kind in ("more", "loop"):  # unfolded, a window at a time: its "… more" box holds the rest
             (nodes, child.tail), extra = self.window(opening.nodes), dict(extra, fold_loops=False)
         sub = _restricted(self.doc, view.graph, nodes + self.leaves_of(nodes))
         try:
@@ -345,9 +359,14 @@ class _Drawer:
             for view, view_doc, view_spec in level:
                 nodes = set(next((g.get("nodes") or [] for g in view_doc.get("graphs", [])
                                   if g["id"] == view.graph), []))
-                for opening in _openings(view_spec, nodes):
+                openings = _openings(view_spec, nodes)
+                outer = _outer_loops(openings)
+                for opening in openings:
                     if set(opening.nodes) == nodes and opening.kind in ("more", view.kind):
                         continue  # the same view again (a layout that fell back to folding, say): no end to it
+                    if opening.elem in outer:  # a loop inside a loop: the outer one unfolded draws it all
+                        view.opens[opening.elem] = f"{view.key}-{outer[opening.elem][3:]}"
+                        continue
                     if opening.kind == "more" and view.tail:  # what is past this view's window too
                         opening.nodes = opening.nodes + view.tail
                         opening.title = f"{len(opening.nodes):,} more nodes"
@@ -373,6 +392,13 @@ class _Drawer:
                     view.boxes.append(child.box)
                     if child_spec is not None:
                         level.append((child, sub, child_spec))
+            for view, _, _ in jobs:  # an inner loop opens its outer loop's view, when that one is embedded
+                for elem, key in list(view.opens.items()):
+                    if elem not in view.boxes and key.removeprefix(view.key + "-") in \
+                            [box[3:] for box in view.boxes]:
+                        view.boxes.append(elem)
+                    elif elem not in view.boxes:
+                        del view.opens[elem]
 
 
 def _normalized(text, alias):

@@ -122,6 +122,10 @@
     return true;
   }
 
+  function opened(key, elem) {  // the view element `elem` of view `key` opens (an inner loop: its outer loop's)
+    return (views[key].opens || {})[elem] || key + "-" + elem.slice(3);
+  }
+
   function wire(svg) {
     var boxes = views[current.key].boxes || [];
     svg.querySelectorAll("g.node, g.cluster").forEach(function (g) {
@@ -130,7 +134,7 @@
       if (!opens && g.classList.contains("cluster")) { return; }
       function activate(ev) {
         ev.stopPropagation();
-        if (opens) { mount(current.key + "-" + g.id.slice(3)); return; }
+        if (opens) { mount(opened(current.key, g.id)); return; }
         select(g);
       }
       g.addEventListener("click", activate);
@@ -248,7 +252,7 @@
     select(g);
     if (place.standsIn !== null && place.standsIn !== undefined) {
       var opens = (views[current.key].boxes || []).indexOf(place.elem) >= 0;
-      var inside = views[current.key + "-" + place.elem.slice(3)];
+      var inside = views[opened(current.key, place.elem)];
       document.getElementById("view-note").textContent = "node n" + place.standsIn + " is drawn as part of " +
         place.elem.slice(3) + (opens ? " (click it to open)" : "") + (inside && inside.error ?
           ": the view of its inside could not be drawn (" + inside.error + ")" :
