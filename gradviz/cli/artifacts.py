@@ -99,6 +99,16 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
     written.reports_written = True
     written.removed = remove_earlier_files(out_dir, set(manifest["files"]))
 
+    from ..rendering.dot_session import session
+
+    with session():  # the pictures and the page's views: laid out by dot processes started once for all
+        _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_options, budget, total_budget)
+    written.paths += [os.path.join(out_dir, name) for name in REPORT_FILES]
+    return written
+
+
+def _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_options, budget, total_budget):
+    """Draw the ``planned`` pictures within the budgets, then write the reports again with the page's views."""
     laid = {}  # graph id -> its picture's layout, which the page reuses (rendering/views.py)
     deadline = _now() + total_budget
     for number, picture in enumerate(planned):
@@ -128,8 +138,6 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
     if planned:  # the page's views of the graphs: the pictures' layouts, and module boxes that open inside
         _write_reports(doc, out_dir, None, written, pending=False, with_json=bool(written.skipped or written.as_svg),
                        view_options={"budget": budget, "laid": laid, **(render_options or {})})
-    written.paths += [os.path.join(out_dir, name) for name in REPORT_FILES]
-    return written
 
 
 def _now():

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import time
 
+from . import dot_session
 from .dot import to_dot
 from .graph import build_graph
 from .style import CHEAP_LAYOUT
@@ -39,7 +40,15 @@ def run_dot(source, fmt, timeout):
     exe = shutil.which("dot")
     if exe is None:
         raise DotNotFoundError()
-    try:
+    current = dot_session.active()
+    if current is not None and fmt == "svg":  # a dot already started (``dot_session``)
+        try:
+            data = current.run(source, max(timeout, 0.05))
+        except dot_session.Timeout as exc:
+            raise LayoutTimeout(f"dot took longer than {timeout:.1f} s") from exc
+        if data is not None:
+            return data
+    try:  # (and when the session's dot exited on the graph: this run says why)
         done = subprocess.run([exe, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
                               timeout=max(timeout, 0.05), check=False)
     except subprocess.TimeoutExpired as exc:

@@ -13,6 +13,7 @@ diagnostics still land on the node that stands for them.
 """
 
 import base64
+import contextvars
 import re
 import zlib
 from collections import deque
@@ -234,9 +235,10 @@ class _Drawer:
         return spec, to_dot(spec), options
 
     def lay_out_many(self, items):
-        """Each item's [spec, source, options, doc, nodes past its window] laid out as SVG: one ``dot`` run for all of them (a small
-        view costs dot more to start than to lay out); should that fail or pass the items' time, each on its
-        own with ``lay_out``'s cheaper fallbacks. Returns [(spec, svg text) or the exception] in order."""
+        """Each item's [spec, source, options, doc, nodes past its window] laid out as SVG: one ``dot`` run for
+        all of them (a small view costs dot more to start than to lay out); should that fail or pass the items'
+        time, each on its own with ``lay_out``'s cheaper fallbacks.
+        Returns [(spec, svg text) or the exception] in order."""
         from .layout import lay_out, run_dot
 
         try:  # the sources as built (never built again): one dot run, with the full settings' share of the time
@@ -251,7 +253,7 @@ class _Drawer:
         for spec, _, options, doc, past in items:
             try:  # (built again with cheaper settings: its "… more" box counts the nodes past the window again)
                 spec, _, data = lay_out(doc, "svg", self.budget_for(spec), **options)
-                out.append((spec, _MORE.sub(lambda m: _more_nodes(m, past), data.decode("utf-8"))))
+                out.append((spec, _MORE.sub(lambda m, past=past: _more_nodes(m, past), data.decode("utf-8"))))
             except Exception as exc:
                 out.append(exc)
         return out
@@ -282,7 +284,8 @@ class _Drawer:
         return min(depths) + 1 if depths else 0
 
     def _prepare(self, job):
-        """(child view, its doc, [spec, source, options, doc, nodes past its window] or None when building it failed)."""
+        """(child view, its doc, [spec, source, options, doc, nodes past its window] or None when building it
+        failed)."""
         view, doc, opening = job
         child = View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key,
                      box=opening.elem, kind=opening.kind)
@@ -334,11 +337,11 @@ class _Drawer:
     def _children(self, pool, jobs):
         """[(child view, its doc, its spec or None)] for ``jobs``: built in ``pool``, laid out in ``WORKERS``
         batches."""
-        prepared = list(pool.map(self._prepare, jobs))
+        prepared = _map(pool, self._prepare, jobs)
         ready = [number for number, (_, _, item) in enumerate(prepared) if item is not None]
         batches = [ready[start::WORKERS] for start in range(WORKERS) if ready[start::WORKERS]]
         specs = {}
-        for batch, results in zip(batches, pool.map(lambda b: self.lay_out_many([prepared[n][2] for n in b]),
+        for batch, results in zip(batches, _map(pool, lambda b: self.lay_out_many([prepared[n][2] for n in b]),
                                                     batches)):
             for number, result in zip(batch, results):
                 child = prepared[number][0]
@@ -436,6 +439,15 @@ def _alias(doc, graph, first):
 
 
 def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
+    """(views, notes): every view of the page (see ``_page_views``), laid out by ``dot`` processes started once
+    for all of them (``dot_session``)."""
+    from .dot_session import session
+
+    with session():
+        return _page_views(doc, budget, node_budget, laid, **options)
+
+
+def _page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
     """(views, notes): every view of the page, top-level ones first in picture order, the views they open after
     them; ``notes`` says what was left out. ``laid``: {graph id: (spec, DOT source, text, "svg" or "dot")} of
     pictures already laid out with the same ``options`` (``gradviz run``'s picture files): an SVG is used as it
@@ -449,7 +461,7 @@ def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
     pictures = pictures_to_draw(doc)
     if dot_available():
         with ThreadPoolExecutor(WORKERS) as pool:
-            drawn = list(pool.map(lambda picture: _attempt(drawer.top, picture.graph), pictures))
+            drawn = _map(pool, lambda picture: _attempt(drawer.top, picture.graph), pictures)
     for number, picture in enumerate(pictures):
         view = View(f"g{picture.graph}", picture.graph, picture.title, structure=picture.structure,
                     iteration=picture.iteration, which=picture.which)
@@ -476,6 +488,13 @@ def page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
         notes.append(f"{drawer.capped} view{'s' * (drawer.capped != 1)} not embedded to keep the page small "
                      f"(their boxes stay closed); `gradviz graph --depth` draws them")
     return views, notes
+
+
+def _map(pool, function, items):
+    """``[function(item) for item in items]`` run in ``pool``, each call in a copy of this thread's context (the
+    running ``dot_session``)."""
+    futures = [pool.submit(contextvars.copy_context().run, function, item) for item in items]
+    return [future.result() for future in futures]
 
 
 def _attempt(function, *args):

@@ -1,0 +1,157 @@
+"""What a picture costs, as multiples of one training step: torchviz against gradviz, on real PyTorch.
+
+    python benchmarks/bench_picture_cost.py --rounds 5          # mlp, transformer, cnn
+    python benchmarks/bench_picture_cost.py --models mlp --rounds 9
+
+For each model (CPU, float32, torch intra-op threads 1, SGD), in one process, in rounds whose order rotates:
+
+- **step**: one training step (zero_grad, forward, loss, backward, optimizer step), untraced;
+- **torchviz**: ``make_dot(loss, params=named_parameters)`` of a fresh forward's loss, then ``pipe("svg")``
+  (torchviz's graph walk and Graphviz's layout: what ``make_dot(...).render()`` costs);
+- **gradviz file**: the picture ``gradviz run`` writes, from the traced document of one step
+  (``artifacts.write_picture``: build, DOT, ``dot -Tsvg``): the like of torchviz's one picture;
+- **gradviz run**: everything ``gradviz run`` draws once the step is traced: ``artifacts.write_all`` with pictures
+  less the same call with ``draw=False`` (report.json and report.html are written by both; the difference is the
+  picture files and the page's views: the overview and every box's inside).
+
+Each figure is CPU time: the process's (every thread) plus its ``dot`` children's, so the load other sessions
+put on a shared machine moves it less than wall time. The median over rounds is printed, with each cost as a
+multiple of the step's median. Tracing itself is not counted (``bench_trace.py`` measures it).
+"""
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's gradviz
+
+
+def cpu():
+    """Seconds of CPU so far: this process's threads and its waited-for children (``dot``), to the microsecond
+    (``os.times`` counts in 10 ms ticks)."""
+    mine, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
+
+
+def mlp():
+    """784-256-128-10, batch 64, cross-entropy (benchmarks/mlp.py's workload)."""
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    return model, torch.randn(64, 784), torch.randint(0, 10, (64,)), nn.functional.cross_entropy
+
+
+def transformer():
+    """A 2-layer TransformerEncoder (d_model 64, 4 heads, feed-forward 128) and a linear head, 8 × 16 tokens."""
+    import torch
+    from torch import nn
+
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True)
+    model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), nn.Linear(64, 1))
+    return model, torch.randn(8, 16, 64), torch.randn(8, 16, 1), nn.functional.mse_loss
+
+
+def cnn():
+    """Two conv-batchnorm-ReLU blocks with pooling and a linear head, 16 images 3 × 32 × 32, cross-entropy."""
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
+    return model, torch.randn(16, 3, 32, 32), torch.randint(0, 10, (16,)), nn.functional.cross_entropy
+
+
+MODELS = {"mlp": mlp, "transformer": transformer, "cnn": cnn}
+
+
+def contenders(make):
+    """{name: fn} for one model; each fn does the work once and returns nothing."""
+    import torch
+    from torchviz import make_dot
+
+    import gradviz
+    from gradviz.cli.artifacts import write_all, write_picture
+    from gradviz.rendering.pictures import pictures_to_draw
+
+    torch.manual_seed(0)
+    model, x, y, loss_fn = make()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    with gradviz.trace(engine="torch") as tr:
+        step()
+    doc = tr.to_dict()
+    graph = pictures_to_draw(doc)[0].graph
+    work = tempfile.mkdtemp(prefix="gradviz-bench-pictures-")
+
+    def torchviz():
+        make_dot(loss_fn(model(x), y), params=dict(model.named_parameters())).pipe(format="svg")
+
+    def gradviz_file():
+        write_picture(doc, os.path.join(work, "picture.svg"), "svg", graphs=[graph])
+
+    def gradviz_run(draw):
+        out = tempfile.mkdtemp(dir=work)
+        write_all(dict(doc), out, fmt="svg", draw=draw)
+        shutil.rmtree(out, ignore_errors=True)
+
+    return {"step": step, "torchviz": torchviz, "gradviz file": gradviz_file,
+            "gradviz run": lambda: gradviz_run(True), "gradviz run, no pictures": lambda: gradviz_run(False)}, work
+
+
+def measure(name, make, rounds):
+    import torch
+
+    torch.set_num_threads(1)
+    fns, work = contenders(make)
+    names = list(fns)
+    for fn in fns.values():  # warm up: imports, caches, dot's first start
+        fn()
+    seconds = {key: [] for key in names}
+    try:
+        for round_ in range(rounds):
+            shift = round_ % len(names)
+            for key in names[shift:] + names[:shift]:
+                repeat = 20 if key == "step" else 1  # a step is short: timed over 20 for the clock's sake
+                start = cpu()
+                for _ in range(repeat):
+                    fns[key]()
+                seconds[key].append((cpu() - start) / repeat)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    med = {key: statistics.median(values) for key, values in seconds.items()}
+    drawing = statistics.median(a - b for a, b in zip(seconds["gradviz run"], seconds["gradviz run, no pictures"]))
+    step = med["step"]
+    return [name, f"{step * 1e3:.1f} ms", f"{med['torchviz'] * 1e3:.0f} ms ({med['torchviz'] / step:.1f}×)",
+            f"{med['gradviz file'] * 1e3:.0f} ms ({med['gradviz file'] / step:.1f}×)",
+            f"{drawing * 1e3:.0f} ms ({drawing / step:.1f}×)"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ", ".join(MODELS))
+    args = parser.parse_args()
+    import torch
+
+    print(f"CPU seconds (process + dot), medians of {args.rounds} rounds; torch {torch.__version__}, 1 thread; "
+          f"cores: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
+    headers = ["model", "step", "torchviz", "gradviz file", "gradviz run (files + page)"]
+    rows = [measure(name, MODELS[name], args.rounds) for name in args.models.split(",")]
+    widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
+    for row in [headers] + rows:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

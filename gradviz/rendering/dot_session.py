@@ -1,0 +1,125 @@
+"""Long-lived ``dot -Tsvg`` processes for a run that lays out many graphs.
+
+Starting ``dot`` costs about 15 ms of CPU (its plugins and fonts) whatever the graph, more than laying out a
+small one: ``gradviz run`` on an MLP started it four times (the picture file, the page's overview, a box's
+inside) and spent 65 ms of its 80 ms of drawing there. ``dot`` reads graph after graph from its input and writes
+each one's SVG as soon as that graph is read, so inside ``session()`` every SVG layout goes to a process
+already started, one graph at a time (writing a second graph while the first one's SVG fills the pipe would
+deadlock both sides). A process that runs past its time is killed; one that exits (a syntax error, a crash) is
+dropped, and ``run`` returns None so that the caller runs ``dot`` once on its own for the error message.
+
+The processes are shared by the threads a page lays out its views in, so the session is a context variable
+that those threads are given (``views._map``); nested ``session()`` blocks use the outer one.
+"""
+
+import contextlib
+import contextvars
+import os
+import re
+import selectors
+import shutil
+import subprocess
+import threading
+import time
+
+_ACTIVE = contextvars.ContextVar("gradviz_dot_session", default=None)
+_GRAPH_START = re.compile(r"(?m)^(?=digraph \{$)")  # how ``dot.to_dot`` starts every graph
+_END = b"</svg>"
+
+
+class Timeout(Exception):
+    """The graph did not lay out within the time given (its process was killed)."""
+
+
+class Session:
+    def __init__(self, exe):
+        self.exe = exe
+        self.idle = []
+        self.lock = threading.Lock()
+
+    def run(self, source, timeout):
+        """The SVG of every graph in ``source`` (DOT text from ``to_dot``, one graph or several), or None when a
+        process exited on it; raises ``Timeout`` after ``timeout`` seconds."""
+        graphs = [part for part in _GRAPH_START.split(source) if part.strip()]
+        if not graphs or not all(part.startswith("digraph {") for part in graphs):
+            return None  # not DOT as gradviz writes it: a plain ``dot`` run reads it
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            process = self.idle.pop() if self.idle else None
+        if process is None:
+            process = subprocess.Popen([self.exe, "-Tsvg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL)
+        out = []
+        try:
+            for graph in graphs:
+                svg = _one(process, graph, deadline)
+                if svg is None:
+                    _stop(process)
+                    return None
+                out.append(svg)
+        except BaseException:
+            _stop(process)
+            raise
+        with self.lock:
+            self.idle.append(process)
+        return b"".join(out)
+
+    def close(self):
+        with self.lock:
+            processes, self.idle = self.idle, []
+        for process in processes:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                _stop(process)
+
+
+def _one(process, graph, deadline):
+    """One graph's SVG from ``process``; None when the process exits first."""
+    try:
+        process.stdin.write(graph.encode("utf-8") if graph.endswith("\n") else (graph + "\n").encode("utf-8"))
+        process.stdin.flush()
+    except OSError:  # it exited (an earlier error)
+        return None
+    text, fd = bytearray(), process.stdout.fileno()
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while not text.rstrip().endswith(_END):  # (dot escapes text: only the document's end reads so)
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                raise Timeout()
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            text += chunk
+    return bytes(text)
+
+
+def _stop(process):
+    with contextlib.suppress(OSError):
+        process.kill()
+    with contextlib.suppress(Exception):
+        process.wait(timeout=5)
+
+
+def active():
+    """The session of this context, or None."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def session():
+    """Lay out every SVG inside the block with ``dot`` processes started once (see the module's text)."""
+    exe = shutil.which("dot")
+    if _ACTIVE.get() is not None or exe is None:
+        yield _ACTIVE.get()
+        return
+    current = Session(exe)
+    token = _ACTIVE.set(current)
+    try:
+        yield current
+    finally:
+        _ACTIVE.reset(token)
+        current.close()
