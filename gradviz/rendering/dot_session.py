@@ -25,6 +25,8 @@ import time
 _ACTIVE = contextvars.ContextVar("gradviz_dot_session", default=None)
 _GRAPH_START = re.compile(r"(?m)^(?=digraph \{$)")  # how ``dot.to_dot`` starts every graph
 _END = b"</svg>"
+_ANONYMOUS = re.compile(rb"<!-- Title: (%\d+) Pages")
+_PAGED = re.compile(rb'<g id="page\d+,\d+_graph0" class="graph"')
 
 
 class Timeout(Exception):
@@ -36,6 +38,7 @@ class Session:
         self.exe = exe
         self.idle = []
         self.lock = threading.Lock()
+        self.anonymous = None  # the name a fresh dot gives the first anonymous graph it reads
 
     def run(self, source, timeout):
         """The SVG of every graph in ``source`` (DOT text from ``to_dot``, one graph or several), or None when a
@@ -56,13 +59,31 @@ class Session:
                 if svg is None:
                     _stop(process)
                     return None
-                out.append(svg)
+                out.append(self.named(svg))
         except BaseException:
             _stop(process)
             raise
         with self.lock:
             self.idle.append(process)
         return b"".join(out)
+
+    def named(self, svg):
+        """``svg`` as a fresh ``dot`` writes it: dot numbers anonymous graphs as it reads them (``%3``, then
+        ``%7``…) and the graph element of every graph after the first ``page0,1_graph0``, and a picture must not
+        depend on what the process laid out before it."""
+        svg = _PAGED.sub(b'<g id="graph0" class="graph"', svg, count=1)
+        found = _ANONYMOUS.search(svg)
+        if found is None:
+            return svg
+        with self.lock:
+            if self.anonymous is None:  # the first graph laid out, by a fresh process
+                self.anonymous = found.group(1)
+        name = found.group(1)
+        if name == self.anonymous:
+            return svg
+        head, title, rest = svg.partition(b"<title>" + name + b"</title>")
+        return _ANONYMOUS.sub(b"<!-- Title: " + self.anonymous + b" Pages", head, count=1) + \
+            (b"<title>" + self.anonymous + b"</title>" if title else b"") + rest
 
     def close(self):
         with self.lock:

@@ -137,15 +137,12 @@ def _count_the_rest(spec, past):
     from .dot import to_dot
 
     for node in spec.nodes:
-        if node.kind == "more":
+        if node.kind == "more":  # (its nodes, not its items: the box for the tail's first node is one of them)
+            held = f"{len(set(node.doc_nodes)) + past:,} more nodes"
             for row in node.rows:
-                row.text = _MORE.sub(lambda m: _more_nodes(m, past), row.text)
-            node.tooltip = _MORE.sub(lambda m: _more_nodes(m, past), node.tooltip or "")
+                row.text = _MORE.sub(held, row.text)
+            node.tooltip = _MORE.sub(held, node.tooltip or "")
     return to_dot(spec)
-
-
-def _more_nodes(match, past):
-    return f"{int(match.group(1).replace(',', '')) + past:,} more nodes"
 
 
 
@@ -253,7 +250,13 @@ class _Drawer:
         for spec, _, options, doc, past in items:
             try:  # (built again with cheaper settings: its "… more" box counts the nodes past the window again)
                 spec, _, data = lay_out(doc, "svg", self.budget_for(spec), **options)
-                out.append((spec, _MORE.sub(lambda m, past=past: _more_nodes(m, past), data.decode("utf-8"))))
+                if past:
+                    _count_the_rest(spec, past)
+                    held = next((row.text for node in spec.nodes if node.kind == "more" for row in node.rows
+                                 if _MORE.search(row.text)), None)
+                    data = _MORE.sub(_MORE.search(held).group(0), data.decode("utf-8")).encode("utf-8") \
+                        if held else data
+                out.append((spec, data.decode("utf-8")))
             except Exception as exc:
                 out.append(exc)
         return out

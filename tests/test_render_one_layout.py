@@ -1,0 +1,123 @@
+"""Issue 27's "one layout": report.html's views below a picture draw each node of a long chain once, a window
+at a time, and every layout of a run goes to ``dot`` processes started once (``rendering/dot_session.py``)."""
+
+import re
+import subprocess
+
+import pytest
+
+from gradviz.rendering import dot_session, layout
+from gradviz.rendering.views import _Opening, _outer_loops, page_views
+from tests.synthetic_docs import DocBuilder
+
+needs_dot = pytest.mark.skipif(not layout.dot_available(), reason="Graphviz dot is not installed")
+_DRAWN = re.compile(r'id="gv&#45;n(\d+)" class="node"')
+_MORE = re.compile(r"… ([\d,]+) more nodes")
+
+
+def chain_doc(steps):
+    """``steps`` ops in one chain (nothing folds: no step repeats the one 7 before it at every 11th) on one input."""
+    b = DocBuilder("chain.py")
+    y = b.leaf("x", (8,))
+    for step in range(steps):
+        y = b.op(f"Op{step % 7}Backward0" if step % 11 else f"Odd{step}Backward0", [y], (8,))
+    b.backward(b.op("SumBackward0", [y], ()))
+    return b.finish()
+
+
+def svg_of(view):
+    import base64
+    import zlib
+
+    return view.svg if view.svg is not None else zlib.decompress(base64.b64decode(view.packed)).decode("utf-8")
+
+
+@needs_dot
+def test_a_long_chain_is_drawn_window_after_window_each_node_once_and_every_box_counts_what_it_holds():
+    doc = chain_doc(2600)
+    ops = {n["id"] for n in doc["nodes"]}
+    views, notes = page_views(doc)
+    assert notes == [] and all(v.error is None for v in views)
+    drawn = {v.key: [int(i) for i in _DRAWN.findall(svg_of(v))] for v in views}
+    below = [v for v in views if v.parent is not None]
+    # every op drawn under its own id, in one view only below the top one: 2,601 ops in 6 windows of <= 500
+    assert set().union(*map(set, drawn.values())) == ops
+    seen = [i for v in below for i in drawn[v.key]]
+    assert len(seen) == len(set(seen)) and len(below) == 5
+    assert all(len(drawn[v.key]) <= 500 for v in views)
+    # each "… N more nodes" box says how many the views it leads to draw, all of them, not its window's part
+    for view in views:
+        counts = [int(c.replace(",", "")) for c in _MORE.findall(svg_of(view))]
+        if not counts:
+            continue
+        later, key = set(), view.key + "-more"
+        while key in drawn:
+            later |= set(drawn[key])
+            key += "-more"
+        assert counts[0] == len(later), view.key
+
+
+def test_a_loop_inside_a_loop_opens_the_outer_loops_view():
+    inner = _Opening("gv-cluster_0", "loop × 1000 unfolded", list(range(10, 20)), "loop")
+    middle = _Opening("gv-cluster_1", "loop × 7 unfolded", list(range(0, 30)), "loop")
+    outer = _Opening("gv-cluster_2", "loop × 87 unfolded", list(range(0, 40)), "loop")
+    apart = _Opening("gv-cluster_3", "loop × 4 unfolded", list(range(35, 50)), "loop")
+    module = _Opening("gv-b0", "net", list(range(0, 60)), "module")
+    assert _outer_loops([inner, middle, outer, apart, module]) == {"gv-cluster_0": "gv-cluster_2",
+                                                                    "gv-cluster_1": "gv-cluster_2"}
+
+
+def _counting_popen(monkeypatch):
+    started = []
+    real = subprocess.Popen
+
+    def popen(args, *rest, **kwargs):
+        started.append(list(args))
+        return real(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    return started
+
+
+@needs_dot
+def test_a_session_lays_out_graph_after_graph_in_one_dot_and_gives_what_a_plain_run_gives(monkeypatch):
+    sources = ["digraph {\n\ta -> b\n}\n", "digraph {\n\tc -> d -> e\n}\n",
+               "digraph {\n\tx\n}\ndigraph {\n\ty -> z\n}\n"]
+    plain = [layout.run_dot(source, "svg", 10) for source in sources]
+    started = _counting_popen(monkeypatch)
+    with dot_session.session() as session:
+        laid = [layout.run_dot(source, "svg", 10) for source in sources]
+        assert len(session.idle) == 1
+    assert laid[:2] == plain[:2] and laid[2].count(b"</svg>") == 2   # (a graph is named as a fresh dot names it)
+    def unnamed(svg):
+        return re.sub(rb"%\d+|page\d+,\d+_", b"", svg)
+    assert [unnamed(svg) for svg in laid] == [unnamed(svg) for svg in plain]
+    assert [args[1:] for args in started] == [["-Tsvg"]]       # one dot started for the four graphs
+
+
+@needs_dot
+def test_a_graph_dot_rejects_in_a_session_fails_with_dots_message_and_the_next_one_still_lays_out():
+    with dot_session.session() as session:
+        with pytest.raises(RuntimeError, match=r"^dot failed: .*syntax error"):
+            layout.run_dot("digraph {\n\ta -> \n}\n", "svg", 10)
+        assert session.idle == []                                # the process that exited is not reused
+        assert layout.run_dot("digraph {\n\ta -> b\n}\n", "svg", 10).rstrip().endswith(b"</svg>")
+
+
+@needs_dot
+def test_a_layout_past_its_time_in_a_session_is_a_layout_timeout_and_its_dot_is_killed(monkeypatch):
+    started = _counting_popen(monkeypatch)
+    edges = "".join(f"\tn{i} -> n{(i * 7919) % 4000}\n\tn{i} -> n{(i * 104729) % 4000}\n" for i in range(4000))
+    with dot_session.session() as session:
+        with pytest.raises(layout.LayoutTimeout, match="longer than 0.1 s"):
+            layout.run_dot("digraph {\n" + edges + "}\n", "svg", timeout=0.1)
+        assert session.idle == []
+    assert len(started) == 1
+
+
+@needs_dot
+def test_a_page_lays_out_all_its_views_with_a_few_dot_processes(monkeypatch):
+    started = _counting_popen(monkeypatch)
+    views, _ = page_views(chain_doc(1400))
+    assert len(views) == 3 and all(v.svg for v in views)
+    assert 1 <= len(started) <= 5                 # at most one per thread laying out views at once, not per view
