@@ -121,3 +121,41 @@ def test_a_page_lays_out_all_its_views_with_a_few_dot_processes(monkeypatch):
     views, _ = page_views(chain_doc(1400))
     assert len(views) == 3 and all(v.svg for v in views)
     assert 1 <= len(started) <= 5                 # at most one per thread laying out views at once, not per view
+
+
+def module_doc(ops=24):
+    """``ops`` ops in a module ``net`` and the loss outside it: a picture too tall to read at fit, so the page
+    opens on an overview (the ``net`` box, the loss)."""
+    b = DocBuilder("small.py")
+    b.module("net", "Net")
+    y = b.op("MulBackward0", [b.leaf("x", (4,), requires_grad=False), b.leaf("net.w", (4,), parameter=True)], (4,),
+             module=["net"])
+    for step in range(ops - 1):
+        y = b.op(f"Op{step}Backward0", [y], (4,), module=["net"])
+    b.backward(b.op("MseLossBackward0", [y], ()))
+    return b.finish()
+
+
+@needs_dot
+def test_the_box_holding_the_whole_model_opens_the_picture_files_own_layout(tmp_path, monkeypatch):
+    import json
+
+    from gradviz.cli.artifacts import write_all
+    from gradviz.rendering.views import slim
+
+    started = _counting_popen(monkeypatch)
+    write_all(module_doc(), str(tmp_path), fmt="svg")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    data = json.loads(page.split('id="gv-data">')[1].split("</script>")[0])
+    assert [(v["key"], v["title"], v["boxes"]) for v in data["views"]] == [
+        ("g0", "structure 0, iteration 0 · graph 0", ["gv-b0"]), ("g0-b0", "net", [])]
+    box = [v for v in page_views_of(data) if v[0] == "g0-b0"][0][1]
+    assert box == slim((tmp_path / "structure-0-iter0.svg").read_text(encoding="utf-8"))   # the file, as it is
+    assert len(started) == 1                                     # the file and the page: one dot process
+
+
+def page_views_of(data):
+    import base64
+    import zlib
+
+    return [(key, zlib.decompress(base64.b64decode(text)).decode("utf-8")) for key, text in data["packed"].items()]

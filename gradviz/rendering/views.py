@@ -311,6 +311,19 @@ class _Drawer:
             return child, sub, None
         return child, sub, [spec, source, options, sub, len(child.tail)]
 
+    def picture_file(self, view, doc, opening):
+        """(spec, svg) of the picture file ``gradviz run`` drew of the graph, when ``opening`` is a module box of
+        the graph's first view holding every op that is in a module (an MLP's "model" box: its inside is that
+        picture, the ops outside the model, such as the loss, beside it); else None."""
+        laid = self.laid.get(view.graph)
+        if opening.kind != "module" or view.parent is not None or laid is None or laid[3] != "svg":
+            return None
+        held = set(opening.nodes)
+        graph = next((g for g in self.doc.get("graphs", []) if g["id"] == view.graph), {})
+        if any(n not in held and (self.nodes.get(n) or {}).get("module") for n in graph.get("nodes") or ()):
+            return None
+        return laid[0], slim(laid[2])
+
     def window(self, node_ids):
         """(window, rest) of the nodes a "… more" box stands for, nearest the root first (as ``max_nodes``
         keeps them): its view is built from the window alone, not from all the rest, so a 10,000-op chain costs
@@ -341,9 +354,15 @@ class _Drawer:
         """[(child view, its doc, its spec or None)] for ``jobs``: built in ``pool``, laid out in ``WORKERS``
         batches."""
         prepared = _map(pool, self._prepare, jobs)
+        specs = {}
+        for number, (job, (child, _, _)) in enumerate(zip(jobs, prepared)):
+            found = self.picture_file(*job)
+            if found is not None:  # the picture file's layout: not laid out again
+                specs[number], child.svg = found
+                child.packed, child.stands = pack(child.svg), _stands(found[0])
+                prepared[number] = (child, self.doc, None)
         ready = [number for number, (_, _, item) in enumerate(prepared) if item is not None]
         batches = [ready[start::WORKERS] for start in range(WORKERS) if ready[start::WORKERS]]
-        specs = {}
         for batch, results in zip(batches, _map(pool, lambda b: self.lay_out_many([prepared[n][2] for n in b]),
                                                     batches)):
             for number, result in zip(batch, results):
