@@ -33,6 +33,8 @@ SMALLEST_VIEW = 1024  # bytes of the smallest packed view (two nodes): with less
 VIEW_ITEMS_PER_BUDGET = 400  # nodes + edges of a part view laid out within the page's budget; more get more time
 MAX_VIEW_BUDGET = 30.0  # seconds: the most a part view may take
 WORKERS = 4  # views laid out at once: ``dot`` runs as a subprocess, so they overlap
+ITEMS_PER_RUN = 1500  # nodes + edges of a level's views per dot run at least: starting a dot costs ~12 ms of CPU,
+# what laying out some 300 items does, so views are only spread over more runs when that saves real time
 LEAF_KINDS = ("leaf", "const", "ghost")  # spec node kinds of leaves (a ghost: a leaf drawn again at a use)
 _MORE = re.compile(r"([\d,]+) more nodes")
 _ID = re.compile(r"\b(gv(?:-|&#45;))?([nve])(\d+)\b")
@@ -362,7 +364,9 @@ class _Drawer:
                 child.packed, child.stands = pack(child.svg), _stands(found[0])
                 prepared[number] = (child, self.doc, None)
         ready = [number for number, (_, _, item) in enumerate(prepared) if item is not None]
-        batches = [ready[start::WORKERS] for start in range(WORKERS) if ready[start::WORKERS]]
+        size = sum(len(prepared[n][2][0].nodes) + len(prepared[n][2][0].edges) for n in ready)
+        runs = min(WORKERS, -(-size // ITEMS_PER_RUN))  # small views: one dot, which costs less than starting more
+        batches = [ready[start::runs] for start in range(runs) if ready[start::runs]]
         for batch, results in zip(batches, _map(pool, lambda b: self.lay_out_many([prepared[n][2] for n in b]),
                                                     batches)):
             for number, result in zip(batch, results):
