@@ -2,6 +2,7 @@
 
     python benchmarks/bench_picture_cost.py --rounds 5          # mlp, transformer, cnn
     python benchmarks/bench_picture_cost.py --models mlp --rounds 9
+    python benchmarks/bench_picture_cost.py --chain 10000 --rounds 3 --baseline /tmp/base   # gradviz run's CPU
 
 For each model (CPU, float32, torch intra-op threads 1, SGD), in one process, in rounds whose order rotates:
 
@@ -13,6 +14,9 @@ For each model (CPU, float32, torch intra-op threads 1, SGD), in one process, in
 - **gradviz run**: everything ``gradviz run`` draws once the step is traced: ``artifacts.write_all`` with pictures
   less the same call with ``draw=False`` (report.json and report.html are written by both; the difference is the
   picture files and the page's views: the overview and every box's inside).
+
+``--chain N`` times ``gradviz run`` (a fresh process each, ``--engine gradviz``) on a script multiplying a
+tensor N times in a chain, with pictures and with ``--no-render``, this checkout and ``--baseline``'s alternately.
 
 Each figure is CPU time: the process's (every thread) plus its ``dot`` children's, so the load other sessions
 put on a shared machine moves it less than wall time. The median over rounds is printed, with each cost as a
@@ -137,11 +141,62 @@ def measure(name, make, rounds):
             f"{drawing * 1e3:.0f} ms ({drawing / step:.1f}×)"]
 
 
+CHAIN = """import gradviz
+x = gradviz.randn(8, requires_grad=True)
+h = x
+for _ in range({steps}):
+    h = h * 1.0001
+h.sum().backward()
+"""
+
+
+def run_cpu(checkout, script, out, render):
+    """CPU seconds of ``gradviz run`` (the process and its children, ``dot`` among them) from ``checkout``."""
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "gradviz", "run", "-q", "--engine", "gradviz", "--out", out]
+                   + ([] if render else ["--no-render"]) + [script], env=dict(os.environ, PYTHONPATH=checkout),
+                   check=True, cwd=os.path.dirname(script))  # (``-m`` puts the working folder first on sys.path)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def bench_chain(steps, rounds, baseline):
+    work = tempfile.mkdtemp(prefix="gradviz-bench-chain-")
+    script = os.path.join(work, "chain.py")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(CHAIN.format(steps=steps))
+    checkouts = {"this": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    if baseline:
+        checkouts["baseline"] = baseline
+    runs = [(key, render) for key in checkouts for render in (True, False)]
+    seconds = {run: [] for run in runs}
+    try:
+        for round_ in range(rounds):
+            shift = round_ % len(runs)
+            for key, render in runs[shift:] + runs[:shift]:
+                out = tempfile.mkdtemp(dir=work)
+                seconds[key, render].append(run_cpu(checkouts[key], script, out, render))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"gradviz run on a {steps:,}-op chain (gradviz's engine), CPU seconds with dot, medians of {rounds} "
+          f"rounds; cores: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
+    for key, path in checkouts.items():
+        drawn, plain = (statistics.median(seconds[key, render]) for render in (True, False))
+        print(f"{key:<9} {path}: with pictures {drawn:.2f} s, --no-render {plain:.2f} s, drawing {drawn - plain:.2f} s")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ", ".join(MODELS))
+    parser.add_argument("--chain", type=int, help="time gradviz run on a chain of this many ops instead")
+    parser.add_argument("--baseline", help="--chain: another checkout to time alongside")
     args = parser.parse_args()
+    if args.chain:
+        bench_chain(args.chain, args.rounds, args.baseline)
+        return
     import torch
 
     print(f"CPU seconds (process + dot), medians of {args.rounds} rounds; torch {torch.__version__}, 1 thread; "

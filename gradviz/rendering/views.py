@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..document.index import DocIndex
+from .dot import to_dot
 from .graph import READABLE_NODES, choose_depth
 from .overview import MAX_OVERVIEW_NODES, legible, module_boxes_possible, overview, run_dot_each
 from .pictures import pictures_to_draw
@@ -36,7 +37,8 @@ WORKERS = 4  # views laid out at once: ``dot`` runs as a subprocess, so they ove
 ITEMS_PER_RUN = 1500  # nodes + edges of a level's views per dot run at least: starting a dot costs ~12 ms of CPU,
 # what laying out some 300 items does, so views are only spread over more runs when that saves real time
 LEAF_KINDS = ("leaf", "const", "ghost")  # spec node kinds of leaves (a ghost: a leaf drawn again at a use)
-_MORE = re.compile(r"([\d,]+) more nodes")
+_HEADING_NODES = re.compile(r"· ([\d,]+) nodes$")  # a picture's heading ends with its node count
+_TOO_LARGE = re.compile(r"too large to draw whole: ([\d,]+) nodes")
 _ID = re.compile(r"\b(gv(?:-|&#45;))?([nve])(\d+)\b")
 _SLIM = re.compile(r'<title>[^<]*</title>\n?| font-family="Helvetica,sans-Serif"')
 # what two alike graphs' pictures differ in besides ids: the heading's numbers, clusters numbered in walk order
@@ -133,18 +135,46 @@ def _openings(spec, graph_nodes):
     return out
 
 
-def _count_the_rest(spec, past):
-    """The DOT source of a window's view whose "… more" box also stands for ``past`` nodes beyond the window:
-    the box says how many it holds in all."""
-    from .dot import to_dot
+def _count_the_rest(spec, tail, nodes):
+    """Make a window's view say what its "… more" box holds in all, the ``tail`` of nodes past the window too:
+    its count and ops, and the heading's node counts. Returns the [(old text, new text)] it replaced."""
+    from collections import Counter
 
+    from ..document.vocabulary import is_accumulate_grad, op_name
+
+    def count(text, pattern, more):
+        return pattern.sub(lambda m: m.group(0).replace(m.group(1), f"{int(m.group(1).replace(',', '')) + more:,}"),
+                           text)
+
+    changed = []
     for node in spec.nodes:
-        if node.kind == "more":  # (its nodes, not its items: the box for the tail's first node is one of them)
-            held = f"{len(set(node.doc_nodes)) + past:,} more nodes"
-            for row in node.rows:
-                row.text = _MORE.sub(held, row.text)
-            node.tooltip = _MORE.sub(held, node.tooltip or "")
-    return to_dot(spec)
+        if node.kind != "more":
+            continue
+        held = list(dict.fromkeys(list(node.doc_nodes) + list(tail)))  # (its nodes, not its items: the box for
+        ops = Counter(op_name(nodes.get(n)) for n in held if not is_accumulate_grad(nodes.get(n) or {}))  # the
+        texts = [f"… {len(held):,} more nodes"]  # tail's first node is one of them)
+        if len(node.rows) > 1 and ops:
+            texts.append(", ".join(f"{name} ×{n}" for name, n in ops.most_common(4)))
+        for row, text in zip(node.rows, texts):
+            changed.append((row.text, text))
+            node.tooltip = (node.tooltip or "").replace(row.text, text)
+            row.text = text
+    past = len(tail)
+    changed += [(spec.title, count(spec.title, _HEADING_NODES, past))]
+    spec.title = changed[-1][1]
+    for number, line in enumerate(spec.subtitle):
+        spec.subtitle[number] = count(line, _TOO_LARGE, past)
+        changed.append((line, spec.subtitle[number]))
+    return [(old, new) for old, new in changed if old != new]
+
+
+def _relabelled(svg, changed):
+    """``svg`` with the texts ``_count_the_rest`` changed in its spec changed as well (a view built again)."""
+    import html
+
+    for old, new in changed:
+        svg = svg.replace(html.escape(old, quote=False), html.escape(new, quote=False))
+    return svg
 
 
 
@@ -234,7 +264,7 @@ class _Drawer:
         return spec, to_dot(spec), options
 
     def lay_out_many(self, items):
-        """Each item's [spec, source, options, doc, nodes past its window] laid out as SVG: one ``dot`` run for
+        """Each item's [spec, source, options, doc, node ids past its window] laid out as SVG: one ``dot`` run for
         all of them (a small view costs dot more to start than to lay out); should that fail or pass the items'
         time, each on its own with ``lay_out``'s cheaper fallbacks.
         Returns [(spec, svg text) or the exception] in order."""
@@ -249,16 +279,11 @@ class _Drawer:
         except Exception:  # then each view is laid out on its own below, where a failure is only its own
             pass
         out = []
-        for spec, _, options, doc, past in items:
+        for spec, _, options, doc, tail in items:
             try:  # (built again with cheaper settings: its "… more" box counts the nodes past the window again)
                 spec, _, data = lay_out(doc, "svg", self.budget_for(spec), **options)
-                if past:
-                    _count_the_rest(spec, past)
-                    held = next((row.text for node in spec.nodes if node.kind == "more" for row in node.rows
-                                 if _MORE.search(row.text)), None)
-                    data = _MORE.sub(_MORE.search(held).group(0), data.decode("utf-8")).encode("utf-8") \
-                        if held else data
-                out.append((spec, data.decode("utf-8")))
+                changed = _count_the_rest(spec, tail, self.nodes) if tail else []
+                out.append((spec, _relabelled(data.decode("utf-8"), changed)))
             except Exception as exc:
                 out.append(exc)
         return out
@@ -289,7 +314,7 @@ class _Drawer:
         return min(depths) + 1 if depths else 0
 
     def _prepare(self, job):
-        """(child view, its doc, [spec, source, options, doc, nodes past its window] or None when building it
+        """(child view, its doc, [spec, source, options, doc, node ids past its window] or None when building it
         failed)."""
         view, doc, opening = job
         child = View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key,
@@ -307,11 +332,12 @@ class _Drawer:
                 sub = _restricted(self.doc, view.graph, nodes + self.leaves_of(nodes))
                 spec, source, options = self.prepare(sub, view.graph, floor, extra)
             if child.tail:
-                source = _count_the_rest(spec, len(child.tail))
+                _count_the_rest(spec, child.tail, self.nodes)
+                source = to_dot(spec)
         except Exception as exc:  # this view only: the page still shows the others
             child.error = str(exc) or type(exc).__name__
             return child, sub, None
-        return child, sub, [spec, source, options, sub, len(child.tail)]
+        return child, sub, [spec, source, options, sub, child.tail]
 
     def picture_file(self, view, doc, opening):
         """(spec, svg) of the picture file ``gradviz run`` drew of the graph, when ``opening`` is a module box of
