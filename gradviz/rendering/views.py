@@ -28,7 +28,7 @@ from .pictures import pictures_to_draw
 
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
 SVG_BYTES_CAP = 3 * 1024 * 1024  # all views as embedded (top ones as text, the others packed); page <= 5 MiB
-MAX_LEVELS = 8  # nested views below a picture (a "… more" box's next window does not count: see ``_window``)
+MAX_LEVELS = 8  # nested views below a picture (a "… more" box's next window does not count: see ``window``)
 MORE_WINDOW = 2  # a "… more" box's view is built from this many times max_nodes of its nodes, nearest the root
 SMALLEST_VIEW = 1024  # bytes of the smallest packed view (two nodes): with less of the cap left, none is laid out
 VIEW_ITEMS_PER_BUDGET = 400  # nodes + edges of a part view laid out within the page's budget; more get more time
@@ -150,9 +150,10 @@ def _count_the_rest(spec, tail, nodes):
     for node in spec.nodes:
         if node.kind != "more":
             continue
-        held = list(dict.fromkeys(list(node.doc_nodes) + list(tail)))  # (its nodes, not its items: the box for
-        ops = Counter(op_name(nodes.get(n)) for n in held if not is_accumulate_grad(nodes.get(n) or {}))  # the
-        texts = [f"… {len(held):,} more nodes"]  # tail's first node is one of them)
+        # its nodes, not its items (one item stands for the tail's first node, drawn as outside the view)
+        held = list(dict.fromkeys(list(node.doc_nodes) + list(tail)))
+        ops = Counter(op_name(nodes.get(n)) for n in held if not is_accumulate_grad(nodes.get(n) or {}))
+        texts = [f"… {len(held):,} more nodes"]
         if len(node.rows) > 1 and ops:
             texts.append(", ".join(f"{name} ×{n}" for name, n in ops.most_common(4)))
         for row, text in zip(node.rows, texts):
@@ -175,7 +176,6 @@ def _relabelled(svg, changed):
     for old, new in changed:
         svg = svg.replace(html.escape(old, quote=False), html.escape(new, quote=False))
     return svg
-
 
 
 def _outer_loops(openings):
@@ -352,6 +352,13 @@ class _Drawer:
             return None
         return laid[0], slim(laid[2])
 
+    @staticmethod
+    def _file_view(job, found):
+        """(child view, the whole document, None) of a box whose view is the picture file (``picture_file``)."""
+        view, doc, opening = job
+        return View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key, box=opening.elem,
+                    kind=opening.kind), doc, None
+
     def window(self, node_ids):
         """(window, rest) of the nodes a "… more" box stands for, nearest the root first (as ``max_nodes``
         keeps them): its view is built from the window alone, not from all the rest, so a 10,000-op chain costs
@@ -379,16 +386,17 @@ class _Drawer:
         return order + [n for n in sorted(inside - seen, reverse=True)]
 
     def _children(self, pool, jobs):
-        """[(child view, its doc, its spec or None)] for ``jobs``: built in ``pool``, laid out in ``WORKERS``
-        batches."""
-        prepared = _map(pool, self._prepare, jobs)
+        """[(child view, its doc, its spec or None)] for ``jobs``: the picture file's layout where it serves
+        (``picture_file``), the others built in ``pool`` and laid out in at most ``WORKERS`` batches."""
+        files = [self.picture_file(*job) for job in jobs]
+        prepared = _map(pool, lambda pair: self._file_view(*pair) if pair[1] else self._prepare(pair[0]),
+                        list(zip(jobs, files)))
         specs = {}
-        for number, (job, (child, _, _)) in enumerate(zip(jobs, prepared)):
-            found = self.picture_file(*job)
+        for number, found in enumerate(files):
             if found is not None:  # the picture file's layout: not laid out again
+                child = prepared[number][0]
                 specs[number], child.svg = found
                 child.packed, child.stands = pack(child.svg), _stands(found[0])
-                prepared[number] = (child, self.doc, None)
         ready = [number for number, (_, _, item) in enumerate(prepared) if item is not None]
         size = sum(len(prepared[n][2][0].nodes) + len(prepared[n][2][0].edges) for n in ready)
         runs = min(WORKERS, -(-size // ITEMS_PER_RUN))  # small views: one dot, which costs less than starting more
