@@ -90,11 +90,12 @@ class Session:
             processes, self.idle = self.idle, []
         for process in processes:
             with contextlib.suppress(OSError):
-                process.stdin.close()
+                process.stdin.close()  # dot ends when its input does
             try:
                 process.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                _stop(process)
+                pass
+            _stop(process)
 
 
 def _one(process, graph, deadline):
@@ -119,10 +120,15 @@ def _one(process, graph, deadline):
 
 
 def _stop(process):
-    with contextlib.suppress(OSError):
-        process.kill()
+    """End ``process`` (if it has not ended) and close its pipes."""
+    if process.poll() is None:
+        with contextlib.suppress(OSError):
+            process.kill()
     with contextlib.suppress(Exception):
         process.wait(timeout=5)
+    for pipe in (process.stdin, process.stdout):
+        with contextlib.suppress(OSError):
+            pipe.close()
 
 
 def active():
