@@ -10,6 +10,11 @@ attributes on every element and shrinks about tenfold, so every module of a 5,00
 A structure's last graph is usually drawn exactly like its first (same ops, same shapes, other ids): it is then
 embedded once, and the last graph's nodes are mapped onto the first one's (``alias``), so deep links, search and
 diagnostics still land on the node that stands for them.
+
+Each node is laid out once below a picture: a folded loop or a "… more" box opens a window of its nodes (the
+2 × ``max_nodes`` nearest the root, unfolded) whose own "… more" box holds the rest, so a long chain costs one
+small build and layout per window; a loop inside another opens the outer one's view; a box holding every op in
+a module opens the picture file's own layout (``laid``); and every layout goes to the run's ``dot_session``.
 """
 
 import base64
