@@ -64,7 +64,7 @@ def test_a_clean_two_rank_ddp_job_gives_one_report_with_both_ranks_graphs_and_no
     assert doc["process"]["rank"] == 0 and doc["iterations"] == 3
     lines = result.stdout.splitlines()
     assert [line.split()[:3] for line in lines if line.startswith("rank ")] == [
-        ["rank", "0", "torchrun"], ["rank", "1", "torchrun"]]
+        ["rank", "0", "finished"], ["rank", "1", "finished"]]  # (all started by torchrun: said once, below)
     assert "Job: 2 traced processes (torchrun), world size 2" in lines
     files = sorted(p.name for p in (out / "processes").iterdir())
     assert [name.split("-")[0] for name in files] == ["rank0", "rank1"]
@@ -105,6 +105,29 @@ def test_a_rank_that_crashes_leaves_its_document_and_the_report_says_where_each_
     # rank 0 was stopped too (by the broken connection, or torchrun's SIGTERM), and still wrote its document
     assert ranks[0]["process"]["status"] in ("exception", "killed") and 0 in stopped
     assert "rank 1 stopped at" in result.stdout and "ddp_rank_crash.py:18" in result.stdout
+    # the root cause comes first: rank 1's own error, with rank 0's knock-on failure grouped under it
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["location"]["line"]) == ("crash", 1, 18)
+    assert [k["rank"] for k in verdict["knock_on"]] == [0]
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("Job failed first on rank 1 at ") and first.endswith(
+        "ddp_rank_crash.py:18: RuntimeError: rank 1 gives up at step 1")
+    assert result.stdout.splitlines()[1].startswith("  then: rank 0")
+
+
+def test_a_rank_killed_outright_is_named_first_and_the_others_failures_follow(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "2",
+                     str(SAMPLES / "ddp_rank_killed.py"))
+    assert result.returncode != 0
+    doc = report(tmp_path / "out")
+    assert sorted(by_rank(doc)) == [0]  # SIGKILL: rank 1 could write nothing
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["missing"]) == ("missing", 1, [1])
+    [after] = verdict["knock_on"]
+    assert after["rank"] == 0 and after["location"]["text"] in ("loss.backward()", "opt.step()",
+                                                                "loss = model(torch.randn(8, 4)).pow(2).mean()")
+    assert result.stdout.splitlines()[0] == ("Job failed first on rank 1: it left no document: killed by SIGKILL "
+                                             "(the OOM killer, `kill -9`) or ended by os._exit")
 
 
 def test_a_hanging_rank_is_stopped_by_the_timeout_and_both_ranks_say_where_they_were(tmp_path):
@@ -121,6 +144,14 @@ def test_a_hanging_rank_is_stopped_by_the_timeout_and_both_ranks_say_where_they_
     assert {s["reason"] for s in stopped.values()} == {"killed (SIGTERM)"}
     assert [r["iterations"] for r in doc["ranks"]] == [2, 2]
     assert "stopped after --timeout 60 s" in result.stderr
+    # rank 0 waited in the all-reduce; rank 1, outside any collective, is the one it waited for
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["collective"]) == ("hang", 1, "all_reduce")
+    assert verdict["location"]["text"] == "time.sleep(3600)"
+    assert [(w["rank"], w["waiting_in"]) for w in verdict["waiting"]] == [(0, "all_reduce")]
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("Job hung: rank 1 was waited for, at ") and first.endswith(
+        "ddp_rank_hang.py:21; the others waited in `all_reduce`")
 
 
 def test_a_script_that_spawns_workers_has_them_traced_or_listed_as_not_traced(tmp_path):
@@ -194,3 +225,37 @@ def test_an_mp_spawn_child_that_raises_is_reported_at_its_line(tmp_path):
     assert (stopped["rank"], stopped["location"]["line"]) == (1, 9)
     assert "rank 1 stopped at spawn_error.py:9: ValueError: rank one broke" in result.stdout
     assert "gradviz/distributed" not in result.stderr  # no gradviz frame in any traceback
+
+
+def test_every_process_a_rank_starts_is_traced_or_listed_with_its_line_and_rank(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "2",
+                     str(SAMPLES / "ddp_rank_children.py"))
+    assert result.returncode == 0, result.stderr
+    doc = report(tmp_path / "out")
+    ranks = by_rank(doc)
+    assert sorted(ranks) == [0, 1]
+    # the traced child of each rank has a document of its own, called by its pid, never "rank 0"
+    helpers = [r for r in doc["ranks"] if r["process"]["rank"] is None]
+    assert len(helpers) == 2 and all(len(h["backwards"]) == 1 for h in helpers)
+    assert {h["process"]["parent_pid"] for h in helpers} == {ranks[0]["process"]["pid"], ranks[1]["process"]["pid"]}
+    source = (SAMPLES / "ddp_rank_children.py").read_text().splitlines()
+    line = {text: source.index(next(s for s in source if s.strip() == text)) + 1
+            for text in ("for x, y in loader:", "abrupt.start()", 'subprocess.run([sys.executable, "-c", "pass"], '
+                                                                   'check=True)')}
+    for rank_doc in ranks.values():  # each rank's own document lists what it started
+        listed = {e["location"]["line"]: e for e in rank_doc["unseen"] if e["kind"] == "child-process"}
+        assert sorted(listed) == sorted(line.values()), listed
+        assert listed[line["for x, y in loader:"]]["count"] == 2
+        assert listed[line["for x, y in loader:"]]["how"] == "torch.utils.data.DataLoader worker"
+        assert "os._exit" in listed[line["abrupt.start()"]]["what"]
+    merged = {(e["location"]["line"], e["how"]) for e in doc["unseen"] if e["kind"] == "child-process"}
+    assert {ln for ln, _ in merged} == set(line.values())
+    dataloader = [e for e in doc["unseen"] if e["kind"] == "child-process"
+                  and e["location"]["line"] == line["for x, y in loader:"]]
+    assert sum(e["count"] for e in dataloader) == 4  # two per rank
+    assert doc["job"]["not_traced"] == 8  # per rank: 2 workers, the os._exit child, the interpreter
+    assert "Not traced: 2 × DataLoader worker processes" in result.stdout
+    assert "(rank 1)" in result.stdout
+    rows = [ln.split()[:2] for ln in result.stdout.splitlines() if ln.startswith(("rank ", "pid "))]
+    assert [r for r in rows if r[0] == "rank"] == [["rank", "0"], ["rank", "1"]]
+    assert sorted(r[1] for r in rows if r[0] == "pid") == sorted(str(h["process"]["pid"]) for h in helpers)

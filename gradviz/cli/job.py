@@ -36,7 +36,7 @@ def run_job(output, torchrun_args, opts, timeout=None):
     except KeyboardInterrupt:
         code, timed_out = 130, False
     processes, notes = load_documents(config)
-    doc = merge(None, processes, how="torchrun")
+    doc = merge(None, processes, how="torchrun", timed_out=timed_out)
     if doc is None:
         output.abort(f"torchrun exited with status {code} and no rank wrote a document (see its messages above)")
     doc["job"]["exit_code"], doc["job"]["timed_out"], doc["job"]["timeout"] = code, timed_out, timeout

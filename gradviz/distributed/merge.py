@@ -47,7 +47,7 @@ def _order(doc):
     return (rank is None, rank if rank is not None else 0, process.get("pid") or 0)
 
 
-def merge(main, processes, started=(), subprocesses=(), how=None):
+def merge(main, processes, started=(), subprocesses=(), how=None, timed_out=False):
     """The job's report. ``main`` is the traced script's document (None under torchrun: rank 0's, or the first
     process's, stands in); ``processes`` the per-process documents; ``started`` the ``multiprocessing`` starts
     the script made (``parent.Children.processes``) and ``subprocesses`` its Python interpreters started with
@@ -58,14 +58,15 @@ def merge(main, processes, started=(), subprocesses=(), how=None):
     top = dict(main if main is not None else processes[0])
     main_is_process = main is None
     top["ranks"] = processes
-    top["unseen"] = list(top.get("unseen") or []) + _not_traced(started, processes, subprocesses)
+    top["unseen"] = list(top.get("unseen") or []) + not_traced(started, processes, subprocesses)
     if not main_is_process:
         _work_in_children(top, processes)
-    not_traced = _count_not_traced(top["unseen"])  # the children the top-level process started
     top["unseen"] += _processes_unseen(processes[1:] if main_is_process else processes, 1 if main_is_process else 0)
+    untraced = _count_not_traced(top["unseen"])  # every process the job started that left no document
     top["diagnostics"] = _merged_diagnostics(top if not main_is_process else None, processes)
     top["job"] = job_summary(processes, how=how or _how(processes), main_is_rank=main_is_process,
-                             started=len(started), not_traced=not_traced)
+                             started=len(started), not_traced=untraced, timed_out=timed_out,
+                             diagnostics=top["diagnostics"])
     return top
 
 
@@ -73,13 +74,13 @@ def _work_in_children(top, processes):
     """The script's own process built no graph while its traced children did (an ``mp.spawn`` launcher): its
     ``no-autograd`` entry says where the work is instead of asking whether the script builds a graph at all."""
     entry = next((e for e in top["unseen"] if e.get("kind") == NO_AUTOGRAD), None)
-    working = [_rank_of(doc, i) for i, doc in enumerate(processes) if saw_autograd(doc)]
+    working = [_label(doc, i) for i, doc in enumerate(processes) if saw_autograd(doc)]
     if entry is None or not working:
         return
     entry = dict(entry)
     top["unseen"] = [entry if e.get("kind") == NO_AUTOGRAD else e for e in top["unseen"]]
-    entry["how"] = (f"the script's own process built none; its traced child processes did (rank "
-                    f"{', '.join(str(r) for r in working)}): their graphs, diagnostics and memory are in the job "
+    entry["how"] = (f"the script's own process built none; its traced child processes did "
+                    f"({', '.join(working)}): their graphs, diagnostics and memory are in the job "
                     "table and under `ranks`")
     entry["advice"] = "read each process's section (report.html, Processes), or its document in processes/"
 
@@ -90,7 +91,7 @@ def _processes_unseen(processes, first_position):
     it missed something. A process that saw no graph at all shows that in the job table instead."""
     merged = {}
     for position, doc in enumerate(processes, first_position):
-        rank = _rank_of(doc, position)
+        rank = _label(doc, position)
         for entry in doc.get("unseen") or ():
             if entry.get("kind") == NO_AUTOGRAD:
                 continue
@@ -104,10 +105,19 @@ def _processes_unseen(processes, first_position):
                 if rank not in found["ranks"]:
                     found["ranks"].append(rank)
     for entry in merged.values():  # which process missed it, in words every report shows
-        ranks = entry["ranks"]
-        entry["how"] = f"{entry.get('how') or 'not traced'} (rank{'s' if len(ranks) > 1 else ''} " \
-                       f"{', '.join(str(r) for r in ranks)})"
+        labels = entry.pop("ranks")
+        entry["ranks"] = [int(label.split()[1]) for label in labels if label.startswith("rank ")]
+        entry["how"] = f"{entry.get('how') or 'not traced'} ({', '.join(labels)})"
     return list(merged.values())
+
+
+def _label(doc, position):
+    """``rank N``, or ``pid N`` for a process with no rank (a child of a rank, a plain ``Process``): a child is
+    never called by a rank it does not have."""
+    process = doc.get("process") or {}
+    if process.get("rank") is not None:
+        return f"rank {process['rank']}"
+    return f"pid {process.get('pid')}" if process.get("pid") is not None else f"process {position}"
 
 
 def _how(processes):
@@ -116,7 +126,9 @@ def _how(processes):
 
 
 # ----- children that left no document ------------------------------------------------------------------------
-def _not_traced(started, processes, subprocesses):
+def not_traced(started, processes, subprocesses):
+    """``unseen`` entries for the ``started`` processes with no document among ``processes``, and for every
+    Python ``subprocesses`` entry, counted by (how, line, what)."""
     seen = {doc["process"].get("pid") for doc in processes}
     entries = []
     for start in started:
@@ -135,6 +147,12 @@ def _not_traced(started, processes, subprocesses):
                                   "can write; SIGTERM and exceptions are handled), and start it from the traced "
                                   "script with this interpreter"})
     for sub in subprocesses:
+        if sub.get("library"):  # torch.compile's compile workers and the like: the library's, not the model's
+            entries.append({"kind": "child-process", "count": 1, "how": sub["how"], "location": sub.get("location"),
+                            "what": f"{sub['library']}'s own helper processes (e.g. torch.compile's compile "
+                                    "workers): they run the library's work, not your model's graph",
+                            "advice": "nothing to do: the graph they serve is traced in the process that uses it"})
+            continue
         entries.append({"kind": "child-process", "count": 1, "how": sub.get("how"), "location": sub.get("location"),
                         "what": "a Python interpreter started directly is not traced",
                         "advice": "trace it on its own (`gradviz run` on that script), or start it with "
@@ -206,7 +224,55 @@ def _merged_diagnostics(main, processes):
     for i, diag in enumerate(job):
         diag["id"] = len(out) + i
         diag["links"] = [moved[link] for link in diag.get("links") or [] if link in moved]
-    return out + job
+    return causes_first(out + job)
+
+
+# a diagnostic that follows from another: (effect, cause, why). With find_unused_parameters=False, a parameter
+# no rank's backward reached leaves DDP's reduction unfinished, and the gradients the ranks step with differ
+CONSEQUENCES = (("ddp-grad-mismatch", "ddp-unused-parameters",
+                 "DDP's reduction never finished because of the unused parameters"),)
+
+
+def causes_first(diagnostics):
+    """Each diagnostic that follows from another one present is moved right after it and linked to it
+    (``details.caused_by`` is the cause's id, a related line, and a hint that sends to the cause first); ids
+    and links are renumbered to the new order."""
+    order = list(diagnostics)
+    effects = {}
+    for effect_code, cause_code, why in CONSEQUENCES:
+        cause = next((d for d in order if d.get("code") == cause_code), None)
+        for effect in [d for d in order if d.get("code") == effect_code] if cause is not None else ():
+            order.remove(effect)
+            order.insert(order.index(cause) + 1 + sum(1 for e in effects.values() if e[0] is cause), effect)
+            effects[id(effect)] = (cause, why)
+    position = {id(d): i for i, d in enumerate(diagnostics)}  # a diagnostic's id is its position here
+    renumber = {position[id(d)]: new for new, d in enumerate(order)}
+    out = []
+    for new, diag in enumerate(order):
+        diag = dict(diag, id=new, links=sorted({renumber[link] for link in diag.get("links") or []
+                                                if link in renumber}))
+        if id(order[new]) in effects:
+            cause, why = effects[id(order[new])]
+            cause_id = order.index(cause)
+            diag["details"] = dict(diag.get("details") or {}, caused_by=cause_id)
+            diag["links"] = sorted(set(diag["links"]) | {cause_id})
+            diag["message"] = f"{diag['message']} (a consequence of `{cause['code']}` above: {why})"
+            diag["hint"] = (f"Fix `{cause['code']}` first (at {_line(cause.get('location'))}); this follows from "
+                            f"it. {diag.get('hint') or ''}").strip()
+            diag["related"] = [*(diag.get("related") or []),
+                               {"role": f"cause: {cause['code']}", "location": cause.get("location")}]
+        out.append(diag)
+    for diag in out:  # the cause links back to what it caused
+        caused_by = (diag.get("details") or {}).get("caused_by")
+        if caused_by is not None:
+            out[caused_by]["links"] = sorted(set(out[caused_by]["links"]) | {diag["id"]})
+    return out
+
+
+def _line(location):
+    if not location:
+        return "its line"
+    return f"{os.path.basename(str(location.get('file')))}:{location.get('line')}"
 
 
 def _rank_of(doc, position):
@@ -229,15 +295,20 @@ def _job_diagnostics(processes):
 
 
 # ----- the job summary -----------------------------------------------------------------------------------------
-def job_summary(processes, how, main_is_rank, started=0, not_traced=0):
+def job_summary(processes, how, main_is_rank, started=0, not_traced=0, timed_out=False, diagnostics=None):
     """``{"how", "world_size", "main", "processes": [...], "structures": [...], "first_divergence", "rpc",
     "stopped": [...], "started", "not_traced"}`` (docs/trace-format.md "Job"). Processes that used RPC each play
     their own part (a trainer, a parameter server): ``rpc`` lists their ranks, and their graphs are not compared
     for the first divergence, which is a question about ranks that should build the same graphs."""
+    from .verdict import job_verdict
+
     rows = [_process_row(doc, position) for position, doc in enumerate(processes)]
+    if diagnostics is not None:
+        _count_job_diagnostics(rows, diagnostics)
     sizes = {doc["process"].get("world_size") for doc in processes} - {None}
     ranked = [row for row in rows if row["rank"] is not None]
-    return {"how": how, "world_size": sizes.pop() if len(sizes) == 1 else (len(ranked) or None),
+    world_size = sizes.pop() if len(sizes) == 1 else (len(ranked) or None)
+    return {"how": how, "world_size": world_size, "verdict": job_verdict(rows, world_size, timed_out),
             "main": "rank" if main_is_rank else "script",
             "processes": rows, "structures": _structures_by_rank(processes),
             "first_divergence": first_divergence([d for d in processes if not d["process"].get("rpc")]),
@@ -245,6 +316,15 @@ def job_summary(processes, how, main_is_rank, started=0, not_traced=0):
             "stopped": [{"rank": r["rank"], "pid": r["pid"], "status": r["status"], "location": r["stopped_at"],
                          "reason": r["reason"]} for r in rows if r["status"] != "finished"],
             "started": started, "not_traced": not_traced}
+
+
+def _count_job_diagnostics(rows, diagnostics):
+    """Each row's ``diagnostics``: the merged diagnostics that name its rank (its own and the job-level ones
+    about it), so the table never says 0 above a warning about that rank."""
+    for row in rows:
+        if row["rank"] is None:
+            continue
+        row["diagnostics"] = sum(1 for d in diagnostics if row["rank"] in ((d.get("details") or {}).get("ranks") or ()))
 
 
 def _process_row(doc, position):
@@ -267,7 +347,7 @@ def _process_row(doc, position):
             "peak_retained_bytes": memory.get("peak_retained_bytes", 0),
             "final_retained_bytes": memory.get("final_retained_bytes", 0),
             "diagnostics": len(doc.get("diagnostics") or []), "file": process.get("file"),
-            "rpc": bool(process.get("rpc"))}
+            "rpc": bool(process.get("rpc")), "ended_at": status.get("ended_at"), "ddp": bool(doc.get("ddp"))}
 
 
 def _structures_by_rank(processes):

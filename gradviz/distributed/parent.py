@@ -71,14 +71,32 @@ def _command_text(args):
     return text if len(words) <= 3 else text + " …"
 
 
+def library_starting():
+    """The installed package whose code called ``Popen`` (``torch`` for torch.compile's compile workers), or
+    None when the script's own code did: a library's helpers are its business, listed as one line."""
+    from ..tracing.frames import _LIBRARY_DIRS
+
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename in (__file__, subprocess.__file__):
+        frame = frame.f_back
+    path = os.path.abspath(frame.f_code.co_filename) if frame is not None else ""
+    for folder in _LIBRARY_DIRS:
+        if path.startswith(folder) and os.sep in path[len(folder):]:
+            top = path[len(folder):].split(os.sep)[0]
+            return None if top in ("gradviz", "multiprocessing", "concurrent") else top
+    return None
+
+
 def _wrap_popen(children):
     original = subprocess.Popen.__init__
 
     def __init__(self, args, *rest, **kwargs):
         try:
             if _is_python(args) and os.getpid() == pid:
-                children.subprocesses.append({"how": f"subprocess.Popen {_command_text(args)}",
-                                              "location": _where()})
+                library = library_starting()
+                how = f"subprocess.Popen from {library}'s own code" if library else \
+                    f"subprocess.Popen {_command_text(args)}"
+                children.subprocesses.append({"how": how, "location": _where(), "library": library})
         except Exception:  # noting it is a nicety; the start must happen as without the trace
             pass
         original(self, args, *rest, **kwargs)
@@ -91,10 +109,23 @@ def _wrap_popen(children):
 @contextmanager
 def watch(config, trace=None):
     """Children of the block are traced into ``config``'s folder; yields the ``Children`` it started."""
-    children = Children()
     os.makedirs(config["folder"], exist_ok=True)
     restore_env = export(config)
     child.install(config, inherited_trace=trace)
+    try:
+        with noting_children() as children:
+            yield children
+    finally:
+        child.uninstall()
+        restore_env()
+
+
+@contextmanager
+def noting_children():
+    """Note every process this one starts during the block (``multiprocessing`` starts and Python ``Popen``s);
+    yields the ``Children``, settled (exit codes read) when the block ends. A torchrun rank uses this alone: its
+    settings are already in its environment and ``child.install`` is done by the rank."""
+    children = Children()
     undo = [_wrap_start(children), _wrap_popen(children)]
     try:
         yield children
@@ -102,5 +133,3 @@ def watch(config, trace=None):
         children.settle()
         for step in undo:
             step()
-        child.uninstall()
-        restore_env()

@@ -21,6 +21,15 @@ def _where(location):
     return where(location)
 
 
+def _short_where(location):
+    """``file.py:line`` (the file's name only): the table's column stays narrow enough for 80 columns."""
+    if not location:
+        return ""
+    import os
+
+    return f"{os.path.basename(str(location.get('file')))}:{location.get('line')}"
+
+
 def _who(row):
     return f"rank {row['rank']}" if row.get("rank") is not None else f"pid {row.get('pid')}"
 
@@ -45,15 +54,51 @@ def job_table(doc):
     from rich.text import Text
 
     table = Table(title=None, box=None, header_style="bold", pad_edge=False)
+    rows = job.get("processes", [])
+    # every process started the same way (all torchrun ranks): the "Job:" line says how, the column is left out so
+    # that a row fits in 80 columns with its whole "stopped at"
+    started = len({row.get("how") for row in rows}) > 1
     for name in ("process", "started", "status", "stopped at", "iters", "graphs", "structs", "peak mem", "diags"):
-        table.add_column(name, overflow="fold")
-    for row in job.get("processes", []):
-        table.add_row(Text(_who(row)), Text(terminal_safe(_short_how(row.get("how"))), no_wrap=True),
+        if name != "started" or started:
+            table.add_column(name, overflow="fold")
+    for row in rows:
+        how = [Text(terminal_safe(_short_how(row.get("how"))), no_wrap=True)] if started else []
+        table.add_row(Text(_who(row)), *how,
                       Text(terminal_safe(row.get("status") or ""), style=_STATUS_STYLE.get(row.get("status"), "")),
-                      Text(terminal_safe(_where(row.get("stopped_at")))), Text(str(row.get("iterations", 0))),
+                      Text(terminal_safe(_short_where(row.get("stopped_at"))), no_wrap=True),
+                      Text(str(row.get("iterations", 0))),
                       Text(str(row.get("graphs", 0))), Text(str(len(row.get("structures") or []))),
                       Text(human_bytes(row.get("peak_retained_bytes") or 0)), Text(str(row.get("diagnostics", 0))))
     return table
+
+
+def verdict_lines(doc):
+    """The job's verdict (``job.verdict``): the process that failed first, or the rank the others waited for in a
+    hang and in which collective, then the knock-on failures indented under it. [] when every process finished."""
+    verdict = (doc.get("job") or {}).get("verdict")
+    if not verdict:
+        return []
+    who = _who(verdict) if verdict.get("rank") is not None or verdict.get("pid") else "no single rank"
+    at = _where(verdict.get("location"))
+    kind = verdict.get("kind")
+    if kind == "hang":
+        head = f"Job hung: {who} was waited for" + (f", at {at}" if at else "")
+        if verdict.get("collective"):
+            head += f"; the others waited in `{verdict['collective']}`"
+        if verdict.get("rank") is None:
+            head = f"Job hung: {verdict.get('reason')}"
+    elif kind == "missing":
+        head = f"Job failed first on {who}: it {verdict.get('reason')}"
+    else:
+        head = f"Job failed first on {who}" + (f" at {at}" if at else "") + f": {verdict.get('reason')}"
+    lines = [terminal_safe(head)]
+    for label, entries in (("waiting", verdict.get("waiting") or ()), ("then", verdict.get("knock_on") or ())):
+        for entry in entries:
+            where = _where(entry.get("location"))
+            inside = f" in `{entry['waiting_in']}`" if entry.get("waiting_in") else ""
+            lines.append(terminal_safe(f"  {label}: {_who(entry)}{inside}" + (f" at {where}" if where else "")
+                                       + (f": {entry.get('reason')}" if entry.get("reason") else "")))
+    return lines
 
 
 def job_lines(doc):

@@ -1,0 +1,109 @@
+"""The job's verdict and the order of its diagnostics, as pure functions of the processes' rows and the merged
+diagnostics (``distributed/verdict.py``, ``merge.causes_first``); the real jobs are in test_distributed.py."""
+
+from gradviz.distributed.merge import causes_first, job_summary
+from gradviz.distributed.verdict import job_verdict
+from gradviz.rendering.ranks import verdict_lines
+
+
+def row(rank, status="finished", at=None, reason=None, line=None, waiting=None, ddp=True, exit_code=None):
+    stopped = {"file": "/x/train.py", "line": line, "text": "", "function": "<module>"} if line else None
+    if stopped and waiting:
+        stopped["waiting_in"] = waiting
+    return {"rank": rank, "pid": 100 + rank, "how": "torchrun", "status": status, "ended_at": at,
+            "reason": reason, "stopped_at": stopped, "ddp": ddp,
+            "exit_code": exit_code if exit_code is not None else (0 if status == "finished" else 1)}
+
+
+def test_a_clean_job_has_no_verdict():
+    assert job_verdict([row(0), row(1)], world_size=2) is None
+
+
+def test_the_first_failure_in_time_leads_and_the_knock_on_errors_follow_it_in_order():
+    rows = [row(0, "exception", 10.9, "RuntimeError: Connection reset by peer", 15),
+            row(1, "exception", 10.0, "RuntimeError: rank 1 gives up", 18),
+            row(2, "killed", 11.5, "killed (SIGTERM)", 15, waiting="all_reduce"),
+            row(3, "exception", 10.5, "RuntimeError: Connection closed by peer", 15)]
+    verdict = job_verdict(rows, world_size=4)
+    assert (verdict["kind"], verdict["rank"], verdict["location"]["line"]) == ("crash", 1, 18)
+    assert verdict["reason"] == "RuntimeError: rank 1 gives up"
+    assert [k["rank"] for k in verdict["knock_on"]] == [3, 0, 2]
+    assert verdict["knock_on"][2]["waiting_in"] == "all_reduce"
+    lines = verdict_lines({"job": {"verdict": verdict}})
+    assert lines[0] == "Job failed first on rank 1 at /x/train.py:18: RuntimeError: rank 1 gives up"
+    assert lines[1] == "  then: rank 3 at /x/train.py:15: RuntimeError: Connection closed by peer"
+    assert lines[3] == "  then: rank 2 in `all_reduce` at /x/train.py:15: killed (SIGTERM)"
+
+
+def test_a_rank_killed_first_by_a_signal_leads_even_when_rank_0_raised():
+    rows = [row(0, "exception", 20.4, "RuntimeError: Connection reset by peer", 15),
+            row(1, "killed", 20.0, "killed (SIGTERM)", 7)]
+    verdict = job_verdict(rows, world_size=2)
+    assert (verdict["kind"], verdict["rank"]) == ("killed", 1)
+    assert [k["rank"] for k in verdict["knock_on"]] == [0]
+
+
+def test_a_rank_with_no_document_is_named_first_and_the_others_follow():
+    rows = [row(0, "exception", 5.0, "RuntimeError: Connection closed by peer", 15),
+            row(2, "killed", 6.0, "killed (SIGTERM)", 15, waiting="all_reduce")]
+    verdict = job_verdict(rows, world_size=3)
+    assert (verdict["kind"], verdict["rank"], verdict["missing"]) == ("missing", 1, [1])
+    assert "SIGKILL" in verdict["reason"]
+    assert [k["rank"] for k in verdict["knock_on"]] == [0, 2]
+    assert verdict_lines({"job": {"verdict": verdict}})[0].startswith("Job failed first on rank 1: it left no")
+
+
+def test_in_a_hang_the_rank_outside_any_collective_is_the_one_the_others_waited_for():
+    rows = [row(0, "killed", 60.0, "killed (SIGTERM)", 21, waiting="all_reduce"),
+            row(1, "killed", 60.1, "killed (SIGTERM)", 20),
+            row(2, "killed", 60.2, "killed (SIGTERM)", 21, waiting="all_reduce")]
+    verdict = job_verdict(rows, world_size=3, timed_out=True)
+    assert (verdict["kind"], verdict["rank"], verdict["location"]["line"]) == ("hang", 1, 20)
+    assert verdict["collective"] == "all_reduce"
+    assert [w["rank"] for w in verdict["waiting"]] == [0, 2]
+    assert verdict_lines({"job": {"verdict": verdict}})[0] == (
+        "Job hung: rank 1 was waited for, at /x/train.py:20; the others waited in `all_reduce`")
+
+
+def test_a_backward_is_a_collective_only_on_a_rank_that_used_ddp():
+    rows = [row(0, "killed", 9.0, "killed (SIGTERM)", 12, waiting="backward", ddp=False),
+            row(1, "killed", 9.0, "killed (SIGTERM)", 30, waiting="backward")]
+    verdict = job_verdict(rows, world_size=2, timed_out=True)
+    assert (verdict["rank"], verdict["collective"]) == (0, "backward")
+
+
+def test_every_rank_in_a_collective_blames_none():
+    rows = [row(0, "killed", 9.0, "killed (SIGTERM)", 12, waiting="all_reduce"),
+            row(1, "killed", 9.1, "killed (SIGTERM)", 13, waiting="broadcast")]
+    verdict = job_verdict(rows, world_size=2, timed_out=True)
+    assert verdict["rank"] is None and "mismatched collectives" in verdict["reason"]
+
+
+def diag(i, code, line, links=()):
+    return {"id": i, "code": code, "severity": "error", "message": code, "hint": "h",
+            "location": {"file": "/x/t.py", "line": line}, "links": list(links), "details": {"ranks": [0, 1]}}
+
+
+def test_grad_mismatch_follows_the_unused_parameters_that_caused_it_and_is_linked_to_it():
+    out = causes_first([diag(0, "ddp-grad-mismatch", 5), diag(1, "nan-inf", 9, links=[2]),
+                        diag(2, "ddp-unused-parameters", 30, links=[1])])
+    assert [(d["id"], d["code"]) for d in out] == [(0, "nan-inf"), (1, "ddp-unused-parameters"),
+                                                  (2, "ddp-grad-mismatch")]
+    assert out[0]["links"] == [1]  # nan-inf's link to unused-parameters, renumbered
+    assert out[2]["details"]["caused_by"] == 1 and out[2]["links"] == [1] and 2 in out[1]["links"]
+    assert out[2]["hint"].startswith("Fix `ddp-unused-parameters` first (at t.py:30)")
+    assert out[2]["related"][-1] == {"role": "cause: ddp-unused-parameters", "location": out[1]["location"]}
+
+
+def test_grad_mismatch_alone_is_left_as_it_is():
+    out = causes_first([diag(0, "ddp-grad-mismatch", 5)])
+    assert "caused_by" not in out[0]["details"] and out[0]["hint"] == "h"
+
+
+def test_the_diags_column_counts_the_job_level_diagnostics_that_name_the_rank():
+    docs = [{"process": {"rank": r, "pid": r, "how": "torchrun", "status": "finished", "world_size": 2},
+             "status": {}, "diagnostics": []} for r in (0, 1)]
+    diagnostics = [{"code": "ddp-divergent-graph", "details": {"ranks": [0, 1]}},
+                   {"code": "ddp-unused-parameters", "details": {"ranks": [1]}}]
+    job = job_summary(docs, "torchrun", True, diagnostics=diagnostics)
+    assert [p["diagnostics"] for p in job["processes"]] == [1, 2]
