@@ -107,3 +107,31 @@ def test_the_diags_column_counts_the_job_level_diagnostics_that_name_the_rank():
                    {"code": "ddp-unused-parameters", "details": {"ranks": [1]}}]
     job = job_summary(docs, "torchrun", True, diagnostics=diagnostics)
     assert [p["diagnostics"] for p in job["processes"]] == [1, 2]
+
+
+def test_a_librarys_own_helper_interpreters_are_one_line_that_says_what_they_are(tmp_path):
+    import os
+    import sysconfig
+
+    from gradviz.distributed.merge import not_traced
+    from gradviz.distributed.parent import noting_children
+
+    # six compile workers started by torch's own code (as torch.compile's SubprocPool does), from one user line
+    fake = os.path.join(sysconfig.get_paths()["purelib"], "torch", "_inductor", "fake_pool.py")
+    helper = compile("import subprocess, sys\n"
+                     "def start(key):\n"
+                     "    subprocess.run([sys.executable, '-c', 'pass', '--torch-key=' + key], check=True)\n",
+                     fake, "exec")
+    space = {}
+    exec(helper, space)
+    with noting_children() as children:
+        for key in "abcdef":
+            space["start"](key)
+        import subprocess
+        import sys
+        subprocess.run([sys.executable, "-c", "pass"], check=True)  # the script's own interpreter
+    entries = not_traced([], [], children.subprocesses)
+    assert [(e["count"], e["how"]) for e in entries] == [
+        (6, "subprocess.Popen from torch's own code"), (1, f"subprocess.Popen {sys.executable} -c pass")]
+    assert entries[0]["what"].startswith("torch's own helper processes (e.g. torch.compile's compile workers)")
+    assert entries[0]["advice"].startswith("nothing to do") and entries[1]["advice"].startswith("trace it on its")

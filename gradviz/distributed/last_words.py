@@ -102,5 +102,9 @@ class LastWords:
                     self._write(signal.Signals(signum).name, main_thread_location(), when)
                 except Exception as exc:  # the exit must happen whatever: say why there is no document
                     sys.stderr.write(f"gradviz: could not write this process's document: {exc}\n")
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):  # a line the script printed is not lost in a buffer
+            try:
+                stream.flush()
+            except Exception:  # a closed or broken stream: the exit matters more
+                pass
         os._exit(128 + signum)

@@ -80,11 +80,12 @@ def library_starting():
     while frame is not None and frame.f_code.co_filename in (__file__, subprocess.__file__):
         frame = frame.f_back
     path = os.path.abspath(frame.f_code.co_filename) if frame is not None else ""
-    for folder in _LIBRARY_DIRS:
-        if path.startswith(folder) and os.sep in path[len(folder):]:
-            top = path[len(folder):].split(os.sep)[0]
-            return None if top in ("gradviz", "multiprocessing", "concurrent") else top
-    return None
+    folders = [f for f in _LIBRARY_DIRS if path.startswith(f) and os.sep in path[len(f):]]
+    if not folders:
+        return None
+    folder = max(folders, key=len)  # site-packages inside a venv's lib/pythonX.Y: the package, not "site-packages"
+    top = path[len(folder):].split(os.sep)[0]
+    return None if top in ("gradviz", "multiprocessing", "concurrent", "site-packages") else top
 
 
 def _wrap_popen(children):

@@ -18,6 +18,7 @@ HOW = "torchrun"
 
 def main(argv=None):
     last_words.block_early()  # first of all: every thread torch and gloo start later inherits the mask
+    whole_lines()
     argv = sys.argv[1:] if argv is None else argv
     config = read()
     if config is None or not argv:
@@ -70,6 +71,17 @@ def main(argv=None):
     finally:
         last.done()
     return result.exit_code
+
+
+def whole_lines():
+    """torchrun starts each rank with ``python -u``: every piece of a ``print`` is its own write, so two ranks'
+    lines interleave mid-line in the shared terminal. Line buffering keeps each line one write (as long as it is
+    under the text layer's 8 KiB chunk), and still shows every line as soon as it ends."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(write_through=False, line_buffering=True)
+        except (AttributeError, ValueError):  # replaced by something else, or closed: leave it as it is
+            pass
 
 
 def _list_untraced_children(doc, children, config):
