@@ -123,9 +123,9 @@ def test_a_rank_killed_outright_is_named_first_and_the_others_failures_follow(tm
     assert sorted(by_rank(doc)) == [0]  # SIGKILL: rank 1 could write nothing
     verdict = doc["job"]["verdict"]
     assert (verdict["kind"], verdict["rank"], verdict["missing"]) == ("missing", 1, [1])
-    [after] = verdict["knock_on"]
-    assert after["rank"] == 0 and after["location"]["text"] in ("loss.backward()", "opt.step()",
-                                                                "loss = model(torch.randn(8, 4)).pow(2).mean()")
+    [after] = verdict["knock_on"]  # rank 0 fails in a collective (gloo's error), or torchrun stops it first
+    assert after["rank"] == 0
+    assert "Connection" in after["reason"] or after["reason"] == "killed (SIGTERM)", after
     assert result.stdout.splitlines()[0] == ("Job failed first on rank 1: it left no document: killed by SIGKILL "
                                              "(the OOM killer, `kill -9`) or ended by os._exit")
 
@@ -259,3 +259,26 @@ def test_every_process_a_rank_starts_is_traced_or_listed_with_its_line_and_rank(
     rows = [ln.split()[:2] for ln in result.stdout.splitlines() if ln.startswith(("rank ", "pid "))]
     assert [r for r in rows if r[0] == "rank"] == [["rank", "0"], ["rank", "1"]]
     assert sorted(r[1] for r in rows if r[0] == "pid") == sorted(str(h["process"]["pid"]) for h in helpers)
+
+
+def test_an_rnn_split_over_rpc_with_distributed_autograd_is_traced_in_both_workers(tmp_path):
+    # samples/distributed/rpc_rnn.py has the shape of pytorch/examples' distributed/rpc/rnn: remote embedding and
+    # decoder on "ps" (rpc.remote, RRefs), the LSTM on the trainer, dist_autograd and DistributedOptimizer
+    result = gradviz(tmp_path, "run", "--engine", "torch", "--no-render", "--out", "out",
+                     str(SAMPLES / "rpc_rnn.py"), "3")
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("loss ")].__len__() == 3
+    doc = report(tmp_path / "out")
+    trainer, ps = by_rank(doc)[0], by_rank(doc)[1]
+    assert [b["location"]["text"] for b in trainer["backwards"]] == ["dist_autograd.backward(context_id, [loss])"] * 3
+    trainer_ops = {n["op"] for n in trainer["nodes"]}
+    assert {"MkldnnRnnLayerBackward0", "SendRpcBackward", "RecvRpcBackward", "NllLossBackward0"} <= trainer_ops
+    assert {v["name"] for v in trainer["variables"] if v["is_parameter"]} >= {"model.lstm.weight_ih_l0",
+                                                                               "model.lstm.weight_hh_l1"}
+    # the server's forwards, run for each remote call, are in its own document with its modules' parameters
+    assert {"EmbeddingBackward0", "MmBackward0"} <= {n["op"] for n in ps["nodes"]}
+    assert {v["name"] for v in ps["variables"] if v["is_parameter"]} == {
+        "Embedding.table.weight", "Decoder.out.weight", "Decoder.out.bias"}
+    assert len(ps["graphs"]) == 6  # two served forwards per step
+    assert [(e["how"], e["count"]) for e in ps["unseen"]] == [("torch.distributed.rpc", 3)]
+    assert doc["diagnostics"] == [] and doc["job"]["rpc"] == [0, 1] and doc["job"]["verdict"] is None
