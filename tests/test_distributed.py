@@ -254,8 +254,10 @@ def test_every_process_a_rank_starts_is_traced_or_listed_with_its_line_and_rank(
                   and e["location"]["line"] == line["for x, y in loader:"]]
     assert sum(e["count"] for e in dataloader) == 4  # two per rank
     assert doc["job"]["not_traced"] == 8  # per rank: 2 workers, the os._exit child, the interpreter
-    assert "Not traced: 2 × DataLoader worker processes" in result.stdout
-    assert "(rank 1)" in result.stdout
+    assert "Not traced: 4 × DataLoader worker processes" in result.stdout
+    assert "[torch.utils.data.DataLoader worker (ranks 0, 1)]" in result.stdout
+    assert "The ranks' graphs first differ" not in result.stdout  # the ranks' children are not compared as ranks
+    assert doc["job"]["first_divergence"] is None and doc["diagnostics"] == []
     rows = [ln.split()[:2] for ln in result.stdout.splitlines() if ln.startswith(("rank ", "pid "))]
     assert [r for r in rows if r[0] == "rank"] == [["rank", "0"], ["rank", "1"]]
     assert sorted(r[1] for r in rows if r[0] == "pid") == sorted(str(h["process"]["pid"]) for h in helpers)

@@ -61,7 +61,12 @@ def merge(main, processes, started=(), subprocesses=(), how=None, timed_out=Fals
     top["unseen"] = list(top.get("unseen") or []) + not_traced(started, processes, subprocesses)
     if not main_is_process:
         _work_in_children(top, processes)
-    top["unseen"] += _processes_unseen(processes[1:] if main_is_process else processes, 1 if main_is_process else 0)
+    if main_is_process:  # rank 0's own children are listed with the other ranks', each entry with its ranks
+        top["unseen"] = [e for e in top["unseen"] if e.get("kind") != CHILD_PROCESS]
+        top["unseen"] += _processes_unseen(processes, 0, lambda e: e.get("kind") == CHILD_PROCESS)
+        top["unseen"] += _processes_unseen(processes[1:], 1, lambda e: e.get("kind") != CHILD_PROCESS)
+    else:
+        top["unseen"] += _processes_unseen(processes, 0)
     untraced = _count_not_traced(top["unseen"])  # every process the job started that left no document
     top["diagnostics"] = _merged_diagnostics(top if not main_is_process else None, processes)
     top["job"] = job_summary(processes, how=how or _how(processes), main_is_rank=main_is_process,
@@ -85,7 +90,10 @@ def _work_in_children(top, processes):
     entry["advice"] = "read each process's section (report.html, Processes), or its document in processes/"
 
 
-def _processes_unseen(processes, first_position):
+CHILD_PROCESS = "child-process"
+
+
+def _processes_unseen(processes, first_position, keep=lambda entry: True):
     """What each process's trace could not see, one entry per (kind, what, how, location) with the ranks it was
     listed on (``ranks``) and ``count`` summed: the job's report never reads as an all-clear while a process says
     it missed something. A process that saw no graph at all shows that in the job table instead."""
@@ -93,7 +101,7 @@ def _processes_unseen(processes, first_position):
     for position, doc in enumerate(processes, first_position):
         rank = _label(doc, position)
         for entry in doc.get("unseen") or ():
-            if entry.get("kind") == NO_AUTOGRAD:
+            if entry.get("kind") == NO_AUTOGRAD or not keep(entry):
                 continue
             location = entry.get("location") or {}
             key = (entry.get("kind"), entry.get("what"), entry.get("how"), location.get("file"), location.get("line"))
@@ -107,7 +115,9 @@ def _processes_unseen(processes, first_position):
     for entry in merged.values():  # which process missed it, in words every report shows
         labels = entry.pop("ranks")
         entry["ranks"] = [int(label.split()[1]) for label in labels if label.startswith("rank ")]
-        entry["how"] = f"{entry.get('how') or 'not traced'} ({', '.join(labels)})"
+        ranks = [label for label in labels if label.startswith("rank ")]
+        said = f"ranks {', '.join(r[5:] for r in ranks)}" if len(ranks) == len(labels) > 1 else ", ".join(labels)
+        entry["how"] = f"{entry.get('how') or 'not traced'} ({said})"
     return list(merged.values())
 
 
@@ -135,7 +145,7 @@ def not_traced(started, processes, subprocesses):
         if start.get("pid") in seen:
             continue
         if start.get("how") == DATALOADER_WORKER:
-            entries.append({"kind": "child-process", "count": 1, "how": start["how"], "location": start.get("location"),
+            entries.append({"kind": CHILD_PROCESS, "count": 1, "how": start["how"], "location": start.get("location"),
                             "what": "DataLoader worker processes (they load data; not traced)",
                             "advice": "batches are traced from the moment the main process uses them; "
                                       "num_workers=0 traces the loading too"})
@@ -198,28 +208,33 @@ def _merged_diagnostics(main, processes):
     process's own, read them in ``ranks``), then the job-wide DDP diagnostics."""
     out = [dict(d) for d in (main.get("diagnostics") or [])] if main is not None else []
     keyed = {}
+    ranked = any((doc.get("process") or {}).get("rank") is not None for doc in processes)
     for position, doc in enumerate(processes):
-        rank = _rank_of(doc, position)
+        rank = (doc.get("process") or {}).get("rank")
+        # a process with no rank among ranks (a rank's child) is named by its pid, never by a rank it lacks
+        field, who = ("processes", _label(doc, position)) if rank is None and ranked else \
+            ("ranks", rank if rank is not None else position)
         own = main is None and position == 0  # the top level is this process's document
         for diag in doc.get("diagnostics") or []:
             loc = diag.get("location") or {}
             key = (diag.get("code"), loc.get("file"), loc.get("line"))
             if key in keyed:
                 entry = keyed[key]
-                ranks = entry["details"]["ranks"]
-                if rank not in ranks:
-                    ranks.append(rank)
+                named = entry["details"].setdefault(field, [])
+                if who not in named:
+                    named.append(who)
                 entry["count"] = entry.get("count", 1) + diag.get("count", 1)
                 continue
             entry = dict(diag)
-            entry["details"] = dict(diag.get("details") or {}, ranks=[rank])
+            entry["details"] = dict(diag.get("details") or {}, ranks=[])
+            entry["details"][field] = [who]
             if not own:
                 entry.update(nodes=[], variables=[], links=[])
             keyed[key] = entry
             out.append(entry)
     for i, diag in enumerate(out):
         diag["id"] = i
-    job = _job_diagnostics(processes)
+    job = _job_diagnostics(_compared(processes))
     moved = {diag.get("id", i): len(out) + i for i, diag in enumerate(job)}  # their links name their own ids
     for i, diag in enumerate(job):
         diag["id"] = len(out) + i
@@ -280,6 +295,13 @@ def _rank_of(doc, position):
     return rank if rank is not None else position
 
 
+def _compared(processes):
+    """The processes whose graphs and gradients are compared with each other: the ranks when there are any (a
+    rank's own children, which have none, do other work), else every process (a script's plain children)."""
+    ranked = [d for d in processes if (d.get("process") or {}).get("rank") is not None]
+    return ranked or list(processes)
+
+
 def _job_diagnostics(processes):
     try:
         from ..diagnose.ddp_rules import diagnose_job
@@ -311,7 +333,7 @@ def job_summary(processes, how, main_is_rank, started=0, not_traced=0, timed_out
     return {"how": how, "world_size": world_size, "verdict": job_verdict(rows, world_size, timed_out),
             "main": "rank" if main_is_rank else "script",
             "processes": rows, "structures": _structures_by_rank(processes),
-            "first_divergence": first_divergence([d for d in processes if not d["process"].get("rpc")]),
+            "first_divergence": first_divergence([d for d in _compared(processes) if not d["process"].get("rpc")]),
             "rpc": [row["rank"] for row in rows if row["rpc"]],
             "stopped": [{"rank": r["rank"], "pid": r["pid"], "status": r["status"], "location": r["stopped_at"],
                          "reason": r["reason"]} for r in rows if r["status"] != "finished"],

@@ -58,9 +58,10 @@ def job_table(doc):
     # every process started the same way (all torchrun ranks): the "Job:" line says how, the column is left out so
     # that a row fits in 80 columns with its whole "stopped at"
     started = len({row.get("how") for row in rows}) > 1
+    stops = max((len(_short_where(row.get("stopped_at"))) for row in rows), default=0)
     for name in ("process", "started", "status", "stopped at", "iters", "graphs", "structs", "peak mem", "diags"):
-        if name != "started" or started:
-            table.add_column(name, overflow="fold")
+        if name != "started" or started:  # "stopped at" is never cut: the other columns give way first
+            table.add_column(name, overflow="fold", min_width=stops if name == "stopped at" else None)
     for row in rows:
         how = [Text(terminal_safe(_short_how(row.get("how"))), no_wrap=True)] if started else []
         table.add_row(Text(_who(row)), *how,
