@@ -13,7 +13,11 @@ After DDP's all-reduce every rank holds the same averaged gradient, so the repli
 takes a fingerprint of each gradient the optimizer is given (its norm and its sum) on every rank and
 compares them. A difference means the gradient was never all-reduced, most often because the layer is not
 part of the module wrapped in DDP, or that code after backward changed it per rank (a hook, scaling or
-clipping by a rank-local value). The replicas then drift apart silently; nothing raises.
+clipping by a rank-local value). The replicas then drift apart silently; nothing raises. When the trace saw
+the write into `.grad` (`p.grad.mul_(…)`, `p.grad = …`) on some ranks only, the diagnostic is at that line.
+
+Data parallelism written by hand (no DDP: `dist.all_reduce(p.grad)` in a loop before the step) gets the same
+check: the parameters whose gradients the loop never reduced are named at the loop's `all_reduce` line.
 
 The mistake (a head kept outside the DDP module):
 
