@@ -35,6 +35,15 @@ def test_the_first_failure_in_time_leads_and_the_knock_on_errors_follow_it_in_or
     assert lines[3] == "  then: rank 2 in `all_reduce` at /x/train.py:15: killed (SIGTERM)"
 
 
+def test_a_knock_on_gloo_error_is_one_short_clause_under_the_first_failure():
+    gloo = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+            "by peer [127.0.0.1]:27303. This is typically caused by a remote worker crashing. Check the logs.")
+    verdict = job_verdict([row(0, "exception", 2.0, gloo, 15), row(1, "exception", 1.0, "ValueError: bad", 9)], 2)
+    assert verdict_lines({"job": {"verdict": verdict}})[1] == (
+        "  then: rank 0 at /x/train.py:15: RuntimeError: Connection closed by peer [127.0.0.1]:27303")
+    assert verdict["knock_on"][0]["reason"] == gloo  # the document keeps the whole message
+
+
 def test_a_rank_killed_first_by_a_signal_leads_even_when_rank_0_raised():
     rows = [row(0, "exception", 20.4, "RuntimeError: Connection reset by peer", 15),
             row(1, "killed", 20.0, "killed (SIGTERM)", 7)]

@@ -6,6 +6,7 @@ neither and gets nothing. Every document string is escaped: ``terminal_safe`` Te
 """
 
 import html
+import re
 
 from ..document import terminal_safe
 from .style import human_bytes
@@ -73,6 +74,17 @@ def job_table(doc):
     return table
 
 
+_SOURCE_TAG = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|hpp):\d+\]\s*")  # gloo's "[.../pair.cc:553] " before its text
+
+
+def _knock_on_reason(reason):
+    """A knock-on error in one short clause: gloo's source path and its closing advice left out (the first
+    failure above is what to read)."""
+    reason = _SOURCE_TAG.sub("", reason or "")
+    cut = reason.find(". ", 40)
+    return reason if cut < 0 else reason[:cut]
+
+
 def verdict_lines(doc):
     """The job's verdict (``job.verdict``): the process that failed first, or the rank the others waited for in a
     hang and in which collective, then the knock-on failures indented under it. [] when every process finished."""
@@ -97,8 +109,9 @@ def verdict_lines(doc):
         for entry in entries:
             where = _where(entry.get("location"))
             inside = f" in `{entry['waiting_in']}`" if entry.get("waiting_in") else ""
+            reason = _knock_on_reason(entry.get("reason"))
             lines.append(terminal_safe(f"  {label}: {_who(entry)}{inside}" + (f" at {where}" if where else "")
-                                       + (f": {entry.get('reason')}" if entry.get("reason") else "")))
+                                       + (f": {reason}" if reason else "")))
     return lines
 
 
