@@ -54,7 +54,7 @@ def job_table(doc):
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=None, box=None, header_style="bold", pad_edge=False)
+    table = Table(title=None, box=None, header_style="bold", pad_edge=False, padding=(0, 1, 0, 0))
     rows = job.get("processes", [])
     # every process started the same way (all torchrun ranks): the "Job:" line says how, the column is left out so
     # that a row fits in 80 columns with its whole "stopped at"
