@@ -284,3 +284,33 @@ def test_an_rnn_split_over_rpc_with_distributed_autograd_is_traced_in_both_worke
     assert len(ps["graphs"]) == 6  # two served forwards per step
     assert [(e["how"], e["count"]) for e in ps["unseen"]] == [("torch.distributed.rpc", 3)]
     assert doc["diagnostics"] == [] and doc["job"]["rpc"] == [0, 1] and doc["job"]["verdict"] is None
+
+
+COMPILED = """\
+import torch
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+fast = torch.compile(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    loss = fast(torch.randn(16, 4)).pow(2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_torch_compiles_helper_processes_are_one_line_that_says_what_they_are(tmp_path):
+    (tmp_path / "compiled.py").write_text(COMPILED)
+    result = gradviz(tmp_path, "run", "--engine", "torch", "--no-render", "--out", "out", "compiled.py", timeout=600)
+    assert result.returncode == 0, result.stderr
+    doc = report(tmp_path / "out")
+    helpers = [e for e in doc["unseen"] if e["kind"] == "child-process"]
+    assert len(helpers) == 1, helpers  # inductor's compile workers: one entry however many it started
+    [entry] = helpers
+    assert entry["how"] == "subprocess.Popen from torch's own code" and entry["count"] >= 1
+    assert entry["location"]["line"] == 8 and entry["advice"].startswith("nothing to do")
+    lines = [line for line in result.stdout.splitlines() if line.startswith("Not traced:")]
+    assert lines == [f"Not traced: {entry['count']} × torch's own helper processes (e.g. torch.compile's compile "
+                     "workers): they run the library's work, not your model's graph [subprocess.Popen from torch's "
+                     "own code] at compiled.py:8"]
