@@ -78,8 +78,8 @@ _SOURCE_TAG = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|hpp):\d+\]\s*")  # gloo's "[.
 
 
 def _knock_on_reason(reason):
-    """A knock-on error in one short clause: gloo's source path and its closing advice left out (the first
-    failure above is what to read)."""
+    """An error in one short clause for the terminal: gloo's source path and its closing advice left out (the
+    document keeps the whole message)."""
     reason = _SOURCE_TAG.sub("", reason or "")
     cut = reason.find(". ", 40)
     return reason if cut < 0 else reason[:cut]
@@ -138,7 +138,7 @@ def job_lines(doc):
     for stop in job.get("stopped", []):
         at = _where(stop.get("location"))
         lines.append(terminal_safe(f"{_who(stop)} stopped{' at ' + at if at else ''}: "
-                                   f"{stop.get('reason') or stop.get('status')}"))
+                                   f"{_knock_on_reason(stop.get('reason')) or stop.get('status')}"))
     for entry in doc.get("unseen") or []:
         if entry.get("kind") == "child-process":
             at = _where(entry.get("location"))
