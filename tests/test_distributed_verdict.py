@@ -144,3 +144,14 @@ def test_a_librarys_own_helper_interpreters_are_one_line_that_says_what_they_are
         (6, "subprocess.Popen from torch's own code"), (1, f"subprocess.Popen {sys.executable} -c pass")]
     assert entries[0]["what"].startswith("torch's own helper processes (e.g. torch.compile's compile workers)")
     assert entries[0]["advice"].startswith("nothing to do") and entries[1]["advice"].startswith("trace it on its")
+
+
+def test_the_page_puts_the_verdict_above_the_processes_table_escaped():
+    from gradviz.rendering.ranks import ranks_section
+
+    rows = [row(0, "exception", 2.0, "RuntimeError: <gone>", 15), row(1, "exception", 1.0, "ValueError: a<b", 9)]
+    verdict = job_verdict(rows, world_size=2)
+    page = ranks_section({"job": {"processes": rows, "verdict": verdict, "structures": []}, "ranks": []})
+    first = '<p class="verdict">Job failed first on rank 1 at /x/train.py:9: ValueError: a&lt;b</p>'
+    assert page.index(first) < page.index('<table class="ranks">')
+    assert '<p class="verdict">then: rank 0 at /x/train.py:15: RuntimeError: &lt;gone&gt;</p>' in page

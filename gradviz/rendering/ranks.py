@@ -165,7 +165,8 @@ def ranks_section(doc):
             human_bytes(row.get("peak_retained_bytes") or 0), row.get("diagnostics", 0))) + "</tr>"
         for row in job.get("processes", []))
     sentences = "".join(f"<p>{html.escape(line)}</p>" for line in job_lines(doc))
-    return (f'<h2>Processes</h2><div id="ranks"><table class="ranks"><thead><tr>{head}</tr></thead>'
+    verdict = "".join(f'<p class="verdict">{html.escape(line.strip())}</p>' for line in verdict_lines(doc))
+    return (f'<h2>Processes</h2><div id="ranks">{verdict}<table class="ranks"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table>{sentences}{_structure_matrix(job)}{_side_by_side(doc)}</div>")
 
 
