@@ -156,12 +156,18 @@ def not_traced(started, processes, subprocesses):
                         "advice": "let the child return from its target (os._exit and SIGKILL end it before gradviz "
                                   "can write; SIGTERM and exceptions are handled), and start it from the traced "
                                   "script with this interpreter"})
+    helpers = {}  # library -> its one entry: every helper it starts is counted there, at the first one's line
     for sub in subprocesses:
+        if sub.get("library") in helpers:
+            helpers[sub["library"]]["count"] += 1
+            continue
         if sub.get("library"):  # torch.compile's compile workers and the like: the library's, not the model's
-            entries.append({"kind": "child-process", "count": 1, "how": sub["how"], "location": sub.get("location"),
-                            "what": f"{sub['library']}'s own helper processes (e.g. torch.compile's compile "
-                                    "workers): they run the library's work, not your model's graph",
-                            "advice": "nothing to do: the graph they serve is traced in the process that uses it"})
+            helpers[sub["library"]] = {
+                "kind": CHILD_PROCESS, "count": 1, "how": sub["how"], "location": sub.get("location"),
+                "what": f"{sub['library']}'s own helper processes (e.g. torch.compile's compile workers): they run "
+                        "the library's work, not your model's graph",
+                "advice": "nothing to do: the graph they serve is traced in the process that uses it"}
+            entries.append(helpers[sub["library"]])
             continue
         entries.append({"kind": "child-process", "count": 1, "how": sub.get("how"), "location": sub.get("location"),
                         "what": "a Python interpreter started directly is not traced",

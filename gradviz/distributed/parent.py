@@ -58,6 +58,15 @@ def _wrap_start(children):
     return lambda: setattr(mp_process.BaseProcess, "start", original)
 
 
+def _main_thread_where():
+    from .last_words import main_thread_location
+
+    where = main_thread_location()
+    if where is not None:
+        where.pop("waiting_in", None)
+    return where
+
+
 def _is_python(args):
     program = args if isinstance(args, (str, bytes, os.PathLike)) else (args[0] if args else "")
     program = os.fsdecode(program).split()[0] if program else ""
@@ -97,7 +106,10 @@ def _wrap_popen(children):
                 library = library_starting()
                 how = f"subprocess.Popen from {library}'s own code" if library else \
                     f"subprocess.Popen {_command_text(args)}"
-                children.subprocesses.append({"how": how, "location": _where(), "library": library})
+                # a library may start its helpers from a thread of its own, whose stack runs through code it
+                # generated (inductor's): the line is the one the script's main thread was running
+                where = _main_thread_where() if library else _where()
+                children.subprocesses.append({"how": how, "location": where, "library": library})
         except Exception:  # noting it is a nicety; the start must happen as without the trace
             pass
         original(self, args, *rest, **kwargs)
