@@ -58,13 +58,27 @@ def _wrap_start(children):
     return lambda: setattr(mp_process.BaseProcess, "start", original)
 
 
-def _main_thread_where():
-    from .last_words import main_thread_location
+def _generated(path):
+    """Code a library wrote and imported itself (inductor's kernels under ``<tmp>/torchinductor_<user>/``): not
+    the script's, though it lives outside every library folder."""
+    return any(part.startswith("torchinductor_") for part in path.split(os.sep))
 
-    where = main_thread_location()
-    if where is not None:
-        where.pop("waiting_in", None)
-    return where
+
+def _main_thread_where():
+    """The innermost line of the script itself in the main thread's stack, now."""
+    import linecache
+    import threading
+
+    from ..tracing.frames import _is_internal
+
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None and (_is_internal(frame.f_code) or _generated(frame.f_code.co_filename)):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    code = frame.f_code
+    return {"file": code.co_filename, "line": frame.f_lineno, "function": code.co_name,
+            "text": linecache.getline(code.co_filename, frame.f_lineno).strip()}
 
 
 def _is_python(args):
