@@ -314,3 +314,15 @@ def test_torch_compiles_helper_processes_are_one_line_that_says_what_they_are(tm
     assert lines == [f"Not traced: {entry['count']} × torch's own helper processes (e.g. torch.compile's compile "
                      "workers): they run the library's work, not your model's graph [subprocess.Popen from torch's "
                      "own code] at compiled.py:8"]
+
+
+def test_on_four_ranks_the_crashing_rank_leads_and_the_three_others_follow(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "4",
+                     str(SAMPLES / "ddp_rank_crash.py"))
+    assert result.returncode == 1
+    doc = report(tmp_path / "out")
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["location"]["line"]) == ("crash", 1, 18)
+    assert sorted(k["rank"] for k in verdict["knock_on"]) == [0, 2, 3]
+    assert result.stdout.splitlines()[0].endswith("ddp_rank_crash.py:18: RuntimeError: rank 1 gives up at step 1")
+    assert [line.split(":")[0] for line in result.stdout.splitlines()[1:4]] == ["  then"] * 3
