@@ -62,12 +62,58 @@ def train(rank, world_size, steps=3):
 """
 
 
+# rank 0 halves one layer's gradient after DDP's all-reduce: a rank-local write the mismatch must name
+LOCAL_WRITE = """\
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel
+
+
+def train(rank, world_size, steps=3):
+    torch.manual_seed(0)
+    model = DistributedDataParallel(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        x = torch.randn(16, 4) + rank
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        if rank == 0:
+            model.module[0].weight.grad.mul_(0.5)
+        opt.step()
+"""
+
+# data parallel by hand, no DDP: the loop reduces the first layer's gradients only (EVERY: all of them)
+BY_HAND = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+def train(rank, world_size, steps=3):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        x = torch.randn(16, 4) + rank
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        for p in model[0].parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world_size
+        opt.step()
+"""
+INLINE = {"ddp_branches.py": BRANCHES, "ddp_local_write.py": LOCAL_WRITE, "ddp_by_hand.py": BY_HAND,
+          "ddp_by_hand_every.py": BY_HAND.replace("model[0].parameters()", "model.parameters()")}
+
+
 def _run_ranks(out, nprocs, names):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     scripts = []
     for n in names:
-        if n == "ddp_branches.py":
-            (out / n).write_text(BRANCHES)
+        if n in INLINE:
+            (out / n).write_text(INLINE[n])
             scripts.append(str(out / n))
         else:
             scripts.append(str(SAMPLES / n))
@@ -102,12 +148,13 @@ def _shared_run(tmp_path_factory, name, nprocs, names):
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-    return _shared_run(tmp_path_factory, "ddp2", 2, ["ddp_branches.py", *TWO_RANKS])
+    return _shared_run(tmp_path_factory, "ddp2", 2, ["ddp_branches.py", "ddp_local_write.py", "ddp_by_hand.py",
+                                                     "ddp_by_hand_every.py", *TWO_RANKS])
 
 
 @pytest.fixture(scope="module")
 def four(tmp_path_factory):
-    return _shared_run(tmp_path_factory, "ddp4", 4, ["ddp_divergent_graph.py"])
+    return _shared_run(tmp_path_factory, "ddp4", 4, ["ddp_by_hand.py", "ddp_divergent_graph.py"])
 
 
 def line_of(sample, text):
@@ -234,3 +281,39 @@ def test_module_outside_ddp_has_mismatched_gradients(two):
     # the wrapped backbone's gradients agree
     steps = [doc["ddp"]["steps"][0]["gradients"] for doc in docs]
     assert steps[0]["backbone.module.0.weight"] == steps[1]["backbone.module.0.weight"]
+
+
+def _inline_line(name, text):
+    lines = INLINE[name].splitlines()
+    [number] = [i + 1 for i, line in enumerate(lines) if line.strip() == text]
+    return number
+
+
+def test_a_rank_local_write_into_grad_after_the_all_reduce_is_named_at_its_line(two):
+    d = only(diagnose_job(two["ddp_local_write"]), "ddp-grad-mismatch")
+    line = _inline_line("ddp_local_write.py", "model.module[0].weight.grad.mul_(0.5)")
+    assert d["location"]["line"] == line and d["location"]["file"].endswith("ddp_local_write.py")
+    assert d["details"]["parameters"] == ["model.module.0.weight"] and d["details"]["not_wrapped"] == []
+    assert f"only rank 0 wrote `model.module.0.weight`'s gradient after the all-reduce, at line {line} " \
+           "(`model.module[0].weight.grad.mul_(0.5)`)" in d["message"]
+    assert "Scale the loss instead" in d["hint"]
+
+
+@pytest.mark.parametrize("ranks", ["two", "four"])
+def test_a_hand_written_all_reduce_that_misses_parameters_is_named_at_the_loop(ranks, request):
+    docs = request.getfixturevalue(ranks)["ddp_by_hand"]
+    assert all(not doc["ddp"]["modules"] for doc in docs)  # no DDP anywhere
+    [d] = diagnose_job(docs)
+    assert d["code"] == "ddp-grad-mismatch" and d["details"]["by_hand"] is True
+    assert d["location"]["line"] == _inline_line("ddp_by_hand.py", "dist.all_reduce(p.grad)")
+    assert d["details"]["not_reduced"] == ["model.2.bias", "model.2.weight"]
+    assert d["details"]["reduced"] == ["model.0.bias", "model.0.weight"]
+    assert d["details"]["ranks"] == list(range(len(docs))) and d["details"]["step"] == 0
+    assert "never `" in d["message"] and "differ across ranks" in d["message"]
+    assert [r["location"]["text"] for r in d["related"]] == ["opt.step()"]
+
+
+def test_a_hand_written_all_reduce_of_every_gradient_stays_silent(two):
+    docs = two["ddp_by_hand_every"]
+    assert [s["by_hand"]["not_reduced"] for s in docs[0]["ddp"]["steps"]] == [[], [], []]
+    assert diagnose_job(docs) == []

@@ -64,7 +64,7 @@ def test_a_clean_two_rank_ddp_job_gives_one_report_with_both_ranks_graphs_and_no
     assert doc["process"]["rank"] == 0 and doc["iterations"] == 3
     lines = result.stdout.splitlines()
     assert [line.split()[:3] for line in lines if line.startswith("rank ")] == [
-        ["rank", "0", "torchrun"], ["rank", "1", "torchrun"]]
+        ["rank", "0", "finished"], ["rank", "1", "finished"]]  # (all started by torchrun: said once, below)
     assert "Job: 2 traced processes (torchrun), world size 2" in lines
     files = sorted(p.name for p in (out / "processes").iterdir())
     assert [name.split("-")[0] for name in files] == ["rank0", "rank1"]
@@ -105,6 +105,29 @@ def test_a_rank_that_crashes_leaves_its_document_and_the_report_says_where_each_
     # rank 0 was stopped too (by the broken connection, or torchrun's SIGTERM), and still wrote its document
     assert ranks[0]["process"]["status"] in ("exception", "killed") and 0 in stopped
     assert "rank 1 stopped at" in result.stdout and "ddp_rank_crash.py:18" in result.stdout
+    # the root cause comes first: rank 1's own error, with rank 0's knock-on failure grouped under it
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["location"]["line"]) == ("crash", 1, 18)
+    assert [k["rank"] for k in verdict["knock_on"]] == [0]
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("Job failed first on rank 1 at ") and first.endswith(
+        "ddp_rank_crash.py:18: RuntimeError: rank 1 gives up at step 1")
+    assert result.stdout.splitlines()[1].startswith("  then: rank 0")
+
+
+def test_a_rank_killed_outright_is_named_first_and_the_others_failures_follow(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "2",
+                     str(SAMPLES / "ddp_rank_killed.py"))
+    assert result.returncode != 0
+    doc = report(tmp_path / "out")
+    assert sorted(by_rank(doc)) == [0]  # SIGKILL: rank 1 could write nothing
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["missing"]) == ("missing", 1, [1])
+    [after] = verdict["knock_on"]  # rank 0 fails in a collective (gloo's error), or torchrun stops it first
+    assert after["rank"] == 0
+    assert "Connection" in after["reason"] or after["reason"] == "killed (SIGTERM)", after
+    assert result.stdout.splitlines()[0] == ("Job failed first on rank 1: it left no document: killed by SIGKILL "
+                                             "(the OOM killer, `kill -9`) or ended by os._exit")
 
 
 def test_a_hanging_rank_is_stopped_by_the_timeout_and_both_ranks_say_where_they_were(tmp_path):
@@ -121,6 +144,14 @@ def test_a_hanging_rank_is_stopped_by_the_timeout_and_both_ranks_say_where_they_
     assert {s["reason"] for s in stopped.values()} == {"killed (SIGTERM)"}
     assert [r["iterations"] for r in doc["ranks"]] == [2, 2]
     assert "stopped after --timeout 60 s" in result.stderr
+    # rank 0 waited in the all-reduce; rank 1, outside any collective, is the one it waited for
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["collective"]) == ("hang", 1, "all_reduce")
+    assert verdict["location"]["text"] == "time.sleep(3600)"
+    assert [(w["rank"], w["waiting_in"]) for w in verdict["waiting"]] == [(0, "all_reduce")]
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("Job hung: rank 1 was waited for, at ") and first.endswith(
+        "ddp_rank_hang.py:21; the others waited in `all_reduce`")
 
 
 def test_a_script_that_spawns_workers_has_them_traced_or_listed_as_not_traced(tmp_path):
@@ -194,3 +225,104 @@ def test_an_mp_spawn_child_that_raises_is_reported_at_its_line(tmp_path):
     assert (stopped["rank"], stopped["location"]["line"]) == (1, 9)
     assert "rank 1 stopped at spawn_error.py:9: ValueError: rank one broke" in result.stdout
     assert "gradviz/distributed" not in result.stderr  # no gradviz frame in any traceback
+
+
+def test_every_process_a_rank_starts_is_traced_or_listed_with_its_line_and_rank(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "2",
+                     str(SAMPLES / "ddp_rank_children.py"))
+    assert result.returncode == 0, result.stderr
+    doc = report(tmp_path / "out")
+    ranks = {rank: d for rank, d in by_rank(doc).items() if rank is not None}
+    assert sorted(ranks) == [0, 1]
+    # the traced child of each rank has a document of its own, called by its pid, never "rank 0"
+    helpers = [r for r in doc["ranks"] if r["process"]["rank"] is None]
+    assert len(helpers) == 2 and all(len(h["backwards"]) == 1 for h in helpers)
+    assert {h["process"]["parent_pid"] for h in helpers} == {ranks[0]["process"]["pid"], ranks[1]["process"]["pid"]}
+    source = (SAMPLES / "ddp_rank_children.py").read_text().splitlines()
+    line = {text: source.index(next(s for s in source if s.strip() == text)) + 1
+            for text in ("for x, y in loader:", "abrupt.start()", 'subprocess.run([sys.executable, "-c", "pass"], '
+                                                                   'check=True)')}
+    for rank_doc in ranks.values():  # each rank's own document lists what it started
+        listed = {e["location"]["line"]: e for e in rank_doc["unseen"] if e["kind"] == "child-process"}
+        assert sorted(listed) == sorted(line.values()), listed
+        assert listed[line["for x, y in loader:"]]["count"] == 2
+        assert listed[line["for x, y in loader:"]]["how"] == "torch.utils.data.DataLoader worker"
+        assert "os._exit" in listed[line["abrupt.start()"]]["what"]
+    merged = {(e["location"]["line"], e["how"]) for e in doc["unseen"] if e["kind"] == "child-process"}
+    assert {ln for ln, _ in merged} == set(line.values())
+    dataloader = [e for e in doc["unseen"] if e["kind"] == "child-process"
+                  and e["location"]["line"] == line["for x, y in loader:"]]
+    assert sum(e["count"] for e in dataloader) == 4  # two per rank
+    assert doc["job"]["not_traced"] == 8  # per rank: 2 workers, the os._exit child, the interpreter
+    assert "Not traced: 4 × DataLoader worker processes" in result.stdout
+    assert "[torch.utils.data.DataLoader worker (ranks 0, 1)]" in result.stdout
+    assert "The ranks' graphs first differ" not in result.stdout  # the ranks' children are not compared as ranks
+    assert doc["job"]["first_divergence"] is None and doc["diagnostics"] == []
+    rows = [ln.split()[:2] for ln in result.stdout.splitlines() if ln.startswith(("rank ", "pid "))]
+    assert [r for r in rows if r[0] == "rank"] == [["rank", "0"], ["rank", "1"]]
+    assert sorted(r[1] for r in rows if r[0] == "pid") == sorted(str(h["process"]["pid"]) for h in helpers)
+
+
+def test_an_rnn_split_over_rpc_with_distributed_autograd_is_traced_in_both_workers(tmp_path):
+    # samples/distributed/rpc_rnn.py has the shape of pytorch/examples' distributed/rpc/rnn: remote embedding and
+    # decoder on "ps" (rpc.remote, RRefs), the LSTM on the trainer, dist_autograd and DistributedOptimizer
+    result = gradviz(tmp_path, "run", "--engine", "torch", "--no-render", "--out", "out",
+                     str(SAMPLES / "rpc_rnn.py"), "3")
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("loss ")].__len__() == 3
+    doc = report(tmp_path / "out")
+    trainer, ps = by_rank(doc)[0], by_rank(doc)[1]
+    assert [b["location"]["text"] for b in trainer["backwards"]] == ["dist_autograd.backward(context_id, [loss])"] * 3
+    trainer_ops = {n["op"] for n in trainer["nodes"]}
+    assert {"MkldnnRnnLayerBackward0", "SendRpcBackward", "RecvRpcBackward", "NllLossBackward0"} <= trainer_ops
+    assert {v["name"] for v in trainer["variables"] if v["is_parameter"]} >= {"model.lstm.weight_ih_l0",
+                                                                               "model.lstm.weight_hh_l1"}
+    # the server's forwards, run for each remote call, are in its own document with its modules' parameters
+    assert {"EmbeddingBackward0", "MmBackward0"} <= {n["op"] for n in ps["nodes"]}
+    assert {v["name"] for v in ps["variables"] if v["is_parameter"]} == {
+        "Embedding.table.weight", "Decoder.out.weight", "Decoder.out.bias"}
+    assert len(ps["graphs"]) == 6  # two served forwards per step
+    assert [(e["how"], e["count"]) for e in ps["unseen"]] == [("torch.distributed.rpc", 3)]
+    assert doc["diagnostics"] == [] and doc["job"]["rpc"] == [0, 1] and doc["job"]["verdict"] is None
+
+
+COMPILED = """\
+import torch
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+fast = torch.compile(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    loss = fast(torch.randn(16, 4)).pow(2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_torch_compiles_helper_processes_are_one_line_that_says_what_they_are(tmp_path):
+    (tmp_path / "compiled.py").write_text(COMPILED)
+    result = gradviz(tmp_path, "run", "--engine", "torch", "--no-render", "--out", "out", "compiled.py", timeout=600)
+    assert result.returncode == 0, result.stderr
+    doc = report(tmp_path / "out")
+    helpers = [e for e in doc["unseen"] if e["kind"] == "child-process"]
+    assert len(helpers) == 1, helpers  # inductor's compile workers: one entry however many it started
+    [entry] = helpers
+    assert entry["how"] == "subprocess.Popen from torch's own code" and entry["count"] >= 1
+    assert entry["location"]["line"] == 8 and entry["advice"].startswith("nothing to do")
+    lines = [line for line in result.stdout.splitlines() if line.startswith("Not traced:")]
+    assert lines == [f"Not traced: {entry['count']} × torch's own helper processes (e.g. torch.compile's compile "
+                     "workers): they run the library's work, not your model's graph [subprocess.Popen from torch's "
+                     "own code] at compiled.py:8"]
+
+
+def test_on_four_ranks_the_crashing_rank_leads_and_the_three_others_follow(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "4",
+                     str(SAMPLES / "ddp_rank_crash.py"))
+    assert result.returncode == 1
+    doc = report(tmp_path / "out")
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["location"]["line"]) == ("crash", 1, 18)
+    assert sorted(k["rank"] for k in verdict["knock_on"]) == [0, 2, 3]
+    assert result.stdout.splitlines()[0].endswith("ddp_rank_crash.py:18: RuntimeError: rank 1 gives up at step 1")
+    assert [line.split(":")[0] for line in result.stdout.splitlines()[1:4]] == ["  then"] * 3

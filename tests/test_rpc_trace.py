@@ -118,7 +118,7 @@ def test_the_merged_report_shows_both_roles_and_no_alarm(job):
     # the launcher's own process: no graph of its own, and it says where they are; then what each process missed
     entry, step, served = doc["unseen"]
     assert (step["how"], step["count"], step["ranks"]) == ("torch.distributed.rpc (rank 0)", 2 * STEPS, [0])
-    assert entry["kind"] == "no-autograd" and "its traced child processes did (rank 0, 1)" in entry["how"]
+    assert entry["kind"] == "no-autograd" and "its traced child processes did (rank 0, rank 1)" in entry["how"]
     assert (served["kind"], served["how"], served["count"], served["ranks"]) == \
         ("thread", "torch.distributed.rpc (rank 1)", STEPS, [1])
     assert "nothing suspicious was found" not in result.stdout and "so nothing was checked" not in result.stdout

@@ -36,7 +36,7 @@ def run_job(output, torchrun_args, opts, timeout=None):
     except KeyboardInterrupt:
         code, timed_out = 130, False
     processes, notes = load_documents(config)
-    doc = merge(None, processes, how="torchrun")
+    doc = merge(None, processes, how="torchrun", timed_out=timed_out)
     if doc is None:
         output.abort(f"torchrun exited with status {code} and no rank wrote a document (see its messages above)")
     doc["job"]["exit_code"], doc["job"]["timed_out"], doc["job"]["timeout"] = code, timed_out, timeout
@@ -64,11 +64,17 @@ def run_job(output, torchrun_args, opts, timeout=None):
         pipeline.print_sarif(output, sarif, None)
     if timed_out:
         output.note(f"the job was stopped after --timeout {timeout:g} s")
-    raise click.exceptions.Exit(job_exit(code, timed_out, doc, opts.fail_on) or int(bool(sarif_error)))
+    status = job_exit(code, timed_out, doc, opts.fail_on)
+    if status and not (code or timed_out):  # torchrun itself exited 0: say why this is not 0
+        output.note(f"exit status {status}: a diagnostic at or above --fail-on {opts.fail_on} (torchrun itself "
+                    "exited 0; --fail-on never gives torchrun's own status)")
+    raise click.exceptions.Exit(status or int(bool(sarif_error)))
 
 
 def job_exit(code, timed_out, doc, fail_on):
-    """The launcher's status when it failed or timed out, else ``--fail-on`` over the job's diagnostics."""
+    """The job's exit status (docs/distributed.md "Exit status"): the launcher's own when it failed (a rank
+    raised, was killed) or the job timed out (then 1 if the launcher said 0); else, as for ``gradviz run``,
+    ``--fail-on`` over the job's diagnostics: 1 when one is at or above it, where plain torchrun exits 0."""
     if code or timed_out:
         return code or 1
     if fail_on == "never":

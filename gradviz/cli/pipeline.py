@@ -275,8 +275,10 @@ def print_job(output, doc):
     is the main document's: rank 0's under torchrun); nothing for a document of one process."""
     if not doc.get("job"):
         return
-    from ..rendering.ranks import job_lines, job_table
+    from ..rendering.ranks import job_lines, job_table, verdict_lines
 
+    for line in verdict_lines(doc):  # the root cause first, above the table of every process
+        output.line(line)
     table, lines = job_table(doc), job_lines(doc)
     if table is not None:
         output.print(table)

@@ -10,6 +10,7 @@ import importlib.util
 import linecache
 import os
 import sys
+import time
 import tokenize
 import traceback
 import types
@@ -31,6 +32,7 @@ class RunResult:
     module: types.ModuleType = None  # the script's ``__main__``: its globals stay alive until the caller drops it
     ending: str = "finished"  # "finished", "exit" (sys.exit), "exception" or "interrupted" (KeyboardInterrupt)
     cwd_note: str = ""  # set when the script deleted the folder it started in (we could not go back to it)
+    ended_at: float = None  # wall-clock time the script stopped: a job orders its ranks' failures by it
 
 
 def compile_script(path):
@@ -152,6 +154,7 @@ def run_code(code, path, args=(), spec=None):
         result.exception, result.exit_code, result.ending = exc, 1, "exception"
         result.traceback = user_traceback(exc)
     finally:
+        result.ended_at = time.time()
         result.cwd_note = _go_back_to(saved_cwd)
         sys.path[:] = saved_path
         sys.argv = saved_argv

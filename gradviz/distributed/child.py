@@ -8,6 +8,7 @@ first (its records are the parent's; the child's document holds only what the ch
 
 import multiprocessing.process as mp_process
 import sys
+import time
 
 from .last_words import LastWords
 
@@ -99,12 +100,15 @@ def _traced_run(run, config, how, index, name):
     rpc = RpcUse().start()
     tr.start()
     install(config, inherited_trace=tr)  # a grandchild forked from this child leaves this trace behind in turn
-    last.arm(lambda signal_name, where: save(document_when_killed(tr), config, how, "killed", 128 + 15,
-                                             stopped_at=where, signal_name=signal_name, index=index, rank=index,
-                                             rpc=rpc.used))
-    ending, code, error = "finished", 0, None
+    last.arm(lambda signal_name, where, when: save(document_when_killed(tr), config, how, "killed", 128 + 15,
+                                                   stopped_at=where, signal_name=signal_name, index=index,
+                                                   rank=index, rpc=rpc.used, ended_at=when))
+    ending, code, error, ended_at = "finished", 0, None, None
     try:
-        run()
+        try:
+            run()
+        finally:
+            ended_at = time.time()  # before the document is built: a job orders its processes' failures by it
     except SystemExit as exc:
         ending, code = "exit", exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if code and isinstance(exc.__context__, Exception):  # mp.spawn's wrapper turns the target's error into
@@ -129,6 +133,6 @@ def _traced_run(run, config, how, index, name):
             used_rpc = rpc.stop()
             if used_rpc:
                 note_unseen(doc)
-            save(doc, config, how, ending, code, index=index, rank=index, rpc=used_rpc)
+            save(doc, config, how, ending, code, index=index, rank=index, rpc=used_rpc, ended_at=ended_at)
         finally:
             last.done()

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 _BLOCKED = [False]
 
@@ -36,12 +37,39 @@ def main_thread_location():
     import linecache
 
     code = frame.f_code
-    return {"file": code.co_filename, "line": frame.f_lineno, "function": code.co_name,
-            "text": linecache.getline(code.co_filename, frame.f_lineno).strip()}
+    where = {"file": code.co_filename, "line": frame.f_lineno, "function": code.co_name,
+             "text": linecache.getline(code.co_filename, frame.f_lineno).strip()}
+    waiting = waiting_in(sys._current_frames().get(threading.main_thread().ident))
+    if waiting:
+        where["waiting_in"] = waiting
+    return where
+
+
+# where torch's Python code hands a rank over to C++ that waits for the other ranks
+_C10D = os.path.join("torch", "distributed", "")
+_DDP = os.path.join("torch", "nn", "parallel", "distributed.py")
+_AUTOGRAD = (os.path.join("torch", "autograd", ""), os.path.join("torch", "_tensor.py"))
+_WRAPPERS = {"wrapper", "_fn", "inner", "decorate_context"}  # decorators around a collective, not the collective
+
+
+def waiting_in(frame):
+    """What the stack shows the thread waiting in: a ``torch.distributed`` call (``all_reduce``, ``barrier``…),
+    ``DistributedDataParallel.forward`` (its buffer broadcast), ``backward`` (where DDP all-reduces gradients), or
+    None. The innermost such frame wins: it is the Python call whose C++ is blocked."""
+    while frame is not None:
+        path, name = frame.f_code.co_filename, frame.f_code.co_name
+        if _C10D in path and name not in _WRAPPERS and not name.startswith("_"):
+            return name
+        if path.endswith(_DDP):
+            return "DistributedDataParallel.forward"
+        if any(part in path for part in _AUTOGRAD) and name == "backward":
+            return "backward"
+        frame = frame.f_back
+    return None
 
 
 class LastWords:
-    """``arm(write)``: on SIGTERM, call ``write(signal_name, location)`` once (it builds and writes the
+    """``arm(write)``: on SIGTERM, call ``write(signal_name, location, when)`` once (it builds and writes the
     document), then end the process with 128 + the signal number. ``done()``: the document is written the
     ordinary way; a SIGTERM from now on just ends the process."""
 
@@ -69,9 +97,14 @@ class LastWords:
         with self._lock:
             if not self._finished and self._write is not None:
                 self._finished = True
+                when = time.time()  # before the document is built: that takes a while, and ranks are compared by it
                 try:
-                    self._write(signal.Signals(signum).name, main_thread_location())
+                    self._write(signal.Signals(signum).name, main_thread_location(), when)
                 except Exception as exc:  # the exit must happen whatever: say why there is no document
                     sys.stderr.write(f"gradviz: could not write this process's document: {exc}\n")
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):  # a line the script printed is not lost in a buffer
+            try:
+                stream.flush()
+            except Exception:  # a closed or broken stream: the exit matters more
+                pass
         os._exit(128 + signum)

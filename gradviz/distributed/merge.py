@@ -47,7 +47,7 @@ def _order(doc):
     return (rank is None, rank if rank is not None else 0, process.get("pid") or 0)
 
 
-def merge(main, processes, started=(), subprocesses=(), how=None):
+def merge(main, processes, started=(), subprocesses=(), how=None, timed_out=False):
     """The job's report. ``main`` is the traced script's document (None under torchrun: rank 0's, or the first
     process's, stands in); ``processes`` the per-process documents; ``started`` the ``multiprocessing`` starts
     the script made (``parent.Children.processes``) and ``subprocesses`` its Python interpreters started with
@@ -58,14 +58,20 @@ def merge(main, processes, started=(), subprocesses=(), how=None):
     top = dict(main if main is not None else processes[0])
     main_is_process = main is None
     top["ranks"] = processes
-    top["unseen"] = list(top.get("unseen") or []) + _not_traced(started, processes, subprocesses)
+    top["unseen"] = list(top.get("unseen") or []) + not_traced(started, processes, subprocesses)
     if not main_is_process:
         _work_in_children(top, processes)
-    not_traced = _count_not_traced(top["unseen"])  # the children the top-level process started
-    top["unseen"] += _processes_unseen(processes[1:] if main_is_process else processes, 1 if main_is_process else 0)
+    if main_is_process:  # rank 0's own children are listed with the other ranks', each entry with its ranks
+        top["unseen"] = [e for e in top["unseen"] if e.get("kind") != CHILD_PROCESS]
+        top["unseen"] += _processes_unseen(processes, 0, lambda e: e.get("kind") == CHILD_PROCESS)
+        top["unseen"] += _processes_unseen(processes[1:], 1, lambda e: e.get("kind") != CHILD_PROCESS)
+    else:
+        top["unseen"] += _processes_unseen(processes, 0)
+    untraced = _count_not_traced(top["unseen"])  # every process the job started that left no document
     top["diagnostics"] = _merged_diagnostics(top if not main_is_process else None, processes)
     top["job"] = job_summary(processes, how=how or _how(processes), main_is_rank=main_is_process,
-                             started=len(started), not_traced=not_traced)
+                             started=len(started), not_traced=untraced, timed_out=timed_out,
+                             diagnostics=top["diagnostics"])
     return top
 
 
@@ -73,26 +79,29 @@ def _work_in_children(top, processes):
     """The script's own process built no graph while its traced children did (an ``mp.spawn`` launcher): its
     ``no-autograd`` entry says where the work is instead of asking whether the script builds a graph at all."""
     entry = next((e for e in top["unseen"] if e.get("kind") == NO_AUTOGRAD), None)
-    working = [_rank_of(doc, i) for i, doc in enumerate(processes) if saw_autograd(doc)]
+    working = [_label(doc, i) for i, doc in enumerate(processes) if saw_autograd(doc)]
     if entry is None or not working:
         return
     entry = dict(entry)
     top["unseen"] = [entry if e.get("kind") == NO_AUTOGRAD else e for e in top["unseen"]]
-    entry["how"] = (f"the script's own process built none; its traced child processes did (rank "
-                    f"{', '.join(str(r) for r in working)}): their graphs, diagnostics and memory are in the job "
+    entry["how"] = (f"the script's own process built none; its traced child processes did "
+                    f"({', '.join(working)}): their graphs, diagnostics and memory are in the job "
                     "table and under `ranks`")
     entry["advice"] = "read each process's section (report.html, Processes), or its document in processes/"
 
 
-def _processes_unseen(processes, first_position):
+CHILD_PROCESS = "child-process"
+
+
+def _processes_unseen(processes, first_position, keep=lambda entry: True):
     """What each process's trace could not see, one entry per (kind, what, how, location) with the ranks it was
     listed on (``ranks``) and ``count`` summed: the job's report never reads as an all-clear while a process says
     it missed something. A process that saw no graph at all shows that in the job table instead."""
     merged = {}
     for position, doc in enumerate(processes, first_position):
-        rank = _rank_of(doc, position)
+        rank = _label(doc, position)
         for entry in doc.get("unseen") or ():
-            if entry.get("kind") == NO_AUTOGRAD:
+            if entry.get("kind") == NO_AUTOGRAD or not keep(entry):
                 continue
             location = entry.get("location") or {}
             key = (entry.get("kind"), entry.get("what"), entry.get("how"), location.get("file"), location.get("line"))
@@ -104,10 +113,21 @@ def _processes_unseen(processes, first_position):
                 if rank not in found["ranks"]:
                     found["ranks"].append(rank)
     for entry in merged.values():  # which process missed it, in words every report shows
-        ranks = entry["ranks"]
-        entry["how"] = f"{entry.get('how') or 'not traced'} (rank{'s' if len(ranks) > 1 else ''} " \
-                       f"{', '.join(str(r) for r in ranks)})"
+        labels = entry.pop("ranks")
+        entry["ranks"] = [int(label.split()[1]) for label in labels if label.startswith("rank ")]
+        ranks = [label for label in labels if label.startswith("rank ")]
+        said = f"ranks {', '.join(r[5:] for r in ranks)}" if len(ranks) == len(labels) > 1 else ", ".join(labels)
+        entry["how"] = f"{entry.get('how') or 'not traced'} ({said})"
     return list(merged.values())
+
+
+def _label(doc, position):
+    """``rank N``, or ``pid N`` for a process with no rank (a child of a rank, a plain ``Process``): a child is
+    never called by a rank it does not have."""
+    process = doc.get("process") or {}
+    if process.get("rank") is not None:
+        return f"rank {process['rank']}"
+    return f"pid {process.get('pid')}" if process.get("pid") is not None else f"process {position}"
 
 
 def _how(processes):
@@ -116,14 +136,16 @@ def _how(processes):
 
 
 # ----- children that left no document ------------------------------------------------------------------------
-def _not_traced(started, processes, subprocesses):
+def not_traced(started, processes, subprocesses):
+    """``unseen`` entries for the ``started`` processes with no document among ``processes``, and for every
+    Python ``subprocesses`` entry, counted by (how, line, what)."""
     seen = {doc["process"].get("pid") for doc in processes}
     entries = []
     for start in started:
         if start.get("pid") in seen:
             continue
         if start.get("how") == DATALOADER_WORKER:
-            entries.append({"kind": "child-process", "count": 1, "how": start["how"], "location": start.get("location"),
+            entries.append({"kind": CHILD_PROCESS, "count": 1, "how": start["how"], "location": start.get("location"),
                             "what": "DataLoader worker processes (they load data; not traced)",
                             "advice": "batches are traced from the moment the main process uses them; "
                                       "num_workers=0 traces the loading too"})
@@ -134,7 +156,19 @@ def _not_traced(started, processes, subprocesses):
                         "advice": "let the child return from its target (os._exit and SIGKILL end it before gradviz "
                                   "can write; SIGTERM and exceptions are handled), and start it from the traced "
                                   "script with this interpreter"})
+    helpers = {}  # library -> its one entry: every helper it starts is counted there, at the first one's line
     for sub in subprocesses:
+        if sub.get("library") in helpers:
+            helpers[sub["library"]]["count"] += 1
+            continue
+        if sub.get("library"):  # torch.compile's compile workers and the like: the library's, not the model's
+            helpers[sub["library"]] = {
+                "kind": CHILD_PROCESS, "count": 1, "how": sub["how"], "location": sub.get("location"),
+                "what": f"{sub['library']}'s own helper processes (e.g. torch.compile's compile workers): they run "
+                        "the library's work, not your model's graph",
+                "advice": "nothing to do: the graph they serve is traced in the process that uses it"}
+            entries.append(helpers[sub["library"]])
+            continue
         entries.append({"kind": "child-process", "count": 1, "how": sub.get("how"), "location": sub.get("location"),
                         "what": "a Python interpreter started directly is not traced",
                         "advice": "trace it on its own (`gradviz run` on that script), or start it with "
@@ -180,38 +214,98 @@ def _merged_diagnostics(main, processes):
     process's own, read them in ``ranks``), then the job-wide DDP diagnostics."""
     out = [dict(d) for d in (main.get("diagnostics") or [])] if main is not None else []
     keyed = {}
+    ranked = any((doc.get("process") or {}).get("rank") is not None for doc in processes)
     for position, doc in enumerate(processes):
-        rank = _rank_of(doc, position)
+        rank = (doc.get("process") or {}).get("rank")
+        # a process with no rank among ranks (a rank's child) is named by its pid, never by a rank it lacks
+        field, who = ("processes", _label(doc, position)) if rank is None and ranked else \
+            ("ranks", rank if rank is not None else position)
         own = main is None and position == 0  # the top level is this process's document
         for diag in doc.get("diagnostics") or []:
             loc = diag.get("location") or {}
             key = (diag.get("code"), loc.get("file"), loc.get("line"))
             if key in keyed:
                 entry = keyed[key]
-                ranks = entry["details"]["ranks"]
-                if rank not in ranks:
-                    ranks.append(rank)
+                named = entry["details"].setdefault(field, [])
+                if who not in named:
+                    named.append(who)
                 entry["count"] = entry.get("count", 1) + diag.get("count", 1)
                 continue
             entry = dict(diag)
-            entry["details"] = dict(diag.get("details") or {}, ranks=[rank])
+            entry["details"] = dict(diag.get("details") or {}, ranks=[])
+            entry["details"][field] = [who]
             if not own:
                 entry.update(nodes=[], variables=[], links=[])
             keyed[key] = entry
             out.append(entry)
     for i, diag in enumerate(out):
         diag["id"] = i
-    job = _job_diagnostics(processes)
+    job = _job_diagnostics(_compared(processes))
     moved = {diag.get("id", i): len(out) + i for i, diag in enumerate(job)}  # their links name their own ids
     for i, diag in enumerate(job):
         diag["id"] = len(out) + i
         diag["links"] = [moved[link] for link in diag.get("links") or [] if link in moved]
-    return out + job
+    return causes_first(out + job)
+
+
+# a diagnostic that follows from another: (effect, cause, why). With find_unused_parameters=False, a parameter
+# no rank's backward reached leaves DDP's reduction unfinished, and the gradients the ranks step with differ
+CONSEQUENCES = (("ddp-grad-mismatch", "ddp-unused-parameters",
+                 "DDP's reduction never finished because of the unused parameters"),)
+
+
+def causes_first(diagnostics):
+    """Each diagnostic that follows from another one present is moved right after it and linked to it
+    (``details.caused_by`` is the cause's id, a related line, and a hint that sends to the cause first); ids
+    and links are renumbered to the new order."""
+    order = list(diagnostics)
+    effects = {}
+    for effect_code, cause_code, why in CONSEQUENCES:
+        cause = next((d for d in order if d.get("code") == cause_code), None)
+        for effect in [d for d in order if d.get("code") == effect_code] if cause is not None else ():
+            order.remove(effect)
+            order.insert(order.index(cause) + 1 + sum(1 for e in effects.values() if e[0] is cause), effect)
+            effects[id(effect)] = (cause, why)
+    position = {id(d): i for i, d in enumerate(diagnostics)}  # a diagnostic's id is its position here
+    renumber = {position[id(d)]: new for new, d in enumerate(order)}
+    out = []
+    for new, diag in enumerate(order):
+        diag = dict(diag, id=new, links=sorted({renumber[link] for link in diag.get("links") or []
+                                                if link in renumber}))
+        if id(order[new]) in effects:
+            cause, why = effects[id(order[new])]
+            cause_id = order.index(cause)
+            diag["details"] = dict(diag.get("details") or {}, caused_by=cause_id)
+            diag["links"] = sorted(set(diag["links"]) | {cause_id})
+            diag["message"] = f"{diag['message']} (a consequence of `{cause['code']}` above: {why})"
+            diag["hint"] = (f"Fix `{cause['code']}` first (at {_line(cause.get('location'))}); this follows from "
+                            f"it. {diag.get('hint') or ''}").strip()
+            diag["related"] = [*(diag.get("related") or []),
+                               {"role": f"cause: {cause['code']}", "location": cause.get("location")}]
+        out.append(diag)
+    for diag in out:  # the cause links back to what it caused
+        caused_by = (diag.get("details") or {}).get("caused_by")
+        if caused_by is not None:
+            out[caused_by]["links"] = sorted(set(out[caused_by]["links"]) | {diag["id"]})
+    return out
+
+
+def _line(location):
+    if not location:
+        return "its line"
+    return f"{os.path.basename(str(location.get('file')))}:{location.get('line')}"
 
 
 def _rank_of(doc, position):
     rank = (doc.get("process") or {}).get("rank")
     return rank if rank is not None else position
+
+
+def _compared(processes):
+    """The processes whose graphs and gradients are compared with each other: the ranks when there are any (a
+    rank's own children, which have none, do other work), else every process (a script's plain children)."""
+    ranked = [d for d in processes if (d.get("process") or {}).get("rank") is not None]
+    return ranked or list(processes)
 
 
 def _job_diagnostics(processes):
@@ -229,22 +323,36 @@ def _job_diagnostics(processes):
 
 
 # ----- the job summary -----------------------------------------------------------------------------------------
-def job_summary(processes, how, main_is_rank, started=0, not_traced=0):
+def job_summary(processes, how, main_is_rank, started=0, not_traced=0, timed_out=False, diagnostics=None):
     """``{"how", "world_size", "main", "processes": [...], "structures": [...], "first_divergence", "rpc",
     "stopped": [...], "started", "not_traced"}`` (docs/trace-format.md "Job"). Processes that used RPC each play
     their own part (a trainer, a parameter server): ``rpc`` lists their ranks, and their graphs are not compared
     for the first divergence, which is a question about ranks that should build the same graphs."""
+    from .verdict import job_verdict
+
     rows = [_process_row(doc, position) for position, doc in enumerate(processes)]
+    if diagnostics is not None:
+        _count_job_diagnostics(rows, diagnostics)
     sizes = {doc["process"].get("world_size") for doc in processes} - {None}
     ranked = [row for row in rows if row["rank"] is not None]
-    return {"how": how, "world_size": sizes.pop() if len(sizes) == 1 else (len(ranked) or None),
+    world_size = sizes.pop() if len(sizes) == 1 else (len(ranked) or None)
+    return {"how": how, "world_size": world_size, "verdict": job_verdict(rows, world_size, timed_out),
             "main": "rank" if main_is_rank else "script",
             "processes": rows, "structures": _structures_by_rank(processes),
-            "first_divergence": first_divergence([d for d in processes if not d["process"].get("rpc")]),
+            "first_divergence": first_divergence([d for d in _compared(processes) if not d["process"].get("rpc")]),
             "rpc": [row["rank"] for row in rows if row["rpc"]],
             "stopped": [{"rank": r["rank"], "pid": r["pid"], "status": r["status"], "location": r["stopped_at"],
                          "reason": r["reason"]} for r in rows if r["status"] != "finished"],
             "started": started, "not_traced": not_traced}
+
+
+def _count_job_diagnostics(rows, diagnostics):
+    """Each row's ``diagnostics``: the merged diagnostics that name its rank (its own and the job-level ones
+    about it), so the table never says 0 above a warning about that rank."""
+    for row in rows:
+        if row["rank"] is None:
+            continue
+        row["diagnostics"] = sum(1 for d in diagnostics if row["rank"] in ((d.get("details") or {}).get("ranks") or ()))
 
 
 def _process_row(doc, position):
@@ -267,7 +375,7 @@ def _process_row(doc, position):
             "peak_retained_bytes": memory.get("peak_retained_bytes", 0),
             "final_retained_bytes": memory.get("final_retained_bytes", 0),
             "diagnostics": len(doc.get("diagnostics") or []), "file": process.get("file"),
-            "rpc": bool(process.get("rpc"))}
+            "rpc": bool(process.get("rpc")), "ended_at": status.get("ended_at"), "ddp": bool(doc.get("ddp"))}
 
 
 def _structures_by_rank(processes):

@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 
 from ..document.process import process_section
 from .config import document_path
@@ -10,15 +11,18 @@ KILLED_BUILD_TIMEOUT = 20.0  # seconds a killed process waits for its trace to s
 
 
 def save(doc, config, how, ending, exit_code, *, stopped_at=None, signal_name=None, index=None, rank=None,
-         world_size=None, rpc=False):
-    """Complete ``doc`` (``status.ending``/``exit_code``, the ``process`` section) and write it to the run's
-    ``processes/`` folder as ``rank<r>-pid<pid>.json`` (``child-pid<pid>.json`` when no rank is known)."""
+         world_size=None, rpc=False, ended_at=None):
+    """Complete ``doc`` (``status.ending``/``exit_code``/``ended_at``, the ``process`` section) and write it to the
+    run's ``processes/`` folder as ``rank<r>-pid<pid>.json`` (``child-pid<pid>.json`` when no rank is known).
+    ``ended_at``: the wall-clock time the process stopped (raised, was signalled), now if not given: the job's
+    verdict orders the ranks' failures by it."""
     if not doc.get("script"):
         doc["script"] = config.get("script")
     status = dict(doc.get("status") or {})
     status["ending"] = ending
     status["exit_code"] = exit_code
     status["completed"] = ending == "finished" and not exit_code
+    status["ended_at"] = ended_at if ended_at is not None else time.time()
     if signal_name:
         status["signal"] = signal_name
     doc["status"] = status

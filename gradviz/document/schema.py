@@ -93,6 +93,7 @@ SCHEDULE = {"mode": "str", "full_steps": "int", "trace_steps": "?[int]", "full":
 PROCESS = {"rank": "?int", "local_rank": "?int", "world_size": "?int", "pid": "int", "parent_pid": "?int",
            "how": "str", "status": "str", "stopped_at?": "?loc", "rpc?": "bool"}
 JOB = {"how": "str", "world_size": "?int", "processes": ["obj"], "structures": ["obj"], "first_divergence": "?obj",
+       "verdict?": "?obj",
        "stopped": ["obj"], "rpc?": ["?int"]}
 DDP_MODULE = {"path": "str", "find_unused_parameters": "bool", "static_graph": "bool", "parameters": ["str"],
               "owners": "{str}", "call_sites": "{?loc}"}

@@ -6,6 +6,7 @@ neither and gets nothing. Every document string is escaped: ``terminal_safe`` Te
 """
 
 import html
+import re
 
 from ..document import terminal_safe
 from .style import human_bytes
@@ -19,6 +20,15 @@ def _where(location):
     from .report import where
 
     return where(location)
+
+
+def _short_where(location):
+    """``file.py:line`` (the file's name only): the table's column stays narrow enough for 80 columns."""
+    if not location:
+        return ""
+    import os
+
+    return f"{os.path.basename(str(location.get('file')))}:{location.get('line')}"
 
 
 def _who(row):
@@ -44,16 +54,65 @@ def job_table(doc):
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=None, box=None, header_style="bold", pad_edge=False)
+    table = Table(title=None, box=None, header_style="bold", pad_edge=False, padding=(0, 1, 0, 0))
+    rows = job.get("processes", [])
+    # every process started the same way (all torchrun ranks): the "Job:" line says how, the column is left out so
+    # that a row fits in 80 columns with its whole "stopped at"
+    started = len({row.get("how") for row in rows}) > 1
+    stops = max((len(_short_where(row.get("stopped_at"))) for row in rows), default=0)
     for name in ("process", "started", "status", "stopped at", "iters", "graphs", "structs", "peak mem", "diags"):
-        table.add_column(name, overflow="fold")
-    for row in job.get("processes", []):
-        table.add_row(Text(_who(row)), Text(terminal_safe(_short_how(row.get("how"))), no_wrap=True),
+        if name != "started" or started:  # "stopped at" is never cut: the other columns give way first
+            table.add_column(name, overflow="fold", min_width=stops if name == "stopped at" else None)
+    for row in rows:
+        how = [Text(terminal_safe(_short_how(row.get("how"))), no_wrap=True)] if started else []
+        table.add_row(Text(_who(row)), *how,
                       Text(terminal_safe(row.get("status") or ""), style=_STATUS_STYLE.get(row.get("status"), "")),
-                      Text(terminal_safe(_where(row.get("stopped_at")))), Text(str(row.get("iterations", 0))),
+                      Text(terminal_safe(_short_where(row.get("stopped_at"))), no_wrap=True),
+                      Text(str(row.get("iterations", 0))),
                       Text(str(row.get("graphs", 0))), Text(str(len(row.get("structures") or []))),
                       Text(human_bytes(row.get("peak_retained_bytes") or 0)), Text(str(row.get("diagnostics", 0))))
     return table
+
+
+_SOURCE_TAG = re.compile(r"\[[^\]\s]*\.(?:cc|cpp|h|hpp):\d+\]\s*")  # gloo's "[.../pair.cc:553] " before its text
+
+
+def _knock_on_reason(reason):
+    """An error in one short clause for the terminal: gloo's source path and its closing advice left out (the
+    document keeps the whole message)."""
+    reason = _SOURCE_TAG.sub("", reason or "")
+    cut = reason.find(". ", 40)
+    return reason if cut < 0 else reason[:cut]
+
+
+def verdict_lines(doc):
+    """The job's verdict (``job.verdict``): the process that failed first, or the rank the others waited for in a
+    hang and in which collective, then the knock-on failures indented under it. [] when every process finished."""
+    verdict = (doc.get("job") or {}).get("verdict")
+    if not verdict:
+        return []
+    who = _who(verdict) if verdict.get("rank") is not None or verdict.get("pid") else "no single rank"
+    at = _where(verdict.get("location"))
+    kind = verdict.get("kind")
+    if kind == "hang":
+        head = f"Job hung: {who} was waited for" + (f", at {at}" if at else "")
+        if verdict.get("collective"):
+            head += f"; the others waited in `{verdict['collective']}`"
+        if verdict.get("rank") is None:
+            head = f"Job hung: {verdict.get('reason')}"
+    elif kind == "missing":
+        head = f"Job failed first on {who}: it {verdict.get('reason')}"
+    else:
+        head = f"Job failed first on {who}" + (f" at {at}" if at else "") + f": {verdict.get('reason')}"
+    lines = [terminal_safe(head)]
+    for label, entries in (("waiting", verdict.get("waiting") or ()), ("then", verdict.get("knock_on") or ())):
+        for entry in entries:
+            where = _where(entry.get("location"))
+            inside = f" in `{entry['waiting_in']}`" if entry.get("waiting_in") else ""
+            reason = _knock_on_reason(entry.get("reason"))
+            lines.append(terminal_safe(f"  {label}: {_who(entry)}{inside}" + (f" at {where}" if where else "")
+                                       + (f": {reason}" if reason else "")))
+    return lines
 
 
 def job_lines(doc):
@@ -79,7 +138,7 @@ def job_lines(doc):
     for stop in job.get("stopped", []):
         at = _where(stop.get("location"))
         lines.append(terminal_safe(f"{_who(stop)} stopped{' at ' + at if at else ''}: "
-                                   f"{stop.get('reason') or stop.get('status')}"))
+                                   f"{_knock_on_reason(stop.get('reason')) or stop.get('status')}"))
     for entry in doc.get("unseen") or []:
         if entry.get("kind") == "child-process":
             at = _where(entry.get("location"))
@@ -106,7 +165,8 @@ def ranks_section(doc):
             human_bytes(row.get("peak_retained_bytes") or 0), row.get("diagnostics", 0))) + "</tr>"
         for row in job.get("processes", []))
     sentences = "".join(f"<p>{html.escape(line)}</p>" for line in job_lines(doc))
-    return (f'<h2>Processes</h2><div id="ranks"><table class="ranks"><thead><tr>{head}</tr></thead>'
+    verdict = "".join(f'<p class="verdict">{html.escape(line.strip())}</p>' for line in verdict_lines(doc))
+    return (f'<h2>Processes</h2><div id="ranks">{verdict}<table class="ranks"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table>{sentences}{_structure_matrix(job)}{_side_by_side(doc)}</div>")
 
 

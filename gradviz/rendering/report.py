@@ -171,6 +171,13 @@ def _iteration_ranges(ranges, most=6):
     return ", ".join(parts[:most]) + (" …" if len(parts) > most else "") if parts else "none"
 
 
+def _rank_standing_in(doc):
+    """The rank whose document is a job's top level (under torchrun): its summary is that rank's, not the job's."""
+    if (doc.get("job") or {}).get("main") != "rank":
+        return None
+    return (doc.get("process") or {}).get("rank")
+
+
 def summary(doc):
     """Graphs and distinct structures, nodes, backward calls, and each parameter with whether it got a gradient."""
     graphs, structures = doc.get("graphs", []), doc.get("structures", [])
@@ -201,8 +208,9 @@ def summary(doc):
     light_backwards = ((schedule.get("light") or {}).get("backward_calls") or 0) if light else 0
     grid.add_row("backward calls", f"{backward_calls(doc) + light_backwards:,}" + (
         f" ({backward_calls(doc):,} recorded)" if light_backwards else ""))
+    rank = _rank_standing_in(doc)
     if ending(doc):
-        grid.add_row("script ended", _data(ending(doc)))
+        grid.add_row("script ended" if rank is None else f"rank {rank} ended", _data(ending(doc)))
     if backward_checks_text(doc):
         grid.add_row("backward checks", _data(backward_checks_text(doc)))
     dropped = (doc.get("dropped") or {}).get("iterations")
@@ -210,7 +218,7 @@ def summary(doc):
         window = doc.get("window", 3)
         grid.add_row("records", f"full records for the first and last {window} iterations; "
                                 f"{_plural(dropped, 'iteration')} in between only counted")
-    parts = [_heading("Summary"), grid]
+    parts = [_heading("Summary" if rank is None else f"Summary of rank {rank} (the job is above)"), grid]
     params = parameters(doc)
     idle_note = _idle_note(idle_parameters(doc))
     if not params:

@@ -122,7 +122,8 @@ class DdpFacts:
             "forwards": [located(r, "location") for r in self.forwards.records()],
             "forward_count": self.forwards.count,
             "backward_count": self.backward_count,
-            "steps": [dict(located(r, "location"), micro=[located(m, "location") for m in r.get("micro", ())])
+            "steps": [dict(located(r, "location", "reduce_location"),
+                           micro=[located(m, "location") for m in r.get("micro", ())])
                       for r in self._kept_steps()],
             "step_count": self.steps.count,
             "unused": [located(e, "location") for e in self.unused.values()],

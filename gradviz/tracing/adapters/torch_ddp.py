@@ -54,12 +54,30 @@ def install(adapter):
     DistributedDataParallel.forward = forward
     _wrapped.append((DistributedDataParallel, own))
     watch.handles.append(register_optimizer_step_pre_hook(watch.step))
+    _wrap_all_reduce(torch.distributed, watch)
+
+
+def _wrap_all_reduce(dist, watch):
+    """``torch.distributed.all_reduce`` notes each tensor it reduces: a gradient all-reduce written by hand (no
+    DDP) is compared across ranks like DDP's, and the parameters it never reduced are named at its line. The
+    attribute of ``torch.distributed`` is wrapped: a name imported from it before the trace started is not."""
+    own = dist.__dict__.get("all_reduce")
+    if own is None:
+        return
+
+    def all_reduce(tensor, *args, **kwargs):
+        watch.reduced(tensor)
+        return own(tensor, *args, **kwargs)
+
+    all_reduce.__wrapped__ = own
+    dist.all_reduce = all_reduce
+    _wrapped.append((dist, own, "all_reduce"))
 
 
 def uninstall(adapter):
     while _wrapped:
-        cls, own = _wrapped.pop()
-        cls.forward = own
+        owner, own, *name = _wrapped.pop()
+        setattr(owner, name[0] if name else "forward", own)
     watch = getattr(adapter, "ddp", None)
     if watch is not None:
         adapter.ddp = None
@@ -100,6 +118,8 @@ class DDPWatch:
         self.since_step = []  # forwards whose backward ran since the last optimizer step
         self.step_count = 0
         self.handles = []
+        self.by_hand = {}  # data_ptr of each tensor all-reduced by hand since the last step -> the call's location
+        self.by_hand_seen = False  # some all_reduce outside DDP reduced a tensor: steps are fingerprinted
 
     # ----- DDP's forward ------------------------------------------------------------------------------------
     def forward(self, own, ddp, inputs, kwargs):
@@ -227,9 +247,37 @@ class DDPWatch:
         except Exception as exc:
             self.adapter.internal_error("ddp", exc)
 
+    # ----- gradients all-reduced by hand ------------------------------------------------------------------------
+    def reduced(self, tensor):
+        if self.calling is not None or not self.adapter.observing() or self.adapter.tls.quiet:
+            return
+        try:
+            with self.adapter.lock:
+                if not self.by_hand_seen and not self.modules:
+                    self._process(self.adapter.torch)
+                self.by_hand_seen = True
+                self.by_hand.setdefault(tensor.data_ptr(), _here())
+        except Exception as exc:
+            self.adapter.internal_error("ddp", exc)
+
+    def _by_hand(self, optimizer):
+        """``(reduced names, not reduced names, the first all_reduce's location)`` of the step's gradients."""
+        path = self.adapter.names.parameter_path
+        reduced, missed, where = [], [], None
+        for g, group in enumerate(optimizer.param_groups):
+            for i, p in enumerate(group.get("params", ())):
+                if p.grad is None:
+                    continue
+                name = path(p) or f"{type(optimizer).__name__}[{g}][{i}]"
+                location = self.by_hand.get(p.grad.data_ptr())
+                (reduced if location is not None else missed).append(name)
+                where = where or location
+        self.by_hand = {}
+        return reduced, missed, where
+
     # ----- optimizer steps ------------------------------------------------------------------------------------
     def step(self, optimizer, args, kwargs):
-        if not self.modules or not self.adapter.observing():
+        if not (self.modules or self.by_hand_seen) or not self.adapter.observing():
             return
         try:
             with self.adapter.lock:
@@ -251,9 +299,12 @@ class DDPWatch:
         # two reductions per gradient (about 0.05 ms a step for an MLP of 235k parameters): on full iterations only
         light = getattr(self.adapter, "light_steps", None)
         sampled = light is None or not light.on
-        self.builder.ddp("step", {"step": n, "location": _here(), "optimizer": type(optimizer).__name__,
-                                  "micro": list(micro.values()),
-                                  "gradients": self._fingerprints(optimizer) if sampled else {}})
+        record = {"step": n, "location": _here(), "optimizer": type(optimizer).__name__,
+                  "micro": list(micro.values()), "gradients": self._fingerprints(optimizer) if sampled else {}}
+        if self.by_hand_seen and not self.modules:  # data parallel by hand: which gradients this step reduced
+            reduced, missed, where = self._by_hand(optimizer)
+            record.update(by_hand={"reduced": reduced, "not_reduced": missed}, reduce_location=where)
+        self.builder.ddp("step", record)
         self.step_count += 1
 
     def _fingerprints(self, optimizer):
