@@ -123,17 +123,14 @@ def without_kernel_threads(doc, kernel_threads=None):
 
 
 def verdict(doc):
-    """One line: the diagnostics by severity, or what the trace saw when there are none."""
-    diagnostics = doc.get("diagnostics", [])
-    if diagnostics:
-        by = {}
-        for d in diagnostics:
-            by[d.get("severity")] = by.get(d.get("severity"), 0) + 1
-        parts = [f"{by[s]} {s}{'' if by[s] == 1 else 's'}" for s in ("error", "warning", "info") if s in by]
-        return f"gradviz: {', '.join(parts)}"
-    if not doc.get("graphs") and not doc.get("backwards"):
+    """One line, the terminal report's first (``rendering/verdict.py``), but for a cell that ran no autograd work
+    at all, where the likely reason is the cell's own."""
+    from .document.coverage import saw_autograd
+    from .rendering.verdict import verdict_text
+
+    if not saw_autograd(doc):
         return "gradviz saw no graph in this cell (nothing requiring grad ran, or another engine did)"
-    return "gradviz: no diagnostics: nothing suspicious was found"
+    return verdict_text(doc)
 
 
 def _where(loc, filename):
