@@ -287,8 +287,10 @@ def verdict(doc):
         location = (status.get("exception") or {}).get("location")
         stopped_at = where(location) if location else ""
     text = verdict_text(doc, stopped_at)
-    style = ("bold red" if any(d.get("severity") == "error" for d in doc.get("diagnostics") or ())
-             else "bold yellow" if doc.get("diagnostics") or not all_clear(doc) else "bold green")
+    severities = {d.get("severity") for d in doc.get("diagnostics") or ()}
+    clear = all_clear(dict(doc, diagnostics=[])) and stopped_at is None  # (info notes leave it clear)
+    style = "bold red" if "error" in severities else "bold yellow" if severities - {"info"} or not clear \
+        else "bold green"
     parts = [_data(text, style=style)]
     blind = [e for e in doc.get("unseen") or () if e.get("kind") == NO_AUTOGRAD]
     if text.startswith("gradviz saw no graph"):
@@ -303,11 +305,11 @@ def verdict(doc):
 def diagnostics_blocks(doc):
     """One block per diagnostic: severity, code and ``file:line`` aligned on one line, then the message, the
     offending source line and the hint (ending with ``gradviz explain CODE``); the note that the run stopped
-    after them. None when there is neither (the verdict has said so)."""
+    after them. None when there are none (the verdict has said so, and where the run stopped)."""
     diagnostics = doc.get("diagnostics", [])
-    stopped = stopped_note(doc)
     if not diagnostics:
-        return stopped
+        return None
+    stopped = stopped_note(doc)
     shown, rest = _gravest(diagnostics)
     severities = [terminal_safe(d.get("severity")) or "" for d in shown]
     codes = [terminal_safe(d.get("code")) or "" for d in shown]
@@ -381,18 +383,16 @@ def _gravest(diagnostics):
 
 
 def stopped_note(doc):
-    """When the run stopped at a name gradviz's engine lacks: say so, and that nothing after it was checked
-    (an empty diagnostics list there is no clean bill of health)."""
+    """When the run stopped at a name gradviz's engine lacks, after its diagnostics: say why, and that nothing
+    after it was checked (without diagnostics the verdict says it all)."""
     status = doc.get("status") or {}
     name = status.get("unsupported")
-    if not name:
+    if not name or not doc.get("diagnostics"):
         return None
     location = (status.get("exception") or {}).get("location")
     at = f" at {where(location)}" if location else ""
-    found = "The diagnostics above cover the code before that point" if doc.get("diagnostics") else \
-        "No diagnostics before that point"
-    return _data(f"The run stopped{at}: `{name}` is not supported by gradviz's engine. {found}; nothing after "
-                 "it was checked.", style="bold yellow")
+    return _data(f"The run stopped{at}: `{name}` is not supported by gradviz's engine. The diagnostics above cover "
+                 "the code before that point; nothing after it was checked.", style="bold yellow")
 
 
 def memory_rows(doc, width=40):
@@ -403,7 +403,7 @@ def memory_rows(doc, width=40):
     values = [s.get("retained_bytes", 0) for s in series]
     peak, final = human_bytes(memory.get("peak_retained_bytes", 0)), human_bytes(memory.get("final_retained_bytes", 0))
     if len(values) > 1 and not any(values):
-        return [("memory", f"peak {peak} held for backward; 0 B at the end of each of the {len(values)} iterations")]
+        return [("memory", f"peak {peak} held for backward, 0 B after each of the {len(values)} iterations")]
     rows = [("memory", f"peak {peak} held for backward, {final} at the end")]
     if len(values) > 1:
         shown = values[-width:]

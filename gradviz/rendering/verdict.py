@@ -32,28 +32,35 @@ def graphs_built(doc):
 
 def verdict_text(doc, stopped_at=None):
     """The first line of the report. ``stopped_at`` is where the run stopped at a name gradviz's engine lacks
-    (``file:line``, or ``""`` when the place is unknown), None when it did not."""
+    (``file:line``, or ``""`` when the place is unknown), None when it did not. Errors and warnings are mistakes;
+    an info diagnostic is a note, counted apart."""
     diagnostics = doc.get("diagnostics") or []
+    mistakes = [d for d in diagnostics if d.get("severity") != "info"]
+    notes = len(diagnostics) - len(mistakes)
+    noted = f", and {plural(notes, 'note')} (info)" if notes else ""
     stopped = None if stopped_at is None else "the run stopped" + (f" at {stopped_at}" if stopped_at else "")
     beyond = [e for e in doc.get("unseen") or () if e.get("kind") != NO_AUTOGRAD]
-    if diagnostics:
-        found = f"gradviz: {plural(len(diagnostics), 'mistake')} found ({severity_counts(diagnostics)})"
+    if mistakes:
+        found = f"gradviz: {plural(len(mistakes), 'mistake')} found ({severity_counts(mistakes)}){noted}"
         if stopped:
             return f"{found} before {stopped}; nothing after it was checked"
         return found + (f"; {_beyond(beyond)}" if beyond else "")
-    if stopped:
-        return f"gradviz: no mistakes seen before {stopped}; nothing after it was checked"
+    if stopped:  # the reason on this line too, unless diagnostics follow (their note says it after them)
+        name = (doc.get("status") or {}).get("unsupported")
+        reason = "" if notes else f": `{name}` is not supported by gradviz's engine"
+        return f"gradviz: no mistakes seen before {stopped}{reason}{noted}; nothing after it was checked"
     if not saw_autograd(doc) and not any(saw_autograd(r) for r in doc.get("ranks") or ()):  # (a job's processes)
         blind = next((e for e in doc.get("unseen") or () if e.get("kind") == NO_AUTOGRAD), None)
         return "gradviz saw no graph: " + ((blind or {}).get("how") or "no autograd work reached the trace")
     seen = _seen(doc)
     if beyond:
-        return f"gradviz: no mistakes seen in what it saw ({seen}); {_beyond(beyond)}"
-    return f"gradviz: no mistakes seen in {seen}"
+        return f"gradviz: no mistakes seen in what it saw ({seen}){noted}; {_beyond(beyond)}"
+    return f"gradviz: no mistakes seen in {seen}{noted}"
 
 
 def _seen(doc):
-    """``7 graphs``, or with light mode ``100 iterations (7 graphs recorded in full)``: what the silence covers."""
+    """``7 graphs``, or with light mode ``100 iterations (7 recorded in full, 7 graphs; 93 watched light)``: what
+    the silence covers."""
     graphs = plural(graphs_built(doc), "graph")
     schedule = doc.get("schedule") or {}
     light = (schedule.get("light_iterations") or 0) if schedule.get("mode") == "light" else 0
@@ -61,9 +68,8 @@ def _seen(doc):
         return graphs
     full = sum(r["last"] - r["first"] + 1 for r in schedule.get("full") or ())
     total = max(doc.get("iterations") or 0, light + full)
-    return f"{plural(total, 'iteration')} ({graphs} recorded in full, the others watched light)"
+    return f"{plural(total, 'iteration')} ({total - light:,} recorded in full, {graphs}; {light:,} watched light)"
 
 
 def _beyond(entries):
-    count = sum(1 for _ in entries)
-    return f"{plural(count, 'kind')} of work ran beyond its sight (listed below)"
+    return f"{plural(len(entries), 'kind')} of work ran beyond its sight (listed below)"
