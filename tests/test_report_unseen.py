@@ -64,8 +64,8 @@ def test_unseen_entries_are_listed_with_count_how_location_and_advice():
                       "how": None, "location": None, "advice": None}]
     assert not all_clear(doc)
     top = [line.rstrip() for line in text_of(verdict(doc)).splitlines()]
-    assert top == ["gradviz: no mistakes seen in what it saw (1 graph); 2 kinds of work ran beyond its sight "
-                   "(listed below)",
+    assert top == ["gradviz: no mistakes seen in what it saw (1 graph); work beyond its sight is listed below "
+                   "(2 entries)",
                    "",
                    "Not seen by this trace (2)",
                    " child-process  worker process (×4)",

@@ -72,4 +72,4 @@ def _seen(doc):
 
 
 def _beyond(entries):
-    return f"{plural(len(entries), 'kind')} of work ran beyond its sight (listed below)"
+    return f"work beyond its sight is listed below ({len(entries)} {'entry' if len(entries) == 1 else 'entries'})"
