@@ -817,6 +817,10 @@ def test_getting_started_walkthrough_says_what_happens(cli, tmp_path):
     assert found == [(14, "retained-graph", "info"), (15, "none-grad", "warning"),
                      (15, "nonscalar-backward", "error")]
     assert "at line 15 raised" in page and "`retained-graph` (info) at line 14" in page
+    # the verdict it quotes is this run's first line
+    verdict = result.stdout.splitlines()[0]
+    assert verdict == "gradviz: 2 mistakes found (1 error, 1 warning), and 1 note (info)"
+    assert f"   {verdict}\n" in page
 
 
 def test_graph_unwritable_output_is_one_line(cli, tmp_path):
