@@ -37,13 +37,13 @@ def legible(svg):
     return text_px_at_fit(svg) >= MIN_TEXT_PX
 
 
-def compact(spec, depth, accumulators=frozenset(), pinned=frozenset()):
+def compact(spec, depth, accumulators=frozenset(), pinned=frozenset(), fold=True):
     """``spec`` drawn small: each module box keeps its name and its counts (ops, parameters), repeated boxes
     folded "× N" (but those holding a ``pinned`` node: diagnosed nodes, roots), every line of a node at the
     title's size, the heading only its title and what the overview is. ``accumulators``: the ids of the
-    document's AccumulateGrad nodes (a parameter each, not an op)."""
+    document's AccumulateGrad nodes (a parameter each, not an op). ``fold``: False draws every box."""
     _box_plain_clusters(spec, pinned, accumulators)
-    folds = fold_repeated_boxes(spec, pinned, accumulators)
+    folds = fold_repeated_boxes(spec, pinned, accumulators) if fold else 0
     for node in spec.nodes:
         for row in node.rows:  # every line at the title's size: the whole overview is read at fit
             row.size = None
@@ -150,14 +150,17 @@ def overview(doc, graph, run, index=None, **options):
     best, deeper, last_size = None, None, None
     accumulators = {n["id"] for n in doc.get("nodes", []) if n.get("op") == "AccumulateGrad"}
     pinned = pinned_nodes(doc, graph)
+    # repeats are folded here as boxes, where a diagnosed block or the loss can be kept out of the fold; the
+    # op-level fold (``collapse.fold_repeats``) would fold them in with the rest
+    fold = options.pop("fold_loops", True)
     for depth in range(0, 64):
-        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, **options)
+        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, fold_loops=False, **options)
         if depth == 0 and not module_boxes_possible(spec):
             return None
         if len(spec.nodes) == last_size:
             break  # no deeper module level: the last depth drawn is the deepest
         last_size = len(spec.nodes)
-        spec = compact(spec, depth, accumulators, pinned)
+        spec = compact(spec, depth, accumulators, pinned, fold)
         if len(spec.nodes) > MAX_OVERVIEW_NODES:
             break  # too many to read, even folded
         sources = []
