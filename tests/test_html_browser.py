@@ -297,9 +297,11 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
     doc = transformer_doc()
     open_report(browser, tmp_path, doc)
     assert browser.execute_script("return window.gradvizViewer.textPx()") >= 10
-    assert box_titles(browser) == ["model.0 (TransformerEncoder)", "model.1 (Linear)"]   # the overview
-    encoder = open_box(browser, "model.0 (TransformerEncoder)")
+    # the overview: the encoder's two layers folded into one box
+    assert box_titles(browser) == ["model.0.layers.0–1 (TransformerEncoderLayer) × 2", "model.1 (Linear)"]
+    encoder = open_box(browser, "model.0.layers.0–1 (TransformerEncoderLayer) × 2")   # unfolded on click
     assert encoder.startswith("g0-")
+    assert browser.find_element(By.ID, "crumbs").text == "graph 0 › model.0.layers.0–1"
     boxes = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
     titles = [b.find_element(By.TAG_NAME, "text").get_attribute("textContent") for b in boxes]
     assert "model.0.layers.0.self_attn (MultiheadAttention)" in titles
