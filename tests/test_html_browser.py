@@ -302,18 +302,17 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
     encoder = open_box(browser, "model.0.layers.0–1 (TransformerEncoderLayer) × 2")   # unfolded on click
     assert encoder.startswith("g0-")
     assert browser.find_element(By.ID, "crumbs").text == "graph 0 › model.0.layers.0–1"
-    boxes = browser.find_elements(By.CSS_SELECTOR, "#stage g.node.gv-opens")
-    titles = [b.find_element(By.TAG_NAME, "text").get_attribute("textContent") for b in boxes]
-    assert "model.0.layers.0.self_attn (MultiheadAttention)" in titles
-    box = boxes[titles.index("model.0.layers.0.self_attn (MultiheadAttention)")]
-    box_id = box.get_attribute("id")
-    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", box)
-    assert browser.execute_script("return window.gradvizViewer.current().key") == encoder + "-" + box_id[3:]
+    assert box_titles(browser) == ["model.0.layers.0 (TransformerEncoderLayer)",
+                                   "model.0.layers.1 (TransformerEncoderLayer)"]   # the layers, one by one
+    drawn = len(browser.find_elements(By.CSS_SELECTOR, "#stage g.node"))
+    assert visible_nodes(browser) == drawn                           # fitted to the stage: all of it in sight
+    layer = open_box(browser, "model.0.layers.0 (TransformerEncoderLayer)")   # a layer's 41 ops fit: all drawn
+    assert layer.startswith(encoder + "-")
     inside = {e.find_element(By.TAG_NAME, "text").get_attribute("textContent")
               for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node")}
     assert "ScaledDotProductFlashAttentionForCpuBackward0" in inside and "AddmmBackward0" in inside
     assert "root" not in inside                     # a part view's last op feeds the rest: it is not the loss
-    assert browser.find_element(By.ID, "crumbs").text.endswith("model.0.layers.0.self_attn")
+    assert browser.find_element(By.ID, "crumbs").text.endswith("model.0.layers.0–1 › model.0.layers.0")
     # the inspector in binary units (as the diagnostics), saved tensors named by what holds them
     attention = next(e for e in browser.find_elements(By.CSS_SELECTOR, "#stage g.node")
                      if e.find_element(By.TAG_NAME, "text").get_attribute("textContent").startswith("ScaledDot"))
@@ -324,8 +323,8 @@ def test_a_real_transformer_is_legible_and_a_module_box_opens_its_inside(browser
              for r in browser.find_elements(By.CSS_SELECTOR, "#inspector-body table.saved tr")[1:]]
     assert names and not [n for n in names if n == "buffer" or re.fullmatch(r"v\d+", n)]
     assert "input 0 of ScaledDotProductFlashAttentionForCpu" in names
-    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape: back to the encoder, the overview
-    browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")
+    for _ in range(2):  # Escape: back to the layers, the overview
+        browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")
     assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
     # the last iteration is drawn like the first, so embedded once: a link to its node lands on its twin
     (structure,) = doc["structures"]

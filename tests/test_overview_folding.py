@@ -3,6 +3,7 @@ draws a module of ops only as a box, keeps diagnosed nodes and the loss out of a
 deeper when it would be a single box (gradviz/rendering/fold_boxes.py, overview.py)."""
 
 import os
+import re
 import sys
 
 import pytest
@@ -136,3 +137,19 @@ def test_an_lstm_unrolled_over_35_steps_is_its_two_cells_folded_35_times():
              and n["op"] != "AccumulateGrad"}
     assert cells <= set(spec.nodes[2].doc_nodes)
     assert spec.nodes[2].rows[1].text.startswith("35 steps · 1,050 ops")
+
+
+@needs_dot
+def test_a_depth_asked_for_is_kept_and_the_page_says_it_is_not_legible():
+    from gradviz.rendering.html import html_report
+
+    doc, _ = stack_doc(blocks=8, ops=14)
+    page = html_report(doc, view_options={"depth": 3})  # every op drawn: too small to read at fit
+    top = page.split('<template id="tpl-g0">', 1)[1].split("</template>", 1)[0]
+    assert "Op12Backward0" in top and "(Block) × 8" not in top  # the picture asked for, not the overview
+    note = re.search(r"graph 0 is drawn at depth 3, as asked: its text is ([\d.]+) px at fit, below the 10 px that "
+                     r"reads; zoom in, or ask for a smaller depth", page)
+    assert note and float(note.group(1)) < MIN_TEXT_PX
+    page = html_report(doc)  # not asked: the overview
+    top = page.split('<template id="tpl-g0">', 1)[1].split("</template>", 1)[0]
+    assert "net.layers.0–7 (Block) × 8" in top and "as asked" not in page

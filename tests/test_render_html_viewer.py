@@ -291,6 +291,7 @@ def test_an_lstm_unrolled_over_35_steps_opens_and_every_op_is_drawn_under_its_ow
         todo += [v["key"] for v in children]
     cells = sorted(v["title"] for v in below if v["title"].startswith("model.cells."))
     assert cells == ["model.cells.0"] * 35 + ["model.cells.1"] * 35   # unfolded, each call opens
+    assert all(v["parent"] == fold["key"] for v in below if v["title"].startswith("model.cells."))  # one click
     assert reachable(doc, data) == {n["id"] for n in doc["nodes"]}
 
 

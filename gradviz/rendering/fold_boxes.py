@@ -23,16 +23,20 @@ MIN_REPS = 2  # boxes repeated this often or more are folded
 _INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)")  # a container's child index in a dotted path: layers.3
 
 
-def fold_repeated_boxes(spec, pinned=frozenset(), accumulators=frozenset(), passes=8):
+def fold_repeated_boxes(spec, pinned=frozenset(), accumulators=frozenset(), passes=8, depth=None):
     """Fold runs of repeated module boxes of ``spec`` in place; returns how many folds were made. ``pinned``:
     document node ids whose box stays as it is (diagnosed nodes, roots). ``accumulators``: the document's
-    AccumulateGrad node ids (a parameter each, not an op: not counted as ops)."""
+    AccumulateGrad node ids (a parameter each, not an op: not counted as ops). ``depth``: the module depth
+    ``spec`` was drawn at: a fold opens onto its boxes at that depth, unfolded."""
     folds = set()  # the names of the folds made: a fold is not folded again
     for _ in range(passes):
         run = _best_run(spec, pinned, folds)
         if run is None:
             break
-        folds.add(_fold(spec, *run, accumulators))
+        fold = _fold(spec, *run, accumulators)
+        if depth is not None:  # clicked, it opens unfolded: its boxes one by one
+            fold.opens = {"depth": depth, "fold_loops": False}
+        folds.add(fold.name)
     return len(folds)
 
 
@@ -96,13 +100,13 @@ def _fold_title(members, period, reps):
 
 
 def _fold(spec, members, period, reps, accumulators):
-    """``members`` become one module box: the fold's title and what it holds. Returns the fold's name."""
+    """``members`` become one module box: the fold's title and what it holds. Returns the fold."""
     nodes = list(dict.fromkeys(n for node in members for n in node.doc_nodes))
     ops = sum(1 for n in nodes if n not in accumulators)
     step = "blocks" if period == 1 else "steps"
     rows = [Row(_fold_title(members, period, reps), bold=True),
             Row(f"{reps} {step} · {ops:,} ops · {len(nodes) - ops:,} parameters")]
-    return merge(spec, members, rows, members[0].cluster).name
+    return merge(spec, members, rows, members[0].cluster)
 
 
 def merge(spec, members, rows, cluster):
@@ -116,7 +120,7 @@ def merge(spec, members, rows, cluster):
     fill, border = COLORS["module"]
     box = replace(first, name=name, rows=rows, kind="module", cluster=cluster, html_id=f"gv-{name}",
                   shape="box3d", fill=fill, border=border, style="filled", penwidth=1.0, peripheries=1,
-                  tooltip=rows[0].text, doc_node=None, doc_variable=None,
+                  tooltip=rows[0].text, doc_node=None, doc_variable=None, opens={},
                   doc_nodes=list(dict.fromkeys(n for node in members for n in node.doc_nodes)),
                   doc_variables=list(dict.fromkeys(v for node in members for v in node.doc_variables)))
     gone = {node.name for node in members}

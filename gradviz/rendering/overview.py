@@ -43,7 +43,7 @@ def compact(spec, depth, accumulators=frozenset(), pinned=frozenset(), fold=True
     title's size, the heading only its title and what the overview is. ``accumulators``: the ids of the
     document's AccumulateGrad nodes (a parameter each, not an op). ``fold``: False draws every box."""
     _box_plain_clusters(spec, pinned, accumulators)
-    folds = fold_repeated_boxes(spec, pinned, accumulators) if fold else 0
+    folds = fold_repeated_boxes(spec, pinned, accumulators, depth=depth) if fold else 0
     for node in spec.nodes:
         for row in node.rows:  # every line at the title's size: the whole overview is read at fit
             row.size = None
