@@ -80,3 +80,9 @@ def test_unseen_text_from_the_document_is_escaped_for_the_terminal():
     doc["unseen"] = [_no_autograd(how="\x1b[31mred[/] [bold]x")]
     out = text_of(verdict(doc))
     assert "\x1b" not in out and "\\x1b[31mred[/] [bold]x" in out
+
+
+def test_a_trace_that_saw_backward_calls_but_no_graph_of_its_own_counts_the_calls():
+    doc = DocBuilder().finish()
+    doc["backwards"], doc["unseen"] = [{"id": 0}, {"id": 1}], []  # graphs built before the trace started
+    assert saw_autograd(doc) and text_of(verdict(doc)).strip() == "gradviz: no mistakes seen in 2 backward calls"

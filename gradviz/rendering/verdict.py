@@ -61,7 +61,11 @@ def verdict_text(doc, stopped_at=None):
 def _seen(doc):
     """``7 graphs``, or with light mode ``100 iterations (7 recorded in full, 7 graphs; 93 watched light)``: what
     the silence covers."""
-    graphs = plural(graphs_built(doc), "graph")
+    built = graphs_built(doc)
+    if not built:  # backward calls seen on graphs the trace did not record (built before it started)
+        calls = len(doc.get("backwards") or ()) + ((doc.get("dropped") or {}).get("backwards") or 0)
+        return plural(calls, "backward call")
+    graphs = plural(built, "graph")
     schedule = doc.get("schedule") or {}
     light = (schedule.get("light_iterations") or 0) if schedule.get("mode") == "light" else 0
     if not light:
