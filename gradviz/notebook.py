@@ -20,6 +20,14 @@ _FRAME_HEIGHT = 620  # pixels: the viewer's toolbar, a graph and the inspector b
 # cannot observe them, rightly, but they never run the user's tensors: listing them as unseen in every cell's
 # report would be noise. Threads the notebook's own cells start are still listed.
 _KERNEL_THREADS = set()
+# Kernel threads that start later, on demand (pyzmq's garbage collector starts with the first large message: a
+# cell's report), known by the package of their class
+_KERNEL_PACKAGES = ("zmq.", "ipykernel.", "jupyter_client.", "IPython.")
+
+
+def _note_kernel_threads():
+    _KERNEL_THREADS.update(t.ident for t in threading.enumerate()
+                           if type(t).__module__.startswith(_KERNEL_PACKAGES))
 
 
 def load_ipython_extension(ipython):
@@ -77,6 +85,7 @@ def run_cell_traced(ipython, cell, options, line=""):
         print(f"%%gradviz: {str(exc).splitlines()[0]}")
         return None
     failed = None
+    _note_kernel_threads()
     tr.start()
     try:
         exec(code, ipython.user_ns)
@@ -123,17 +132,14 @@ def without_kernel_threads(doc, kernel_threads=None):
 
 
 def verdict(doc):
-    """One line: the diagnostics by severity, or what the trace saw when there are none."""
-    diagnostics = doc.get("diagnostics", [])
-    if diagnostics:
-        by = {}
-        for d in diagnostics:
-            by[d.get("severity")] = by.get(d.get("severity"), 0) + 1
-        parts = [f"{by[s]} {s}{'' if by[s] == 1 else 's'}" for s in ("error", "warning", "info") if s in by]
-        return f"gradviz: {', '.join(parts)}"
-    if not doc.get("graphs") and not doc.get("backwards"):
+    """One line, the terminal report's first (``rendering/verdict.py``), but for a cell that ran no autograd work
+    at all, where the likely reason is the cell's own."""
+    from .document.coverage import saw_autograd
+    from .rendering.verdict import verdict_text
+
+    if not saw_autograd(doc):
         return "gradviz saw no graph in this cell (nothing requiring grad ran, or another engine did)"
-    return "gradviz: no diagnostics: nothing suspicious was found"
+    return verdict_text(doc)
 
 
 def _where(loc, filename):

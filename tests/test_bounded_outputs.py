@@ -294,7 +294,7 @@ def test_a_png_past_its_drawing_budget_is_written_as_svg_with_a_note(cli, tmp_pa
 
 
 def test_the_report_lists_the_gravest_diagnostics_and_counts_the_others():
-    from gradviz.rendering.report import diagnostics_table
+    from gradviz.rendering.report import diagnostics_blocks
     from tests.synthetic_docs import DocBuilder
     from tests.test_render_report import text_of
 
@@ -302,13 +302,13 @@ def test_the_report_lists_the_gravest_diagnostics_and_counts_the_others():
     doc["diagnostics"] = [{"code": f"code-{i}", "severity": severity, "message": f"message {i}",
                            "location": {"file": "train.py", "line": i, "text": ""}}
                           for i, severity in enumerate(["info", "warning", "error", "info", "error", "warning"])]
-    text = text_of(diagnostics_table(doc))
+    text = text_of(diagnostics_blocks(doc))
     # the errors, then the first warning, each with its own hint
     shown = re.findall(r"(error|warning|info) +(code-\d)", text)
     assert shown == [("warning", "code-1"), ("error", "code-2"), ("error", "code-4")]
     assert re.findall(r"explain (code-\d)", text) == ["code-1", "code-2", "code-4"]
     assert "+3 more (1 warning, 2 infos), see report.html" in text
-    assert text.startswith("Diagnostics (6)")
+    assert text.startswith(" warning  code-1  train.py:1")  # the verdict above says how many
 
 
 @pytest.mark.parametrize("args, message", [

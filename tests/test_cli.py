@@ -250,10 +250,20 @@ def test_run_clean_script(cli, tmp_path):
     name = script(tmp_path, CLEAN)
     result = cli("run", "--no-render", name)
     assert result.exit_code == 0, stderr_of(result)
-    assert result.stdout.startswith("training\ndone\n")
     out_dir = os.path.join("gradviz-out", "script")
-    assert result.stdout.endswith(
-        f"\nWrote 2 files to {out_dir}{os.sep}\n  report.json\n  report.html\n")
+    # the verdict first, then the summary: a clean run reads in a dozen lines
+    assert [line.rstrip() for line in result.stdout.splitlines()] == [
+        "training", "done",
+        "gradviz: no mistakes seen in 3 graphs",
+        "",
+        "Summary",
+        f"script          {name}",
+        "graphs          3 built; structure 0: 3 nodes, seen 3× (iterations 0–2)",
+        "backward calls  3",
+        "parameters      2, all got a gradient",
+        "memory          peak 80 B held for backward, 0 B after each of the 3 iterations",
+        "",
+        f"Wrote 2 files to {out_dir}{os.sep}", "  report.json", "  report.html"]
     doc = json.loads((tmp_path / out_dir / "report.json").read_text())
     assert doc["format"] == "gradviz-trace" and doc["script"] == name
     assert [b["iteration"] for b in doc["backwards"]] == [0, 1, 2]
@@ -492,6 +502,11 @@ def test_torch_seed_script_unmodified_explains_why_y1_grad_is_none(cli, tmp_path
     result = cli("run", "--torch", "--no-render", name)
     assert result.stdout.startswith("grad can be implicitly created only for scalar outputs\ny1.grad:  None\n")
     assert result.exit_code == 1  # a nonscalar-backward error, under the default --fail-on error
+    # the verdict straight after the script's own output, the diagnostics next, the summary after them
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    assert lines[2:5] == ["gradviz: 3 mistakes found (1 error, 2 warnings), and 1 note (info)", "",
+                          f" warning  none-grad           {name}:42"]
+    assert lines.index(f" error    nonscalar-backward  {name}:42") < lines.index("Summary")
     doc = json.loads((tmp_path / "gradviz-out" / "script" / "report.json").read_text())
     at_42 = {d["code"]: d for d in doc["diagnostics"] if d["location"]["line"] == 42}
     assert set(at_42) == {"none-grad", "nonscalar-backward"}
@@ -511,8 +526,9 @@ def test_torch_unsupported_name_is_one_line_naming_it(cli, tmp_path):
                                  "`gradviz supported torch` lists the supported names\n")
     # the report must not read as a clean bill of health: the run stopped there, nothing after it was checked
     assert "nothing suspicious" not in result.stdout
-    assert (f"The run stopped at {name}:4: `torch.fft` is not supported by gradviz's engine. No diagnostics "
-            "before that point; nothing after it was checked.") in result.stdout
+    assert result.stdout.splitlines()[0] == (f"gradviz: no mistakes seen before the run stopped at {name}:4: "
+                                             "`torch.fft` is not supported by gradviz's engine; nothing after it "
+                                             "was checked")
     doc = json.loads((tmp_path / "gradviz-out" / "script" / "report.json").read_text())
     assert doc["status"]["unsupported"] == "torch.fft"
 
@@ -533,7 +549,8 @@ def test_torch_missing_tensor_method_is_one_line_with_the_closest_name(cli, tmp_
                                  "did you mean `Tensor.sigmoid`? `gradviz supported torch.Tensor` lists the "
                                  "supported names\n")
     assert "Traceback" not in result.stderr
-    assert f"The run stopped at {name}:4: `Tensor.sigmod` is not supported" in result.stdout
+    assert f"gradviz: no mistakes seen before the run stopped at {name}:4: `Tensor.sigmod` is not supported" \
+        in result.stdout
 
 
 def test_cuda_device_is_one_line_and_stops_the_check(cli, tmp_path):
@@ -542,7 +559,8 @@ def test_cuda_device_is_one_line_and_stops_the_check(cli, tmp_path):
     assert result.exit_code == 1
     assert stderr_of(result) == (f"gradviz: error: {name}:3: Torch not compiled with CUDA enabled: gradviz's "
                                  "engine runs on the CPU only (device `cuda`)\n")
-    assert f"The run stopped at {name}:3: `device('cuda')` is not supported" in result.stdout
+    assert f"gradviz: no mistakes seen before the run stopped at {name}:3: `device('cuda')` is not supported" \
+        in result.stdout
 
 
 def test_supported_lists_names_by_prefix(cli):
@@ -799,6 +817,10 @@ def test_getting_started_walkthrough_says_what_happens(cli, tmp_path):
     assert found == [(14, "retained-graph", "info"), (15, "none-grad", "warning"),
                      (15, "nonscalar-backward", "error")]
     assert "at line 15 raised" in page and "`retained-graph` (info) at line 14" in page
+    # the verdict it quotes is this run's first line
+    verdict = result.stdout.splitlines()[0]
+    assert verdict == "gradviz: 2 mistakes found (1 error, 1 warning), and 1 note (info)"
+    assert f"   {verdict}\n" in page
 
 
 def test_graph_unwritable_output_is_one_line(cli, tmp_path):
@@ -817,4 +839,5 @@ def test_saving_a_whole_module_is_one_line_and_stops_the_check(cli, tmp_path):
         f"gradviz: error: {name}:4: gradviz.save stores tensors, numbers, strings and lists/tuples/dicts of them "
         "(what torch.load(weights_only=True) reads), not an object of type gradviz.nn.modules.linear.Linear at obj; "
         "save its state_dict() instead\n")
-    assert f"The run stopped at {name}:4: `torch.save(Linear)` is not supported" in result.stdout
+    assert f"gradviz: no mistakes seen before the run stopped at {name}:4: `torch.save(Linear)` is not supported" \
+        in result.stdout

@@ -43,10 +43,10 @@ def test_an_unsupported_feature_stops_the_run_in_one_line(tmp_path, line, featur
         print("after")
     """)
     assert result.exit_code == 1
-    assert result.stdout.startswith("before 4.0\n") and "after" not in result.stdout.split("Summary")[0]
+    assert result.stdout.startswith("before 4.0\ngradviz: ") and "\nafter\n" not in result.stdout
     assert result.stderr == f"gradviz: error: {tmp_path / 'script.py'}:5: {message}\n"
-    assert f"script.py:5: `{feature}` is not supported by gradviz's engine. No diagnostics before that point; " \
-           "nothing after it was checked." in report
+    assert f"gradviz: no mistakes seen before the run stopped at {tmp_path / 'script.py'}:5: `{feature}` is not " \
+           "supported by gradviz's engine; nothing after it was checked" in report
     assert "nothing suspicious" not in report
 
 

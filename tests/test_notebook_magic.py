@@ -66,9 +66,9 @@ def test_the_planted_cell_shows_its_verdict_diagnostic_and_line(executed):
     assert stream == "grad: None\n"  # the cell ran, its own output first
     data = shown(nb, 1)
     text = data["text/plain"].splitlines()
-    assert text[0] == "gradviz: 1 warning"
+    assert text[0] == "gradviz: 1 mistake found (1 warning)"
     assert re.fullmatch(r"  none-grad \(warning\) at cell line 5: `w.grad` is None: .*", text[1])
-    assert "<b>gradviz: 1 warning</b>" in data["text/html"]
+    assert "<b>gradviz: 1 mistake found (1 warning)</b>" in data["text/html"]
     assert "<code>none-grad</code> at cell line 5" in data["text/html"]
 
 
@@ -91,7 +91,7 @@ def test_a_clean_cell_says_nothing_was_found(executed):
     nb, _ = executed
     assert stdout(nb, 2) == "grad: [2.0, 2.0, 2.0]\n"
     data = shown(nb, 2)
-    assert data["text/plain"] == "gradviz: no diagnostics: nothing suspicious was found"
+    assert data["text/plain"] == "gradviz: no mistakes seen in 1 graph"
 
 
 def test_a_cell_that_raises_shows_the_report_then_its_traceback(executed):
@@ -99,7 +99,7 @@ def test_a_cell_that_raises_shows_the_report_then_its_traceback(executed):
     kinds = [o.output_type for o in outputs(nb, 3)]
     assert kinds == ["display_data", "error"]
     text = shown(nb, 3)["text/plain"].splitlines()
-    assert text[0] == "gradviz: 1 error"
+    assert text[0] == "gradviz: 1 mistake found (1 error)"
     assert text[1].startswith("  nonscalar-backward (error) at cell line 4: ")
     assert text[-1] == f"report.json and report.html written to {out}"
     error = outputs(nb, 3)[1]

@@ -166,13 +166,14 @@ def test_with_the_byte_cap_spent_by_the_pictures_no_inside_view_is_laid_out(monk
     monkeypatch.setattr(views._Drawer, "lay_out_many", lambda self, items: laid_out.append(len(items)) or
                         lay_out_many(self, items))
     shown, notes = page_views(doc)
-    assert [v.title for v in shown if v.parent] == ["net"] + [f"net.block{i}" for i in range(6)]
-    assert sum(laid_out) == 7
+    # the overview would be one box, net: it is drawn one level deeper, a box per block, each opening
+    assert [v.title for v in shown if v.parent] == [f"net.block{i}" for i in range(6)]
+    assert sum(laid_out) == 6
     laid_out.clear()
     monkeypatch.setattr(views, "SVG_BYTES_CAP", len(shown[0].svg) + views.SMALLEST_VIEW - 1)
     shown, notes = page_views(doc)
     assert [v.key for v in shown] == ["g0"] and laid_out == []
-    assert notes == ["1 view not embedded to keep the page small (their boxes stay closed); `gradviz graph "
+    assert notes == ["6 views not embedded to keep the page small (their boxes stay closed); `gradviz graph "
                      "--depth` draws them"]
 
 
@@ -278,8 +279,19 @@ def test_an_lstm_unrolled_over_35_steps_opens_and_every_op_is_drawn_under_its_ow
     data = embedded_json(html_report(doc))
     assert [v["key"] for v in data["views"] if not v["drawn"]] == []
     assert [v["error"] for v in data["views"] if v["error"]] == []
-    model = next(v for v in data["views"] if v["parent"] == "g0" and v["title"] == "model")
-    assert sum(1 for v in data["views"] if v["parent"] == model["key"]) == 72   # encoder, 70 cells, decoder
+    # the overview: the model's box would be all of it, so its inside, the 70 cell calls folded "× 35"
+    top = [v["title"] for v in data["views"] if v["parent"] == "g0"]
+    assert top == ["model.encoder", "model.cells.0 → model.cells.1 × 35", "model.decoder"]
+    fold = next(v for v in data["views"] if v["parent"] == "g0" and v["title"].endswith("× 35"))
+    below, todo = [], [fold["key"]]
+    while todo:  # every view the fold opens, level by level
+        key = todo.pop()
+        children = [v for v in data["views"] if v["parent"] == key]
+        below += children
+        todo += [v["key"] for v in children]
+    cells = sorted(v["title"] for v in below if v["title"].startswith("model.cells."))
+    assert cells == ["model.cells.0"] * 35 + ["model.cells.1"] * 35   # unfolded, each call opens
+    assert all(v["parent"] == fold["key"] for v in below if v["title"].startswith("model.cells."))  # one click
     assert reachable(doc, data) == {n["id"] for n in doc["nodes"]}
 
 

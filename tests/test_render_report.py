@@ -2,7 +2,7 @@
 
 from rich.console import Console
 
-from gradviz.rendering.report import diagnostics_table, memory_table, sparkline, summary
+from gradviz.rendering.report import sparkline, summary, terminal_report, verdict
 from tests.synthetic_docs import DocBuilder, chained_models_doc
 
 
@@ -12,28 +12,50 @@ def text_of(renderable):
     return console.export_text()
 
 
-def test_summary_lists_graphs_structures_and_parameter_gradients():
+def test_summary_lists_graphs_structures_and_only_the_parameters_without_a_gradient():
     doc = chained_models_doc()
     doc["backwards"][0]["leaf_grad_norms"].pop("3")        # pretend model2.weight (v3) got no gradient
     out = text_of(summary(doc))
-    assert "graphs          1 built, 1 distinct structure" in out
+    assert "graphs          1 built; structure 0: 9 nodes, seen 1× (iteration 0)" in out  # one structure: one line
     assert "parameters      4, 1 got no gradient" in out
-    assert "structure 0: 9 nodes, seen 1× (iteration 0)" in out
     assert "backward calls  1" in out
-    lines = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.startswith("  model")}
-    assert lines == {"model1.weight": "yes", "model1.bias": "yes", "model2.weight": "none", "model2.bias": "yes"}
+    rows = [line.split() for line in out.splitlines() if line.startswith("  ")]
+    assert rows == [["without", "a", "gradient", "shape"], ["model2.weight", "(1,", "2)"]]
+    doc["backwards"][0]["leaf_grad_norms"]["3"] = 1.0  # all got one: no table, the line says it
+    out = text_of(summary(doc))
+    assert "parameters      4, all got a gradient" in out and "without a gradient" not in out
 
 
-def test_diagnostics_table_shows_location_source_line_and_hint():
-    out = text_of(diagnostics_table(chained_models_doc()))
-    lines = [line.rstrip() for line in out.splitlines()]
-    assert lines[:3] == ["Diagnostics (2)", " severity  code                where",
-                         " warning   none-grad           model.py:12"]
-    assert lines[3:6] == ["    y1.grad is None: y1 is not a leaf", "      12 │ y1.backward(y1.grad)",
+def test_summary_lists_each_structure_when_there_are_several():
+    b = DocBuilder()
+    for width in (2, 3):  # two iterations of different shapes: two structures
+        w = b.leaf("w", [width], parameter=True)
+        b.backward(b.op("SumBackward", [b.op("ExpBackward", [w], [width])], []))
+        b.next_iteration()
+    out = [line.rstrip() for line in text_of(summary(b.finish())).splitlines()]
+    graphs = next(i for i, line in enumerate(out) if line.startswith("graphs"))
+    assert out[graphs].endswith("2 distinct structures") and "nodes)" in out[graphs]
+    assert out[graphs + 1].strip().startswith("structure 0: ") and out[graphs + 2].strip().startswith("structure 1: ")
+
+
+def test_the_verdict_is_the_first_line_then_the_diagnostics_then_the_summary():
+    doc = chained_models_doc()
+    console = Console(width=140, record=True, color_system=None)
+    for part in terminal_report(doc):
+        console.print(part)
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    assert lines[0] == "gradviz: 2 mistakes found (1 error, 1 warning)"
+    assert lines[1:3] == [" warning  none-grad           model.py:12", "    y1.grad is None: y1 is not a leaf"]
+    assert lines[3:5] == ["      12 │ y1.backward(y1.grad)",
                           "    hint: call y1.retain_grad() before backward (gradviz explain none-grad)"]
-    assert " error     nonscalar-backward  model.py:12" in lines
+    assert lines.index(" error    nonscalar-backward  model.py:12") < lines.index("Summary")
+    # a clean run: the verdict and the summary, nothing between
+    clean = chained_models_doc()
+    clean["diagnostics"] = []
+    parts = terminal_report(clean)
+    assert text_of(parts[0]) == "gradviz: no mistakes seen in 1 graph\n" and parts[1] is None
     # an empty document saw nothing: no all-clear (tests/test_report_unseen.py has the cases)
-    assert "nothing suspicious" not in text_of(diagnostics_table(DocBuilder().finish()))
+    assert "no mistakes" not in text_of(verdict(DocBuilder().finish()))
 
 
 def test_report_reads_well_at_80_columns():
@@ -41,13 +63,13 @@ def test_report_reads_well_at_80_columns():
     doc = chained_models_doc()
     doc["diagnostics"][0]["message"] = "a long message " * 20
     console = Console(width=80, record=True, color_system=None)
-    for part in (summary(doc), diagnostics_table(doc), memory_table(doc)):
+    for part in terminal_report(doc):
         console.print(part)
     out = console.export_text()
     assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
     message_lines = [line for line in out.splitlines() if "long message" in line]
     assert len(message_lines) == 4 and all(line.startswith("    ") and "│" not in line for line in message_lines)
-    assert "Memory  saved tensors that graphs still hold for backward" in out
+    assert "memory          peak " in out
 
 
 def test_paths_under_the_current_folder_are_shown_relative(tmp_path, monkeypatch):
@@ -59,15 +81,15 @@ def test_paths_under_the_current_folder_are_shown_relative(tmp_path, monkeypatch
     assert display_path("train.py") == "train.py"
 
 
-def test_memory_table_with_growing_sparkline():
+def test_memory_rows_with_growing_sparkline():
     b = DocBuilder()
     for _ in range(4):
         w = b.leaf("w", [250], parameter=True)
         b.backward(b.op("SumBackward", [b.op("ExpBackward", [w], [250], saved=[w])], []), retain_graph=True)
         b.next_iteration()
-    out = text_of(memory_table(b.finish()))
-    assert "peak retained   3.9 KiB" in out and "final retained  3.9 KiB" in out
-    assert "▃▅▆██" in out and "iterations 0–4: 1000 B → 3.9 KiB (growing)" in out
+    out = text_of(summary(b.finish()))
+    assert "memory          peak 3.9 KiB held for backward, 3.9 KiB at the end" in out
+    assert "▃▅▆██  iterations 0–4: 1000 B → 3.9 KiB (growing)" in out
     assert sparkline([0, 0]) == "▁▁" and sparkline([1, 2, 4]) == "▃▅█"
 
 
@@ -116,9 +138,7 @@ def test_summary_shows_frozen_parameters_as_frozen():
             "model(torch.randn(5, 3)).sum().backward()\nopt.step()\n")
     out = text_of(summary(_traced(body)))
     assert "parameters      4, 2 frozen, the others all got a gradient" in out
-    rows = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.startswith("  model")}
-    assert rows == {"model.0.weight": "frozen", "model.0.bias": "frozen", "model.2.weight": "yes",
-                    "model.2.bias": "yes"}
+    assert "without a gradient" not in out  # nothing to look at: no table
 
 
 def test_summary_counts_every_backward_call_not_only_those_kept_in_full():

@@ -4,10 +4,10 @@
 from rich.console import Console
 
 from gradviz.document.coverage import all_clear, saw_autograd
-from gradviz.rendering.report import diagnostics_table, unseen_block
+from gradviz.rendering.report import diagnostics_blocks, unseen_block, verdict
 from tests.synthetic_docs import DocBuilder
 
-ALL_CLEAR = "No diagnostics: nothing suspicious was found."
+ALL_CLEAR = "gradviz: no mistakes seen in 1 graph"
 
 
 def text_of(renderable):
@@ -34,17 +34,16 @@ def _no_autograd(how="the script runs on gradviz's engine (`torch` is `gradviz`)
 def test_a_trace_that_saw_work_and_nothing_else_is_an_all_clear():
     doc = _clean_doc()
     assert saw_autograd(doc) and all_clear(doc)
-    assert text_of(diagnostics_table(doc)).strip() == ALL_CLEAR
-    assert unseen_block(doc) is None
+    assert text_of(verdict(doc)).strip() == ALL_CLEAR
+    assert unseen_block(doc) is None and diagnostics_blocks(doc) is None
 
 
 def test_a_trace_that_saw_no_graph_says_so_and_why_at_the_top():
     doc = DocBuilder().finish()
     doc["unseen"] = [_no_autograd()]
     assert not saw_autograd(doc) and not all_clear(doc)
-    table = text_of(diagnostics_table(doc))
-    assert "nothing suspicious" not in table and "gradviz saw no graph, so nothing was checked" in table
-    top = [line.rstrip() for line in text_of(unseen_block(doc)).splitlines()]
+    assert unseen_block(doc) is None  # the verdict itself says it, with the advice below
+    top = [line.rstrip() for line in text_of(verdict(doc)).splitlines()]
     assert top == ["gradviz saw no graph: the script runs on gradviz's engine (`torch` is `gradviz`), but this "
                    "run watched real PyTorch only",
                    "   advice: run it with --engine gradviz"]
@@ -52,7 +51,7 @@ def test_a_trace_that_saw_no_graph_says_so_and_why_at_the_top():
 
 def test_an_empty_document_is_never_an_all_clear_even_without_an_entry():
     doc = DocBuilder().finish()
-    assert "nothing suspicious" not in text_of(diagnostics_table(doc))
+    assert text_of(verdict(doc)) == "gradviz saw no graph: no autograd work reached the trace\n"
 
 
 def test_unseen_entries_are_listed_with_count_how_location_and_advice():
@@ -64,11 +63,11 @@ def test_unseen_entries_are_listed_with_count_how_location_and_advice():
                      {"kind": "thread", "what": "threads running beside the trace (loader)", "count": 1,
                       "how": None, "location": None, "advice": None}]
     assert not all_clear(doc)
-    table = text_of(diagnostics_table(doc)).strip()
-    assert table == ("No diagnostics in what gradviz saw; what ran beyond its sight is listed at the top of this "
-                     "report.")
-    top = [line.rstrip() for line in text_of(unseen_block(doc)).splitlines()]
-    assert top == ["Not seen by this trace (2)",
+    top = [line.rstrip() for line in text_of(verdict(doc)).splitlines()]
+    assert top == ["gradviz: no mistakes seen in what it saw (1 graph); work beyond its sight is listed below "
+                   "(2 entries)",
+                   "",
+                   "Not seen by this trace (2)",
                    " child-process  worker process (×4)",
                    "    how: torch.multiprocessing.spawn",
                    "    at: train.py:31",
@@ -77,7 +76,13 @@ def test_unseen_entries_are_listed_with_count_how_location_and_advice():
 
 
 def test_unseen_text_from_the_document_is_escaped_for_the_terminal():
-    doc = _clean_doc()
+    doc = DocBuilder().finish()  # saw no graph: the verdict quotes how
     doc["unseen"] = [_no_autograd(how="\x1b[31mred[/] [bold]x")]
-    out = text_of(unseen_block(doc))
+    out = text_of(verdict(doc))
     assert "\x1b" not in out and "\\x1b[31mred[/] [bold]x" in out
+
+
+def test_a_trace_that_saw_backward_calls_but_no_graph_of_its_own_counts_the_calls():
+    doc = DocBuilder().finish()
+    doc["backwards"], doc["unseen"] = [{"id": 0}, {"id": 1}], []  # graphs built before the trace started
+    assert saw_autograd(doc) and text_of(verdict(doc)).strip() == "gradviz: no mistakes seen in 2 backward calls"

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from gradviz.document import terminal_safe
-from gradviz.rendering.report import diagnostics_table, memory_table, summary
+from gradviz.rendering.report import summary, terminal_report
 from tests.synthetic_docs import chained_models_doc
 
 HOSTILE = "w\x1b[2J\x1b]0;pwned\x07\r\x9b31m\u202eevil\ud800[/][bold]x"
@@ -20,7 +20,7 @@ def printed(doc, width=200):
     """What a real terminal would receive (colours on), as text."""
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal=True, color_system="standard")
-    for part in (summary(doc), diagnostics_table(doc), memory_table(doc)):
+    for part in terminal_report(doc):
         console.print(part)
     return out.getvalue()
 
@@ -61,10 +61,28 @@ def test_hostile_names_paths_and_messages_reach_the_terminal_inert():
         assert shown in out, shown
 
 
+def test_hostile_severities_and_unseen_entries_reach_the_verdict_inert():
+    doc = chained_models_doc()
+    for diag in doc["diagnostics"]:
+        diag["severity"] = HOSTILE
+    out = printed(doc)
+    assert control_characters(out) == []
+    assert f"gradviz: 2 mistakes found (2 {terminal_safe(HOSTILE)}s)" in out
+    doc = chained_models_doc()
+    doc["diagnostics"], doc["graphs"], doc["nodes"], doc["backwards"], doc["structures"] = [], [], [], [], []
+    doc["unseen"] = [{"kind": "no-autograd", "what": "autograd work", "count": 1, "how": HOSTILE,
+                      "advice": "advice " + HOSTILE, "location": None}]
+    out = printed(doc)
+    assert control_characters(out) == []
+    escaped = terminal_safe(HOSTILE)
+    assert "gradviz saw no graph: " + escaped in out and "advice: advice " + escaped in out
+
+
 def test_markup_in_a_name_is_shown_literally():
     doc = chained_models_doc()
     doc["variables"][0]["name"] = "[/][red]model1.weight"
-    doc["variables"][0]["is_parameter"] = True
+    doc["variables"][0].update(is_parameter=True, requires_grad=True)  # listed: it got no gradient
+    doc["backwards"][0]["leaf_grad_norms"].pop(str(doc["variables"][0]["id"]), None)
     doc["script"] = "[bold]train[/bold].py"
     console = Console(width=200, record=True, color_system=None)
     console.print(summary(doc))
@@ -78,7 +96,8 @@ def test_gradviz_run_escapes_a_hostile_module_name_and_script_path(tmp_path):
         "import gradviz as torch\n"
         "model = torch.nn.Sequential()\n"
         "model.add_module('l\\x1b]0;pwned\\x07', torch.nn.Linear(2, 1))\n"
-        "loss = model(torch.randn(3, 2)).sum()\n"
+        "w = torch.ones(1, requires_grad=True)\n"  # the layer's output cut: its parameters listed without a gradient
+        "loss = (model(torch.randn(3, 2)).detach() * w).sum()\n"
         "loss.backward()\n", encoding="utf-8")
     env = dict(os.environ, COLUMNS="200")
     done = subprocess.run([sys.executable, "-m", "gradviz", "run", "--no-render", "--out", str(tmp_path / "out"),

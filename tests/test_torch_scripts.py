@@ -229,8 +229,8 @@ def test_a_stop_at_a_missing_name_never_reads_as_checked(tmp_path):
     line = line_of("compiled_model.py", "torch.compile")
     assert result.stdout.startswith("parameters: 49\n")  # what ran before the stop, printed as usual
     report = " ".join(result.stdout.split())
-    assert re.search(rf"The run stopped at \S*compiled_model\.py:{line}: `torch\.compile` is not supported by "
-                     r"gradviz's engine\. No diagnostics before that point; nothing after it was checked\.", report)
+    assert re.search(rf"gradviz: no mistakes seen before the run stopped at \S*compiled_model\.py:{line}: "
+                     r"`torch\.compile` is not supported by gradviz's engine; nothing after it was checked", report)
     assert "nothing suspicious" not in result.stdout
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 

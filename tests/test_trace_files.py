@@ -53,7 +53,7 @@ def read_everything(doc):
         except ValueError as exc:  # the one documented refusal: no graph in the chosen iteration
             assert str(exc).startswith("no graph"), exc
     console = Console(file=io.StringIO(), width=100)
-    for part in (report.summary(doc), report.diagnostics_table(doc), report.memory_table(doc)):
+    for part in report.terminal_report(doc):
         console.print(part)
     report_data(doc)
 

@@ -289,10 +289,10 @@ def print_job(output, doc):
 
 
 def print_report(output, doc):
+    """The verdict first, then the diagnostics, then the summary (``rendering/report.terminal_report``)."""
     from ..rendering import report
 
-    unseen = report.unseen_block(doc)  # first: what the trace did not see qualifies everything below it
-    for renderable in (unseen, report.summary(doc), report.diagnostics_table(doc), report.memory_table(doc)):
+    for renderable in report.terminal_report(doc):
         if renderable is not None:
             output.print(renderable)
             output.line("")

@@ -3,14 +3,17 @@ page's graph stage with its text legible at "fit" (module boxes with their op co
 "× N", the ops outside modules such as the loss drawn as ops). A module box opens its inside (``views``).
 
 A picture is kept as it is when it already fits; otherwise each depth from 0 down is drawn compactly (a box
-says its module and counts, no legend or notes under the heading) top to bottom and left to right, and the
-deepest that fits wins. Reads the document only.
+says its module and counts, no legend or notes under the heading; repeated boxes folded, ``fold_boxes.py``) top
+to bottom and left to right, and the deepest that fits wins. An overview that would be one module box (all a
+click away) is drawn one level deeper instead, legible or not. Reads the document only.
 """
 
 import re
 
 from .dot import to_dot
+from .fold_boxes import fold_repeated_boxes, merge
 from .graph import build_graph
+from .spec import Row
 
 STAGE_PX = (900, 420)  # the page's graph stage at a 1280x800 window (report.css: the viewer beside the inspector)
 MIN_TEXT_PX = 10  # node titles on screen at fit at least this
@@ -34,10 +37,13 @@ def legible(svg):
     return text_px_at_fit(svg) >= MIN_TEXT_PX
 
 
-def compact(spec, depth, accumulators=frozenset()):
-    """``spec`` drawn small: each module box keeps its name and its counts (ops, parameters), every line of a
-    node at the title's size, the heading only its title and what the overview is. ``accumulators``: the ids of
-    the document's AccumulateGrad nodes (a parameter each, not an op)."""
+def compact(spec, depth, accumulators=frozenset(), pinned=frozenset(), fold=True):
+    """``spec`` drawn small: each module box keeps its name and its counts (ops, parameters), repeated boxes
+    folded "× N" (but those holding a ``pinned`` node: diagnosed nodes, roots), every line of a node at the
+    title's size, the heading only its title and what the overview is. ``accumulators``: the ids of the
+    document's AccumulateGrad nodes (a parameter each, not an op). ``fold``: False draws every box."""
+    _box_plain_clusters(spec, pinned, accumulators)
+    folds = fold_repeated_boxes(spec, pinned, accumulators, depth=depth) if fold else 0
     for node in spec.nodes:
         for row in node.rows:  # every line at the title's size: the whole overview is read at fit
             row.size = None
@@ -45,16 +51,35 @@ def compact(spec, depth, accumulators=frozenset()):
         if node.kind != "module":
             continue
         node.rows = node.rows[:2]
-        counted = _OPS.match(node.rows[1].text) if len(node.rows) > 1 else None
+        counted = _OPS.match(node.rows[1].text) if len(node.rows) > 1 else None  # (a fold's says its blocks)
         ops = sum(1 for n in node.doc_nodes if n not in accumulators)
         if counted and ops > int(counted.group(1).replace(",", "")):
             # a folded loop inside counts one step: the box stands for every step's ops and parameters
             params = len(node.doc_nodes) - ops
             node.rows[1].text = f"{ops:,} ops · {params:,} parameters · repeated blocks folded"
     _absorb_leaves(spec)
-    spec.subtitle = [f"overview: modules below depth {depth} as boxes; click a box to open it"]
+    spec.subtitle = [f"overview: modules below depth {depth} as boxes"
+                     + (", repeated ones folded × N" if folds else "") + "; click a box to open it"]
     spec.legend = []
     return spec
+
+
+def _box_plain_clusters(spec, pinned, accumulators):
+    """A module drawn as a cluster of ops only (a Linear one level too deep: its transpose, matmul and views)
+    becomes a box again, as at the depth above: the overview shows modules, and a Linear's ops beside the boxes
+    of whole layers only make the picture taller. Not one holding a ``pinned`` node (a diagnosed op, the
+    loss): that stays drawn."""
+    parents = {cluster.parent for cluster in spec.clusters}
+    for cluster in list(spec.clusters):
+        members = [node for node in spec.nodes if node.cluster == cluster.name]
+        if cluster.name in parents or len(members) < 2 or not cluster.rows or \
+                any(node.kind in ("module", "more", "note") or pinned.intersection(node.doc_nodes) for node in members):
+            continue
+        nodes = [n for node in members for n in node.doc_nodes]
+        ops = sum(1 for n in nodes if n not in accumulators)
+        rows = [Row(cluster.rows[0].text, bold=True), Row(f"{ops:,} ops · {len(nodes) - ops:,} parameters")]
+        merge(spec, members, rows, cluster.parent)
+        spec.clusters = [c for c in spec.clusters if c.name != cluster.name]
 
 
 def _absorb_leaves(spec):
@@ -103,20 +128,41 @@ def run_dot_each(sources, budget):
     return [run_dot(source, "svg", budget).decode("utf-8") for source in sources]
 
 
+def pinned_nodes(doc, graph):
+    """The nodes of ``graph`` an overview must keep in sight, never folded away: the diagnosed ones and the roots
+    (the loss)."""
+    record = next((g for g in doc.get("graphs", []) if g["id"] == graph), {})
+    mine = set(record.get("nodes") or [])
+    diagnosed = {n for d in doc.get("diagnostics", []) for n in d.get("nodes") or [] if n in mine}
+    return frozenset(diagnosed | set(record.get("roots") or []))
+
+
+def one_box(spec):
+    """Whether the picture's modules are all one box: an overview of it says nothing a click would not."""
+    return sum(1 for node in spec.nodes if node.kind == "module") == 1
+
+
 def overview(doc, graph, run, index=None, **options):
     """(spec, DOT source, svg text, depth) of the deepest depth of ``graph`` that is legible at fit, or of depth
-    0 (the most compact) when none is; None when the graph has no module to draw as a box. ``run(sources)``:
-    the SVG text of each DOT source (the page's ``dot`` with its budget)."""
-    best, last_size = None, None
+    0 (the most compact) when none is; one level deeper when that is a single module box (legible or not);
+    None when the graph has no module to draw as a box. ``run(sources)``: the SVG text of each DOT source (the
+    page's ``dot`` with its budget)."""
+    best, deeper, last_size = None, None, None
     accumulators = {n["id"] for n in doc.get("nodes", []) if n.get("op") == "AccumulateGrad"}
+    pinned = pinned_nodes(doc, graph)
+    # repeats are folded here as boxes, where a diagnosed block or the loss can be kept out of the fold; the
+    # op-level fold (``collapse.fold_repeats``) would fold them in with the rest
+    fold = options.pop("fold_loops", True)
     for depth in range(0, 64):
-        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, **options)
+        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, fold_loops=False, **options)
         if depth == 0 and not module_boxes_possible(spec):
             return None
-        if len(spec.nodes) > MAX_OVERVIEW_NODES or len(spec.nodes) == last_size:
-            break  # too many to read, or no deeper module level: the last depth drawn is the deepest
+        if len(spec.nodes) == last_size:
+            break  # no deeper module level: the last depth drawn is the deepest
         last_size = len(spec.nodes)
-        spec = compact(spec, depth, accumulators)
+        spec = compact(spec, depth, accumulators, pinned, fold)
+        if len(spec.nodes) > MAX_OVERVIEW_NODES:
+            break  # too many to read, even folded
         sources = []
         for rankdir in RANKDIRS:
             spec.rankdir = rankdir
@@ -128,5 +174,8 @@ def overview(doc, graph, run, index=None, **options):
         if best is None or px >= MIN_TEXT_PX:
             best = (spec, source, svg, depth)
         if px < MIN_TEXT_PX:
+            deeper = (spec, source, svg, depth)
             break
+    if best is not None and deeper is not None and deeper is not best and one_box(best[0]):
+        return deeper
     return best

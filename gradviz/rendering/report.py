@@ -1,5 +1,9 @@
 """Rich renderables for the terminal report. Built and returned here; only the CLI prints them.
 
+``terminal_report`` is the whole report, in the order a reader needs it: the verdict on the first line
+(``verdict.py``), what qualifies it (what ran beyond the trace's sight), the diagnostics, then the summary. A
+clean run is a dozen lines; the details are in report.html.
+
 The report must read well from 80 columns up: section titles are plain lines (a table title would wrap to the
 table's width), and a diagnostic is a block — one aligned line with severity, code and ``file:line``, then its
 message, source line and hint indented below at full width — rather than a four-column table whose message
@@ -18,8 +22,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..document import DocIndex, terminal_safe
-from ..document.coverage import NO_AUTOGRAD, all_clear, saw_autograd
+from ..document.coverage import NO_AUTOGRAD, all_clear
 from .style import backward_calls, backward_checks_text, human_bytes
+from .verdict import graphs_built, plural, severity_counts, verdict_text
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 _BARS = "▁▂▃▄▅▆▇█"
@@ -62,10 +67,6 @@ def _data(value, style=""):
     return Text(terminal_safe("" if value is None else value), style=style)
 
 
-def _plural(n, word):
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
 def _heading(text):
     return Text(text, style="bold")
 
@@ -98,7 +99,7 @@ def _idle_note(idle):
         return ""
     made = where(idle[0].get("location")) if idle[0].get("location") else None
     at = "" if made is None else f", {'the first ' if len(idle) > 1 else ''}made at {made}"
-    return f" (and {_plural(len(idle), 'parameter')} that no op used and no optimizer was given{at})"
+    return f" (and {plural(len(idle), 'parameter')} that no op used and no optimizer was given{at})"
 
 
 def _gradient_owners(doc):
@@ -157,7 +158,7 @@ def structure_line(structure):
     """``structure 0: 9 nodes, seen 100× (iterations 0–99)`` — the name the picture files use too."""
     first, last = structure.get("iterations") or [None, None]
     span = f"iteration {first}" if first == last else f"iterations {first}–{last}"
-    return f"structure {structure['id']}: {_plural(structure.get('node_count') or 0, 'node')}, seen " \
+    return f"structure {structure['id']}: {plural(structure.get('node_count') or 0, 'node')}, seen " \
            f"{structure.get('count')}× ({span})"
 
 
@@ -179,32 +180,35 @@ def _rank_standing_in(doc):
 
 
 def summary(doc):
-    """Graphs and distinct structures, nodes, backward calls, and each parameter with whether it got a gradient."""
-    graphs, structures = doc.get("graphs", []), doc.get("structures", [])
+    """Graphs and distinct structures, nodes, backward calls, whether each parameter got a gradient (the table
+    lists those that did not), and the memory graphs held for backward."""
+    structures = doc.get("structures", [])
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column()
     grid.add_row("script", _data(display_path(doc.get("script")) or "(traced from Python)"))
-    built = sum(s.get("count", 1) for s in structures) or len(graphs)
+    built = graphs_built(doc)
     dropped_section = doc.get("dropped") or {}
-    built += dropped_section.get("structure_count") or 0  # graphs of the structures a long run did not list
     distinct = len(structures) + (dropped_section.get("structures") or 0)
     schedule = doc.get("schedule") or {}
     light = schedule.get("light_iterations") or 0 if schedule.get("mode") == "light" else 0
     if light:  # the counts below are of the iterations recorded in full: say which those are
         recorded = _iteration_ranges(schedule.get("full") or ())
         total = max(doc.get("iterations") or 0, light + _count(schedule.get("full") or ()))
-        grid.add_row("iterations", f"{_plural(total, 'iteration')}: {total - light:,} recorded in full "
+        grid.add_row("iterations", f"{plural(total, 'iteration')}: {total - light:,} recorded in full "
                                    f"({recorded}), {light:,} watched light")
-    grid.add_row("graphs", f"{built:,} {'recorded' if light else 'built'}, {_plural(distinct, 'distinct structure')}")
-    for structure in structures[:_MAX_STRUCTURES]:
-        grid.add_row("", _data(structure_line(structure)))
-    if distinct > _MAX_STRUCTURES:
-        grid.add_row("", Text(f"+{distinct - _MAX_STRUCTURES:,} more, see report.html", style="dim"))
-    elided = (doc.get("dropped") or {}).get("elided_nodes")
-    grid.add_row("nodes", f"{len(doc.get('nodes', [])):,} recorded" + (
-        f", {elided:,} more elided (a graph above 5,000 nodes keeps its ends and diagnostic points)"
-        if elided else ""))
+    elided = dropped_section.get("elided_nodes")
+    nodes = f"{plural(len(doc.get('nodes', [])), 'node')}" + (
+        f", {elided:,} more elided (a graph above 5,000 nodes keeps its ends and diagnostic points)" if elided else "")
+    made = f"{built:,} {'recorded' if light else 'built'}"
+    if distinct == 1 and structures and not elided:  # one structure: on the same line, its node count said there
+        grid.add_row("graphs", _data(f"{made}; {structure_line(structures[0])}"))
+    else:
+        grid.add_row("graphs", f"{made} ({nodes}), {plural(distinct, 'distinct structure')}")
+        for structure in structures[:_MAX_STRUCTURES]:
+            grid.add_row("", _data(structure_line(structure)))
+        if distinct > _MAX_STRUCTURES:
+            grid.add_row("", Text(f"+{distinct - _MAX_STRUCTURES:,} more, see report.html", style="dim"))
     light_backwards = ((schedule.get("light") or {}).get("backward_calls") or 0) if light else 0
     grid.add_row("backward calls", f"{backward_calls(doc) + light_backwards:,}" + (
         f" ({backward_calls(doc):,} recorded)" if light_backwards else ""))
@@ -213,31 +217,30 @@ def summary(doc):
         grid.add_row("script ended" if rank is None else f"rank {rank} ended", _data(ending(doc)))
     if backward_checks_text(doc):
         grid.add_row("backward checks", _data(backward_checks_text(doc)))
-    dropped = (doc.get("dropped") or {}).get("iterations")
+    dropped = dropped_section.get("iterations")
     if dropped:
         window = doc.get("window", 3)
         grid.add_row("records", f"full records for the first and last {window} iterations; "
-                                f"{_plural(dropped, 'iteration')} in between only counted")
+                                f"{plural(dropped, 'iteration')} in between only counted")
     parts = [_heading("Summary" if rank is None else f"Summary of rank {rank} (the job is above)"), grid]
     params = parameters(doc)
     idle_note = _idle_note(idle_parameters(doc))
+    missing = [p for p in params if p[2] == "none"]
     if not params:
         grid.add_row("parameters", _data("none" + idle_note))  # (a file name in it: no markup)
-        return Group(*parts)
-    missing = [p for p in params if p[2] == "none"]
-    grid.add_row("parameters", _data(f"{len(params)}, {_verdict(params, missing)}{idle_note}"))
-    shown = params if len(params) <= _MAX_PARAMETERS else missing[:_MAX_PARAMETERS]
-    if shown:
+    else:
+        grid.add_row("parameters", _data(f"{len(params)}, {_verdict(params, missing)}{idle_note}"))
+    for label, value in memory_rows(doc):
+        grid.add_row(label, value)
+    if missing:  # only the parameters that need a look: the others are in report.html
         table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 2))
-        table.add_column("parameter", overflow="fold")
+        table.add_column("without a gradient", overflow="fold")
         table.add_column("shape", no_wrap=True)
-        table.add_column("gradient", no_wrap=True)
-        for name, shape, gradient in shown:
-            shape_text = "(" + ", ".join(str(d) for d in shape or []) + ")"
-            table.add_row(_data(name), _data(shape_text), Text(gradient, style=_GRADIENT_STYLE[gradient]))
+        for name, shape, _ in missing[:_MAX_PARAMETERS]:
+            table.add_row(_data(name), _data("(" + ", ".join(str(d) for d in shape or []) + ")"))
         parts.append(Padding(table, (0, 0, 0, 2), expand=False))
-        if len(shown) < len(missing):
-            parts.append(Text(f"  … and {len(missing) - len(shown)} more without a gradient", style="dim"))
+        if len(missing) > _MAX_PARAMETERS:
+            parts.append(Text(f"  … and {len(missing) - _MAX_PARAMETERS} more without a gradient", style="dim"))
     return Group(*parts)
 
 
@@ -277,19 +280,49 @@ def explain_hint(diag):
     return f"{hint} ({command})" if hint else command
 
 
-def diagnostics_table(doc):
+def terminal_report(doc):
+    """The whole report, to print in this order with a blank line between: the verdict and what qualifies it,
+    the diagnostics (or the note that the run stopped), the summary. None where a part has nothing to say."""
+    return [verdict(doc), diagnostics_blocks(doc), summary(doc)]
+
+
+def verdict(doc):
+    """The first line (``verdict.py``) in its colour; below it, the advice when the trace saw no graph and what
+    ran beyond the trace's sight, since those qualify everything after them."""
+    status = doc.get("status") or {}
+    stopped_at = None
+    if status.get("unsupported"):
+        location = (status.get("exception") or {}).get("location")
+        stopped_at = where(location) if location else ""
+    text = verdict_text(doc, stopped_at)
+    severities = {d.get("severity") for d in doc.get("diagnostics") or ()}
+    clear = all_clear(dict(doc, diagnostics=[])) and stopped_at is None  # (info notes leave it clear)
+    style = "bold red" if "error" in severities else "bold yellow" if severities - {"info"} or not clear \
+        else "bold green"
+    parts = [_data(text, style=style)]
+    blind = [e for e in doc.get("unseen") or () if e.get("kind") == NO_AUTOGRAD]
+    if text.startswith("gradviz saw no graph"):
+        parts += [Padding(_data("advice: " + e["advice"], style="green"), (0, 0, 0, 3), expand=False)
+                  for e in blind if e.get("advice")]
+    beyond = unseen_block(doc)
+    if beyond is not None:
+        parts += [Text(""), beyond]
+    return Group(*parts)
+
+
+def diagnostics_blocks(doc):
     """One block per diagnostic: severity, code and ``file:line`` aligned on one line, then the message, the
-    offending source line and the hint (ending with ``gradviz explain CODE``)."""
+    offending source line and the hint (ending with ``gradviz explain CODE``); the note that the run stopped
+    after them. None when there are none (the verdict has said so, and where the run stopped)."""
     diagnostics = doc.get("diagnostics", [])
-    stopped = stopped_note(doc)
     if not diagnostics:
-        return stopped or _silence(doc)
+        return None
+    stopped = stopped_note(doc)
     shown, rest = _gravest(diagnostics)
     severities = [terminal_safe(d.get("severity")) or "" for d in shown]
     codes = [terminal_safe(d.get("code")) or "" for d in shown]
-    widths = [max(len("severity"), *map(len, severities)), max(len("code"), *map(len, codes))]
-    header = Text(f"{'severity'.ljust(widths[0])}  {'code'.ljust(widths[1])}  where", style="dim")
-    parts = [_heading(f"Diagnostics ({len(diagnostics)})"), Padding(header, (0, 0, 0, 1), expand=False)]
+    widths = [max(map(len, severities)), max(map(len, codes))]
+    parts = []
     for number, diag in enumerate(shown):
         loc = diag.get("location") or {}
         line = Text()
@@ -307,44 +340,22 @@ def diagnostics_table(doc):
         block.append(Padding(_data("hint: " + explain_hint(diag), style="green"), (0, 0, 0, 3), expand=False))
         parts.append(Padding(Group(*block), (1 if number else 0, 0, 0, 1), expand=False))
     if rest:
-        more = Text(f"+{len(rest)} more ({_severities(rest)}), see report.html", style="dim")
+        more = Text(f"+{len(rest)} more ({terminal_safe(severity_counts(rest))}), see report.html", style="dim")
         parts.append(Padding(more, (1, 0, 0, 1), expand=False))
     if stopped:
         parts.append(Padding(stopped, (1, 0, 0, 0), expand=False))
     return Group(*parts)
 
 
-def _silence(doc):
-    """What an empty diagnostics list means: an all-clear only when the trace saw work and nothing beyond it."""
-    if all_clear(doc):
-        return Text("No diagnostics: nothing suspicious was found.", style="green")
-    if not saw_autograd(doc) and not any(saw_autograd(r) for r in doc.get("ranks") or ()):  # (a job's processes)
-        return Text("No diagnostics: gradviz saw no graph, so nothing was checked (why: at the top of this "
-                    "report).", style="bold yellow")
-    return Text("No diagnostics in what gradviz saw; what ran beyond its sight is listed at the top of this "
-                "report.", style="bold yellow")
-
-
 def unseen_block(doc):
-    """What ran beyond the trace's sight (the document's ``unseen``), for the top of the report; None when
-    nothing. A run that saw no graph at all says so first, with the likely reason."""
-    entries = doc.get("unseen") or []
-    if not entries:
+    """What ran beyond the trace's sight (the document's ``unseen``, but for the ``no-autograd`` entry the verdict
+    itself states), to print under the verdict; None when nothing."""
+    others = [e for e in doc.get("unseen") or () if e.get("kind") != NO_AUTOGRAD]
+    if not others:
         return None
-    parts = []
-    blind = [e for e in entries if e.get("kind") == NO_AUTOGRAD]
-    others = [e for e in entries if e.get("kind") != NO_AUTOGRAD]
-    for entry in blind:
-        parts.append(_data("gradviz saw no graph: " + (entry.get("how") or "no autograd work reached the trace"),
-                           style="bold yellow"))
-        if entry.get("advice"):
-            parts.append(Padding(_data("advice: " + entry["advice"], style="green"), (0, 0, 0, 3), expand=False))
-    if others:
-        if parts:
-            parts.append(Text(""))
-        parts.append(Text(f"Not seen by this trace ({len(others)})", style="bold yellow"))
-        for entry in others:
-            parts.append(Padding(_unseen_lines(entry), (0, 0, 0, 1), expand=False))
+    parts = [Text(f"Not seen by this trace ({len(others)})", style="bold yellow")]
+    for entry in others:
+        parts.append(Padding(_unseen_lines(entry), (0, 0, 0, 1), expand=False))
     return Group(*parts)
 
 
@@ -379,51 +390,35 @@ def _gravest(diagnostics):
             [d for i, d in enumerate(diagnostics) if i not in chosen])
 
 
-def _severities(diagnostics):
-    """``2 errors, 1 warning``: how many of each severity, the gravest first."""
-    counts = {}
-    for diag in diagnostics:
-        counts[diag.get("severity")] = counts.get(diag.get("severity"), 0) + 1
-    order = [s for s in SEVERITY_STYLE if s in counts] + [s for s in counts if s not in SEVERITY_STYLE]
-    return ", ".join(_plural(counts[s], terminal_safe(str(s))) for s in order)
-
-
 def stopped_note(doc):
-    """When the run stopped at a name gradviz's engine lacks: say so, and that nothing after it was checked
-    (an empty diagnostics list there is no clean bill of health)."""
+    """When the run stopped at a name gradviz's engine lacks, after its diagnostics: say why, and that nothing
+    after it was checked (without diagnostics the verdict says it all)."""
     status = doc.get("status") or {}
     name = status.get("unsupported")
-    if not name:
+    if not name or not doc.get("diagnostics"):
         return None
     location = (status.get("exception") or {}).get("location")
     at = f" at {where(location)}" if location else ""
-    found = "The diagnostics above cover the code before that point" if doc.get("diagnostics") else \
-        "No diagnostics before that point"
-    return _data(f"The run stopped{at}: `{name}` is not supported by gradviz's engine. {found}; nothing after "
-                 "it was checked.", style="bold yellow")
+    return _data(f"The run stopped{at}: `{name}` is not supported by gradviz's engine. The diagnostics above cover "
+                 "the code before that point; nothing after it was checked.", style="bold yellow")
 
 
-def memory_table(doc, width=40):
-    """Retained bytes per iteration, peak and final, with a sparkline when they grow."""
+def memory_rows(doc, width=40):
+    """The summary's rows for the saved tensors graphs held for backward: peak and at the end, then per
+    iteration as a sparkline when it changed (red when it grew)."""
     memory = doc.get("memory") or {}
     series = memory.get("series") or []
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="dim", no_wrap=True)
-    grid.add_column()
-    grid.add_row("peak retained", human_bytes(memory.get("peak_retained_bytes", 0)))
-    grid.add_row("final retained", human_bytes(memory.get("final_retained_bytes", 0)))
     values = [s.get("retained_bytes", 0) for s in series]
+    peak, final = human_bytes(memory.get("peak_retained_bytes", 0)), human_bytes(memory.get("final_retained_bytes", 0))
     if len(values) > 1 and not any(values):
-        grid.add_row("per iteration", f"0 B at the end of each of the {len(values)} iterations")
-    elif len(values) > 1:
+        return [("memory", f"peak {peak} held for backward, 0 B after each of the {len(values)} iterations")]
+    rows = [("memory", f"peak {peak} held for backward, {final} at the end")]
+    if len(values) > 1:
         shown = values[-width:]
         growing = values[-1] > values[0]
         first = series[-len(shown)]
-        grid.add_row("per iteration", Text(sparkline(shown), style="red" if growing else "green"))
-        grid.add_row("", f"iterations {first.get('iteration')}–{series[-1].get('iteration')}: "
-                         f"{human_bytes(shown[0])} → {human_bytes(shown[-1])}" + (" (growing)" if growing else ""))
-    elif values:
-        grid.add_row(f"iteration {series[0].get('iteration')}", human_bytes(values[0]))
-    title = Text("Memory", style="bold")
-    title.append("  saved tensors that graphs still hold for backward", style="dim")
-    return Group(title, Padding(grid, (0, 0, 0, 1), expand=False))
+        line = Text(sparkline(shown), style="red" if growing else "green")
+        line.append(f"  iterations {first.get('iteration')}–{series[-1].get('iteration')}: "
+                    f"{human_bytes(shown[0])} → {human_bytes(shown[-1])}" + (" (growing)" if growing else ""))
+        rows.append(("", line))
+    return rows

@@ -54,6 +54,7 @@ class SpecNode:
     doc_variable: int | None = None
     doc_nodes: list = field(default_factory=list)      # every document node it stands for (folded, collapsed)
     doc_variables: list = field(default_factory=list)  # every Variable it stands for (a folded leaf: each step's)
+    opens: dict = field(default_factory=dict)          # options of the view it opens (a fold: its boxes' depth)
 
 
 @dataclass

@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 from ..document.index import DocIndex
 from .dot import to_dot
 from .graph import READABLE_NODES, choose_depth
-from .overview import MAX_OVERVIEW_NODES, legible, module_boxes_possible, overview, run_dot_each
+from .overview import (
+    MAX_OVERVIEW_NODES,
+    MIN_TEXT_PX,
+    legible,
+    module_boxes_possible,
+    overview,
+    run_dot_each,
+    text_px_at_fit,
+)
 from .pictures import pictures_to_draw
 
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
@@ -109,7 +117,7 @@ def _openings(spec, graph_nodes):
     for node in spec.nodes:
         ids = [n for n in node.doc_nodes if n in graph_nodes]
         if node.kind == "module" and node.rows and len(ids) >= 2:
-            out.append(_Opening(node.html_id, node.rows[0].text.rsplit(" (", 1)[0], ids, "module"))
+            out.append(_Opening(node.html_id, node.rows[0].text.rsplit(" (", 1)[0], ids, "module", dict(node.opens)))
         elif node.kind == "more" and ids:
             out.append(_Opening(node.html_id, f"{len(ids):,} more nodes", ids, "more"))
     children = {}
@@ -210,13 +218,15 @@ class _Drawer:
         self.nodes = self.index.nodes
         self.bytes = 0
         self.capped = 0  # views left out by the byte cap
+        self.notes = []  # what the page says under the graph about a view (a depth asked for, not legible)
         self.sources = {}  # graph id -> DOT source of its top-level view
 
     def top(self, graph):
         """(svg, spec, DOT source) of a picture: as ``gradviz graph`` draws it (its depth fitted to the node
         budget by ``build_graph``), the picture file's layout when ``gradviz run`` has made one (``laid``); or,
         when that is not legible at fit, the overview (``overview.py``). A picture of more nodes than an overview
-        holds is not laid out (or converted) for the page at all."""
+        holds is not laid out (or converted) for the page at all. A depth the caller asked for is kept, legible or
+        not: a note says so instead."""
         from . import raster
         from .dot import to_dot
         from .graph import build_graph
@@ -229,7 +239,8 @@ class _Drawer:
                                **self.options)
             source, text, fmt = to_dot(spec), None, None
         svg = None
-        if len(spec.nodes) <= MAX_OVERVIEW_NODES or not module_boxes_possible(spec):
+        asked = self.options.get("depth")
+        if asked is not None or len(spec.nodes) <= MAX_OVERVIEW_NODES or not module_boxes_possible(spec):
             if text is None:
                 spec, source, data = lay_out(self.doc, "svg", self.budget, graphs=[graph],
                                              node_budget=self.node_budget, **self.options)
@@ -237,6 +248,11 @@ class _Drawer:
             else:
                 svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
             if legible(svg):
+                return slim(svg), spec, source
+            if asked is not None:
+                self.notes.append(f"graph {graph} is drawn at depth {asked}, as asked: its text is "
+                                  f"{text_px_at_fit(svg):.1f} px at fit, below the {MIN_TEXT_PX} px that reads; zoom "
+                                  "in, or ask for a smaller depth")
                 return slim(svg), spec, source
         found = overview(self.doc, graph, lambda texts: run_dot_each(texts, self.budget),
                          index=self.index, **{k: v for k, v in self.options.items() if k != "depth"})
@@ -549,6 +565,7 @@ def _page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
         first_of.setdefault(picture.structure, view)
         roots.append((view, doc, spec))
     drawer.below(roots, views)
+    notes += sorted(drawer.notes)
     if drawer.capped:
         notes.append(f"{drawer.capped} view{'s' * (drawer.capped != 1)} not embedded to keep the page small "
                      f"(their boxes stay closed); `gradviz graph --depth` draws them")

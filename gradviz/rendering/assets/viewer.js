@@ -115,7 +115,9 @@
         fit: true, center: true, minZoom: 0.05, maxZoom: 60, zoomScaleSensitivity: 0.25,
         dblClickZoomEnabled: false});
       wire(svg);
-      legible();
+      // a view opened from a box shows the whole of what the box held, fitted to the stage (a search or a link
+      // landing on one of its nodes zooms onto it); a top view starts legible
+      if (view.parent) { fitView(); } else { legible(); }
       if (active) { highlight(); }
     }
     toolbar(view);
