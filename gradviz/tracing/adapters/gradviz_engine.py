@@ -31,6 +31,7 @@ from ...autograd.observer import Observer, is_quiet
 from ...autograd.variable import Variable
 from ..backward_check import definition_line
 from ..builder import LEAF
+from ..facts import OutputFact, SavedFact
 from ..frames import (
     _CO_OPTIMIZED,
     _internal,
@@ -57,6 +58,7 @@ _is_grad_enabled = grad_mode.is_grad_enabled
 _INF = float("inf")
 _class_info = {}  # Function class -> (node name, class name, user-defined?)
 _own_modules = {}  # Module class -> whether gradviz defines it (its forward calls no user code)
+_fact = tuple.__new__  # _fact(SavedFact, (...)): a named fact without the namedtuple's Python __new__ frame
 _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
 
 
@@ -384,8 +386,9 @@ class GradvizAdapter(Observer):
                 storage = id(root)  # alive while the node holds the saved array (a view keeps its base)
                 if charge:
                     block, block_bytes = storage, root.nbytes
-            facts.append((vkey, kind, index, data.shape, data.nbytes, version,
-                          None if counter is None else id(counter), block, block_bytes, None, storage))
+            facts.append(_fact(SavedFact, (vkey, kind, index, data.shape, data.nbytes, version,
+                                           None if counter is None else id(counter), block, block_bytes, None,
+                                           storage)))
         return facts
 
     # ----- forward ------------------------------------------------------------------------------------------
@@ -454,8 +457,9 @@ class GradvizAdapter(Observer):
                 data = out._data
                 dtype = data.dtype
                 name = _dtype_names.get(dtype)
-                outs.append((key, data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
-                             out._requires_grad, out._grad_fn is not node, out._name, None, ref))
+                outs.append(_fact(OutputFact, (key, data.shape, name if name is not None else dtype_name(dtype),
+                                               data.nbytes, out._requires_grad, out._grad_fn is not node, out._name,
+                                               None, ref)))
                 if not bad:
                     kind = dtype.kind
                     if kind == "f" and data.size <= _CHUNK and data.__class__ is np.ndarray:
@@ -521,8 +525,8 @@ class GradvizAdapter(Observer):
             ref = _Ref(out, self._var_gone)
             ref.key = key = id(out)
             data = out._data
-            outs.append((key, data.shape, dtype_name(data.dtype), data.nbytes, out._requires_grad, True, out._name,
-                         None, ref))
+            outs.append(_fact(OutputFact, (key, data.shape, dtype_name(data.dtype), data.nbytes, out._requires_grad,
+                                           True, out._name, None, ref)))
         self.builder.unrecorded_op(node.name(), in_keys, outs, location, grad_mode=_is_grad_enabled(),
                                    volatile=outputs[0]._volatile if outputs else False)
 
