@@ -67,12 +67,13 @@ class GradFacts:
         gradient holds NaN/Inf."""
         rec = self.live_nodes[node]
         nid = rec.id
-        self.trace.visited.append(nid)
+        trace = self.trace
+        trace.visited.append(nid)
         pending = self.silent_pending
         if pending and nid in pending:
             self.versions.silent_used(nid)
         if norm is not None:
-            self.trace.grad_norms[nid] = norm
+            trace.grad_norms[nid] = norm
         if nonfinite:
             self.nonfinite(rec, "backward")
 
@@ -80,7 +81,8 @@ class GradFacts:
         """Backward added a gradient of L2 norm ``norm`` (None: not measured) into the leaf ``variable``'s
         ``.grad``; ``grad`` is the key of the ``.grad`` variable when backward just made it (reported with
         ``variable(..., origin="grad")``)."""
-        b = self.trace.backward
+        trace = self.trace
+        b = trace.backward
         rec = self.live_variables[variable]
         fresh = False
         if grad is not None:
@@ -99,9 +101,9 @@ class GradFacts:
                 acc_rec = self.nodes.get(acc)
                 if acc_rec is not None:
                     self.nonfinite(acc_rec, "backward")
-            self.trace.visited.append(acc)
+            trace.visited.append(acc)
             if norm is not None:
-                self.trace.grad_norms[acc] = norm
+                trace.grad_norms[acc] = norm
 
     def buffers_freed(self, node):
         """Backward released node ``node``'s saved tensors (no ``retain_graph``)."""
