@@ -2,7 +2,7 @@
 
 A ``TraceBuilder`` collaborator (builder.py), owner of the saver indexes and of the charging of saved memory to
 graphs (``Grouping.memory``, a ``MemoryBook``). A node's saved tensors arrive as ``SavedFact``s (facts.py) and are
-kept on its record as plain tuples; the indexes say which live, unfreed nodes saved a version counter or a storage,
+kept on its record as tuples of ids and sizes; the indexes say which live, unfreed nodes saved a version counter or a storage,
 what an in-place change (version_facts.py) asks to predict a stale or silent read.
 
 The indexes are brought up to date when read (``counters``, ``storages``): a node's saved tensors wait in a queue
