@@ -85,6 +85,12 @@ class TraceBuilder:
     Those two indexes are brought up to date when read (properties): a node's saved tensors wait in a queue and
     are indexed only if the node is still unfreed then. A training step's nodes are saved in forward and freed by
     backward before anything asks (an in-place change, an optimizer's update), so most never enter the indexes.
+
+    The builder is the surface; each section of facts is owned by one collaborator, written in its own module
+    (``graph_facts``, ``saved_memory``, ``versions``, ``grads``, ``iterations``, ``thread_book``, and ``groups``
+    for graphs and iterations), and named in the class body below (``op = _fact("graph_facts", GraphFacts.op)``).
+    The builder itself keeps the record tables, the lock and per-thread state, the event log, and the small
+    sections (engine, modules, unseen, internal errors, custom Functions' checks, DDP, the end).
     """
 
     def __init__(self, window=3):

@@ -1,9 +1,9 @@
 """``SavedMemory``: what live nodes saved for backward, the memory that holds, and who saved which storage.
 
 A ``TraceBuilder`` collaborator (builder.py), owner of the saver indexes and of the charging of saved memory to
-graphs (``Grouping.memory``, a ``MemoryBook``). A node's saved tensors arrive as ``SavedFact``s (facts.py) and are
-kept on its record as tuples of ids and sizes; the indexes say which live, unfreed nodes saved a version counter or a storage,
-what an in-place change (version_facts.py) asks to predict a stale or silent read.
+graphs (``Grouping.memory``, a ``MemoryBook``). A node's saved tensors arrive as ``SavedFact``s (facts.py) and
+are kept on its record as tuples of ids and sizes; the indexes say which live, unfreed nodes saved a version
+counter or a storage, what an in-place change (version_facts.py) asks to predict a stale or silent read.
 
 The indexes are brought up to date when read (``counters``, ``storages``): a node's saved tensors wait in a queue
 (``unindexed``) and are indexed only if the node is still unfreed then. A training step's nodes are saved in
