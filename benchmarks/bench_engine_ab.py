@@ -118,6 +118,8 @@ def main(argv=None):
         for case in cases:
             for which in order:
                 figures[case, which].append(measure(trees[which], case))
+                print(f"turn {turn + 1}: {case}, {which}: {figures[case, which][-1]:.6g} s", file=sys.stderr,
+                      flush=True)  # each figure as it comes: a long run on a loaded machine shows where it is
     print(f"{args.turns} turns, each case once per tree per turn (median of its timed calls, thread CPU time)")
     print(f"{'case':48}  {'before':>10}  {'after':>10}  {'after/before':>12}")
     for case in cases:
