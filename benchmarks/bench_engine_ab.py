@@ -1,4 +1,5 @@
-"""Two trees of gradviz side by side in one run: the engine's MLP step and per-op chain, before and after a change.
+"""Two trees of gradviz side by side in one run: the engine's MLP step and per-op chain, untraced and traced
+(gradviz's engine and real PyTorch, ``gradviz.trace()`` in full), before and after a change.
 
     git archive <commit> gradviz | tar -x -C /tmp/before
     python benchmarks/bench_engine_ab.py --before /tmp/before [--after .] [--turns 7]
@@ -22,7 +23,13 @@ CASES = {  # name -> (calls timed, warm-up calls)
     "mlp step, ops (784-256-128-10, batch 64)": (15, 5),
     "mlp step, nn+optim": (15, 5),
     "chain of 2000 ops fwd+bwd, per op": (5, 2),
+    "traced: tiny step (8-32-1), per step": (15, 3),
+    "traced: mlp step, nn+optim": (15, 3),
+    "traced: chain of 2000 ops fwd+bwd, per op": (7, 2),
+    "traced torch: chain of 2000 ops fwd+bwd, per op": (7, 2),
+    "traced torch: mlp step": (15, 3),
 }
+TINY_STEPS = 20  # tiny steps per timed call: one trace start and stop shared by them
 
 
 def child(case):
@@ -35,7 +42,9 @@ def child(case):
 
     import gradviz
 
-    if case.startswith("mlp"):
+    if case.startswith("traced"):
+        fn, per = traced_case(case)
+    elif case.startswith("mlp"):
         x, y = mlp.make_data()
         make = mlp.gradviz_ops_step if "ops" in case else mlp.gradviz_nn_step
         fn, per = make(mlp.make_params(), x, y), 1
@@ -44,6 +53,37 @@ def child(case):
     timed, warmup = CASES[case]
     samples = common.run_rounds({case: fn}, rounds=timed, inner=1, warmup=warmup, clock=time.thread_time)[case]
     print(json.dumps({"gradviz": gradviz.__file__, "seconds": statistics.median(samples) / per}))
+
+
+def traced_case(case):
+    """A traced case: (the timed call, how many units it is); the trace starts and stops inside the call."""
+    import bench_engine
+    import bench_torch
+    import bench_trace
+    import mlp
+
+    import gradviz
+
+    engine = "torch" if case.startswith("traced torch") else "gradviz"
+    if "tiny" in case:
+        step, per, steps = bench_trace.tiny_step(), 1, TINY_STEPS
+    elif "chain" in case and engine == "torch":
+        step, per, steps = bench_torch.chain_loop(), bench_torch.CHAIN_LENGTH, 1
+    elif "chain" in case:
+        contenders = bench_engine.chain_contenders(bench_engine.CHAIN_LENGTH)
+        step, per, steps = contenders["gradviz fwd+bwd"], bench_engine.CHAIN_LENGTH, 1
+    elif engine == "torch":
+        step, per, steps = bench_torch.mlp_loop(1), 1, 1
+    else:
+        x, y = mlp.make_data()
+        step, per, steps = mlp.gradviz_nn_step(mlp.make_params(), x, y), 1, 1
+
+    def traced():
+        with gradviz.trace(engine=engine):
+            for _ in range(steps):
+                step()
+
+    return traced, per * steps
 
 
 def measure(tree, case):
@@ -78,13 +118,15 @@ def main(argv=None):
         for case in cases:
             for which in order:
                 figures[case, which].append(measure(trees[which], case))
+                print(f"turn {turn + 1}: {case}, {which}: {figures[case, which][-1]:.6g} s", file=sys.stderr,
+                      flush=True)  # each figure as it comes: a long run on a loaded machine shows where it is
     print(f"{args.turns} turns, each case once per tree per turn (median of its timed calls, thread CPU time)")
-    print(f"{'case':42}  {'before':>10}  {'after':>10}  {'after/before':>12}")
+    print(f"{'case':48}  {'before':>10}  {'after':>10}  {'after/before':>12}")
     for case in cases:
         before = statistics.median(figures[case, "before"])
         after = statistics.median(figures[case, "after"])
-        unit, scale = ("µs", 1e6) if "per op" in case else ("ms", 1e3)
-        print(f"{case:42}  {before * scale:8.2f}{unit}  {after * scale:8.2f}{unit}  {after / before:11.3f}×")
+        unit, scale = ("µs", 1e6) if "per op" in case or "tiny" in case else ("ms", 1e3)
+        print(f"{case:48}  {before * scale:8.2f}{unit}  {after * scale:8.2f}{unit}  {after / before:11.3f}×")
 
 
 if __name__ == "__main__":

@@ -320,7 +320,7 @@ def test_a_watched_node_that_dies_without_backward_lets_its_memory_go():
         ptr = y.untyped_storage().data_ptr()
         del y, arr
         gc.collect()
-        left = dict(adapter._watch), dict(builder._handouts)
+        left = dict(adapter._watch), dict(builder.versions.handouts)
     finally:
         adapter.detach()
     assert watched == 1  # ExpBackward saved y's memory

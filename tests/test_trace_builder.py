@@ -353,3 +353,48 @@ def test_building_a_document_leaves_the_collector_as_it_found_it(enabled):
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# ----- the builder's shape: named facts, collaborators ------------------------------------------------------------
+def _facts_of(monkeypatch, engine, run):
+    """The outputs and saved tensors the ``engine`` adapter hands ``TraceBuilder.op`` while ``run()`` traces."""
+    seen = []
+    original = TraceBuilder.op
+
+    def op(self, key, op_name, class_name, custom, edges, input_variables, outputs, saved, *args, **kwargs):
+        seen.append((op_name, list(outputs), list(saved)))
+        return original(self, key, op_name, class_name, custom, edges, input_variables, outputs, saved, *args,
+                        **kwargs)
+
+    monkeypatch.setattr(TraceBuilder, "op", op)
+    with gradviz.trace(engine=engine):
+        run()
+    return seen
+
+
+def test_the_gradviz_adapter_hands_the_builder_named_facts(monkeypatch):
+    x = gradviz.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    seen = _facts_of(monkeypatch, "gradviz", lambda: (x * x).sum())
+    name, outputs, saved = next(s for s in seen if s[0] == "MulBackward")
+    assert [type(o) for o in outputs] == [OutputFact] and [type(s) for s in saved] == [SavedFact, SavedFact]
+    assert (outputs[0].shape, outputs[0].dtype, outputs[0].nbytes, outputs[0].is_leaf) == ((3,), "float32", 12, False)
+    assert [(s.kind, s.shape, s.nbytes) for s in saved] == [("input", (3,), 12), ("input", (3,), 12)]
+    assert saved[0].storage == saved[1].storage is not None  # x * x: both saved values are x's memory
+
+
+def test_the_torch_adapter_hands_the_builder_named_facts(monkeypatch):
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    seen = _facts_of(monkeypatch, "torch", lambda: x.tanh().sum())
+    name, outputs, saved = next(s for s in seen if s[0] == "TanhBackward0")
+    assert [type(o) for o in outputs] == [OutputFact] and [type(s) for s in saved] == [SavedFact]
+    assert (outputs[0].shape, outputs[0].dtype, outputs[0].requires_grad) == ((3,), "float32", True)
+    assert (saved[0].kind, saved[0].shape, saved[0].nbytes, saved[0].device) == ("output", (3,), 12, "cpu")
+
+
+def test_a_fact_method_is_its_owners_bound_method_unless_replaced_on_the_class(monkeypatch):
+    b = TraceBuilder()
+    assert b.op.__self__ is b.graph_facts and b.inplace.__self__ is b.versions
+    assert b.backward_step.__self__ is b.grads and b.step_ended.__self__ is b.iterations
+    monkeypatch.setattr(TraceBuilder, "op", lambda self, *a, **k: "patched")
+    assert TraceBuilder().op("k") == "patched"  # a test's or a subclass's replacement is honoured

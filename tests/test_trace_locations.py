@@ -57,3 +57,38 @@ def test_deep_copied_layer_is_placed_at_the_users_copy_line():
     made = [v for v in doc["variables"] if v["is_parameter"] and v["shape"] == [2, 2]]
     assert made, "the copy's weight is recorded"
     assert {(v["location"]["file"], v["location"]["line"]) for v in made} == {(__file__, line)}
+
+
+def test_both_engines_place_facts_by_one_rule_of_what_is_internal(tmp_path):
+    """One walk, one cache (tracing/frames.py): a folder the torch adapter adds as torch's is internal for every
+    walk, and torch.fx's generated code is never the user's."""
+    from gradviz.tracing import frames
+    from gradviz.tracing.adapters import torch_frames
+
+    assert torch_frames.is_internal is frames.is_internal
+    vendored = tmp_path / "vendored_torch"
+    vendored.mkdir()
+    path = vendored / "ops.py"
+    path.write_text("def op():\n    pass\n")
+    code = compile(path.read_text(), str(path), "exec")
+    user = compile("x = 1\n", str(tmp_path / "train.py"), "exec")
+    assert not frames.is_internal(code) and not frames.is_internal(user)
+    old = frames._internal_dirs
+    try:
+        torch_frames.set_torch_dir(str(vendored))
+        assert frames.is_internal(code) and not frames.is_internal(user)
+    finally:
+        frames._internal_dirs = old
+        frames._internal.clear()
+    assert frames.is_internal(compile("y = 2\n", "<eval_with_key>.3", "exec"))
+    assert not frames.is_internal(compile("y = 2\n", "<string>", "exec"))
+
+
+def test_the_torch_adapters_user_frame_counts_from_its_caller():
+    from gradviz.tracing.adapters import torch_frames
+
+    def inner():
+        return torch_frames.user_frame(0)
+
+    assert inner().f_code is inner.__code__
+    assert torch_frames.user_frame(0).f_code.co_name == "test_the_torch_adapters_user_frame_counts_from_its_caller"

@@ -88,15 +88,15 @@ def test_the_lock_free_path_ends_before_a_thread_started_inside_the_trace_runs()
     seen = {}
     with gradviz.trace() as tr:
         adapter = tr.adapters[0]
-        seen["at start"] = adapter._solo
+        seen["at start"] = adapter.guard.solo
         alone = threading.active_count() == 1
-        t = threading.Thread(target=lambda: seen.update(in_thread=adapter._solo, grads=_train(2, 2)))
+        t = threading.Thread(target=lambda: seen.update(in_thread=adapter.guard.solo, grads=_train(2, 2)))
         t.start()
         t.join()
-        seen["after"] = adapter._solo
+        seen["after"] = adapter.guard.solo
         grads = _train(3, 2)
     assert seen["at start"] is alone
-    assert seen["in_thread"] is False and seen["after"] is False and adapter._solo is False
+    assert seen["in_thread"] is False and seen["after"] is False and adapter.guard.solo is False
     _check_clean(tr.to_dict())
     np.testing.assert_allclose(seen["grads"][0], _train(2, 2)[0])
     np.testing.assert_allclose(grads[0], _train(3, 2)[0])
@@ -123,7 +123,7 @@ def test_a_custom_function_starting_threads_in_a_lone_traced_thread_is_checked_c
         PoolCube.apply(x).sum().backward()
     doc = tr.to_dict()
     _check_clean(doc)
-    assert tr.adapters[0]._solo is False
+    assert tr.adapters[0].guard.solo is False
     assert [c["status"] for c in doc["backward_checks"]["checks"]] == ["passed"]
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
 
@@ -134,7 +134,7 @@ def test_a_trace_started_beside_a_running_thread_takes_the_lock_from_the_start()
     t.start()
     try:
         with gradviz.trace() as tr:
-            assert tr.adapters[0]._solo is False
+            assert tr.adapters[0].guard.solo is False
             _train(4, 1)
     finally:
         go.set()

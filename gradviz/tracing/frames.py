@@ -1,6 +1,7 @@
 """Where in the *user's* code something happened, and what the user called an object there.
 
-A location is the first frame outside the gradviz package, the standard library and installed packages. Walking
+A location is the first frame outside the gradviz package, the standard library and installed packages (torch's
+folder included: adapters/torch_frames.py adds it and walks with ``is_internal`` too). Walking
 a few frames per op is cheap (whether a code object is internal is decided once per code object); what is not
 cheap is formatting, so each (code object, line) becomes one shared ``Location``, made once, whose source text is
 read only when a document is built.
@@ -19,6 +20,7 @@ _LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) + os.sep for key in ("stdlib", 
 # Both caches are keyed by id(code) and hold the code object, so an id is never reused while cached: code objects
 # compare equal across files (co_filename is not part of equality), so keying on the object itself would place
 # b.py's ops at an identical a.py's lines; an int key is also cheaper to hash than a code object.
+_internal_dirs = (_PACKAGE_DIR,) + _LIBRARY_DIRS  # code under these folders is not the user's (add_internal_dir)
 _internal = {}  # id(code) -> True when it is gradviz's own, the standard library's or an installed package's
 _held = {}  # id(code) -> code, keeping every cached id's code object alive
 _locations = {}  # id(code) -> {line: Location}
@@ -51,16 +53,31 @@ class Location:
         return f"Location({self.file!r}, {self.line}, {self.function!r})"
 
 
-def _is_internal(code):
+def is_internal(code):
+    """Whether ``code`` is not the user's: gradviz's own, the standard library's, an installed package's (torch
+    too, wherever it lives: ``add_internal_dir``), the import machinery's or torch.fx's generated code. Decided
+    once per code object; the one rule both engines' adapters place facts by."""
     filename = code.co_filename
-    if filename[:1] == "<":
-        internal = filename.startswith("<frozen ")  # the import machinery; "<string>", "<stdin>" are the user's
+    if filename[:1] == "<":  # "<string>", "<stdin>" are the user's
+        internal = filename.startswith("<frozen ") or filename.startswith("<eval_with_key>")
     else:
-        path = os.path.abspath(filename)
-        internal = path.startswith(_PACKAGE_DIR) or path.startswith(_LIBRARY_DIRS)
+        internal = os.path.abspath(filename).startswith(_internal_dirs)
     _held[id(code)] = code
     _internal[id(code)] = internal
     return internal
+
+
+_is_internal = is_internal  # the name gradviz's adapter imports
+
+
+def add_internal_dir(path):
+    """Code under folder ``path`` is internal from now on (torch's package folder, once torch is imported: it may
+    be a source checkout outside the installed packages)."""
+    global _internal_dirs
+    path = os.path.abspath(path) + os.sep
+    if path not in _internal_dirs:
+        _internal_dirs = _internal_dirs + (path,)
+        _internal.clear()  # decided again, under the new folders
 
 
 def user_frame(depth=2):
@@ -74,7 +91,7 @@ def user_frame(depth=2):
         code = f.f_code
         flag = internal.get(id(code))
         if flag is None:
-            flag = _is_internal(code)
+            flag = is_internal(code)
         if not flag:
             return f
         f = f.f_back

@@ -9,7 +9,7 @@ Per op: one cached frame walk (none inside gradviz's own modules: the user frame
 module was called is reused), one fact, and one BLAS dot product for the NaN/Inf check.
 
 Threads: the engine calls a ``Guard`` (guard.py), which holds the builder's lock around each callback here
-(the most frequent callbacks do the guard's work themselves, see ``_INLINE_GUARDED``),
+(none while the traced code runs no other thread: ``Guard.solo``),
 switches the per-thread state of the builder and of this adapter when the calling thread changes (the module
 calls in progress with their user frame, the ``.grad`` backward just made, the last op's class, the root module
 being called: see ``switch_thread``), and records what fails here instead of raising it. Threads started while
@@ -31,6 +31,7 @@ from ...autograd.observer import Observer, is_quiet
 from ...autograd.variable import Variable
 from ..backward_check import definition_line
 from ..builder import LEAF
+from ..facts import OutputFact, SavedFact
 from ..frames import (
     _CO_OPTIMIZED,
     _internal,
@@ -57,20 +58,8 @@ _is_grad_enabled = grad_mode.is_grad_enabled
 _INF = float("inf")
 _class_info = {}  # Function class -> (node name, class name, user-defined?)
 _own_modules = {}  # Module class -> whether gradviz defines it (its forward calls no user code)
+_fact = tuple.__new__  # _fact(SavedFact, (...)): a named fact without the namedtuple's Python __new__ frame
 _CUT_MEMORY = 256  # how many recently cut arrays (.data/.detach/.numpy) are remembered to spot re-wrapping
-
-
-# The callbacks a training step makes (all 39 of the tiny step's): each does the guard's work itself (active
-# check, the builder's lock, the thread switch, errors recorded) and is installed on the guard in place of its
-# forwarding closure, so the engine's call lands here with no Python frame between: the tiny traced step
-# measured ~8 us (of ~275) less than through the closure. The rarer ones (hooks, .grad reads and writes,
-# in-place ops) go through the guard's closures. While no other thread exists (``_solo``: none at the start, none
-# started since — threads.py says when one starts), they skip the lock and the thread checks too; a thread started
-# by the traced code turns that off for good before it runs. The weak references' death notices likewise
-# (_variable_died, _node_died).
-_INLINE_GUARDED = ("on_function", "on_variable", "on_module_call", "on_parameter_update", "on_backward_step",
-                   "on_accumulate", "on_buffers_freed", "on_optimizer", "on_backward_begin", "on_backward_end",
-                   "on_detach")
 
 
 class _Ref(weakref.ref):
@@ -134,12 +123,6 @@ class GradvizAdapter(Observer):
         self.thread_ident = get_ident()  # whose state the attributes above hold (see switch_thread)
         self._thread_states = {}  # ident -> (Thread weakref, calls, new grad, last fn, module tree) of the others
         self.guard = Guard(self, builder)  # what the engine calls (see the module docstring)
-        # True while the trace is active and no other thread has existed since it started: the callbacks skip
-        # the lock and the thread checks (see _INLINE_GUARDED)
-        self._solo = False
-        self._lock = builder.lock
-        for name in _INLINE_GUARDED:
-            setattr(self.guard, name, getattr(self, name))
         self.light_steps = GradvizLight(self)  # light iterations (tracing/schedule.py)
         self.training_watch = gradviz_watch(self)  # train/eval modes (tracing/training_facts.py)
         self.optimizer_watch = gradviz_optimizers(self)  # optimizers' constructions (likewise)
@@ -160,7 +143,7 @@ class GradvizAdapter(Observer):
         else:
             light.enter()
         threads.adopt(self.guard)
-        self._solo = threading.active_count() == 1
+        self.guard.solo = threading.active_count() == 1
         self.training_watch.install()
         self.optimizer_watch.install()
 
@@ -169,7 +152,7 @@ class GradvizAdapter(Observer):
         with the builder's lock held (no callback is half way)."""
         from ...autograd.observer import detach
 
-        self._solo = False
+        self.guard.solo = False
         self.guard.active = False
         detach(self.guard)
         self.training_watch.uninstall()
@@ -194,13 +177,9 @@ class GradvizAdapter(Observer):
         self._thread_ref = weakref.ref(thread)
         self.thread_ident = ident
 
-    def many_threads(self):
-        """A thread is starting (threads.py): from now on every callback takes the builder's lock."""
-        self._solo = False
-
     def _variable_died(self, ref):
         """A reported Variable died: the builder's death notice, without its lock while the thread is alone."""
-        if not self._solo:
+        if not self.guard.solo:
             self.builder.variable_handle_died(ref)
             return
         try:
@@ -210,35 +189,13 @@ class GradvizAdapter(Observer):
 
     def _node_died(self, ref):
         """A reported node died (see ``_variable_died``)."""
-        if not self._solo:
+        if not self.guard.solo:
             self.builder.node_handle_died(ref)
             return
         try:
             self.builder.node_died(ref.key, ref)
         except Exception as exc:
             self.builder.internal_error("node_died", exc)
-
-    def _enter(self):
-        """The guard's work for the callbacks that do it themselves, when other threads may call: unless the
-        trace stopped, take the builder's lock and load the calling thread's state. False (no lock held) if the
-        trace stopped."""
-        if not self.guard.active:
-            return False
-        self._lock.acquire()
-        if not self.guard.active:  # again, under the lock: a stop() may have come in between
-            self._lock.release()
-            return False
-        me = get_ident()
-        if self.thread_ident != me or self.builder.thread_ident != me:
-            self._switch_both()
-        return True
-
-    def _switch_both(self):
-        """The guard's thread switch, for the callbacks that guard themselves (lock held)."""
-        if self.builder.thread_ident != get_ident():
-            self.builder.switch_thread()
-        if self.thread_ident != get_ident():
-            self.switch_thread()
 
     def finish(self, frame):
         """The trace stops: name what the user's frame binds, and note what the live Variables are now."""
@@ -384,103 +341,93 @@ class GradvizAdapter(Observer):
                 storage = id(root)  # alive while the node holds the saved array (a view keeps its base)
                 if charge:
                     block, block_bytes = storage, root.nbytes
-            facts.append((vkey, kind, index, data.shape, data.nbytes, version,
-                          None if counter is None else id(counter), block, block_bytes, None, storage))
+            facts.append(_fact(SavedFact, (vkey, kind, index, data.shape, data.nbytes, version,
+                                           None if counter is None else id(counter), block, block_bytes, None,
+                                           storage)))
         return facts
 
     # ----- forward ------------------------------------------------------------------------------------------
     def on_function(self, node, inputs, outputs):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
-            return
-        try:
-            calls = self._calls
-            where = None
-            if calls:
-                entry = calls[-1]
-                if entry[2] == self.thread_ident:
-                    where = entry[3]
-            if where is None:
-                frame = user_frame(2)
-                if frame is None:
-                    location = None
-                    lasti = -1
-                else:
-                    location = location_of(frame)
-                    lasti = frame.f_lasti  # tells apart two calls on one line
+        calls = self._calls
+        where = None
+        if calls:
+            entry = calls[-1]
+            if entry[2] == self.thread_ident:
+                where = entry[3]
+        if where is None:
+            frame = user_frame(2)
+            if frame is None:
+                location = None
+                lasti = -1
             else:
-                location, lasti = where
-            self._last_fn = type(node)
-            if not node.recorded:
-                self._unrecorded(node, inputs, outputs, location)
-                return
-            builder = self.builder
-            live = builder.live_variables
-            in_keys = []
-            for a in inputs:
-                if isinstance(a, Variable):
-                    key = id(a)
-                    if key not in live:
-                        self.var_key(a)
-                    in_keys.append(key)
-            info = _class_info.get(type(node))
-            op, class_name, custom = info if info is not None else _info(node)
-            edges = []  # _edges, inline
-            live_nodes = builder.live_nodes
-            for edge in node._next:  # next_functions, without building the tuple
-                if edge is None:
-                    continue
-                child, nr = edge
-                if child is None:
-                    edges.append(None)
-                elif type(child) is AccumulateGrad:
-                    leaf = child.variable
-                    key = id(leaf)
-                    if key not in live:
-                        self.var_key(leaf)
-                    edges.append((key, LEAF))
-                else:
-                    key = id(child)
-                    if key not in live_nodes:
-                        self._adopt(child)
-                    edges.append((key, nr))
-            outs = []
-            gone = self._var_gone
-            bad = False
-            for out in outputs:
-                key = id(out)
-                ref = _Ref(out, gone)
-                ref.key = key
-                data = out._data
-                dtype = data.dtype
-                name = _dtype_names.get(dtype)
-                outs.append((key, data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
-                             out._requires_grad, out._grad_fn is not node, out._name, None, ref))
-                if not bad:
-                    kind = dtype.kind
-                    if kind == "f" and data.size <= _CHUNK and data.__class__ is np.ndarray:
-                        if data.size == 1:  # a loss: its value screens like the dot, without ravel and dot
-                            bad = not isfinite(data.item()) and nonfinite(data)
-                        else:
-                            flat = data.ravel("K")  # nonfinite's first test, inline: the exact check only if it fails
-                            bad = not isfinite(flat.dot(flat)) and nonfinite(data)
-                    elif kind in "fc" and nonfinite(data):
-                        bad = True
-            ref = _Ref(node, self._node_gone)
-            ref.key = key = id(node)
-            builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
-                       location, getattr(node, "_meta", None), bad, lasti, ref)
-            if custom:
-                if solo:  # the probe runs the user's code, which may start threads: the rest under the lock
-                    with builder:
-                        self._check_backward(node, inputs, location)
-                else:
-                    self._check_backward(node, inputs, location)
-        except Exception as exc:
-            self.builder.internal_error("on_function", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+                location = location_of(frame)
+                lasti = frame.f_lasti  # tells apart two calls on one line
+        else:
+            location, lasti = where
+        self._last_fn = type(node)
+        if not node.recorded:
+            self._unrecorded(node, inputs, outputs, location)
+            return
+        builder = self.builder
+        live = builder.live_variables
+        in_keys = []
+        for a in inputs:
+            if isinstance(a, Variable):
+                key = id(a)
+                if key not in live:
+                    self.var_key(a)
+                in_keys.append(key)
+        info = _class_info.get(type(node))
+        op, class_name, custom = info if info is not None else _info(node)
+        edges = []  # _edges, inline
+        live_nodes = builder.live_nodes
+        for edge in node._next:  # next_functions, without building the tuple
+            if edge is None:
+                continue
+            child, nr = edge
+            if child is None:
+                edges.append(None)
+            elif type(child) is AccumulateGrad:
+                leaf = child.variable
+                key = id(leaf)
+                if key not in live:
+                    self.var_key(leaf)
+                edges.append((key, LEAF))
+            else:
+                key = id(child)
+                if key not in live_nodes:
+                    self._adopt(child)
+                edges.append((key, nr))
+        outs = []
+        gone = self._var_gone
+        bad = False
+        for out in outputs:
+            key = id(out)
+            ref = _Ref(out, gone)
+            ref.key = key
+            data = out._data
+            dtype = data.dtype
+            name = _dtype_names.get(dtype)
+            outs.append(_fact(OutputFact, (key, data.shape, name if name is not None else dtype_name(dtype),
+                                           data.nbytes, out._requires_grad, out._grad_fn is not node, out._name,
+                                           None, ref)))
+            if not bad:
+                kind = dtype.kind
+                if kind == "f" and data.size <= _CHUNK and data.__class__ is np.ndarray:
+                    if data.size == 1:  # a loss: its value screens like the dot, without ravel and dot
+                        bad = not isfinite(data.item()) and nonfinite(data)
+                    else:
+                        flat = data.ravel("K")  # nonfinite's first test, inline: the exact check only if it fails
+                        bad = not isfinite(flat.dot(flat)) and nonfinite(data)
+                elif kind in "fc" and nonfinite(data):
+                    bad = True
+        ref = _Ref(node, self._node_gone)
+        ref.key = key = id(node)
+        builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
+                   location, getattr(node, "_meta", None), bad, lasti, ref)
+        if custom:
+            with builder:  # the probe runs the user's code, which may start threads: under the lock (re-entrant)
+                self._check_backward(node, inputs, location)
 
     def _check_backward(self, node, inputs, location):
         """A user-defined Function's first application with these inputs: check its backward numerically
@@ -521,95 +468,77 @@ class GradvizAdapter(Observer):
             ref = _Ref(out, self._var_gone)
             ref.key = key = id(out)
             data = out._data
-            outs.append((key, data.shape, dtype_name(data.dtype), data.nbytes, out._requires_grad, True, out._name,
-                         None, ref))
+            outs.append(_fact(OutputFact, (key, data.shape, dtype_name(data.dtype), data.nbytes, out._requires_grad,
+                                           True, out._name, None, ref)))
         self.builder.unrecorded_op(node.name(), in_keys, outs, location, grad_mode=_is_grad_enabled(),
                                    volatile=outputs[0]._volatile if outputs else False)
 
     def on_variable(self, variable, origin):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
+        if origin == "grad":  # backward made a leaf's .grad: a new Variable, no frame to walk, no name to find
+            builder = self.builder
+            b = builder.backward
+            key = id(variable)
+            ref = _Ref(variable, self._var_gone)
+            ref.key = key
+            data = variable._data
+            dtype = data.dtype
+            name = _dtype_names.get(dtype)
+            builder.variable(key, "grad", data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
+                             variable._requires_grad, b["location"] if b is not None else None, None,
+                             variable._name, variable._volatile, _is_grad_enabled(), False, None, None, ref)
+            self._new_grad = ref
             return
-        try:
-            if origin == "grad":  # backward made a leaf's .grad: a new Variable, no frame to walk, no name to find
-                builder = self.builder
-                b = builder.backward
-                key = id(variable)
-                ref = _Ref(variable, self._var_gone)
-                ref.key = key
-                data = variable._data
-                dtype = data.dtype
-                name = _dtype_names.get(dtype)
-                builder.variable(key, "grad", data.shape, name if name is not None else dtype_name(dtype), data.nbytes,
-                                 variable._requires_grad, b["location"] if b is not None else None, None,
-                                 variable._name, variable._volatile, _is_grad_enabled(), False, None, None, ref)
-                self._new_grad = ref
-                return
-            rec = self.builder.live_variables.get(id(variable))
-            if rec is not None:
-                if origin == "parameter":
-                    self.builder.variable_state(id(variable), is_parameter=True)
-                return
-            rec = self._new_var(variable, origin, location_of(user_frame(2)))
-            if origin == "new" and self._cut:
-                cut = self._cut.get(id(variable._data))
-                if cut is not None and cut[0]() is variable._data:
-                    self.builder.wrapped(id(variable), cut[1])
-        except Exception as exc:
-            self.builder.internal_error("on_variable", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+        rec = self.builder.live_variables.get(id(variable))
+        if rec is not None:
+            if origin == "parameter":
+                self.builder.variable_state(id(variable), is_parameter=True)
+            return
+        rec = self._new_var(variable, origin, location_of(user_frame(2)))
+        if origin == "new" and self._cut:
+            cut = self._cut.get(id(variable._data))
+            if cut is not None and cut[0]() is variable._data:
+                self.builder.wrapped(id(variable), cut[1])
 
     def on_module_call(self, module, phase, inputs=None, output=None):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
-            return
-        try:
-            calls = self._calls
-            builder = self.builder
-            if phase == "enter":
-                self.training_watch.call(module)
-                if self.light_steps.enabled:
-                    self.light_steps.module_call(module, inputs)
-                if calls:
-                    path = self.names.path(module, calls[-1][0], builder.module_stack[-1], user_frame)
+        calls = self._calls
+        builder = self.builder
+        if phase == "enter":
+            self.training_watch.call(module)
+            if self.light_steps.enabled:
+                self.light_steps.module_call(module, inputs)
+            if calls:
+                path = self.names.path(module, calls[-1][0], builder.module_stack[-1], user_frame)
+            else:
+                path = self.names.path(module, None, None, user_frame)
+            new = self.names.take_new_parameters() if self.names.new_parameters else None
+            if new:
+                self._report_parameters(new)
+            frame = where = None
+            cls = type(module)
+            own = _own_modules.get(cls)
+            if own is None:
+                own = _own_modules[cls] = cls.__module__.startswith("gradviz.")
+            d = module.__dict__  # one attribute read: a Module's own __getattr__ makes each one slow
+            if own and not d["_forward_hooks"] and not d["_forward_pre_hooks"] and "forward" not in d:
+                if not calls:
+                    frame = user_frame(2)
+                    if frame is not None:
+                        where = (location_of(frame), frame.f_lasti)
                 else:
-                    path = self.names.path(module, None, None, user_frame)
-                new = self.names.take_new_parameters() if self.names.new_parameters else None
-                if new:
-                    self._report_parameters(new)
-                frame = where = None
-                cls = type(module)
-                own = _own_modules.get(cls)
-                if own is None:
-                    own = _own_modules[cls] = cls.__module__.startswith("gradviz.")
-                d = module.__dict__  # one attribute read: a Module's own __getattr__ makes each one slow
-                if own and not d["_forward_hooks"] and not d["_forward_pre_hooks"] and "forward" not in d:
-                    if not calls:
-                        frame = user_frame(2)
-                        if frame is not None:
-                            where = (location_of(frame), frame.f_lasti)
-                    else:
-                        frame, where = calls[-1][1], calls[-1][3]
-                calls.append((module, frame, self.thread_ident, where))
-                builder.module_enter(id(module), path, cls.__name__)
-                return
-            if calls and calls[-1][0] is module:
-                calls.pop()
-            else:  # an exit we did not see enter (the trace started inside the call): unwind to it if it is there
-                for i in range(len(calls) - 1, -1, -1):
-                    if calls[i][0] is module:
-                        del calls[i:]
-                        break
-            builder.module_exit(id(module))
-            if not calls:
-                self.names.tree = None
-        except Exception as exc:
-            self.builder.internal_error("on_module_call", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+                    frame, where = calls[-1][1], calls[-1][3]
+            calls.append((module, frame, self.thread_ident, where))
+            builder.module_enter(id(module), path, cls.__name__)
+            return
+        if calls and calls[-1][0] is module:
+            calls.pop()
+        else:  # an exit we did not see enter (the trace started inside the call): unwind to it if it is there
+            for i in range(len(calls) - 1, -1, -1):
+                if calls[i][0] is module:
+                    del calls[i:]
+                    break
+        builder.module_exit(id(module))
+        if not calls:
+            self.names.tree = None
 
     def _report_parameters(self, found):
         live = self.builder.live_variables
@@ -646,49 +575,31 @@ class GradvizAdapter(Observer):
                         base=base_key, base_node=base_node, storage=storage)
 
     def on_parameter_update(self, optimizer, parameter, old_version, new_version):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
+        builder = self.builder
+        if id(parameter._vc) not in builder.saved_counters:  # no live node saved this storage: nothing to predict
             return
-        try:
-            builder = self.builder
-            if id(parameter._vc) not in builder.saved_counters:  # no live node saved this storage: nothing to predict
-                return
-            owner = type(optimizer).__name__ if optimizer is not None else "optimizer"
-            builder.parameter_update(self.var_key(parameter), old_version, new_version, id(parameter._vc),
-                                     location_of(user_frame(2)), owner)
-        except Exception as exc:
-            self.builder.internal_error("on_parameter_update", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+        owner = type(optimizer).__name__ if optimizer is not None else "optimizer"
+        builder.parameter_update(self.var_key(parameter), old_version, new_version, id(parameter._vc),
+                                 location_of(user_frame(2)), owner)
 
     def on_detach(self, source, result, how):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
+        if is_quiet():
             return
-        try:
-            if is_quiet():
-                return
-            location = location_of(user_frame(2))
-            skey = self.var_key(source)
-            rkey = None
-            if isinstance(result, Variable):
-                rkey = id(result)
-                if result is not source and rkey not in self.builder.live_variables:
-                    self._new_var(result, how, location)
-                array = result._data
-            else:
-                array = result
-            vid = self.builder.cut(skey, how, location, rkey)
-            if hasattr(array, "__array_interface__"):
-                self._remember_cut(array, vid)
-                if how == "numpy" and self.builder.saved_storages and array.__class__ is np.ndarray:
-                    self._watch_handout(skey, array, location)
-        except Exception as exc:
-            self.builder.internal_error("on_detach", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+        location = location_of(user_frame(2))
+        skey = self.var_key(source)
+        rkey = None
+        if isinstance(result, Variable):
+            rkey = id(result)
+            if result is not source and rkey not in self.builder.live_variables:
+                self._new_var(result, how, location)
+            array = result._data
+        else:
+            array = result
+        vid = self.builder.cut(skey, how, location, rkey)
+        if hasattr(array, "__array_interface__"):
+            self._remember_cut(array, vid)
+            if how == "numpy" and self.builder.saved_storages and array.__class__ is np.ndarray:
+                self._watch_handout(skey, array, location)
 
     def _saved_storage_written(self, written):
         """The storage key of ``written`` when a live node saved a value that the written elements overlap (a
@@ -807,164 +718,110 @@ class GradvizAdapter(Observer):
         self.builder.grad_write(self.var_key(variable), location_of(user_frame(2)), is_none=grad is None)
 
     def on_optimizer(self, optimizer, event):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
-            return
-        try:
-            self.optimizer_watch.event(optimizer, event)  # the order of backward, zero_grad, step
-            location = location_of(user_frame(2))
-            groups = getattr(optimizer, "param_groups", None)
-            if groups is None:  # a module's zero_grad()
-                found = getattr(optimizer, "parameters", None)
-                groups = [{"params": found() if found is not None else ()}]
-            params = []
-            live = self.builder.live_variables
-            for group in groups:
-                for p in group.get("params", ()):
-                    if isinstance(p, Variable):
-                        key = id(p)
-                        if key not in live:
-                            self.var_key(p)
-                        params.append(key)
-            self.builder.optimizer(event, location, type(optimizer).__name__, params)
-            if event == "step" and self.light_steps.enabled:
-                self.light_steps.step_ended()  # the schedule: is the next iteration full or light?
-        except Exception as exc:
-            self.builder.internal_error("on_optimizer", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+        self.optimizer_watch.event(optimizer, event)  # the order of backward, zero_grad, step
+        location = location_of(user_frame(2))
+        groups = getattr(optimizer, "param_groups", None)
+        if groups is None:  # a module's zero_grad()
+            found = getattr(optimizer, "parameters", None)
+            groups = [{"params": found() if found is not None else ()}]
+        params = []
+        live = self.builder.live_variables
+        for group in groups:
+            for p in group.get("params", ()):
+                if isinstance(p, Variable):
+                    key = id(p)
+                    if key not in live:
+                        self.var_key(p)
+                    params.append(key)
+        self.builder.optimizer(event, location, type(optimizer).__name__, params)
+        if event == "step" and self.light_steps.enabled:
+            self.light_steps.step_ended()  # the schedule: is the next iteration full or light?
 
     # ----- backward -------------------------------------------------------------------------------------------
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
-            return
-        try:
-            frame = user_frame(2)
-            location = location_of(frame)
-            self._name_from_frame(frame, quick=True)
-            root_keys = []  # loops, not comprehensions or a generator (a frame each); keys before nodes, as reported
-            for r in roots:
-                root_keys.append(self.var_key(r))
-            root_nodes = []
-            for r in roots:
-                fn = r._grad_fn
-                root_nodes.append(None if fn is None else self.node_key(fn))
-            if self.light_steps.enabled:
-                self.light_steps.note_roots(roots)
-            self.training_watch.backward()
-            gradient_none = False
-            for g in grad_roots:
-                if g is None:
-                    gradient_none = True
-                    break
-            self.builder.backward_begin(root_keys, root_nodes, location, retain_graph=retain_graph,
-                                        kind="backward" if inputs is None else "grad", gradient_none=gradient_none)
-        except Exception as exc:
-            self.builder.internal_error("on_backward_begin", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+        frame = user_frame(2)
+        location = location_of(frame)
+        self._name_from_frame(frame, quick=True)
+        root_keys = []  # loops, not comprehensions or a generator (a frame each); keys before nodes, as reported
+        for r in roots:
+            root_keys.append(self.var_key(r))
+        root_nodes = []
+        for r in roots:
+            fn = r._grad_fn
+            root_nodes.append(None if fn is None else self.node_key(fn))
+        if self.light_steps.enabled:
+            self.light_steps.note_roots(roots)
+        self.training_watch.backward()
+        gradient_none = False
+        for g in grad_roots:
+            if g is None:
+                gradient_none = True
+                break
+        self.builder.backward_begin(root_keys, root_nodes, location, retain_graph=retain_graph,
+                                    kind="backward" if inputs is None else "grad", gradient_none=gradient_none)
 
     def on_backward_step(self, node, grad_outputs, grad_inputs):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
-            return
-        try:
-            key = id(node)
-            if key not in self.builder.live_nodes:
-                self._adopt(node)
-            if len(grad_outputs) == 1:
-                g = grad_outputs[0]
-                if g is None:
-                    norm = 0.0
-                elif g.__class__ is np.ndarray and g.size <= _CHUNK and g.dtype.kind == "f":  # norm_one, inline
-                    flat = g.ravel("K")
-                    norm = float(flat.dot(flat))
-                    norm = sqrt(norm) if norm >= 0 else norm
-                else:
-                    norm = norm_one(g)
-            else:
-                norm = norm_of(grad_outputs)
-            self.builder.backward_step(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs))
-            if self._watch and key in self._watch:
-                self._check_watched(key, node)
-        except Exception as exc:
-            self.builder.internal_error("on_backward_step", exc)
-        finally:
-            if not solo:
-                self._lock.release()
-
-    def on_accumulate(self, variable, grad):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
-            return
-        try:
-            key = id(variable)
-            if key not in self.builder.live_variables:
-                self.var_key(variable)
-            made = self._new_grad
-            made_key = None
-            if made is not None:  # backward just made this leaf's .grad
-                self._new_grad = None
-                if made() is variable._grad:
-                    made_key = made.key
-            if grad.__class__ is np.ndarray and grad.size <= _CHUNK and grad.dtype.kind == "f":  # norm_one, inline
-                flat = grad.ravel("K")
+        key = id(node)
+        if key not in self.builder.live_nodes:
+            self._adopt(node)
+        if len(grad_outputs) == 1:
+            g = grad_outputs[0]
+            if g is None:
+                norm = 0.0
+            elif g.__class__ is np.ndarray and g.size <= _CHUNK and g.dtype.kind == "f":  # norm_one, inline
+                flat = g.ravel("K")
                 norm = float(flat.dot(flat))
                 norm = sqrt(norm) if norm >= 0 else norm
             else:
-                norm = norm_one(grad)
-            self.builder.accumulate(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)),
-                                    made_key)
-        except Exception as exc:
-            self.builder.internal_error("on_accumulate", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+                norm = norm_one(g)
+        else:
+            norm = norm_of(grad_outputs)
+        self.builder.backward_step(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs))
+        if self._watch and key in self._watch:
+            self._check_watched(key, node)
+
+    def on_accumulate(self, variable, grad):
+        key = id(variable)
+        if key not in self.builder.live_variables:
+            self.var_key(variable)
+        made = self._new_grad
+        made_key = None
+        if made is not None:  # backward just made this leaf's .grad
+            self._new_grad = None
+            if made() is variable._grad:
+                made_key = made.key
+        if grad.__class__ is np.ndarray and grad.size <= _CHUNK and grad.dtype.kind == "f":  # norm_one, inline
+            flat = grad.ravel("K")
+            norm = float(flat.dot(flat))
+            norm = sqrt(norm) if norm >= 0 else norm
+        else:
+            norm = norm_one(grad)
+        self.builder.accumulate(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, (grad,)),
+                                made_key)
 
     def on_buffers_freed(self, node):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
-            return
-        try:
-            self.builder.buffers_freed(id(node))
-            if self._watch and id(node) in self._watch:
-                self._unwatch(id(node))
-        except Exception as exc:
-            self.builder.internal_error("on_buffers_freed", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+        self.builder.buffers_freed(id(node))
+        if self._watch and id(node) in self._watch:
+            self._unwatch(id(node))
 
     def on_backward_end(self, roots, error):
-        solo = self._solo
-        if not solo and not self._enter():  # the guard's work, inline (see _INLINE_GUARDED)
+        if self.builder.backward is None:
             return
-        try:
-            if self.builder.backward is None:
-                return
-            info = None
-            if error is not None:
-                info = {"type": type(error).__name__, "message": safe_message(error)}
-                node = getattr(error, "node", None)
-                if node is not None:
-                    info["node"] = self.node_key(node)
-                for attr in ("index", "expected", "current"):
-                    if hasattr(error, attr):
-                        info[attr] = getattr(error, attr)
-                variable = getattr(error, "variable", None)
-                if isinstance(variable, Variable):
-                    info["variable"] = self.var_key(variable)
-            self.builder.backward_end(info)
-            if error is None and self.light_steps.enabled and not self.light_steps.has_optimizer:
-                self.light_steps.backward_ended()  # a loop with no optimizer: its backward ends the iteration
-        except Exception as exc:
-            self.builder.internal_error("on_backward_end", exc)
-        finally:
-            if not solo:
-                self._lock.release()
+        info = None
+        if error is not None:
+            info = {"type": type(error).__name__, "message": safe_message(error)}
+            node = getattr(error, "node", None)
+            if node is not None:
+                info["node"] = self.node_key(node)
+            for attr in ("index", "expected", "current"):
+                if hasattr(error, attr):
+                    info[attr] = getattr(error, attr)
+            variable = getattr(error, "variable", None)
+            if isinstance(variable, Variable):
+                info["variable"] = self.var_key(variable)
+        self.builder.backward_end(info)
+        if error is None and self.light_steps.enabled and not self.light_steps.has_optimizer:
+            self.light_steps.backward_ended()  # a loop with no optimizer: its backward ends the iteration
 
     # ----- names ------------------------------------------------------------------------------------------------
     def _name_from_frame(self, frame, quick=False):

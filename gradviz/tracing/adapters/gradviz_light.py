@@ -148,7 +148,7 @@ class GradvizLight(LightSteps, Observer):
         self.forward_calls = 0
         self.backward_location = location_of(user_frame(2))
         self._backward_args = (roots, grad_roots, retain_graph, inputs)
-        if self.builder._silent_pending:  # a write through .data waits for this backward: trace it in full
+        if self.builder.versions.silent_pending:  # a write through .data waits for this backward: trace it in full
             self.adapter.guard.on_backward_begin(roots, grad_roots, retain_graph, inputs)
             self.escalate()
             return

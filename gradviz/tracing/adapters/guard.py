@@ -11,8 +11,11 @@ Each observer callback of the guard
 - never raises into the user's code: an exception inside the adapter is recorded in the document's
   ``internal_errors`` and the user's op goes on (KeyboardInterrupt and other BaseExceptions pass through).
 
-The guard's callbacks are closures stored on the instance (no bound method to make per call); the lock is held
-here and nowhere else in the adapter, so its hot paths stay free of locking code.
+That work is written once, here (``guarded``), and wraps every callback; the adapter's methods only turn a
+callback into facts. While the traced code runs no other thread (``solo``: none when the trace started, none
+started since — threads.py calls ``many_threads`` before a new thread runs, which turns it off for good), a
+callback skips the lock and the thread checks and costs one frame more than the adapter's method: the engine
+calls the guard's closure (stored on the instance: no bound method made per call), which calls the method.
 """
 
 from threading import get_ident
@@ -30,39 +33,14 @@ class Guard(Observer):
         self.adapter = adapter
         self.builder = builder
         self.active = False
+        self.solo = False  # active, and no other thread has existed since the trace started (see the docstring)
         for name in CALLBACKS:
-            setattr(self, name, self._guarded(name, getattr(adapter, name)))
-
-    def _guarded(self, name, target):
-        builder = self.builder
-        adapter = self.adapter
-        acquire = builder.lock.acquire
-        release = builder.lock.release
-        failed = builder.internal_error
-        guard = self
-
-        def callback(*args, **kwargs):
-            if guard.active:
-                acquire()
-                try:
-                    if guard.active:  # again, under the lock: a stop() may have come in between
-                        me = get_ident()
-                        if builder.thread_ident != me:
-                            builder.switch_thread()
-                        if adapter.thread_ident != me:
-                            adapter.switch_thread()
-                        target(*args, **kwargs)
-                except Exception as exc:
-                    failed(name, exc)
-                finally:
-                    release()
-
-        callback.__name__ = name
-        return callback
+            setattr(self, name, guarded(self, name, getattr(adapter, name)))
 
     def many_threads(self):
-        """A thread is starting while the trace is active (threads.py): an adapter that skips the lock while its
-        thread is alone (``many_threads()``) stops doing so."""
+        """A thread is starting while the trace is active (threads.py): from now on every callback takes the
+        lock (and so does an adapter that skips it while its thread is alone, told by its ``many_threads()``)."""
+        self.solo = False
         hook = getattr(self.adapter, "many_threads", None)
         if hook is not None:
             hook()
@@ -73,3 +51,38 @@ class Guard(Observer):
 
     def __repr__(self):
         return f"<gradviz trace guard {'active' if self.active else 'stopped'} for {type(self.adapter).__name__}>"
+
+
+def guarded(guard, name, target):
+    """Callback ``name`` of ``guard``: ``target`` (the adapter's method) with the guard's work around it."""
+    builder = guard.builder
+    adapter = guard.adapter
+    lock = builder.lock
+    acquire = lock.acquire
+    release = lock.release
+    failed = builder.internal_error
+
+    def callback(*args, **kwargs):
+        if guard.solo:  # the usual case: active, one thread, nothing to lock or switch
+            try:
+                target(*args, **kwargs)
+            except Exception as exc:
+                failed(name, exc)
+            return
+        if guard.active:
+            acquire()
+            try:
+                if guard.active:  # again, under the lock: a stop() may have come in between
+                    me = get_ident()
+                    if builder.thread_ident != me:
+                        builder.switch_thread()
+                    if adapter.thread_ident != me:
+                        adapter.switch_thread()
+                    target(*args, **kwargs)
+            except Exception as exc:
+                failed(name, exc)
+            finally:
+                release()
+
+    callback.__name__ = name
+    return callback

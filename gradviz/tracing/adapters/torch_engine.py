@@ -30,6 +30,7 @@ import threading
 import weakref
 
 from ..builder import LEAF
+from ..facts import OutputFact, SavedFact
 from ..frames import location_at
 from . import torch_compat, torch_patches, torch_rpc
 from . import torch_graph as tg
@@ -55,6 +56,7 @@ def check_version(torch):
         raise TorchVersionError(reason)
 
 
+_fact = tuple.__new__  # _fact(SavedFact, (...)): a named fact without the namedtuple's Python __new__ frame
 _dtype_names = {}  # torch.float32 -> "float32"
 
 
@@ -267,16 +269,15 @@ class TorchAdapter(TorchEvents):
             is_parameter=name is not None or isinstance(t, self._Parameter), handle=ref)
 
     def output(self, t, is_leaf):
-        """The ``OutputFact`` of ``t``, as a plain tuple (the builder reads it by position: no namedtuple
-        constructor per op)."""
+        """The ``OutputFact`` of ``t`` (built by ``tuple.__new__``: no namedtuple constructor frame per op)."""
         ref = _Ref(t, self._var_gone)
         ref.key = key = id(t)
         try:
             nbytes = t.nbytes
         except RuntimeError:
             nbytes = 0
-        return (key, tuple(t.shape), dtype_name(t.dtype), nbytes, t.requires_grad, is_leaf, None,
-                "cpu" if t.is_cpu and self._cpu_seen else self.device(t), ref)
+        return _fact(OutputFact, (key, tuple(t.shape), dtype_name(t.dtype), nbytes, t.requires_grad, is_leaf, None,
+                                  "cpu" if t.is_cpu and self._cpu_seen else self.device(t), ref))
 
     def device(self, t):
         if t.is_cpu and self._cpu_seen:  # the usual case, without building a torch.device
@@ -408,7 +409,7 @@ class TorchAdapter(TorchEvents):
             shape, dtype = tg.output_meta(node)
             hidden = ("value", tag.id)
             nbytes = 0 if dtype is None else _numel(shape) * _itemsize(self.torch, dtype)
-            outs.append((hidden, shape, dtype or "", nbytes, True, False, None, None, None))
+            outs.append(_fact(OutputFact, (hidden, shape, dtype or "", nbytes, True, False, None, None, None)))
         saved = self._saved(node, info, tensors, tag) if info.saved or self.exact else ()  # (exact: every node)
         if saved and not hidden:
             saved = _saved_outputs_named(saved, [o for o in outputs if id(o) in live or
@@ -473,7 +474,7 @@ class TorchAdapter(TorchEvents):
         return extra
 
     def _saved(self, node, info, tensors, tag=None):
-        """``SavedFact``s (plain tuples, in the builder's order) for what ``node`` saved: a saved tensor whose
+        """``SavedFact``s for what ``node`` saved: a saved tensor whose
         storage is an argument's is that argument (its memory is not charged when the argument is a leaf that
         requires grad: a parameter's storage belongs to the model); each block of memory is keyed by (device,
         storage address), which is also the key of its version counter and of the memory (``storage``) in the
@@ -527,8 +528,8 @@ class TorchAdapter(TorchEvents):
                     nbytes = t.nbytes
                 except RuntimeError:
                     nbytes = 0
-                facts.append((vkey, kind, index, tuple(t.shape), nbytes, t._version, counter, block,
-                              storage.nbytes(), device, counter))
+                facts.append(_fact(SavedFact, (vkey, kind, index, tuple(t.shape), nbytes, t._version, counter, block,
+                                               storage.nbytes(), device, counter)))
                 first = t.data_ptr()
                 spans.append((counter, first, first + nbytes if t.is_contiguous() else tg.span(t)[1]))
         if tag is not None:
@@ -825,13 +826,13 @@ def _saved_outputs_named(facts, outputs):
     keeps for itself (batch norm's batch mean) stays unnamed."""
     named = None
     for k, fact in enumerate(facts):
-        if fact[0] is not None or fact[1] != "output" or fact[6] is None:  # (no memory: a checkpoint placeholder)
+        if fact.variable is not None or fact.kind != "output" or fact.counter is None:  # (None: a checkpoint's)
             continue
         for o in outputs:
-            if o.untyped_storage().data_ptr() == fact[6][2] and tuple(o.shape) == fact[3]:
+            if o.untyped_storage().data_ptr() == fact.counter[2] and tuple(o.shape) == fact.shape:
                 if named is None:
                     named = list(facts)
-                named[k] = (id(o),) + fact[1:]
+                named[k] = fact._replace(variable=id(o))
                 break
     return facts if named is None else named
 

@@ -31,9 +31,12 @@ The traps of saved-tensor hooks, each handled here:
 import _thread
 import threading
 
+from ..facts import SavedFact
 from . import torch_graph as tg
 from .torch_compat import top_pair
 from .torch_patches import _forked
+
+_fact = tuple.__new__  # _fact(SavedFact, (...)): a named fact without the namedtuple's Python __new__ frame
 
 ANOMALY_HINT = (" Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
                 "variable in question was changed in there or anywhere later. Good luck!")
@@ -346,7 +349,7 @@ class ExactMemory:
 
     # ----- what a node saved ------------------------------------------------------------------------------
     def saved(self, node, info, tensors, tag=None):
-        """``SavedFact``s (plain tuples, in the builder's order) for what ``node`` saved (as
+        """``SavedFact``s for what ``node`` saved (as
         ``TorchAdapter._saved``), from its packs. A node built while our pair was off the stack (a
         ``disable_saved_tensors_hooks`` block), or before the trace, is read from its ``_raw_saved_*`` attributes
         instead."""
@@ -383,9 +386,11 @@ class ExactMemory:
             index = counts[output]
             counts[output] += 1
             if not kept:  # a user's pack kept no tensor (a checkpoint's placeholder): nothing held, nothing checked
-                facts.append((vkey, kind, index, shape, nbytes, version, None, None, None, device, None))
+                facts.append(_fact(SavedFact, (vkey, kind, index, shape, nbytes, version, None, None, None, device,
+                                               None)))
                 continue
-            facts.append((vkey, kind, index, shape, nbytes, version, counter, block, block_bytes, device, counter))
+            facts.append(_fact(SavedFact, (vkey, kind, index, shape, nbytes, version, counter, block, block_bytes,
+                                           device, counter)))
             spans.append(span)
         if tag is not None:
             tag.spans = tuple(spans) or None  # a tuple of atoms, as the adapter keeps it

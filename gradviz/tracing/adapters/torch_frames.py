@@ -2,60 +2,31 @@
 
 An op inside ``nn.Linear.forward`` (torch's own code) is placed at the line that called the module, as gradviz's
 engine places ops inside its own modules; an op inside a user-defined ``forward`` at that forward's line.
-Whether a code object is internal is decided once per code object.
+What is internal, and the walk to the user's frame, are tracing/frames.py's (one rule, one cache for both
+engines); here are what only PyTorch needs: torch's folder added to it, and ``where``, which also tells two calls
+on one user line apart.
 """
 
-import os
 import sys
 
-from ..frames import _LIBRARY_DIRS
+from ..frames import _PACKAGE_DIR as _GRADVIZ_DIR
+from ..frames import _held, _internal, add_internal_dir, is_internal
+from ..frames import user_frame as _user_frame
 
-_GRADVIZ_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
-# keyed by id(code), holding the code object (``_held``) so the id is not reused: code objects compare equal across
-# files, so keying on the object would mix up identical code in two files (see frames.py)
-_internal = {}  # id(code) -> True when it belongs to gradviz, torch, the standard library or an installed package
-_ours = {}  # id(code) -> True when it belongs to gradviz
-_held = {}
-_internal_dirs = (_GRADVIZ_DIR,) + _LIBRARY_DIRS
+__all__ = ["caller_is_internal", "is_internal", "set_torch_dir", "user_frame", "where"]
+
+_ours = {}  # id(code) -> True when it belongs to gradviz (the code objects are held by frames._held)
 
 
 def set_torch_dir(torch_dir):
     """Called once torch is imported: its package folder counts as internal from then on."""
-    global _internal_dirs
-    torch_dir = os.path.abspath(torch_dir) + os.sep
-    if torch_dir not in _internal_dirs:
-        _internal_dirs = _internal_dirs + (torch_dir,)
-        _internal.clear()
-
-
-def is_internal(code):
-    flag = _internal.get(id(code))
-    if flag is None:
-        filename = code.co_filename
-        flag = filename[:1] != "<" and os.path.abspath(filename).startswith(_internal_dirs)
-        if filename.startswith("<eval_with_key>") or filename.startswith("<frozen "):
-            flag = True  # torch.fx generated code and the import machinery are not the user's
-        _held[id(code)] = code
-        _internal[id(code)] = flag
-    return flag
+    add_internal_dir(torch_dir)
 
 
 def user_frame(depth):
-    """The innermost frame outside gradviz and torch, starting ``depth`` frames above the caller."""
-    try:
-        f = sys._getframe(depth + 1)
-    except ValueError:
-        return None
-    internal = _internal
-    while f is not None:
-        code = f.f_code
-        flag = internal.get(id(code))
-        if flag is None:
-            flag = is_internal(code)
-        if not flag:
-            return f
-        f = f.f_back
-    return None
+    """The innermost frame outside gradviz and torch, starting ``depth`` frames above the caller (frames.py's
+    walk, counted as the torch adapter counts: 0 is the caller's frame)."""
+    return _user_frame(depth + 2)
 
 
 def where():
