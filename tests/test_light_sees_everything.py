@@ -35,6 +35,8 @@ LATE_CASES = {  # script -> the code it must be named by, at its "# MARK" line
     "nan_inf_at_97.py": "nan-inf",
     "grad_accumulation_at_60.py": "grad-accumulation",
     "none_grad_at_1050.py": "none-grad",  # past a thousand iterations, between the samples 1,024 and 2,048
+    "nan_in_the_data_at_70.py": "nan-inf",  # named at the line that loaded the batch, not at the op receiving it
+    "nan_in_a_batch_at_83.py": "nan-inf",  # made inside a generator; the op saved a flattened view of it
 }
 
 
@@ -104,6 +106,32 @@ def test_a_nan_made_late_is_named_at_the_op_that_made_it():
     assert "iteration 97" in d["message"]
     nonfinite = doc["schedule"]["light"]["nonfinite_loss"]
     assert (nonfinite["iteration"], nonfinite["op"], nonfinite["phase"]) == (97, "SqrtBackward0", "forward")
+
+
+@pytest.mark.parametrize("light", [True, False])
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_nan_that_came_in_with_the_data_is_named_where_the_batch_was_loaded(engine, light):
+    """A batch that already holds a NaN at iteration 70: both modes name the tensor and the line that loaded it,
+    the op that received it as related, and give the data hint, not the clamp / learning-rate one."""
+    if engine == "torch":
+        pytest.importorskip("torch")
+    path = LATE / "nan_in_the_data_at_70.py"
+    doc = traced(path, engine, light=light)
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "nan-inf"]
+    load = marked_line(path, "# MARK")
+    assert d["location"]["line"] == load
+    assert d["message"].startswith(f"the NaN/Inf came in with the data: `x`, made at line {load}, already held it "
+                                   f"when AddmmBackward{'0' if engine == 'torch' else ''} received it")
+    assert "clean the data set" in d["hint"] and "learning rate" not in d["hint"]
+    where = {r["role"]: r["location"]["line"] for r in d.get("related") or ()}
+    if light:
+        assert where == {"the loss was backwarded here": marked_line(path, "loss.backward()")}
+        assert "iteration 70" in d["message"]
+    else:
+        assert where == {f"AddmmBackward{'0' if engine == 'torch' else ''} received it here":
+                         marked_line(path, "loss = ((model(x)")}
+        assert doc["first_nonfinite"]["data"] == "x"
+        assert doc["first_nonfinite"]["data_location"]["line"] == load
 
 
 def test_a_clean_300_step_run_using_every_watched_call_reports_nothing():

@@ -811,6 +811,13 @@ class TraceBuilder:
             if self.backward is not None:
                 self.groups.pin_backward(self.backward)
 
+    def nonfinite_data(self, name, location, op=None):
+        """The first NaN/Inf forward value came in with the data: bound to ``name`` at ``location`` (the line that
+        loaded or made it, ``data_origin``), not made by an op of the graph; ``op``: the node that received it."""
+        first = self.first_nonfinite
+        if first is not None and first["phase"] == "forward" and "data" not in first:
+            first["data"], first["data_location"], first["data_op"] = name, location, op
+
     def nonfinite_output(self, node):
         """Node ``node``'s output holds NaN/Inf, found after the op (an adapter that checks outputs in batches,
         to avoid a host sync per op, reports it this way instead of through ``op(nonfinite=True)``)."""
@@ -1281,11 +1288,12 @@ class TraceBuilder:
         g.pin_event(record)
         self.schedule.fire(g.iteration, "finding")
 
-    def light_loss(self, value, location, *, op=None, phase=None, op_location=None):
+    def light_loss(self, value, location, *, op=None, phase=None, op_location=None, data=None):
         """A light iteration's backward started from a root that is not finite (``value``: its float, or None);
-        ``op``/``phase``/``op_location``: the node that made it, as its graph tells (``LightSteps.nonfinite_root``)."""
+        ``op``/``phase``/``op_location``: the node that made it, as its graph tells (``LightSteps.nonfinite_root``);
+        ``data``: (name, Location) of the line that made the value it came in with (``nonfinite_data``)."""
         it = self.current_iteration()
-        if self.light.loss(it, value, location, op=op, phase=phase, op_location=op_location):
+        if self.light.loss(it, value, location, op=op, phase=phase, op_location=op_location, data=data):
             self.schedule.fire(it, "nonfinite")
 
     def light_norms(self, norms, location):

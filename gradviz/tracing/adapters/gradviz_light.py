@@ -21,7 +21,7 @@ from ...autograd.observer import Observer, is_quiet
 from ..frames import location_of, user_frame
 from ..light_steps import LightSteps
 from ..light_watch import WatchMemory
-from .gradviz_nan import nonfinite_culprit
+from .gradviz_nan import data_line, nonfinite_culprit
 
 
 class GradvizLight(LightSteps, Observer):
@@ -168,7 +168,9 @@ class GradvizLight(LightSteps, Observer):
             if bad:
                 found = None if fn is None else nonfinite_culprit(fn)
                 culprit = None if found is None else (found[0].name(), found[1])
-                self.nonfinite_root(value, user_frame(2), culprit)
+                frame = user_frame(2)
+                data = None if found is None else data_line(frame, found[2])
+                self.nonfinite_root(value, frame, culprit, data)
 
     def on_backward_end(self, roots, error):
         if error is None:
