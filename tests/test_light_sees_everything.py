@@ -37,6 +37,9 @@ LATE_CASES = {  # script -> the code it must be named by, at its "# MARK" line
     "none_grad_at_1050.py": "none-grad",  # past a thousand iterations, between the samples 1,024 and 2,048
     "nan_in_the_data_at_70.py": "nan-inf",  # named at the line that loaded the batch, not at the op receiving it
     "nan_in_a_batch_at_83.py": "nan-inf",  # made inside a generator; the op saved a flattened view of it
+    "out_write_at_57.py": "stale-version",  # torch.mul(h, 0.5, out=h) on a saved sigmoid output
+    "out_data_write_at_59.py": "silent-inplace",  # torch.clamp(e.data, ..., out=e.data)
+    "numpy_write_at_63.py": "silent-inplace",  # e.detach().numpy() written into before backward
 }
 
 
@@ -132,6 +135,29 @@ def test_a_nan_that_came_in_with_the_data_is_named_where_the_batch_was_loaded(en
                          marked_line(path, "loss = ((model(x)")}
         assert doc["first_nonfinite"]["data"] == "x"
         assert doc["first_nonfinite"]["data_location"]["line"] == load
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_hook_registered_on_a_light_iteration_is_recorded_at_its_line(engine):
+    """From iteration 71 on, a hook per step and graphs kept alive: the light iteration 71 records the hook's
+    registration at its line, and its call at the backward's, and retained-graph names the hook's line as --full
+    does."""
+    if engine == "torch":
+        pytest.importorskip("torch")
+    path = LATE / "hook_and_retained_graph_from_71.py"
+    hook_line, backward_line = marked_line(path, "# MARK"), marked_line(path, "# RETAIN")
+    light = traced(path, engine, light=True)
+    full = traced(path, engine, light=False)
+    hooks = [e for e in light["events"] if e["kind"] == "hook"]
+    assert [(e["event"], e["location"]["line"], e["iteration"]) for e in hooks[:2]] == \
+        [("register", hook_line, 71), ("call", backward_line, 71)]
+    assert hooks[0]["hook_name"] == "<lambda>"
+    assert 71 not in [r["first"] for r in light["schedule"]["full"]]  # it was a light iteration
+    for doc in (light, full):
+        (d,) = [d for d in doc["diagnostics"] if d["code"] == "retained-graph"]
+        assert f"The hook registered at line {hook_line} holds a Variable of the graph." in d["message"]
+        assert {r["role"]: r["location"]["line"] for r in d["related"]}["hook registered here"] == hook_line
+    assert found(light) == found(full)
 
 
 def test_a_clean_300_step_run_using_every_watched_call_reports_nothing():

@@ -986,6 +986,20 @@ class TraceBuilder:
         self.groups.pin_event(event)
         self.groups.pin_node(rec)
 
+    def light_numpy_write(self, variable, location, nodes, backward_location):
+        """A light iteration's watch found a numpy array handed out at ``location`` from ``variable`` (a key)
+        written before the backward at ``backward_location`` started: ``nodes`` (keys) saved that memory and are
+        about to read the changed values. The ``numpy_write`` event ``numpy_write`` records, with no backward
+        record (the light backward has none)."""
+        recs = [self.live_nodes[k] for k in nodes if k in self.live_nodes]
+        if not recs:
+            return
+        event = self._event("numpy_write", location, variable=self.live_variables[variable].id,
+                            saved_by=[r.id for r in recs], backward=None, backward_location=backward_location)
+        self.groups.pin_event(event)
+        for rec in recs:
+            self.groups.pin_node(rec)
+
     def cut(self, source, how, location, result=None):
         """A value left the graph: ``how`` is ``"detach"``, ``"data"``, ``"numpy"``, ``"item"`` or ``"tolist"``;
         ``result`` the key of the new variable (reported first with ``variable``), the source's own key for
@@ -1267,6 +1281,12 @@ class TraceBuilder:
         if g.pending:
             g.begin_iteration()
         self.schedule.fire(g.iteration, "finding")
+
+    def light_event(self):
+        """A light iteration's watch records a fact that is no finding (a hook registered): it belongs to this
+        iteration, which the next op would have opened."""
+        if self.groups.pending:
+            self.groups.begin_iteration()
 
     def light_summed(self, optimizer, location, summed, backward_location):
         """A light optimizer step (class name ``optimizer``, at ``location``) summed gradients across steps:

@@ -7,8 +7,8 @@ each root's node: graphs alive), and each optimizer step (every parameter's grad
 Only the context that attached the trace switches; threads keep the guard (full).
 
 And the rare calls where the classic mistakes happen, as on PyTorch (``torch_watch``): a non-leaf's None ``.grad``
-read and a write through ``.data`` of a value a graph may need are handed to the full handlers (through the guard)
-at once, and the rest of the iteration is traced in full; other in-place writes are logged with their line, and a
+read, a write through ``.data`` of a value a graph may need and a numpy array taken from a cut of one are handed to
+the full handlers (through the guard) at once, and the rest of the iteration is traced in full; other in-place writes are logged with their line, and a
 backward that raises is recorded after the fact, a stale-version error traced back to the logged write.
 """
 
@@ -76,6 +76,14 @@ class GradvizLight(LightSteps, Observer):
             self.finding()
             self.adapter.guard.on_variable(variable, origin)
 
+    def on_hook(self, variable, hook, event, grad=None, result=None):
+        """A tensor hook registered, called or removed: rare, and what a report says about a hook (the line that
+        registered it) is read from these events, so they go to the full handler as they are."""
+        if not is_quiet():
+            with self.lock:
+                self.builder.light_event()
+            self.adapter.guard.on_hook(variable, hook, event, grad, result)
+
     def on_accumulate(self, variable, grad):
         key = id(variable)
         self._accumulated[key] = self._accumulated.get(key, 0) + 1
@@ -89,8 +97,86 @@ class GradvizLight(LightSteps, Observer):
             self.adapter.guard.on_grad_read(variable, grad)
 
     def on_detach(self, source, result, how):
-        if how == "data" and source._requires_grad and not is_quiet():
+        if is_quiet():
+            return
+        if how in ("data", "detach") and source._requires_grad:
             self.memory.cut(source, result, how)
+        elif how == "numpy" and self.memory.aliases:
+            self._handed_out(source, result)
+
+    def _handed_out(self, variable, array):
+        """``variable.numpy()`` where ``variable`` is a cut of a value a graph may still need (a non-leaf's, or a
+        leaf's while a forward is in flight): the array's bytes are copied and compared when the next backward
+        starts (``_numpy_written``)."""
+        found = self.memory.cut_source(variable, variable._base, None)
+        if found is None or (found[0]._grad_fn is None and not self.forward_calls):
+            return
+        if isinstance(array, np.ndarray):
+            self.memory.handout(found[0], variable, array, location_of(user_frame(3)), found[1])
+
+    def _numpy_written(self):
+        """A light backward is starting: the arrays handed out since the last one and written since are recorded
+        as the full handlers record them (the cut, the hand-out, the nodes that saved that memory): backward is
+        about to read the changed values (silent-inplace)."""
+        changed = self.memory.changed_handouts()
+        if not changed:
+            return
+        from .gradviz_engine import _storage
+
+        self.finding()
+        adapter = self.adapter
+        guard = adapter.guard
+        builder = self.builder
+        for source, variable, array, location, how in changed:
+            guard.on_detach(source, variable, how)
+            guard.on_detach(variable, array, "numpy")
+            with self.lock:
+                savers = builder.saved_storages.get(_storage(array)) or {}
+                builder.light_numpy_write(id(variable), location, [rec.key for rec in list(savers.values())
+                                                                   if rec.alive and not rec.freed],
+                                          self.backward_location)
+
+    def on_hook(self, variable, hook, event, grad=None, result=None):
+        """A tensor hook registered, called or removed: rare, and what a report says about a hook (the line that
+        registered it) is read from these events, so they go to the full handler as they are."""
+        if not is_quiet():
+            with self.lock:
+                self.builder.light_event()
+            self.adapter.guard.on_hook(variable, hook, event, grad, result)
+
+    def on_accumulate(self, variable, grad):
+        key = id(variable)
+        self._accumulated[key] = self._accumulated.get(key, 0) + 1
+
+    def on_grad_write(self, variable, grad):
+        self.summed.reset((id(variable),))
+
+    def on_grad_read(self, variable, grad):
+        if grad is None and variable._grad_fn is not None and not variable.retains_grad and not is_quiet():
+            self.finding()
+            self.adapter.guard.on_grad_read(variable, grad)
+
+    def on_detach(self, source, result, how):
+        if is_quiet():
+            return
+        if how in ("data", "detach") and source._requires_grad:
+            self.memory.cut(source, result, how)
+        elif how == "numpy" and self.memory.aliases:
+            self._handed_out(source, result)
+
+    def _handed_out(self, variable, array):
+        """``variable.numpy()`` where ``variable`` is a cut of a value a graph may still need (a non-leaf's, or a
+        leaf's while a forward is in flight): the cut and the hand-out go to the full handlers, which copy what the
+        graph saved on that memory, and the rest of the iteration (its backward) is traced in full to compare."""
+        found = self.memory.cut_source(variable, variable._base, None)
+        if found is None or (found[0]._grad_fn is None and not self.forward_calls):
+            return
+        source, how = found
+        self.finding()
+        guard = self.adapter.guard
+        guard.on_detach(source, variable, how)
+        guard.on_detach(variable, array, "numpy")
+        self.escalate()
 
     def on_inplace(self, variable, node, old_version, new_version):
         if is_quiet():
@@ -148,6 +234,8 @@ class GradvizLight(LightSteps, Observer):
         self.forward_calls = 0
         self.backward_location = location_of(user_frame(2))
         self._backward_args = (roots, grad_roots, retain_graph, inputs)
+        if self.memory.handouts:
+            self._numpy_written()
         if self.builder._silent_pending:  # a write through .data waits for this backward: trace it in full
             self.adapter.guard.on_backward_begin(roots, grad_roots, retain_graph, inputs)
             self.escalate()

@@ -457,7 +457,8 @@ class TorchEvents:
                 call = self.backward_call
                 key = id(t)
                 if key in self.builder.live_variables:
-                    self.builder.hook(key, "call", None if call is None else call.location,
+                    where = self.light_steps.backward_location if call is None else call.location  # (a light one)
+                    self.builder.hook(key, "call", where,
                                       hook_name=_hook_name(hook), hook_location=_hook_location(hook))
         except Exception as exc:
             self.internal_error("hook", exc)

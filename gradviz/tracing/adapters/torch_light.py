@@ -248,6 +248,8 @@ def _wrap(light, original, kind):
                 light.adapter.tls.light_step = 0  # (a step that raised never reached its post hook)
                 frame = user_frame(0)
                 light.backward_location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+                if light.watch.memory.handouts:
+                    light.watch.numpy_written(frame, light.backward_location)
             if light.full_backward and _ident() == light.adapter.mode_thread:
                 light.full_backward = False
                 result = light.adapter.backward(original, args, kwargs, kind)
