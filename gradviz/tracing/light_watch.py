@@ -1,9 +1,9 @@
 """What a light iteration's watch remembers, the same on every engine (docs/how-it-works.md, "What a light
-iteration watches"): the cuts of values that require grad (``.data``, ``detach()``), weakly, the in-place
-writes, weakly, each with its line and the versions it moved between, so that a stale-version error at a later
-backward is traced back to the write that made it, and the numpy arrays taken from cuts of a graph's values, with
-a copy of their bytes, so that a write through one is seen at the next backward. Each adapter's watch reads its engine's tensors and hands
-these their own objects (a tensor, a Variable); nothing here touches an engine.
+iteration watches"): the cuts of values that require grad (``.data``, ``detach()``), weakly; the in-place writes,
+weakly, each with its line and the versions it moved between, so that a stale-version error at a later backward is
+traced back to the write that made it; and the numpy arrays taken from cuts of a graph's values, with a copy of
+their bytes, so that a write through one is seen at the next backward. Each adapter's watch reads its engine's
+tensors and hands these their own objects (a tensor, a Variable); nothing here touches an engine.
 """
 
 import weakref

@@ -7,9 +7,11 @@ each root's node: graphs alive), and each optimizer step (every parameter's grad
 Only the context that attached the trace switches; threads keep the guard (full).
 
 And the rare calls where the classic mistakes happen, as on PyTorch (``torch_watch``): a non-leaf's None ``.grad``
-read, a write through ``.data`` of a value a graph may need and a numpy array taken from a cut of one are handed to
-the full handlers (through the guard) at once, and the rest of the iteration is traced in full; other in-place writes are logged with their line, and a
-backward that raises is recorded after the fact, a stale-version error traced back to the logged write.
+read and a write through ``.data`` of a value a graph may need are handed to the full handlers (through the guard)
+at once, and the rest of the iteration is traced in full; a numpy array taken from a cut of such a value is copied
+and compared when the next backward starts; hook registrations go to the full handler; other in-place writes are
+logged with their line, and a backward that raises is recorded after the fact, a stale-version error traced back
+to the logged write.
 """
 
 import math
@@ -135,48 +137,7 @@ class GradvizLight(LightSteps, Observer):
                 builder.light_numpy_write(id(variable), location, [rec.key for rec in list(savers.values())
                                                                    if rec.alive and not rec.freed],
                                           self.backward_location)
-
-    def on_hook(self, variable, hook, event, grad=None, result=None):
-        """A tensor hook registered, called or removed: rare, and what a report says about a hook (the line that
-        registered it) is read from these events, so they go to the full handler as they are."""
-        if not is_quiet():
-            with self.lock:
-                self.builder.light_event()
-            self.adapter.guard.on_hook(variable, hook, event, grad, result)
-
-    def on_accumulate(self, variable, grad):
-        key = id(variable)
-        self._accumulated[key] = self._accumulated.get(key, 0) + 1
-
-    def on_grad_write(self, variable, grad):
-        self.summed.reset((id(variable),))
-
-    def on_grad_read(self, variable, grad):
-        if grad is None and variable._grad_fn is not None and not variable.retains_grad and not is_quiet():
-            self.finding()
-            self.adapter.guard.on_grad_read(variable, grad)
-
-    def on_detach(self, source, result, how):
-        if is_quiet():
-            return
-        if how in ("data", "detach") and source._requires_grad:
-            self.memory.cut(source, result, how)
-        elif how == "numpy" and self.memory.aliases:
-            self._handed_out(source, result)
-
-    def _handed_out(self, variable, array):
-        """``variable.numpy()`` where ``variable`` is a cut of a value a graph may still need (a non-leaf's, or a
-        leaf's while a forward is in flight): the cut and the hand-out go to the full handlers, which copy what the
-        graph saved on that memory, and the rest of the iteration (its backward) is traced in full to compare."""
-        found = self.memory.cut_source(variable, variable._base, None)
-        if found is None or (found[0]._grad_fn is None and not self.forward_calls):
-            return
-        source, how = found
-        self.finding()
-        guard = self.adapter.guard
-        guard.on_detach(source, variable, how)
-        guard.on_detach(variable, array, "numpy")
-        self.escalate()
+                adapter._name_from_frame(user_frame(3))  # (what the user's code calls the value)
 
     def on_inplace(self, variable, node, old_version, new_version):
         if is_quiet():
