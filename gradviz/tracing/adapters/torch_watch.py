@@ -168,10 +168,7 @@ class TorchWatch:
         def register_hook(t, hook):
             if not watch.watching():
                 return original(t, hook)
-            adapter = watch.adapter
-            with adapter.lock:
-                adapter.builder.light_event()
-            return adapter.hook_register(original, (t, hook), {}, False)
+            return watch.hook_registered(original, t, hook)
 
         register_hook.__name__ = "register_hook"
         register_hook.__doc__ = original.__doc__
@@ -298,6 +295,28 @@ class TorchWatch:
             adapter.internal_error("light cut", exc)
         self.light.escalate()
 
+    def hook_registered(self, original, t, hook):
+        """``t.register_hook(hook)`` on a light iteration: the registration event at its line, and each call of
+        the hook, as the full handler records them; ``t`` is recorded without its graph (whose saved values a
+        light backward frees unrecorded: they would stay known as saved, and be matched by later writes)."""
+        from .torch_events import _hook_location, _hook_name, _HookCall
+
+        adapter = self.adapter
+        handle = original(t, _HookCall(adapter, t, hook))
+        frame = user_frame(1)
+        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        try:
+            with adapter.lock:
+                builder = adapter.builder
+                builder.light_event()
+                if id(t) not in builder.live_variables:
+                    adapter.new_var(t, "external", location)
+                builder.hook(id(t), "register", location, hook_name=_hook_name(hook),
+                             hook_location=_hook_location(hook))
+        except Exception as exc:
+            adapter.internal_error("light hook", exc)
+        return handle
+
     def handed_out(self, t, array):
         """``t.numpy()`` (or ``np.asarray(t)``) on the light thread, where ``t`` is a cut of a value a graph may
         still need (a non-leaf's, or a leaf's while a forward is in flight): the array's bytes are copied, and
@@ -336,6 +355,7 @@ class TorchWatch:
                 adapter.name_from_frame(frame)  # (what the user's code calls the value, as a full backward does)
         except Exception as exc:
             adapter.internal_error("light numpy write", exc)
+        self.light.full_backward = True  # (this backward: its record says which saved values it freed)
 
     def written(self, t, op, old):
         """An in-place write by the user's code (``old``: the version before it)."""
