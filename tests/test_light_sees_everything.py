@@ -280,3 +280,28 @@ def test_the_memory_a_checkpoint_recompute_holds_is_marked_not_measured():
     exact = traced(path, "torch", light=True, exact_memory=True)
     assert not [u for u in exact["unseen"] if u["kind"] == "not-measured"]
     assert exact["memory"]["peak_retained_bytes"] > doc["memory"]["peak_retained_bytes"]
+
+
+def test_a_late_mistake_in_a_torchrun_rank_is_named_by_the_default_mode(tmp_path):
+    """``gradviz torchrun``, 2 ranks on gloo (CPU), the default schedule: rank 1 reads a non-leaf's ``.grad`` at
+    step 41, a light iteration; the merged report names it at its line, from rank 1 only."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    path = LATE / "torchrun_grad_read_at_41.py"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-m", "gradviz", "torchrun", "--no-render", "--fail-on", "never", "--out",
+                          str(tmp_path / "out"), "--standalone", "--nproc-per-node", "2", str(path)],
+                         capture_output=True, text=True, timeout=400, cwd=str(tmp_path), env=env)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((tmp_path / "out" / "report.json").read_text())
+    line = marked_line(path, "# MARK")
+    assert [(d["code"], d["location"]["line"]) for d in doc["diagnostics"]] == [("none-grad", line)]
+    ranks = {r["process"]["rank"]: r for r in doc["ranks"]}
+    assert [(d["code"], d["location"]["line"]) for d in ranks[1]["diagnostics"]] == [("none-grad", line)]
+    assert ranks[0]["diagnostics"] == []
+    schedule = ranks[1]["schedule"]
+    assert schedule["light_iterations"] > 30
+    # step 41 was watched light: the read escalated the iterations after it
+    assert not any(r["first"] <= 41 <= r["last"] and r["why"] != "finding" for r in schedule["full"])
+    assert any(r["why"] == "finding" for r in schedule["full"])
