@@ -305,3 +305,17 @@ def test_a_late_mistake_in_a_torchrun_rank_is_named_by_the_default_mode(tmp_path
     # step 41 was watched light: the read escalated the iterations after it
     assert not any(r["first"] <= 41 <= r["last"] and r["why"] != "finding" for r in schedule["full"])
     assert any(r["why"] == "finding" for r in schedule["full"])
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_gradient_accumulation_loop_is_numbered_by_its_steps_from_the_start(engine):
+    """4 backward calls per step, 60 steps: 60 iterations under the default schedule, the first step's four
+    backward calls in iteration 0 (they were once counted as iterations of their own: 66 for 60 steps)."""
+    if engine == "torch":
+        pytest.importorskip("torch")
+    doc = traced(LATE / "accumulate_4_per_step.py", engine, light=True)
+    assert doc["iterations"] == 60
+    assert [sum(1 for b in doc["backwards"] if b["iteration"] == it) for it in (0, 1, 2)] == [4, 4, 4]
+    assert [(r["first"], r["last"]) for r in doc["schedule"]["full"]] == [(0, 2), (8, 8), (16, 16), (32, 32)]
+    assert doc["schedule"]["light_iterations"] == 54
+    assert doc["diagnostics"] == [] and doc["internal_errors"] == []

@@ -48,7 +48,7 @@ from . import elide as _elide
 from .checks import BackwardChecks
 from .ddp_facts import DdpFacts
 from .grad_ledger import GradLedger
-from .grouping import LIGHT_CHAIN_LIMIT, Grouping
+from .grouping import HOLD_BACKWARDS, LIGHT_CHAIN_LIMIT, Grouping
 from .records import NodeRecord, VarRecord, safe_message
 from .schedule import LightWatch, Schedule
 from .training_facts import TrainingFacts
@@ -1058,6 +1058,11 @@ class TraceBuilder:
         the iteration."""
         groups = self.groups
         if event == "zero_grad":
+            if groups.hold and groups.held:  # gradients reset between backward calls: no accumulation to hold for
+                groups.release()
+                why = self.schedule.why_full(groups.iteration + 1)  # (what step_ended said of the next one)
+                if why is not None:
+                    self.schedule.full[groups.iteration + 1] = why
             groups.zero_grad()
         live = self.live_variables
         eid = next(self._event_ids)  # _event, inline: twice per training step
@@ -1071,6 +1076,8 @@ class TraceBuilder:
             for p in record["parameters"]:
                 ledger.reset(p)
         elif event == "step":
+            if groups.hold:
+                groups.first_step()
             summed = ledger.step(record, record["parameters"])
             if summed:  # a gradient summed across steps: kept whatever the window (see grad_ledger)
                 record["summed_grads"] = summed
@@ -1234,6 +1241,7 @@ class TraceBuilder:
         self.schedule = schedule
         if schedule.light:  # a REINFORCE episode of 500 steps is one iteration: its splits may all fold back
             self.groups.chain_limit = LIGHT_CHAIN_LIMIT
+            self.groups.hold = HOLD_BACKWARDS
         if schedule.light and schedule.why_full(0):
             schedule.full[0] = schedule.why_full(0)
 

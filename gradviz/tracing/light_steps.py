@@ -78,8 +78,9 @@ class LightSteps:
 
     # ----- where an iteration ends --------------------------------------------------------------------------------
     def backward_ended(self):
-        """A backward ended: the iteration's end while the loop has shown no optimizer."""
-        if not self.has_optimizer:
+        """A backward ended: the iteration's end while the loop has shown no optimizer (once the builder stops
+        holding the first backward calls for a first step that may sum them, ``Grouping.hold``)."""
+        if not self.has_optimizer and not self.builder.groups.hold:
             self._by_backward = True
             self.iteration_ended()
 
