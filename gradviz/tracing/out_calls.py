@@ -15,6 +15,7 @@ from .frames import _LIBRARY_DIRS, _PACKAGE_DIR
 
 FILE_LIMIT = 200  # user files read, at most
 _by_file = {}  # filename -> frozenset of the names called with out= in it
+_classified = {}  # module name -> (its module object, its file when it is the user's, else None)
 
 
 def names_called_with_out(filenames):
@@ -32,16 +33,19 @@ def user_files():
     """The user's source files loaded now: the script being run and its own modules (not gradviz's, nor the
     standard library's or installed packages')."""
     files = []
-    for module in list(sys.modules.values()):
-        filename = getattr(module, "__file__", None)
-        if not filename or not filename.endswith(".py"):
-            continue
-        path = os.path.abspath(filename)
-        if path.startswith(_PACKAGE_DIR) or path.startswith(_LIBRARY_DIRS):
-            continue
-        files.append(filename)
-        if len(files) >= FILE_LIMIT:
-            break
+    classified = _classified
+    for name, module in list(sys.modules.items()):
+        known = classified.get(name)
+        if known is None or known[0] is not module:  # (each module is looked at once, at the first switch)
+            filename = getattr(module, "__file__", None)
+            mine = None
+            if filename and filename.endswith(".py"):
+                path = os.path.abspath(filename)
+                if not (path.startswith(_PACKAGE_DIR) or path.startswith(_LIBRARY_DIRS)):
+                    mine = filename
+            known = classified[name] = (module, mine)
+        if known[1] is not None and len(files) < FILE_LIMIT:
+            files.append(known[1])
     return files
 
 
