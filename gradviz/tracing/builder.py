@@ -879,6 +879,8 @@ class TraceBuilder:
                             new_version=new_version, node=nid, saved_by=saved_by)
         if vrec.origin != "op" and is_reset_op(event):
             self._grad_reset_through(vrec)
+            if self.groups.hold and self.groups.held:
+                self._release_hold()
         if silent:
             event["silent_saved_by"] = silent
             event["silent_backward"] = None  # the backward that then used the changed values (backward_step)
@@ -1049,6 +1051,8 @@ class TraceBuilder:
     def grad_write(self, variable, location, *, is_none):
         """User code assigned ``.grad`` of ``variable``."""
         vid = self.live_variables[variable].id
+        if self.groups.hold and self.groups.held:
+            self._release_hold()
         self._event("grad_write", location, variable=vid, is_none=is_none)
         self.grad_ledger.reset(vid)
 
@@ -1058,11 +1062,8 @@ class TraceBuilder:
         the iteration."""
         groups = self.groups
         if event == "zero_grad":
-            if groups.hold and groups.held:  # gradients reset between backward calls: no accumulation to hold for
-                groups.release()
-                why = self.schedule.why_full(groups.iteration + 1)  # (what step_ended said of the next one)
-                if why is not None:
-                    self.schedule.full[groups.iteration + 1] = why
+            if groups.hold and groups.held:
+                self._release_hold()
             groups.zero_grad()
         live = self.live_variables
         eid = next(self._event_ids)  # _event, inline: twice per training step
@@ -1241,9 +1242,10 @@ class TraceBuilder:
         self.schedule = schedule
         if schedule.light:  # a REINFORCE episode of 500 steps is one iteration: its splits may all fold back
             self.groups.chain_limit = LIGHT_CHAIN_LIMIT
-            self.groups.hold = HOLD_BACKWARDS
         if schedule.light and schedule.why_full(0):
             schedule.full[0] = schedule.why_full(0)
+        if schedule.light and 0 in schedule.full:  # (a first iteration traced in full sees the resets that end it)
+            self.groups.hold = HOLD_BACKWARDS
 
     def starts_full(self):
         return not self.schedule.light or 0 in self.schedule.full
@@ -1289,6 +1291,16 @@ class TraceBuilder:
         if g.pending:
             g.begin_iteration()
         self.schedule.fire(g.iteration, "finding")
+
+    def _release_hold(self):
+        """Gradients reset between the backward calls held for a first step (``zero_grad``, ``p.grad = None``,
+        ``p.grad.zero_()``): nothing is accumulated across them (a loop that updates by hand), so each ended an
+        iteration, as a loop without an optimizer counts (``Grouping.release``)."""
+        groups = self.groups
+        groups.release()
+        why = self.schedule.why_full(groups.iteration + 1)  # (what step_ended said of the next one)
+        if why is not None:
+            self.schedule.full[groups.iteration + 1] = why
 
     def light_event(self):
         """A light iteration's watch records a fact that is no finding (a hook registered): it belongs to this
