@@ -35,6 +35,11 @@ LATE_CASES = {  # script -> the code it must be named by, at its "# MARK" line
     "nan_inf_at_97.py": "nan-inf",
     "grad_accumulation_at_60.py": "grad-accumulation",
     "none_grad_at_1050.py": "none-grad",  # past a thousand iterations, between the samples 1,024 and 2,048
+    "nan_in_the_data_at_70.py": "nan-inf",  # named at the line that loaded the batch, not at the op receiving it
+    "nan_in_a_batch_at_83.py": "nan-inf",  # made inside a generator; the op saved a flattened view of it
+    "out_write_at_57.py": "stale-version",  # torch.mul(h, 0.5, out=h) on a saved sigmoid output
+    "out_data_write_at_59.py": "silent-inplace",  # torch.clamp(e.data, ..., out=e.data)
+    "numpy_write_at_63.py": "silent-inplace",  # e.detach().numpy() written into before backward
 }
 
 
@@ -104,6 +109,55 @@ def test_a_nan_made_late_is_named_at_the_op_that_made_it():
     assert "iteration 97" in d["message"]
     nonfinite = doc["schedule"]["light"]["nonfinite_loss"]
     assert (nonfinite["iteration"], nonfinite["op"], nonfinite["phase"]) == (97, "SqrtBackward0", "forward")
+
+
+@pytest.mark.parametrize("light", [True, False])
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_nan_that_came_in_with_the_data_is_named_where_the_batch_was_loaded(engine, light):
+    """A batch that already holds a NaN at iteration 70: both modes name the tensor and the line that loaded it,
+    the op that received it as related, and give the data hint, not the clamp / learning-rate one."""
+    if engine == "torch":
+        pytest.importorskip("torch")
+    path = LATE / "nan_in_the_data_at_70.py"
+    doc = traced(path, engine, light=light)
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "nan-inf"]
+    load = marked_line(path, "# MARK")
+    assert d["location"]["line"] == load
+    assert d["message"].startswith(f"the NaN/Inf came in with the data: `x`, made at line {load}, already held it "
+                                   f"when AddmmBackward{'0' if engine == 'torch' else ''} received it")
+    assert "clean the data set" in d["hint"] and "learning rate" not in d["hint"]
+    where = {r["role"]: r["location"]["line"] for r in d.get("related") or ()}
+    if light:
+        assert where == {"the loss was backwarded here": marked_line(path, "loss.backward()")}
+        assert "iteration 70" in d["message"]
+    else:
+        assert where == {f"AddmmBackward{'0' if engine == 'torch' else ''} received it here":
+                         marked_line(path, "loss = ((model(x)")}
+        assert doc["first_nonfinite"]["data"] == "x"
+        assert doc["first_nonfinite"]["data_location"]["line"] == load
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_hook_registered_on_a_light_iteration_is_recorded_at_its_line(engine):
+    """From iteration 71 on, a hook per step and graphs kept alive: the light iteration 71 records the hook's
+    registration at its line, and its call at the backward's, and retained-graph names the hook's line as --full
+    does."""
+    if engine == "torch":
+        pytest.importorskip("torch")
+    path = LATE / "hook_and_retained_graph_from_71.py"
+    hook_line, backward_line = marked_line(path, "# MARK"), marked_line(path, "# RETAIN")
+    light = traced(path, engine, light=True)
+    full = traced(path, engine, light=False)
+    hooks = [e for e in light["events"] if e["kind"] == "hook"]
+    assert [(e["event"], e["location"]["line"], e["iteration"]) for e in hooks[:2]] == \
+        [("register", hook_line, 71), ("call", backward_line, 71)]
+    assert hooks[0]["hook_name"] == "<lambda>"
+    assert 71 not in [r["first"] for r in light["schedule"]["full"]]  # it was a light iteration
+    for doc in (light, full):
+        (d,) = [d for d in doc["diagnostics"] if d["code"] == "retained-graph"]
+        assert f"The hook registered at line {hook_line} holds a Variable of the graph." in d["message"]
+        assert {r["role"]: r["location"]["line"] for r in d["related"]}["hook registered here"] == hook_line
+    assert found(light) == found(full)
 
 
 def test_a_clean_300_step_run_using_every_watched_call_reports_nothing():
@@ -227,3 +281,42 @@ def test_the_memory_a_checkpoint_recompute_holds_is_marked_not_measured():
     exact = traced(path, "torch", light=True, exact_memory=True)
     assert not [u for u in exact["unseen"] if u["kind"] == "not-measured"]
     assert exact["memory"]["peak_retained_bytes"] > doc["memory"]["peak_retained_bytes"]
+
+
+def test_a_late_mistake_in_a_torchrun_rank_is_named_by_the_default_mode(tmp_path):
+    """``gradviz torchrun``, 2 ranks on gloo (CPU), the default schedule: rank 1 reads a non-leaf's ``.grad`` at
+    step 41, a light iteration; the merged report names it at its line, from rank 1 only."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    path = LATE / "torchrun_grad_read_at_41.py"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-m", "gradviz", "torchrun", "--no-render", "--fail-on", "never", "--out",
+                          str(tmp_path / "out"), "--standalone", "--nproc-per-node", "2", str(path)],
+                         capture_output=True, text=True, timeout=400, cwd=str(tmp_path), env=env)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads((tmp_path / "out" / "report.json").read_text())
+    line = marked_line(path, "# MARK")
+    assert [(d["code"], d["location"]["line"]) for d in doc["diagnostics"]] == [("none-grad", line)]
+    ranks = {r["process"]["rank"]: r for r in doc["ranks"]}
+    assert [(d["code"], d["location"]["line"]) for d in ranks[1]["diagnostics"]] == [("none-grad", line)]
+    assert ranks[0]["diagnostics"] == []
+    schedule = ranks[1]["schedule"]
+    assert schedule["light_iterations"] > 30
+    # step 41 was watched light: the read escalated the iterations after it
+    assert not any(r["first"] <= 41 <= r["last"] and r["why"] != "finding" for r in schedule["full"])
+    assert any(r["why"] == "finding" for r in schedule["full"])
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_gradient_accumulation_loop_is_numbered_by_its_steps_from_the_start(engine):
+    """4 backward calls per step, 60 steps: 60 iterations under the default schedule, the first step's four
+    backward calls in iteration 0 (they were once counted as iterations of their own: 66 for 60 steps)."""
+    if engine == "torch":
+        pytest.importorskip("torch")
+    doc = traced(LATE / "accumulate_4_per_step.py", engine, light=True)
+    assert doc["iterations"] == 60
+    assert [sum(1 for b in doc["backwards"] if b["iteration"] == it) for it in (0, 1, 2)] == [4, 4, 4]
+    assert [(r["first"], r["last"]) for r in doc["schedule"]["full"]] == [(0, 2), (8, 8), (16, 16), (32, 32)]
+    assert doc["schedule"]["light_iterations"] == 54
+    assert doc["diagnostics"] == [] and doc["internal_errors"] == []

@@ -10,6 +10,10 @@ import gradviz
 from gradviz.tracing.light_steps import LightSteps
 
 
+class _Groups:
+    hold = 0  # (not holding backward calls for a first step)
+
+
 class _Builder:
     """What ``LightSteps`` tells a builder, in order; ``full`` says which iterations are to be full."""
 
@@ -18,6 +22,7 @@ class _Builder:
         self.full = set(full)
         self.ended = 0
         self.held = 0
+        self.groups = _Groups()
 
     def __enter__(self):
         self.held += 1
@@ -39,7 +44,7 @@ class _Builder:
     def light_freed(self, nbytes):
         self.told.append(("freed", nbytes))
 
-    def light_loss(self, value, location, *, op=None, phase=None, op_location=None):
+    def light_loss(self, value, location, *, op=None, phase=None, op_location=None, data=None):
         self.told.append(("loss", value, None if location is None else location.line))
 
     def light_norms(self, norms, location):

@@ -323,6 +323,7 @@ class TraceBuilder:
     numpy_handout = _fact("versions", VersionFacts.numpy_handout)
     numpy_handout_done = _fact("versions", VersionFacts.numpy_handout_done)
     numpy_write = _fact("versions", VersionFacts.numpy_write)
+    light_numpy_write = _fact("versions", VersionFacts.light_numpy_write)
     cut = _fact("versions", VersionFacts.cut)
     wrapped = _fact("versions", VersionFacts.wrapped)
 
@@ -333,6 +334,7 @@ class TraceBuilder:
     buffers_freed = _fact("grads", GradFacts.buffers_freed)
     backward_end = _fact("grads", GradFacts.backward_end)
     nonfinite_output = _fact("grads", GradFacts.nonfinite_output)
+    nonfinite_data = _fact("grads", GradFacts.nonfinite_data)
     hook = _fact("grads", GradFacts.hook)
     grad_read = _fact("grads", GradFacts.grad_read)
     grad_write = _fact("grads", GradFacts.grad_write)
@@ -344,6 +346,7 @@ class TraceBuilder:
     current_iteration = _fact("iterations", IterationFacts.current_iteration)
     step_ended = _fact("iterations", IterationFacts.step_ended)
     light_finding = _fact("iterations", IterationFacts.light_finding)
+    light_event = _fact("iterations", IterationFacts.light_event)
     light_summed = _fact("iterations", IterationFacts.light_summed)
     light_loss = _fact("iterations", IterationFacts.light_loss)
     light_norms = _fact("iterations", IterationFacts.light_norms)

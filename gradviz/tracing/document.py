@@ -20,6 +20,13 @@ def _loc(location):
     return None if location is None else location.as_dict()
 
 
+def _first_nonfinite(first):
+    out = dict(first)
+    if "data_location" in out:  # the line that loaded the value it came in with (builder.nonfinite_data)
+        out["data_location"] = _loc(out["data_location"])
+    return out
+
+
 class _Locations(dict):
     """``Location`` -> its ``as_dict()``, made once per document: records share a few locations (one per line),
     and each record gets its own copy of the dict."""
@@ -294,7 +301,7 @@ def _build(trace):
         "events": [event_dict(e) for e in trace.events.values()],
         "event_summary": [{"kind": kind, "location": _loc(loc), "count": c[0], "iterations": [c[1], c[2]]}
                           for (kind, loc), c in g.event_counts.items()],
-        "first_nonfinite": trace.first_nonfinite and dict(trace.first_nonfinite),
+        "first_nonfinite": trace.first_nonfinite and _first_nonfinite(trace.first_nonfinite),
         "diagnostics": [],
         "memory": memory_section(trace),
         "dropped": dropped,

@@ -160,6 +160,13 @@ class GradFacts:
             if self.trace.backward is not None:
                 self.groups.pin_backward(self.trace.backward)
 
+    def nonfinite_data(self, name, location, op=None):
+        """The first NaN/Inf forward value came in with the data: bound to ``name`` at ``location`` (the line that
+        loaded or made it, ``data_origin``), not made by an op of the graph; ``op``: the node that received it."""
+        first = self.first_nonfinite
+        if first is not None and first["phase"] == "forward" and "data" not in first:
+            first["data"], first["data_location"], first["data_op"] = name, location, op
+
     def nonfinite_output(self, node):
         """Node ``node``'s output holds NaN/Inf, found after the op (an adapter that checks outputs in batches,
         to avoid a host sync per op, reports it this way instead of through ``op(nonfinite=True)``)."""
@@ -191,6 +198,7 @@ class GradFacts:
     def grad_write(self, variable, location, *, is_none):
         """User code assigned ``.grad`` of ``variable``."""
         vid = self.live_variables[variable].id
+        self.trace.iterations.release_hold()
         self.trace.record_event("grad_write", location, variable=vid, is_none=is_none)
         self.trace.grad_ledger.reset(vid)
 
@@ -200,6 +208,7 @@ class GradFacts:
         the iteration."""
         groups = self.groups
         if event == "zero_grad":
+            self.trace.iterations.release_hold()
             groups.zero_grad()
         live = self.live_variables
         eid = next(self.trace.event_ids)  # _event, inline: twice per training step
@@ -213,6 +222,8 @@ class GradFacts:
             for p in record["parameters"]:
                 ledger.reset(p)
         elif event == "step":
+            if groups.hold:
+                groups.first_step()
             summed = ledger.step(record, record["parameters"])
             if summed:  # a gradient summed across steps: kept whatever the window (see grad_ledger)
                 record["summed_grads"] = summed

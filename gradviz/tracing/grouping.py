@@ -33,6 +33,8 @@ PIN_LIMIT = 20  # pinned events/backwards per (kind, line): enough to explain, b
 SERIES_LIMIT = 1024  # memory series points; beyond that the series is thinned (every other point)
 TRAIL_LIMIT = 64  # remembered creation-order descriptions of graphs, each mapped to its structure key
 CHAIN_LIMIT = 256  # open provisional iterations (a split at a repeated call site that may still fold back)
+HOLD_BACKWARDS = 16  # backward calls a light schedule's first step may take (gradient accumulation) before the loop
+# counts as one without an optimizer, each backward then ending an iteration
 LIGHT_CHAIN_LIMIT = 4096  # the same under a light schedule, whose adapter ends each iteration at its optimizer step
 # nodes of the structures' first/last graphs kept beyond the window (a node and its output are ~1 KiB of JSON)
 STRUCTURE_NODE_LIMIT = 6000
@@ -105,6 +107,11 @@ class Grouping:
         # a light schedule's iterations end at optimizer steps once one was seen (the schedule's own iterations):
         # then neither a backward nor a graph started again at a seen line begins the next one
         self.step_bounded = False
+        # under a light schedule, before the first optimizer step: how many more backward calls may pass without
+        # ending an iteration (a gradient-accumulation loop's first step is one iteration, not k); their graphs
+        # split provisionally and are folded into one at the first step (``first_step``); 0 when not holding
+        self.hold = 0
+        self.held = 0  # backward calls held so far
         self.memory = MemoryBook()
         self.graphs = {}  # graph id -> GraphRecord (dropped graphs leave; merged ones stay until the document)
         self.graph_count = 0
@@ -303,8 +310,29 @@ class Grouping:
         for g in graphs.values():
             g.backwarded = True
         backward["graphs"] = sorted(graphs)
-        if not self.step_bounded:
-            self.pending = True
+        if self.step_bounded:
+            return
+        if self.hold:
+            self.hold -= 1
+            self.held += 1
+            if self.hold:
+                return  # no boundary yet: the next forward at a seen line splits provisionally
+            self._confirm(self.iteration)  # so many backward calls and no step: a loop without an optimizer
+        self.pending = True
+
+    def release(self):
+        """A ``zero_grad`` after held backward calls and before any step: they summed nothing across each other
+        (a loop that updates by hand): each ended an iteration, as a loop without an optimizer counts."""
+        self.hold = 0
+        self._confirm(self.iteration)
+        self.pending = True
+
+    def first_step(self):
+        """The first optimizer step of a light schedule: the backward calls held since the start were this one
+        step's (gradient accumulation): their provisional iterations fold into one."""
+        self.hold = 0
+        if self.open_from < self.iteration:
+            self.fold(self.open_from)
 
     def begin_iteration(self):
         """A real boundary (after a backward or an optimizer step): every provisional iteration stands."""
@@ -332,7 +360,8 @@ class Grouping:
         self._open_starts.append(self._starts)
         self._next()
         first = self.open_from
-        while first < self.iteration and (self.iteration - first > self.chain_limit or self._dead(first)):
+        while first < self.iteration and (self.iteration - first > self.chain_limit or
+                                          (not self.hold and self._dead(first))):
             first += 1
         if first > self.open_from:
             self._confirm(first)

@@ -6,7 +6,7 @@ tracing/schedule.py) and the ``LightWatch`` (what the light ones found). Iterati
 watches light iterations says so when no op was recorded.
 """
 
-from .grouping import LIGHT_CHAIN_LIMIT
+from .grouping import HOLD_BACKWARDS, LIGHT_CHAIN_LIMIT
 from .schedule import LightWatch, Schedule
 
 
@@ -26,6 +26,8 @@ class IterationFacts:
             self.groups.chain_limit = LIGHT_CHAIN_LIMIT
         if schedule.light and schedule.why_full(0):
             schedule.full[0] = schedule.why_full(0)
+        if schedule.light and 0 in schedule.full:  # (a first iteration traced in full sees the resets that end it)
+            self.groups.hold = HOLD_BACKWARDS
 
     def starts_full(self):
         return not self.schedule.light or 0 in self.schedule.full
@@ -92,11 +94,30 @@ class IterationFacts:
         g.pin_event(record)
         self.schedule.fire(g.iteration, "finding")
 
-    def light_loss(self, value, location, *, op=None, phase=None, op_location=None):
+    def release_hold(self):
+        """Gradients reset between the backward calls held for a first step (``zero_grad``, ``p.grad = None``,
+        ``p.grad.zero_()``): nothing is accumulated across them (a loop that updates by hand), so each ended an
+        iteration, as a loop without an optimizer counts (``Grouping.release``)."""
+        groups = self.groups
+        if not (groups.hold and groups.held):
+            return
+        groups.release()
+        why = self.schedule.why_full(groups.iteration + 1)  # (what step_ended said of the next one)
+        if why is not None:
+            self.schedule.full[groups.iteration + 1] = why
+
+    def light_event(self):
+        """A light iteration's watch records a fact that is no finding (a hook registered): it belongs to this
+        iteration, which the next op would have opened."""
+        if self.groups.pending:
+            self.groups.begin_iteration()
+
+    def light_loss(self, value, location, *, op=None, phase=None, op_location=None, data=None):
         """A light iteration's backward started from a root that is not finite (``value``: its float, or None);
-        ``op``/``phase``/``op_location``: the node that made it, as its graph tells (``LightSteps.nonfinite_root``)."""
+        ``op``/``phase``/``op_location``: the node that made it, as its graph tells (``LightSteps.nonfinite_root``);
+        ``data``: (name, Location) of the line that made the value it came in with (``nonfinite_data``)."""
         it = self.current_iteration()
-        if self.light.loss(it, value, location, op=op, phase=phase, op_location=op_location):
+        if self.light.loss(it, value, location, op=op, phase=phase, op_location=op_location, data=data):
             self.schedule.fire(it, "nonfinite")
 
     def light_norms(self, norms, location):

@@ -78,8 +78,9 @@ class LightSteps:
 
     # ----- where an iteration ends --------------------------------------------------------------------------------
     def backward_ended(self):
-        """A backward ended: the iteration's end while the loop has shown no optimizer."""
-        if not self.has_optimizer:
+        """A backward ended: the iteration's end while the loop has shown no optimizer (once the builder stops
+        holding the first backward calls for a first step that may sum them, ``Grouping.hold``)."""
+        if not self.has_optimizer and not self.builder.groups.hold:
             self._by_backward = True
             self.iteration_ended()
 
@@ -131,11 +132,12 @@ class LightSteps:
             ref.nbytes = 0
 
     # ----- findings ------------------------------------------------------------------------------------------
-    def nonfinite_root(self, value, frame, culprit=None):
+    def nonfinite_root(self, value, frame, culprit=None, data=None):
         """A light backward's root is NaN/Inf (``value``: its float, or None); ``frame``: the user's, or None;
         ``culprit``: ``(op name, phase)`` of the node that made it, when its graph tells (``phase`` "forward": its
-        output; "input": a value from outside the graph, the data). The op's line is the one line of the user's
-        file that calls it by name, if there is one (``source_match``)."""
+        output; "input": a value from outside the graph, the data); ``data``: ``(name, Location)`` of the line
+        that made that value (``data_origin``), when found. The op's line is the one line of the user's file that
+        calls it by name, if there is one (``source_match``)."""
         from .source_match import line_calling
 
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
@@ -145,7 +147,7 @@ class LightSteps:
             if phase == "forward" and location is not None:
                 op_location = line_calling(op, location.file)
         with self.lock:
-            self.builder.light_loss(value, location, op=op, phase=phase, op_location=op_location)
+            self.builder.light_loss(value, location, op=op, phase=phase, op_location=op_location, data=data)
 
     def grads_stepped(self, optimizer, grads, frame):
         """A light step of ``optimizer`` over ``grads`` (``[(parameter key, gradient, version)]``), called from

@@ -1,8 +1,9 @@
 """What a light iteration's watch remembers, the same on every engine (docs/how-it-works.md, "What a light
-iteration watches"): the cuts of values that require grad (``.data``, ``detach()``), weakly, and the in-place
-writes, weakly, each with its line and the versions it moved between, so that a stale-version error at a later
-backward is traced back to the write that made it. Each adapter's watch reads its engine's tensors and hands
-these their own objects (a tensor, a Variable); nothing here touches an engine.
+iteration watches"): the cuts of values that require grad (``.data``, ``detach()``), weakly; the in-place writes,
+weakly, each with its line and the versions it moved between, so that a stale-version error at a later backward is
+traced back to the write that made it; and the numpy arrays taken from cuts of a graph's values, with a copy of
+their bytes, so that a write through one is seen at the next backward. Each adapter's watch reads its engine's
+tensors and hands these their own objects (a tensor, a Variable); nothing here touches an engine.
 """
 
 import weakref
@@ -10,6 +11,8 @@ from collections import deque
 
 WRITE_LOG = 256  # in-place writes remembered (a stale-version error is traced back to one of them)
 ALIAS_LIMIT = 1024  # cut results remembered
+HANDOUT_LIMIT = 16  # numpy arrays on a graph's values watched until the next backward
+HANDOUT_BYTES = 1 << 24  # larger ones are not copied (the report says nothing of them on a light iteration)
 
 
 class Write:
@@ -27,6 +30,22 @@ class WatchMemory:
     def __init__(self):
         self.writes = deque(maxlen=WRITE_LOG)
         self.aliases = {}  # id(cut result) -> (weak ref to it, weak ref to its source, "data" or "detach")
+        self.handouts = deque(maxlen=HANDOUT_LIMIT)  # HandOut, until the next backward
+
+    def handout(self, source, value, array, location, how):
+        """``array`` (numpy) shares the memory of ``value``, a cut of ``source`` made ``how``, which a graph may
+        still need: its bytes are copied, to be compared at the next backward (``changed_handouts``). Kept
+        strongly until then: ``t.numpy()[0] = 0`` drops the array at once."""
+        if array.nbytes <= HANDOUT_BYTES:
+            self.handouts.append((source, value, array, array.copy(), location, how))
+
+    def changed_handouts(self):
+        """``[(source, value, array, location, how)]`` for the arrays written since they were handed out; every
+        hand-out is forgotten (a backward is starting: what it reads is decided now)."""
+        changed = [(source, value, array, location, how) for source, value, array, copy, location, how
+                   in self.handouts if array.tobytes() != copy.tobytes()]
+        self.handouts.clear()
+        return changed
 
     def cut(self, source, value, how):
         """``value`` is ``source.data`` or ``source.detach()`` (``how``); ``source`` requires grad."""

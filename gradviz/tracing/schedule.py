@@ -100,14 +100,17 @@ class LightWatch:
         self.last_full_bytes = 0  # saved bytes of the graphs of the last full iteration
         self.backward_calls = 0  # backward calls that ran light (the recorded ones are in the document's backwards)
 
-    def loss(self, iteration, value, location, op=None, phase=None, op_location=None):
+    def loss(self, iteration, value, location, op=None, phase=None, op_location=None, data=None):
         """A light backward's root was not finite (``value``: its float, or None for a tensor root); ``op``, its
-        ``phase`` and ``op_location``: what made it, when known. True the first time."""
+        ``phase`` and ``op_location``: what made it, when known; ``data``: ``(name, Location)`` of the line that
+        made the value it came in with, when it came with the data. True the first time."""
         if self.nonfinite_loss is not None:
             return False
         self.nonfinite_loss = {"iteration": iteration, "location": location,
                                "value": None if value is None else repr(value), "op": op, "phase": phase,
                                "op_location": op_location}
+        if data is not None:
+            self.nonfinite_loss["data"], self.nonfinite_loss["data_location"] = data
         return True
 
     def grad_norms(self, iteration, norms, location):
@@ -153,8 +156,9 @@ class LightWatch:
             if entry is None:
                 return None
             placed = dict(entry, location=loc(entry["location"]))
-            if "op_location" in entry:
-                placed["op_location"] = loc(entry["op_location"])
+            for key in ("op_location", "data_location"):
+                if key in entry:
+                    placed[key] = loc(entry[key])
             return placed
 
         grads = []

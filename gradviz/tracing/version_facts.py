@@ -59,6 +59,7 @@ class VersionFacts:
                             new_version=new_version, node=nid, saved_by=saved_by)
         if vrec.origin != "op" and is_reset_op(event):
             self._grad_reset_through(vrec)
+            self.trace.iterations.release_hold()
         if silent:
             event["silent_saved_by"] = silent
             event["silent_backward"] = None  # the backward that then used the changed values (backward_step)
@@ -144,6 +145,21 @@ class VersionFacts:
                                                    backward_location=None if b is None else b["location"])
         self.groups.pin_event(event)
         self.groups.pin_node(rec)
+
+    def light_numpy_write(self, variable, location, nodes, backward_location):
+        """A light iteration's watch found a numpy array handed out at ``location`` from ``variable`` (a key)
+        written before the backward at ``backward_location`` started: ``nodes`` (keys) saved that memory and are
+        about to read the changed values. The event ``numpy_write`` records, with no backward record (the light
+        backward has none)."""
+        recs = [self.live_nodes[k] for k in nodes if k in self.live_nodes]
+        if not recs:
+            return
+        event = self.trace.record_event("numpy_write", location, variable=self.live_variables[variable].id,
+                                        saved_by=[r.id for r in recs], backward=None,
+                                        backward_location=backward_location)
+        self.groups.pin_event(event)
+        for rec in recs:
+            self.groups.pin_node(rec)
 
     def cut(self, source, how, location, result=None):
         """A value left the graph: ``how`` is ``"detach"``, ``"data"``, ``"numpy"``, ``"item"`` or ``"tolist"``;

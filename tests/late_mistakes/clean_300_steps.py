@@ -1,5 +1,6 @@
 """A correct training loop that uses the calls the light watch wraps, every step: in-place activations and
-additions, .detach() and .item() for logging, .data for a manual parameter clamp after the step, a leaf's .grad."""
+additions, .detach() and .item() for logging, a numpy metric read during the forward, an out= write into a buffer
+no graph saved, a gradient hook, .data for a manual parameter clamp after the step, a leaf's .grad."""
 import torch
 import torch.nn as nn
 
@@ -22,10 +23,15 @@ class Block(nn.Module):
 model = nn.Sequential(nn.Linear(4, 8), Block(), nn.Linear(8, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(32, 4), torch.randn(32, 1)
-running, seen = 0.0, []
+running, seen, hits, grad_norms = 0.0, [], 0.0, []
+buffer = torch.empty(32, 1)
 for _ in range(300):
     opt.zero_grad()
-    loss = ((model(x) - y) ** 2).mean()
+    pred = model(x)
+    hits += float((pred.detach().numpy() > 0).mean())  # read, never written
+    torch.sub(pred.detach(), y, out=buffer)  # into a buffer of its own
+    pred.register_hook(lambda g: grad_norms.append(float(g.norm())))
+    loss = ((pred - y) ** 2).mean()
     loss.backward()
     norm = model[0].weight.grad.norm().item()
     opt.step()

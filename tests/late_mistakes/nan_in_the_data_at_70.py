@@ -9,7 +9,7 @@ data[70, 3, 1] = float("nan")  # a corrupt sample in the data set
 targets = torch.randn(100, 16, 1)
 for step in range(100):
     opt.zero_grad()
-    x = data[step]  # LOAD
+    x = data[step]  # MARK: the batch is loaded here
     loss = ((model(x) - targets[step]) ** 2).mean()
     loss.backward()  # BACKWARD
     opt.step()

@@ -42,6 +42,10 @@ def nan_inf(ctx, out):
     forward = sorted(n["id"] for n in index.nodes.values() if n.get("nonfinite") == "forward")
     if forward and _reaches_an_output(index, set(forward)):
         node = index.nodes[forward[0]]
+        first = index.doc.get("first_nonfinite") or {}
+        if first.get("node") == node["id"] and first.get("data_location"):
+            _from_data(index, out, node, first)
+            return
         outputs = list(node.get("outputs") or ())
         inputs = [v for v in node.get("input_variables") or () if v is not None]
         message = (f"{node['op']} at {index.where(node.get('location'))} produced NaN/Inf in its forward output "
@@ -97,6 +101,14 @@ def _light_nan(index, out):
                 related=[related("the loss was backwarded here", first.get("location"))], details=details,
                 order=(2, 0))
         return True
+    if op and first.get("phase") == "input" and first.get("data_location"):
+        message = (f"{_data_message(index, first.get('data'), first['data_location'], op)}: the loss was "
+                   f"{first.get('value') or 'NaN/Inf'} at iteration {it} (at {index.where(first.get('location'))}), "
+                   "a light iteration.")
+        out.add("nan-inf", message, _DATA_HINT, first["data_location"],
+                related=[related("the loss was backwarded here", first.get("location"))],
+                details=dict(details, phase="light-input", data=first.get("data")), order=(2, 0))
+        return True
     if op and first.get("phase") == "input":
         message = (f"{what} (at {index.where(first.get('location'))}), a light iteration: the NaN/Inf came in with "
                    f"the data — {op} received it in an input that needs no gradient, so no op of the graph made it.")
@@ -112,6 +124,28 @@ def _light_nan(index, out):
     hint = f"Rerun with `{rerun}` to trace that iteration in full: the report then names the op and its line."
     out.add("nan-inf", message, hint, first.get("location"), details=details, order=(2, 0))
     return True
+
+
+def _from_data(index, out, node, first):
+    """The first NaN/Inf forward value was an input the graph did not make (it needs no gradient): named at the
+    line that made it (``first_nonfinite.data_location``), the op that received it as related."""
+    location = first["data_location"]
+    message = (f"{_data_message(index, first.get('data'), location, first.get('data_op') or node['op'])} at "
+               f"{index.where(node.get('location'))}, in iteration {first.get('iteration')}; everything computed "
+               "from it is contaminated.")
+    out.add("nan-inf", message, _DATA_HINT, location,
+            related=[related(f"{node['op']} received it here", node.get("location"))], nodes=[node["id"]],
+            variables=list(node.get("outputs") or ()),
+            details={"phase": "input", "node": node["id"], "data": first.get("data")}, order=(2, node["id"]))
+
+
+def _data_message(index, name, location, op):
+    return (f"the NaN/Inf came in with the data: `{name}`, made at {index.where(location)}, already held it when "
+            f"{op} received it")
+
+
+_DATA_HINT = ("Check the batch where it is loaded (`assert torch.isfinite(x).all()`) and clean the data set or "
+              "the transform that produced it; no op of the graph made this value.")
 
 
 def _reaches_an_output(index, bad):

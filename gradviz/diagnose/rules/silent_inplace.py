@@ -98,8 +98,8 @@ def _used_by(index, e, savers, after):
 
 
 def _backward(index, bid, location):
-    if bid is None:
-        return None
+    if bid is None:  # a light backward has no record: its line, when known
+        return None if location is None else {"id": None, "location": location}
     found = next((b for b in index.backwards if b.get("id") == bid), None)
     return found if found is not None else {"id": bid, "location": location}
 

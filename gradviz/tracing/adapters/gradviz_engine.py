@@ -46,6 +46,7 @@ from ..frames import (
 from ..records import safe_message
 from . import threads
 from .gradviz_light import GradvizLight
+from .gradviz_nan import data_line
 from .gradviz_probe import run_check
 from .gradviz_probe import signature as probe_signature
 from .guard import Guard
@@ -425,9 +426,27 @@ class GradvizAdapter(Observer):
         ref.key = key = id(node)
         builder.op(key, op, class_name, custom, edges, in_keys, outs, self._saved(node) if node._saved else (),
                    location, getattr(node, "_meta", None), bad, lasti, ref)
+        if bad:
+            self._nonfinite_from_data(key, inputs)
         if custom:
             with builder:  # the probe runs the user's code, which may start threads: under the lock (re-entrant)
                 self._check_backward(node, inputs, location)
+
+    def _nonfinite_from_data(self, key, inputs):
+        """The first NaN/Inf output: if an input that needs no gradient already held one, it came in with the data,
+        and the line that made that input is named (as a light iteration names it, ``gradviz_nan``)."""
+        first = self.builder.first_nonfinite
+        rec = self.builder.live_nodes.get(key)
+        if first is None or rec is None or first["node"] != rec.id or "data" in first:
+            return
+        for a in inputs:
+            data = getattr(a, "_data", None)
+            if isinstance(a, Variable) and not a._requires_grad and isinstance(data, np.ndarray) \
+                    and data.dtype.kind in "fc" and nonfinite(data):
+                found = data_line(user_frame(1), a)
+                if found is not None:
+                    self.builder.nonfinite_data(*found)
+                return
 
     def _check_backward(self, node, inputs, location):
         """A user-defined Function's first application with these inputs: check its backward numerically

@@ -8,8 +8,10 @@ Only the context that attached the trace switches; threads keep the guard (full)
 
 And the rare calls where the classic mistakes happen, as on PyTorch (``torch_watch``): a non-leaf's None ``.grad``
 read and a write through ``.data`` of a value a graph may need are handed to the full handlers (through the guard)
-at once, and the rest of the iteration is traced in full; other in-place writes are logged with their line, and a
-backward that raises is recorded after the fact, a stale-version error traced back to the logged write.
+at once, and the rest of the iteration is traced in full; a numpy array taken from a cut of such a value is copied
+and compared when the next backward starts; hook registrations go to the full handler; other in-place writes are
+logged with their line, and a backward that raises is recorded after the fact, a stale-version error traced back
+to the logged write.
 """
 
 import math
@@ -21,7 +23,7 @@ from ...autograd.observer import Observer, is_quiet
 from ..frames import location_of, user_frame
 from ..light_steps import LightSteps
 from ..light_watch import WatchMemory
-from .gradviz_nan import nonfinite_culprit
+from .gradviz_nan import data_line, nonfinite_culprit
 
 
 class GradvizLight(LightSteps, Observer):
@@ -76,6 +78,14 @@ class GradvizLight(LightSteps, Observer):
             self.finding()
             self.adapter.guard.on_variable(variable, origin)
 
+    def on_hook(self, variable, hook, event, grad=None, result=None):
+        """A tensor hook registered, called or removed: rare, and what a report says about a hook (the line that
+        registered it) is read from these events, so they go to the full handler as they are."""
+        if not is_quiet():
+            with self.lock:
+                self.builder.light_event()
+            self.adapter.guard.on_hook(variable, hook, event, grad, result)
+
     def on_accumulate(self, variable, grad):
         key = id(variable)
         self._accumulated[key] = self._accumulated.get(key, 0) + 1
@@ -89,8 +99,45 @@ class GradvizLight(LightSteps, Observer):
             self.adapter.guard.on_grad_read(variable, grad)
 
     def on_detach(self, source, result, how):
-        if how == "data" and source._requires_grad and not is_quiet():
+        if is_quiet():
+            return
+        if how in ("data", "detach") and source._requires_grad:
             self.memory.cut(source, result, how)
+        elif how == "numpy" and self.memory.aliases:
+            self._handed_out(source, result)
+
+    def _handed_out(self, variable, array):
+        """``variable.numpy()`` where ``variable`` is a cut of a value a graph may still need (a non-leaf's, or a
+        leaf's while a forward is in flight): the array's bytes are copied and compared when the next backward
+        starts (``_numpy_written``)."""
+        found = self.memory.cut_source(variable, variable._base, None)
+        if found is None or (found[0]._grad_fn is None and not self.forward_calls):
+            return
+        if isinstance(array, np.ndarray):
+            self.memory.handout(found[0], variable, array, location_of(user_frame(3)), found[1])
+
+    def _numpy_written(self):
+        """A light backward is starting: the arrays handed out since the last one and written since are recorded
+        as the full handlers record them (the cut, the hand-out, the nodes that saved that memory): backward is
+        about to read the changed values (silent-inplace)."""
+        changed = self.memory.changed_handouts()
+        if not changed:
+            return
+        from .gradviz_engine import _storage
+
+        self.finding()
+        adapter = self.adapter
+        guard = adapter.guard
+        builder = self.builder
+        for source, variable, array, location, how in changed:
+            guard.on_detach(source, variable, how)
+            guard.on_detach(variable, array, "numpy")
+            with self.lock:
+                savers = builder.saved_storages.get(_storage(array)) or {}
+                builder.light_numpy_write(id(variable), location, [rec.key for rec in list(savers.values())
+                                                                   if rec.alive and not rec.freed],
+                                          self.backward_location)
+                adapter._name_from_frame(user_frame(3))  # (what the user's code calls the value)
 
     def on_inplace(self, variable, node, old_version, new_version):
         if is_quiet():
@@ -148,6 +195,8 @@ class GradvizLight(LightSteps, Observer):
         self.forward_calls = 0
         self.backward_location = location_of(user_frame(2))
         self._backward_args = (roots, grad_roots, retain_graph, inputs)
+        if self.memory.handouts:
+            self._numpy_written()
         if self.builder.versions.silent_pending:  # a write through .data waits for this backward: trace it in full
             self.adapter.guard.on_backward_begin(roots, grad_roots, retain_graph, inputs)
             self.escalate()
@@ -168,7 +217,9 @@ class GradvizLight(LightSteps, Observer):
             if bad:
                 found = None if fn is None else nonfinite_culprit(fn)
                 culprit = None if found is None else (found[0].name(), found[1])
-                self.nonfinite_root(value, user_frame(2), culprit)
+                frame = user_frame(2)
+                data = None if found is None else data_line(frame, found[2])
+                self.nonfinite_root(value, frame, culprit, data)
 
     def on_backward_end(self, roots, error):
         if error is None:

@@ -7,6 +7,7 @@ recomputed from them."""
 import numpy as np
 
 from ...autograd.function import AccumulateGrad
+from ..data_origin import data_origin
 
 _RECOMPUTE = {"Log": np.log, "Log2": np.log2, "Log10": np.log10, "Log1p": np.log1p, "Sqrt": np.sqrt,
               "Rsqrt": lambda x: 1 / np.sqrt(x), "Reciprocal": np.reciprocal, "Acos": np.arccos, "Asin": np.arcsin,
@@ -15,13 +16,15 @@ WALK_LIMIT = 100_000
 
 
 def nonfinite_culprit(root):
-    """``(node, phase)``: phase "forward" (its output was not finite) or "input" (a value from outside the graph,
-    the data, carried it); None when nothing saved tells."""
+    """``(node, phase, data)``: phase "forward" (its output was not finite) or "input" (a value from outside the
+    graph, the data, carried it: ``data`` is that saved Variable when known, else None); None when nothing saved
+    tells."""
     nodes = _nodes(root)
     nodes.sort(key=lambda n: getattr(n, "_seq", 0))
     for node in nodes:
         saved = node._saved or ()
-        bad_output = bad_input = from_data = False
+        bad_output = bad_input = False
+        from_data = None
         for item in saved:
             data, kind = item[0], item[4]
             if isinstance(data, np.ndarray) and data.dtype.kind in "fc" and not np.isfinite(data).all():
@@ -30,14 +33,15 @@ def nonfinite_culprit(root):
                 else:
                     bad_input = True
                     variable = getattr(item, "variable", None)
-                    from_data = from_data or (variable is not None and not variable._requires_grad)
+                    if from_data is None and variable is not None and not variable._requires_grad:
+                        from_data = variable
         if bad_input:
-            if from_data:  # a saved input that needs no gradient: the data, not an op of the graph, carried it
-                return node, "input"
+            if from_data is not None:  # a saved input that needs no gradient: the data, not an op, carried it
+                return node, "input", from_data
             producer = _producer(node)
-            return (producer, "forward") if producer is not None else (node, "input")
+            return (producer, "forward", None) if producer is not None else (node, "input", None)
         if bad_output or _recomputed_bad(node, saved):
-            return node, "forward"
+            return node, "forward", None
     return None
 
 
@@ -71,3 +75,12 @@ def _recomputed_bad(node, saved):
         except (TypeError, ValueError):
             return False
     return not np.isfinite(out).all()
+
+
+def data_line(frame, variable):
+    """``(name, Location)`` of the user's line that made ``variable`` (a saved input that came in with the data),
+    or of a Variable over the same array; None when no user frame holds it."""
+    if variable is None or frame is None:
+        return None
+    data = variable._data
+    return data_origin(frame, variable, lambda other: other._data is data)

@@ -133,6 +133,7 @@ class TorchAdapter(TorchEvents):
         self._node_gone = builder.node_handle_died
         TorchEvents.__init__(self)
         self.checks = OutputChecks(torch, builder)
+        self.nonfinite_looked = None  # the first NaN/Inf whose graph was read for data that carried it
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
         self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
         self._arguments = None  # (tensors, unique ones, their edges) of the call whose nodes are being reported

@@ -232,6 +232,23 @@ class TorchEvents:
                     return False
         return silent
 
+    def _nonfinite_from_data(self, first, roots, frame):
+        """This iteration's first NaN/Inf came before the backward that meets it: if its graph says it came in with
+        the data (as a light iteration reads it, ``torch_nan``), the line that made that input is named."""
+        from .torch_nan import data_line, nonfinite_culprit
+
+        if self.nonfinite_looked is first:
+            return
+        self.nonfinite_looked = first  # (once: the walk reads every saved tensor of the graph)
+        for r in roots:
+            fn = tg.grad_fn_of(r)
+            found = None if fn is None else nonfinite_culprit(self.torch, fn)
+            if found is not None:
+                origin = data_line(frame, found[2]) if found[1] == "input" else None
+                if origin is not None:
+                    self.builder.nonfinite_data(*origin, op=tg.info(found[0]).name)
+                return
+
     def _from_data(self, t):
         for x in (t, t._base):
             if x is not None:
@@ -440,7 +457,8 @@ class TorchEvents:
                 call = self.backward_call
                 key = id(t)
                 if key in self.builder.live_variables:
-                    self.builder.hook(key, "call", None if call is None else call.location,
+                    where = self.light_steps.backward_location if call is None else call.location  # (a light one)
+                    self.builder.hook(key, "call", where,
                                       hook_name=_hook_name(hook), hook_location=_hook_location(hook))
         except Exception as exc:
             self.internal_error("hook", exc)
@@ -703,6 +721,9 @@ class TorchEvents:
         frame, location = _here()
         self._name_from_frame(frame, quick=True)
         self.checks.flush()  # a NaN made in forward is reported before the backward that meets it
+        first = self.builder.first_nonfinite
+        if first is not None and first["phase"] == "forward" and first["iteration"] == self.builder.groups.iteration:
+            self._nonfinite_from_data(first, roots, frame)
         keys = [self.var(r) for r in roots]
         if self.light_steps.enabled:
             self.light_steps.note_roots(roots)

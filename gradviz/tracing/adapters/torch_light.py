@@ -21,7 +21,7 @@ from ..frames import location_at
 from ..light_steps import LightSteps
 from . import torch_graph as tg
 from .torch_frames import user_frame
-from .torch_nan import nonfinite_culprit
+from .torch_nan import data_line, nonfinite_culprit
 from .torch_patches import _forked
 from .torch_watch import TorchWatch
 
@@ -177,7 +177,9 @@ class TorchLight(LightSteps):
             if bad:
                 found = None if fn is None else nonfinite_culprit(torch, fn)
                 culprit = None if found is None else (tg.info(found[0]).name, found[1])
-                self.nonfinite_root(value, user_frame(0), culprit)
+                frame = user_frame(0)
+                data = None if found is None else data_line(frame, found[2])
+                self.nonfinite_root(value, frame, culprit, data)
 
     def note_roots(self, roots):
         """The node classes of a backward's roots, for the signature (full iterations too)."""
@@ -246,6 +248,8 @@ def _wrap(light, original, kind):
                 light.adapter.tls.light_step = 0  # (a step that raised never reached its post hook)
                 frame = user_frame(0)
                 light.backward_location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+                if light.watch.memory.handouts:
+                    light.watch.numpy_written(frame, light.backward_location)
             if light.full_backward and _ident() == light.adapter.mode_thread:
                 light.full_backward = False
                 result = light.adapter.backward(original, args, kwargs, kind)

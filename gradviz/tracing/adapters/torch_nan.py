@@ -6,6 +6,7 @@ it; the first that saved a non-finite input got it from the op before it; an op 
 inputs are finite is recomputed from them (``log`` saves its input, not its NaN result).
 """
 
+from ..data_origin import data_origin
 from . import torch_graph as tg
 
 # node name -> how to recompute its forward from its saved tensors (attribute names, without the _raw_saved_ prefix)
@@ -21,9 +22,10 @@ WALK_LIMIT = 100_000  # nodes looked at, at most
 
 
 def nonfinite_culprit(torch, root):
-    """``(node, phase)`` for the first node (in creation order) that made a NaN/Inf value of ``root``'s graph:
+    """``(node, phase, data)`` for the first node (in creation order) that made a NaN/Inf value of ``root``'s graph:
     phase "forward" when its own output was not finite; "input" when the first non-finite value found is a leaf or
-    a value from outside the graph (the data); None when nothing saved tells."""
+    a value from outside the graph (the data: then ``data`` is that saved tensor, else None); None when nothing
+    saved tells."""
     nodes = _nodes(root)
     nodes.sort(key=lambda n: n._sequence_nr())
     for node in nodes:
@@ -31,7 +33,8 @@ def nonfinite_culprit(torch, root):
         if info.accumulator:
             continue
         saved = tg.saved_tensors(node, info.saved)
-        bad_result = bad_input = from_data = False
+        bad_result = bad_input = False
+        from_data = None
         for attr, i, t in saved:
             if t is None or not _floating(t) or bool(torch.isfinite(t).all()):
                 continue
@@ -39,14 +42,15 @@ def nonfinite_culprit(torch, root):
                 bad_result = True
             else:
                 bad_input = True
-                from_data = from_data or not _requires_grad(node, attr, i)
+                if from_data is None and not _requires_grad(node, attr, i):
+                    from_data = t
         if bad_input:
-            if from_data:  # a saved input that needs no gradient: the data, not an op of the graph, carried it
-                return node, "input"
+            if from_data is not None:  # a saved input that needs no gradient: the data, not an op, carried it
+                return node, "input", from_data
             producer = _producer(node)
-            return (producer, "forward") if producer is not None else (node, "input")
+            return (producer, "forward", None) if producer is not None else (node, "input", None)
         if bad_result or _recomputed_bad(torch, node, info, saved):
-            return node, "forward"
+            return node, "forward", None
     return None
 
 
@@ -106,3 +110,12 @@ def _recomputed_bad(torch, node, info, saved):
         else:
             out = getattr(torch, fn)(*args)
     return not bool(torch.isfinite(out).all())
+
+
+def data_line(frame, value):
+    """``(name, Location)`` of the user's line that made ``value`` (a saved input that came in with the data), or
+    a tensor over the same elements (the op saved a view of it); None when no user frame holds it."""
+    if value is None or frame is None:
+        return None
+    start, numel = value.data_ptr(), value.numel()  # (a view over the same elements: ``linear`` flattens a batch)
+    return data_origin(frame, value, lambda other: other.data_ptr() == start and other.numel() == numel)

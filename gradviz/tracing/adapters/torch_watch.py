@@ -11,6 +11,12 @@ the calls it makes of them:
 - in-place writes (methods, ``x[...] = ``, ``+=``, ``torch.relu_``…): each is logged with its line and the version
   it left, weakly; a write through ``.data`` of a tensor in flight is recorded by the full handler at once
   (silent-inplace), and the next backward is then traced in full to see the saved value used;
+- ``out=`` writes, through the functions the user's files call with ``out=`` (``out_calls``; only those are
+  wrapped): logged like an in-place method's;
+- ``.numpy()`` / ``__array__`` of a cut of a value in flight (``e.detach().numpy()``): the array's bytes are
+  copied (``WatchMemory.handout``) and compared when the next backward starts; a write through it (the silent case)
+  is then recorded as the full handlers record it;
+- ``register_hook``: recorded by the full handler (the event, and each call of the hook);
 - ``backward``'s errors (``torch_light``): a backward that raises is recorded after the fact, its graph as
   external nodes, and a stale-version error is traced back through the write log to the write that made it.
 
@@ -21,6 +27,7 @@ from threading import get_ident as _ident
 
 from ..frames import location_at
 from ..light_watch import WatchMemory
+from ..out_calls import names_called_with_out, user_files
 from . import torch_graph as tg
 from .torch_frames import user_frame
 from .torch_patches import _forked
@@ -42,6 +49,7 @@ class TorchWatch:
         self.memory = WatchMemory()  # the cuts and in-place writes seen
         self._patched = []  # (owner, name, what it had in its own __dict__, or _MISSING)
         self._targets = None
+        self._out_wrapped = {}  # (id(owner), name) -> its out= wrapper, made once
 
     # ----- is this call the user's, on the light thread? ------------------------------------------------------
     def watching(self):
@@ -54,7 +62,7 @@ class TorchWatch:
     def install(self):
         if self._patched:
             return
-        for owner, name, wrapper in self._wrappers():
+        for owner, name, wrapper in self._wrappers() + self._out_wrappers():
             self._patched.append((owner, name, owner.__dict__.get(name, _MISSING)))
             setattr(owner, name, wrapper)
 
@@ -78,7 +86,10 @@ class TorchWatch:
             targets = [(T, "grad", self._grad_property(base.__dict__["grad"])),
                        (T, "data", self._data_property(base.__dict__["data"])),
                        (T, "detach", self._detach(T.detach)),
-                       (T, "requires_grad_", self._requires_grad_(T.requires_grad_))]
+                       (T, "requires_grad_", self._requires_grad_(T.requires_grad_)),
+                       (T, "numpy", self._numpy(T.numpy, "numpy")),
+                       (T, "__array__", self._numpy(T.__array__, "__array__")),
+                       (T, "register_hook", self._register_hook(T.register_hook))]
             for name in dir(base):
                 if name.endswith("_") and not name.startswith("_") and name not in _NOT_WRITES:
                     targets.append((T, name, self._method(getattr(T, name), name)))
@@ -96,6 +107,73 @@ class TorchWatch:
                         targets.append((owner, name, self._function(original, name)))
             self._targets = targets
         return self._targets
+
+    def _out_wrappers(self):
+        """(owner, name, wrapper) for the functions the user's files call with ``out=`` (read again at each
+        install: a module imported since may call others)."""
+        torch = self.torch
+        wrapped = self._out_wrapped
+        targets = []
+        for name in sorted(names_called_with_out(user_files())):
+            for owner in (torch, torch._C._nn, torch.linalg, torch.special, torch.fft):
+                original = owner.__dict__.get(name)
+                if not callable(original) or isinstance(original, type):
+                    continue
+                wrapper = wrapped.get((id(owner), name))
+                if wrapper is None:
+                    wrapper = wrapped[(id(owner), name)] = self._with_out(original, name)
+                targets.append((owner, name, wrapper))
+        return targets
+
+    def _with_out(self, original, name):
+        """A function called with ``out=`` somewhere in the user's code: while watching, each tensor it writes
+        is noted as an in-place write (``written``)."""
+        watch = self
+        Tensor = self.adapter._Tensor
+
+        def with_out(*args, **kwargs):
+            out = kwargs.get("out")
+            if out is None or not watch.watching():
+                return original(*args, **kwargs)
+            outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, Tensor)]
+            olds = [_version(o) for o in outs]
+            result = original(*args, **kwargs)
+            for o, old in zip(outs, olds):
+                if old is not None:
+                    watch.written(o, name, old)
+            return result
+
+        with_out.__name__ = name
+        with_out.__doc__ = getattr(original, "__doc__", None)
+        with_out.__wrapped__ = original
+        return with_out
+
+    def _numpy(self, original, name):
+        watch = self
+
+        def numpy(t, *args, **kwargs):
+            result = original(t, *args, **kwargs)
+            if watch.memory.aliases and watch.watching():
+                watch.handed_out(t, result)
+            return result
+
+        numpy.__name__ = name
+        numpy.__doc__ = original.__doc__
+        numpy.__wrapped__ = original
+        return numpy
+
+    def _register_hook(self, original):
+        watch = self
+
+        def register_hook(t, hook):
+            if not watch.watching():
+                return original(t, hook)
+            return watch.hook_registered(original, t, hook)
+
+        register_hook.__name__ = "register_hook"
+        register_hook.__doc__ = original.__doc__
+        register_hook.__wrapped__ = original
+        return register_hook
 
     def _grad_property(self, descriptor):
         get = descriptor.__get__
@@ -216,6 +294,68 @@ class TorchWatch:
         except Exception as exc:
             adapter.internal_error("light cut", exc)
         self.light.escalate()
+
+    def hook_registered(self, original, t, hook):
+        """``t.register_hook(hook)`` on a light iteration: the registration event at its line, and each call of
+        the hook, as the full handler records them; ``t`` is recorded without its graph (whose saved values a
+        light backward frees unrecorded: they would stay known as saved, and be matched by later writes)."""
+        from .torch_events import _hook_location, _hook_name, _HookCall
+
+        adapter = self.adapter
+        handle = original(t, _HookCall(adapter, t, hook))
+        frame = user_frame(1)
+        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        try:
+            with adapter.lock:
+                builder = adapter.builder
+                builder.light_event()
+                if id(t) not in builder.live_variables:
+                    adapter.new_var(t, "external", location)
+                builder.hook(id(t), "register", location, hook_name=_hook_name(hook),
+                             hook_location=_hook_location(hook))
+        except Exception as exc:
+            adapter.internal_error("light hook", exc)
+        return handle
+
+    def handed_out(self, t, array):
+        """``t.numpy()`` (or ``np.asarray(t)``) on the light thread, where ``t`` is a cut of a value a graph may
+        still need (a non-leaf's, or a leaf's while a forward is in flight): the array's bytes are copied, and
+        compared at the next backward (``numpy_written``)."""
+        found = self.memory.cut_source(t, t._base, None)
+        if found is None or (found[0].is_leaf and not self.light.forward_calls):
+            return
+        frame = user_frame(1)
+        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        self.memory.handout(found[0], t, array, location, found[1])
+
+    def numpy_written(self, frame, backward_location):
+        """A light backward is starting: the numpy arrays handed out since the last one and written since are
+        recorded as the full handlers record them (the cut, the hand-out, the nodes that saved that memory), with
+        the write found now, before backward reads the changed values (silent-inplace)."""
+        changed = self.memory.changed_handouts()
+        if not changed:
+            return
+        adapter = self.adapter
+        builder = adapter.builder
+        self.light.finding()
+        try:
+            with adapter.lock:
+                for source, t, array, location, how in changed:
+                    skey = adapter.var(source)  # (its graph, with what each node saved, as external nodes)
+                    if id(t) not in builder.live_variables:
+                        adapter.new_var(t, how, location)
+                    owner = builder.cut(skey, how, location, result=id(t))
+                    adapter._remember_cut(t, owner, how)
+                    tkey = adapter.var(t)
+                    owner = builder.cut(tkey, "numpy", location, result=None)
+                    adapter._remember_cut(array, owner, "numpy")
+                    savers = builder.saved_storages.get(tg.storage_key(t)[0]) or {}
+                    builder.light_numpy_write(tkey, location, [rec.key for rec in list(savers.values())
+                                                               if rec.alive and not rec.freed], backward_location)
+                adapter.name_from_frame(frame)  # (what the user's code calls the value, as a full backward does)
+        except Exception as exc:
+            adapter.internal_error("light numpy write", exc)
+        self.light.full_backward = True  # (this backward: its record says which saved values it freed)
 
     def written(self, t, op, old):
         """An in-place write by the user's code (``old``: the version before it)."""
