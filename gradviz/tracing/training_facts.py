@@ -191,11 +191,11 @@ class TrainingFacts:
                 "made_iteration": made_iteration, "last_iteration": iteration, "count": 1, "order": self._next(),
                 "location": location}
 
-    def grad_leak(self, receiver, receiver_location, giver, giver_location, parameters, iteration):
+    def grad_leak(self, receiver, receiver_location, giver, giver_location, parameters, iteration, built=(None, None)):
         """Optimizer ``receiver`` stepped at ``receiver_location`` on gradients that a backward before optimizer
         ``giver``'s step (at ``giver_location``) had written into ``parameters`` (how many of its own), with
         another backward between the two steps and no ``zero_grad`` of the receiver: one loss trained the
-        other's parameters too."""
+        other's parameters too. ``built``: the lines that built the receiver and the giver."""
         entry = self.leaks.get((receiver_location, giver_location))
         if entry is not None:
             entry["count"] += 1
@@ -204,6 +204,7 @@ class TrainingFacts:
             self.leaks[(receiver_location, giver_location)] = {
                 "optimizer": receiver, "location": receiver_location, "from_optimizer": giver,
                 "from_location": giver_location, "parameters": parameters, "iteration": iteration,
+                "built": built[0], "from_built": built[1],
                 "last_iteration": iteration, "count": 1, "order": self._next()}
 
     def _close(self, m, backward, iteration):
@@ -262,7 +263,8 @@ class TrainingFacts:
                                           **{k: c[k] for k in ("argument", "iteration", "made_iteration",
                                                                "last_iteration", "count", "order")},
                                           "location": loc(c["location"])} for c in self.carries.values()],
-                "grad_leaks": [dict(c, location=loc(c["location"]), from_location=loc(c["from_location"]))
+                "grad_leaks": [dict(c, location=loc(c["location"]), from_location=loc(c["from_location"]),
+                                    built=loc(c["built"]), from_built=loc(c["from_built"]))
                                for c in self.leaks.values()]}
 
 

@@ -6,6 +6,7 @@ from ...document.index import code_text
 from ..graph_rules import growing
 from ..records import related
 from ..registry import Code, rule
+from ..training_causes import carry_before, carry_cause
 
 RETAINED_GRAPH = Code("retained-graph", "warning", "finished graphs kept alive, holding memory",
                       """\
@@ -207,12 +208,17 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
                 else retainers[0].get("location") if retainers else _first_alive_root(index))
     hint = ("Accumulate plain numbers (`total += loss.item()`), don't keep outputs or losses across iterations, "
             "and call backward without retain_graph=True (chain the models and backward once instead).")
+    carry = carry_before(index, None)
+    cause = None
+    if carry is not None:  # what chains the graphs is the carried state: detaching it is the whole fix
+        sentence, hint, cause = carry_cause(index, carry)
+        parts.append(sentence)
     nodes = [n for _, ids in keepers for n in ids]
     for b in retainers:
         nodes.extend(b.get("root_nodes") or ())
     out.add("retained-graph", " ".join(parts), hint, location, severity=None if growing_ else "info",
             related=[related("retain_graph=True here", retainers[0].get("location")) if retainers else None,
-                     related("hook registered here", hooks[0].get("location")) if hooks else None],
+                     related("hook registered here", hooks[0].get("location")) if hooks else None, cause],
             nodes=nodes,
             details={"growing": growing_, "series": [[s.get("iteration"), s.get("retained_bytes"),
                                                       s.get("graphs_alive")] for s in series[-200:]],

@@ -55,7 +55,8 @@ class LeakWatch:
             held = {id(g) for g in (_grad(p) for p in _params(optimizer)) if g is not None}
             kept = sum(1 for r in mark[3] if id(r()) in held)
             if kept:
-                facts.grad_leak(type(optimizer).__name__, self.location(), mark[0], mark[1], kept, self.iteration())
+                facts.grad_leak(type(optimizer).__name__, self.location(), mark[0], mark[1], kept, self.iteration(),
+                                built=(_built_at(facts, optimizer), mark[4]))
         if backward <= self._stepped.get(key, 0):
             self._stepped[key] = facts.order
             return  # no backward since this optimizer's last step: nothing of its loss to leave elsewhere
@@ -69,8 +70,13 @@ class LeakWatch:
                 if here is None:
                     here = self.location()
                 self._marks[other_key] = (type(optimizer).__name__, here, facts.order,
-                                          [weakref.ref(g) for g in written])
+                                          [weakref.ref(g) for g in written], _built_at(facts, optimizer))
         self._stepped[key] = facts.order
+
+
+def _built_at(facts, optimizer):
+    """The line that built ``optimizer`` (its construction record), or None."""
+    return next((o["location"] for o in reversed(facts.optimizers) if o["ref"]() is optimizer), None)
 
 
 def _params(optimizer):
