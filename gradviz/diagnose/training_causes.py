@@ -100,11 +100,18 @@ def crossing(index, backward, theirs, ours):
     return None
 
 
-def leak_crossing(index, receiver_params, giver_params, iteration=None):
-    """The first recorded backward (from ``iteration`` on, when given) that writes gradients of both optimizers'
-    parameters, and where its graph reads the receiver's output: ``(backward, node, source, variable)``."""
+def leak_crossing(index, receiver_params, giver_params, giver_step):
+    """The first recorded backward whose next optimizer step is the giver's (at ``giver_step``: the giver's loss,
+    not the receiver's, whose graph reads the giver's parameters as well) and that writes gradients of both
+    optimizers' parameters, and where its graph reads the receiver's output: ``(backward, node, source,
+    variable)``, or None."""
+    steps = sorted((e.get("seq") or 0, _key(e.get("location"))) for e in index.events_of("optimizer")
+                   if e.get("event") == "step")
     for b in index.backwards:
-        if b.get("error") or (iteration is not None and (b.get("iteration") or 0) < iteration - 1):
+        if b.get("error"):
+            continue
+        following = next((key for seq, key in steps if seq > (b.get("seq") or 0)), None)
+        if following != _key(giver_step):
             continue
         written = {int(k) for k in b.get("leaf_grad_norms") or {}}
         if written & receiver_params and written & giver_params:

@@ -51,8 +51,8 @@ def gan_fake_not_detached(ctx, out):
     params = optimizer_params(index)
     for leak in (index.doc.get("training") or {}).get("grad_leaks") or ():
         ours, theirs = (params.get(_key(leak.get(k))) or set() for k in ("built", "from_built"))
-        found = leak_crossing(index, ours, theirs - ours) if ours and theirs - ours else None
         step, giver = leak.get("location"), leak.get("from_location")
+        found = leak_crossing(index, ours, theirs - ours, giver) if ours and theirs - ours else None
         if found is None:
             loc, name, fixed, backward = step, None, None, None
         else:

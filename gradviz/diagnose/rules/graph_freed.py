@@ -62,7 +62,7 @@ def _graph_freed(index, out, b):
     shared = None if carry is not None else shared_graph(index, first, freed)
     if carry is not None:
         sentence, hint, cause = carry_cause(index, carry)
-        message += f" That graph was built at {index.where(built)} (iteration {first.get('iteration')}): {sentence}"
+        message += f" That graph was built at {index.where(built)}: {sentence}"
     elif shared is not None:
         node, _, var = shared
         name, fixed = detach_text(index, node, var)

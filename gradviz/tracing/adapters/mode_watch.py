@@ -10,7 +10,7 @@ Each adapter builds one with its engine's classes: ``torch_watch(adapter)``, ``g
   and the mode-dependent modules it set.
 - A recurrent module (RNN, LSTM, GRU and their cells) gets a forward hook of its own, the first time it is called
   while attached: a call whose state argument is an output of its own previous call, made before a backward and
-  still attached to that graph, is a hidden state carried across iterations without ``detach()``
+  still attached to that graph, with grad on, is a hidden state carried across iterations without ``detach()``
   (``carry``: the next backward reaches every earlier iteration through it).
 """
 
@@ -175,7 +175,7 @@ class ModeWatch:
         try:
             key, facts = id(module), self.facts
             last = self._outputs.get(key)
-            if last is not None and facts.backward_order > last[1]:
+            if last is not None and facts.backward_order > last[1] and self.grad_enabled():
                 refs = [r() for r in last[0]]
                 for t in self._tensors(args[1:]):
                     if any(t is r for r in refs) and t.grad_fn is not None:

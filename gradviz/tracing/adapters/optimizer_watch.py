@@ -110,7 +110,12 @@ class OptimizerWatch:
 
     def _leaks(self, event, owner):
         try:
+            before = len(self.facts.leaks)
             getattr(self.leaks, event)(owner)
+            if len(self.facts.leaks) > before:  # a new finding: the next iterations record the graph that shows it
+                builder = self.adapter.builder
+                with builder.lock:
+                    builder.schedule.fire(builder.current_iteration(), "finding")
         except Exception as exc:  # our bookkeeping, never the script's problem
             self.adapter.builder.internal_error("optimizer " + event, exc)
 
