@@ -398,14 +398,17 @@ PLANTED = {
                                 [("retained-graph", "warning", "epoch_loss += loss / tgt.shape[1]")], set()),
     # no detach across BPTT: the second chunk's backward goes back into the first chunk's freed graph
     ("bptt", "no-detach"): ([("    hidden = tuple(h.detach() for h in hidden)\n", "")],
-                            [("graph-freed", "error", "loss.backward()")], {"retained-graph"}),
+                            [("graph-freed", "error", "loss.backward()"),
+                             ("hidden-state-not-detached", "warning", "output, hidden = model(x, hidden)")],
+                            {"retained-graph"}),
     # ...and the usual "fix", retain_graph=True: every chunk's graph is kept, and the step then changes weights
     # the old graphs saved (the second chunk's backward fails: two iterations are too few to call the retained
     # memory growing, so it is reported as info)
     ("bptt", "retain-graph"): ([("    hidden = tuple(h.detach() for h in hidden)\n", ""),
                                 ("loss.backward()", "loss.backward(retain_graph=True)")],
                                [("stale-version", "error", "optimizer.step()"),
-                                ("retained-graph", "info", "out, hidden = self.lstm(self.embed(x), hidden)")],
+                                ("retained-graph", "info", "out, hidden = self.lstm(self.embed(x), hidden)"),
+                                ("hidden-state-not-detached", "warning", "output, hidden = model(x, hidden)")],
                                set()),
     # the template layer registered as a submodule: given to the optimizer, never called
     ("transformer", "template-registered"): (
@@ -425,7 +428,9 @@ PLANTED = {
     # the episode's lists are not reset: the second episode's loss goes back into the first episode's graph
     ("reinforce", "lists-not-reset"): ([("    log_probs, rewards = [], []\n", ""),
                                         ("GAMMA = 0.9\n", "GAMMA = 0.9\nlog_probs, rewards = [], []\n")],
-                                       [("graph-freed", "error", "loss.backward()")], {"retained-graph"}),
+                                       [("graph-freed", "error", "loss.backward()"),
+                             ("hidden-state-not-detached", "warning", "output, hidden = model(x, hidden)")],
+                            {"retained-graph"}),
     # without retain_graph the first backward frees the trunk's graph that the second needs
     ("two_losses", "no-retain"): ([("loss_c.backward(retain_graph=True)", "loss_c.backward()")],
                                   [("graph-freed", "error", "loss_r.backward()")], set()),

@@ -105,13 +105,9 @@ def leak_crossing(index, receiver_params, giver_params, giver_step):
     not the receiver's, whose graph reads the giver's parameters as well) and that writes gradients of both
     optimizers' parameters, and where its graph reads the receiver's output: ``(backward, node, source,
     variable)``, or None."""
-    steps = sorted((e.get("seq") or 0, _key(e.get("location"))) for e in index.events_of("optimizer")
-                   if e.get("event") == "step")
+    steps = _steps(index)
     for b in index.backwards:
-        if b.get("error"):
-            continue
-        following = next((key for seq, key in steps if seq > (b.get("seq") or 0)), None)
-        if following != _key(giver_step):
+        if b.get("error") or _next_step(steps, b) != _key(giver_step):
             continue
         written = {int(k) for k in b.get("leaf_grad_norms") or {}}
         if written & receiver_params and written & giver_params:
@@ -119,6 +115,23 @@ def leak_crossing(index, receiver_params, giver_params, giver_step):
             if found is not None:
                 return (b, *found)
     return None
+
+
+def _steps(index):
+    return sorted((e.get("seq") or 0, _key(e.get("location"))) for e in index.events_of("optimizer")
+                  if e.get("event") == "step")
+
+
+def _next_step(steps, backward):
+    """The line of the first optimizer step after ``backward``, or None."""
+    return next((key for seq, key in steps if seq > (backward.get("seq") or 0)), None)
+
+
+def leaking(index, backward):
+    """Whether ``backward`` is the one whose gradients another optimizer's step applied (a ``grad_leaks`` entry:
+    the next step after it is the giver's): its retain_graph=True is that mistake's, reported there."""
+    givers = {_key(leak.get("from_location")) for leak in (index.doc.get("training") or {}).get("grad_leaks") or ()}
+    return bool(givers) and _next_step(_steps(index), backward) in givers
 
 
 def detach_text(index, node, var):

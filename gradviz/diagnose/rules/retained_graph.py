@@ -6,7 +6,7 @@ from ...document.index import code_text
 from ..graph_rules import growing
 from ..records import related
 from ..registry import Code, rule
-from ..training_causes import carry_before, carry_cause
+from ..training_causes import carry_before, carry_cause, leaking
 
 RETAINED_GRAPH = Code("retained-graph", "warning", "finished graphs kept alive, holding memory",
                       """\
@@ -37,11 +37,12 @@ The fix: call backward once on a graph built from the chained models, without re
 plain numbers: `epoch_loss += loss.item()`.
 
 Not reported: a graph kept for a later backward of the same step that uses it and frees it (a GAN's `fake`,
-detached for the discriminator's loss, then backpropagated by the generator's), and the rise and fall of memory
-within each step of a loop with several backward calls: gradviz warns when the memory or the number of graphs
-keeps rising from one part of the run to the next. A line that chains each iteration's graph to the next is
-named from the third iteration on when one more graph is alive after each (a short run, such as a Lightning
-`Trainer(max_steps=3)` with `self.total_loss += loss` in `training_step`).
+detached for the discriminator's loss, then backpropagated by the generator's), a graph kept by the
+`retain_graph=True` that silenced a GAN's undetached fake (reported as `gan-fake-not-detached`), and the rise
+and fall of memory within each step of a loop with several backward calls: gradviz warns when the memory or
+the number of graphs keeps rising from one part of the run to the next. A line that chains each iteration's graph
+to the next is named from the third iteration on when one more graph is alive after each (a short run, such as a
+Lightning `Trainer(max_steps=3)` with `self.total_loss += loss` in `training_step`).
 
 In the picture: retained graphs are shaded, with their byte size.
 """)
@@ -72,7 +73,7 @@ def retained_graph(ctx, out):
     retainers = _retaining_backwards(index)
     if not (growing_bytes or growing_graphs):
         final = memory.get("final_retained_bytes") or (bytes_series[-1] if bytes_series else 0)
-        retainers = [b for b in retainers if not _shared_by_a_second_loss(index, b)]
+        retainers = [b for b in retainers if not _shared_by_a_second_loss(index, b) and not leaking(index, b)]
         if final and retainers:
             _report_retained(index, out, memory, series, keepers, retainers, growing_=False)
         return
