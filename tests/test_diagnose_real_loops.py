@@ -428,9 +428,7 @@ PLANTED = {
     # the episode's lists are not reset: the second episode's loss goes back into the first episode's graph
     ("reinforce", "lists-not-reset"): ([("    log_probs, rewards = [], []\n", ""),
                                         ("GAMMA = 0.9\n", "GAMMA = 0.9\nlog_probs, rewards = [], []\n")],
-                                       [("graph-freed", "error", "loss.backward()"),
-                             ("hidden-state-not-detached", "warning", "output, hidden = model(x, hidden)")],
-                            {"retained-graph"}),
+                                       [("graph-freed", "error", "loss.backward()")], {"retained-graph"}),
     # without retain_graph the first backward frees the trunk's graph that the second needs
     ("two_losses", "no-retain"): ([("loss_c.backward(retain_graph=True)", "loss_c.backward()")],
                                   [("graph-freed", "error", "loss_r.backward()")], set()),
