@@ -8,10 +8,12 @@ Each adapter builds one with its engine's classes: ``torch_watch(adapter)``, ``g
 - ``nn.Module.train`` is wrapped while the trace is attached: the outermost call (``model.eval()`` is
   ``model.train(False)``, which sets every submodule through ``train`` too) is a switch, with the user's line
   and the mode-dependent modules it set.
-- A recurrent module (RNN, LSTM, GRU and their cells) gets a forward hook of its own, the first time it is called
-  while attached: a call whose state argument is an output of its own previous call, made before a backward and
-  still attached to that graph, with grad on, is a hidden state carried across iterations without ``detach()``
-  (``carry``: the next backward reaches every earlier iteration through it).
+- A recurrent module's (RNN, LSTM, GRU and their cells) outputs are looked at after each call (PyTorch: a global
+  forward hook; gradviz's engine: a forward hook on the module, a module-level function so that ``deepcopy`` and
+  pickling of the module never reach the watch, removed at detach): a call whose state argument is an output of
+  its own previous call, made before a backward and still attached to that graph, with grad on, is a hidden state
+  carried across iterations without ``detach()`` (``carry``: the next backward reaches every earlier iteration
+  through it).
 """
 
 import functools
@@ -30,7 +32,8 @@ def torch_watch(adapter):
     nn = torch.nn
     return ModeWatch(adapter, nn.Module, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm),
                      torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional,
-                     recurrent=((nn.RNNBase, nn.RNNCellBase), torch.Tensor))
+                     recurrent=((nn.RNNBase, nn.RNNCellBase), torch.Tensor,
+                                nn.modules.module.register_module_forward_hook))
 
 
 def gradviz_watch(adapter):
@@ -44,7 +47,7 @@ def gradviz_watch(adapter):
     from ..frames import _is_internal, user_frame
 
     return ModeWatch(adapter, Module, (Dropout, _BatchNorm), is_grad_enabled, lambda: user_frame(1), _is_internal,
-                     functional, recurrent=((RNNBase, RNNCellBase), Variable))
+                     functional, recurrent=((RNNBase, RNNCellBase), Variable, None))
 
 
 class ModeWatch:
@@ -52,10 +55,11 @@ class ModeWatch:
     module classes; ``grad_enabled()``; ``find_frame()``: the innermost user frame; ``internal(code)``: whether a
     code object is the engine's or gradviz's; ``functional``: the engine's ``nn.functional``, whose dropout
     functions are wrapped while attached (a call with ``training`` left at its default, True, from the ``forward``
-    of a module in eval mode: dropout-in-eval); ``recurrent``: (the recurrent module classes, the tensor class)."""
+    of a module in eval mode: dropout-in-eval); ``recurrent``: (the recurrent module classes, the tensor class,
+    the engine's global forward-hook registration or None)."""
 
     def __init__(self, adapter, module_class, bases, grad_enabled, find_frame, internal, functional=None,
-                 recurrent=((), None)):
+                 recurrent=((), None, None)):
         self.adapter = adapter
         self.module_class = module_class
         self.grad_enabled = grad_enabled
@@ -69,8 +73,9 @@ class ModeWatch:
         self._refs = {}  # module key -> weak reference, for naming it when the document is made
         self._original = None
         self._depth = 0
-        self._recurrent, self._tensor = recurrent
-        self._hooked = {}  # recurrent module key -> its forward hook's handle, while attached
+        self._recurrent, self._tensor, self._register_global = recurrent
+        self._global = None  # the global forward hook's handle, while attached
+        self._hooked = {}  # recurrent module key -> its own forward hook's handle (no global hooks), while attached
         self._outputs = {}  # recurrent module key -> (weak refs to its last call's outputs, order, iteration)
         if self.facts is not None:
             self.facts.namer = self.path_of
@@ -96,6 +101,9 @@ class ModeWatch:
                 watch._depth -= 1
 
         Module.train = functools.wraps(original)(train)
+        _WATCHES.append(self)
+        if self._recurrent and self._register_global is not None:
+            self._global = self._register_global(self._global_exit)
         for name in DROPOUTS:
             function = getattr(self.functional, name, None)
             if function is not None:
@@ -112,6 +120,11 @@ class ModeWatch:
         for handle in self._hooked.values():
             handle.remove()
         self._hooked = {}
+        if self._global is not None:
+            self._global.remove()
+            self._global = None
+        if self in _WATCHES:
+            _WATCHES.remove(self)
         self._outputs = {}
 
     # ----- facts ------------------------------------------------------------------------------------------
@@ -124,8 +137,8 @@ class ModeWatch:
         if not kind or self.facts is None:
             return
         if kind is RECURRENT:
-            if id(module) not in self._hooked and self._original is not None:
-                self._hooked[id(module)] = module.register_forward_hook(self._recurrent_exit)
+            if self._global is None and id(module) not in self._hooked and self._original is not None:
+                self._hooked[id(module)] = module.register_forward_hook(_recurrent_hook)
             return
         training = module.training
         grad = self.grad_enabled()
@@ -167,6 +180,10 @@ class ModeWatch:
         if issubclass(cls, self._bases):
             return True
         return RECURRENT if self._recurrent and issubclass(cls, self._recurrent) else False
+
+    def _global_exit(self, module, args, output):
+        if self._kinds.get(type(module)) is RECURRENT:
+            self._recurrent_exit(module, args, output)
 
     def _recurrent_exit(self, module, args, output):
         """A recurrent module's forward hook: its state arguments against its previous call's outputs."""
@@ -255,6 +272,13 @@ class ModeWatch:
 
 
 RECURRENT = "recurrent"  # (a kind: recurrent modules are watched for a carried state, not for their mode)
+_WATCHES = []  # the attached watches (a module's own hook finds its watch here: it holds no reference to it)
+
+
+def _recurrent_hook(module, args, output):
+    for watch in _WATCHES:
+        if id(module) in watch._hooked:
+            watch._recurrent_exit(module, args, output)
 
 
 def _name_in(frame, tensor):
