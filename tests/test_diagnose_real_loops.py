@@ -398,14 +398,17 @@ PLANTED = {
                                 [("retained-graph", "warning", "epoch_loss += loss / tgt.shape[1]")], set()),
     # no detach across BPTT: the second chunk's backward goes back into the first chunk's freed graph
     ("bptt", "no-detach"): ([("    hidden = tuple(h.detach() for h in hidden)\n", "")],
-                            [("graph-freed", "error", "loss.backward()")], {"retained-graph"}),
+                            [("graph-freed", "error", "loss.backward()"),
+                             ("hidden-state-not-detached", "warning", "output, hidden = model(x, hidden)")],
+                            {"retained-graph"}),
     # ...and the usual "fix", retain_graph=True: every chunk's graph is kept, and the step then changes weights
     # the old graphs saved (the second chunk's backward fails: two iterations are too few to call the retained
     # memory growing, so it is reported as info)
     ("bptt", "retain-graph"): ([("    hidden = tuple(h.detach() for h in hidden)\n", ""),
                                 ("loss.backward()", "loss.backward(retain_graph=True)")],
                                [("stale-version", "error", "optimizer.step()"),
-                                ("retained-graph", "info", "out, hidden = self.lstm(self.embed(x), hidden)")],
+                                ("retained-graph", "info", "out, hidden = self.lstm(self.embed(x), hidden)"),
+                                ("hidden-state-not-detached", "warning", "output, hidden = model(x, hidden)")],
                                set()),
     # the template layer registered as a submodule: given to the optimizer, never called
     ("transformer", "template-registered"): (

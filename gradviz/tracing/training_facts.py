@@ -53,8 +53,15 @@ class TrainingFacts:
         self._clipping = False
         self.clips = {}  # clip location -> clip calls that came with no backward since the last step
         self.switch_count = 0
+        self.carries = {}  # (module key, location) -> a recurrent state fed back after a backward, undetached
+        self.leaks = {}  # (optimizer, step location) -> another optimizer's loss left gradients for its step
         self.order = 0
         self.namer = None
+
+    @property
+    def backward_order(self):
+        """The order of the last backward (0: none yet)."""
+        return self._backward_order
 
     def _next(self):
         self.order += 1
@@ -170,6 +177,36 @@ class TrainingFacts:
                                     "last_iteration": iteration, "count": 1, "after_step": last_step > 0,
                                     "step_location": self._step_location, "order": self._next()}
 
+    def carry(self, key, path, cls, argument, iteration, made_iteration, location):
+        """A recurrent module (key, path, class) was called at ``location`` with ``argument`` (the caller's name
+        for it, or None), an output of its own call at ``made_iteration`` that a backward has gone through since,
+        still attached to that graph: backward now reaches every earlier iteration through it."""
+        entry = self.carries.get((key, location))
+        if entry is not None:
+            entry["count"] += 1
+            entry["last_iteration"] = iteration
+        elif len(self.carries) < 64:
+            self.carries[(key, location)] = {
+                "key": key, "path": path, "class": cls, "argument": argument, "iteration": iteration,
+                "made_iteration": made_iteration, "last_iteration": iteration, "count": 1, "order": self._next(),
+                "location": location}
+
+    def grad_leak(self, receiver, receiver_location, giver, giver_location, parameters, iteration, built=(None, None)):
+        """Optimizer ``receiver`` stepped at ``receiver_location`` on gradients that a backward before optimizer
+        ``giver``'s step (at ``giver_location``) had written into ``parameters`` (how many of its own), with
+        another backward between the two steps and no ``zero_grad`` of the receiver: one loss trained the
+        other's parameters too. ``built``: the lines that built the receiver and the giver."""
+        entry = self.leaks.get((receiver_location, giver_location))
+        if entry is not None:
+            entry["count"] += 1
+            entry["last_iteration"] = iteration
+        elif len(self.leaks) < 64:
+            self.leaks[(receiver_location, giver_location)] = {
+                "optimizer": receiver, "location": receiver_location, "from_optimizer": giver,
+                "from_location": giver_location, "parameters": parameters, "iteration": iteration,
+                "built": built[0], "from_built": built[1],
+                "last_iteration": iteration, "count": 1, "order": self._next()}
+
     def _close(self, m, backward, iteration):
         run = m.open
         m.open = None
@@ -191,7 +228,8 @@ class TrainingFacts:
     def section(self, loc, variable_id=lambda key: None):
         """The ``training`` section, or None when none of its facts happened; ``variable_id(key)``: the document
         id of the live variable with that key, or None."""
-        if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips):
+        if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips
+                or self.carries or self.leaks):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -220,7 +258,14 @@ class TrainingFacts:
                 "zero_grad_before_step": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
                                           for c in self.cleared.values()],
                 "clip_order": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
-                               for c in self.clips.values()]}
+                               for c in self.clips.values()],
+                "hidden_state_carries": [{"module": c["path"] or name(c["key"]) or c["class"], "class": c["class"],
+                                          **{k: c[k] for k in ("argument", "iteration", "made_iteration",
+                                                               "last_iteration", "count", "order")},
+                                          "location": loc(c["location"])} for c in self.carries.values()],
+                "grad_leaks": [dict(c, location=loc(c["location"]), from_location=loc(c["from_location"]),
+                                    built=loc(c["built"]), from_built=loc(c["from_built"]))
+                               for c in self.leaks.values()]}
 
 
 def _run(run, loc):

@@ -3,6 +3,7 @@
 from ..backward_rules import failed_with, script_stopped
 from ..records import related
 from ..registry import Code, rule
+from ..training_causes import carry_before, carry_cause, detach_text, shared_graph
 
 GRAPH_FREED = Code("graph-freed", "error", "backward through a graph whose saved buffers were already freed",
                    """\
@@ -22,6 +23,12 @@ The mistake:
 
 The fix: rebuild what you differentiate inside the loop (`h = encoder(X)` in the loop body), or, for two
 losses on one graph, add them and call backward once: `(loss1 + loss2).backward()`.
+
+Two common causes have a fix of their own, which gradviz then writes: a recurrent model's hidden state carried
+from one batch to the next without `detach()` (see `hidden-state-not-detached`: write
+`hidden = hidden.detach()` before the call), and a GAN whose discriminator loss reads the generator's output
+without `detach()` (its backward frees the generator's graph before the generator's loss needs it: write
+`discriminator(fake.detach())`; see `gan-fake-not-detached`).
 
 `retain_graph=True` makes the error go away, but it is seldom the right fix: it keeps every saved buffer
 alive (see `retained-graph`), and backward then accumulates into the same parameters twice.
@@ -47,15 +54,32 @@ def _graph_freed(index, out, b):
     built = _earliest_location(index, freed)
     text = f"the backward at {index.where(first.get('location'))}" if first else "an earlier backward"
     message = (f"backward() goes through {ops} a second time, but {text} already freed their saved buffers.")
-    if first is not None and first.get("iteration") != b.get("iteration"):
-        message += (f" That part of the graph was built at {index.where(built)} (iteration {first.get('iteration')}) "
-                    "and is reused in a later iteration.")
     hint = ("Rebuild the graph before each backward (run the forward pass inside the loop) or add the losses "
             "and call backward once; retain_graph=True is seldom the right fix — it keeps every buffer alive and "
             "accumulates into the same parameters twice.")
+    cause = None
+    carry = carry_before(index, b.get("iteration"))
+    shared = None if carry is not None else shared_graph(index, first, freed)
+    if carry is not None:
+        sentence, hint, cause = carry_cause(index, carry)
+        message += f" That graph was built at {index.where(built)}: {sentence}"
+    elif shared is not None:
+        node, _, var = shared
+        name, fixed = detach_text(index, node, var)
+        what = f"`{name}`" if name else "a tensor of that graph"
+        message += (f" Both backward calls belong to one training step: the first one's loss reads {what} (built "
+                    f"at {index.where(built)}) without `detach()` at {index.where(node.get('location'))}, so its "
+                    "backward went into that graph and freed it.")
+        hint = (f"Detach it where the first loss reads it: `{fixed or (name or 'fake') + '.detach()'}` at "
+                f"{index.where(node.get('location'))}. retain_graph=True would hide the error and train that graph's "
+                "parameters on the first loss too (gan-fake-not-detached).")
+        cause = related(f"{name or 'tensor'} read here without detach()", node.get("location"))
+    elif first is not None and first.get("iteration") != b.get("iteration"):
+        message += (f" That part of the graph was built at {index.where(built)} (iteration {first.get('iteration')}) "
+                    "and is reused in a later iteration.")
     out.add("graph-freed", message, hint, b.get("location"),
             related=[related("first backward ran here", first and first.get("location")),
-                     related("graph built here", built)],
+                     related("graph built here", built), cause],
             nodes=freed, variables=list(b.get("roots") or ()),
             details={"backward": b["id"], "freed_by": by}, order=(1, b["id"]))
 

@@ -6,6 +6,7 @@ from ...document.index import code_text
 from ..graph_rules import growing
 from ..records import related
 from ..registry import Code, rule
+from ..training_causes import carry_before, carry_cause, leaking
 
 RETAINED_GRAPH = Code("retained-graph", "warning", "finished graphs kept alive, holding memory",
                       """\
@@ -36,11 +37,12 @@ The fix: call backward once on a graph built from the chained models, without re
 plain numbers: `epoch_loss += loss.item()`.
 
 Not reported: a graph kept for a later backward of the same step that uses it and frees it (a GAN's `fake`,
-detached for the discriminator's loss, then backpropagated by the generator's), and the rise and fall of memory
-within each step of a loop with several backward calls: gradviz warns when the memory or the number of graphs
-keeps rising from one part of the run to the next. A line that chains each iteration's graph to the next is
-named from the third iteration on when one more graph is alive after each (a short run, such as a Lightning
-`Trainer(max_steps=3)` with `self.total_loss += loss` in `training_step`).
+detached for the discriminator's loss, then backpropagated by the generator's), a graph kept by the
+`retain_graph=True` that silenced a GAN's undetached fake (reported as `gan-fake-not-detached`), and the rise
+and fall of memory within each step of a loop with several backward calls: gradviz warns when the memory or
+the number of graphs keeps rising from one part of the run to the next. A line that chains each iteration's graph
+to the next is named from the third iteration on when one more graph is alive after each (a short run, such as a
+Lightning `Trainer(max_steps=3)` with `self.total_loss += loss` in `training_step`).
 
 In the picture: retained graphs are shaded, with their byte size.
 """)
@@ -71,7 +73,7 @@ def retained_graph(ctx, out):
     retainers = _retaining_backwards(index)
     if not (growing_bytes or growing_graphs):
         final = memory.get("final_retained_bytes") or (bytes_series[-1] if bytes_series else 0)
-        retainers = [b for b in retainers if not _shared_by_a_second_loss(index, b)]
+        retainers = [b for b in retainers if not _shared_by_a_second_loss(index, b) and not leaking(index, b)]
         if final and retainers:
             _report_retained(index, out, memory, series, keepers, retainers, growing_=False)
         return
@@ -207,12 +209,17 @@ def _report_retained(index, out, memory, series, keepers, retainers, growing_):
                 else retainers[0].get("location") if retainers else _first_alive_root(index))
     hint = ("Accumulate plain numbers (`total += loss.item()`), don't keep outputs or losses across iterations, "
             "and call backward without retain_graph=True (chain the models and backward once instead).")
+    carry = carry_before(index, None)
+    cause = None
+    if carry is not None:  # what chains the graphs is the carried state: detaching it is the whole fix
+        sentence, hint, cause = carry_cause(index, carry)
+        parts.append(sentence)
     nodes = [n for _, ids in keepers for n in ids]
     for b in retainers:
         nodes.extend(b.get("root_nodes") or ())
     out.add("retained-graph", " ".join(parts), hint, location, severity=None if growing_ else "info",
             related=[related("retain_graph=True here", retainers[0].get("location")) if retainers else None,
-                     related("hook registered here", hooks[0].get("location")) if hooks else None],
+                     related("hook registered here", hooks[0].get("location")) if hooks else None, cause],
             nodes=nodes,
             details={"growing": growing_, "series": [[s.get("iteration"), s.get("retained_bytes"),
                                                       s.get("graphs_alive")] for s in series[-200:]],

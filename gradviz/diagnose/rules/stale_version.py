@@ -7,6 +7,7 @@ from ...document.index import code_text
 from ..backward_rules import failed_with, script_stopped
 from ..records import related
 from ..registry import Code, rule
+from ..training_causes import carry_before, carry_cause
 
 STALE_VERSION = Code("stale-version", "error", "a Variable saved for backward was modified in place",
                      """\
@@ -90,7 +91,9 @@ def _report_stale(index, out, e, saved_by, failed):
     saver = index.nodes.get(saved_by[0]) or {}
     saved_var, saved_version = _saved_value(saver, vid, e)
     savers = " and ".join(f"{index.node_label(n)} at {index.where((index.nodes.get(n) or {}).get('location'))}"
-                          for n in saved_by)
+                          for n in saved_by[:3])
+    if len(saved_by) > 3:
+        savers += f" and {len(saved_by) - 3} more nodes"
     text = code_text(e.get("location"))
     how = f"`{text}`" if text else (e.get("op") or "an in-place op")
     if saved_var is not None and saved_var != vid:
@@ -108,9 +111,14 @@ def _report_stale(index, out, e, saved_by, failed):
         severity = "warning"
     hint = ("Use the out-of-place form (`y = y * 2` instead of `y *= 2` or `y.mul_(2)`; clamp or write into a "
             "`clone()`), or make the in-place change after backward.")
+    carry = None if failed is None else carry_before(index, failed.get("iteration"))
+    cause = None
+    if carry is not None:  # the step's update is right: backward should never have gone back that far
+        sentence, hint, cause = carry_cause(index, carry)
+        message += f" It went back to an earlier iteration's graph because {sentence[0].lower()}{sentence[1:]}"
     out.add("stale-version", message, hint, e.get("location"), severity=severity,
             related=[related("saved here", saver.get("location")),
-                     related("backward failed here", failed and failed.get("location"))],
+                     related("backward failed here", failed and failed.get("location")), cause],
             nodes=[*saved_by, e.get("node")], variables=[v for v in (saved_var, vid) if v is not None],
             details={"op": e.get("op"), "saved_version": saved_version, "old_version": e.get("old_version"),
                      "new_version": e.get("new_version"), "backward": failed and failed["id"],

@@ -8,6 +8,12 @@ Each adapter builds one with its engine's classes: ``torch_watch(adapter)``, ``g
 - ``nn.Module.train`` is wrapped while the trace is attached: the outermost call (``model.eval()`` is
   ``model.train(False)``, which sets every submodule through ``train`` too) is a switch, with the user's line
   and the mode-dependent modules it set.
+- A recurrent module's (RNN, LSTM, GRU and their cells) outputs are looked at after each call (PyTorch: a global
+  forward hook; gradviz's engine: a forward hook on the module, a module-level function so that ``deepcopy`` and
+  pickling of the module never reach the watch, removed at detach): a call whose state argument is an output of
+  its own previous call, made before a backward and still attached to that graph, with grad on, is a hidden state
+  carried across iterations without ``detach()`` (``carry``: the next backward reaches every earlier iteration
+  through it).
 """
 
 import functools
@@ -25,19 +31,23 @@ def torch_watch(adapter):
     torch = adapter.torch
     nn = torch.nn
     return ModeWatch(adapter, nn.Module, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm),
-                     torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional)
+                     torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional,
+                     recurrent=((nn.RNNBase, nn.RNNCellBase), torch.Tensor,
+                                nn.modules.module.register_module_forward_hook))
 
 
 def gradviz_watch(adapter):
     from ...autograd.grad_mode import is_grad_enabled
+    from ...autograd.variable import Variable
     from ...nn import functional
     from ...nn.module import Module
     from ...nn.modules.dropout import Dropout
     from ...nn.modules.normalization import _BatchNorm
+    from ...nn.modules.rnn import RNNBase, RNNCellBase
     from ..frames import _is_internal, user_frame
 
     return ModeWatch(adapter, Module, (Dropout, _BatchNorm), is_grad_enabled, lambda: user_frame(1), _is_internal,
-                     functional)
+                     functional, recurrent=((RNNBase, RNNCellBase), Variable, None))
 
 
 class ModeWatch:
@@ -45,9 +55,11 @@ class ModeWatch:
     module classes; ``grad_enabled()``; ``find_frame()``: the innermost user frame; ``internal(code)``: whether a
     code object is the engine's or gradviz's; ``functional``: the engine's ``nn.functional``, whose dropout
     functions are wrapped while attached (a call with ``training`` left at its default, True, from the ``forward``
-    of a module in eval mode: dropout-in-eval)."""
+    of a module in eval mode: dropout-in-eval); ``recurrent``: (the recurrent module classes, the tensor class,
+    the engine's global forward-hook registration or None)."""
 
-    def __init__(self, adapter, module_class, bases, grad_enabled, find_frame, internal, functional=None):
+    def __init__(self, adapter, module_class, bases, grad_enabled, find_frame, internal, functional=None,
+                 recurrent=((), None, None)):
         self.adapter = adapter
         self.module_class = module_class
         self.grad_enabled = grad_enabled
@@ -61,6 +73,10 @@ class ModeWatch:
         self._refs = {}  # module key -> weak reference, for naming it when the document is made
         self._original = None
         self._depth = 0
+        self._recurrent, self._tensor, self._register_global = recurrent
+        self._global = None  # the global forward hook's handle, while attached
+        self._hooked = {}  # recurrent module key -> its own forward hook's handle (no global hooks), while attached
+        self._outputs = {}  # recurrent module key -> (weak refs to its last call's outputs, order, iteration)
         if self.facts is not None:
             self.facts.namer = self.path_of
 
@@ -85,6 +101,9 @@ class ModeWatch:
                 watch._depth -= 1
 
         Module.train = functools.wraps(original)(train)
+        _WATCHES.append(self)
+        if self._recurrent and self._register_global is not None:
+            self._global = self._register_global(self._global_exit)
         for name in DROPOUTS:
             function = getattr(self.functional, name, None)
             if function is not None:
@@ -98,6 +117,15 @@ class ModeWatch:
         for name, function in self._dropouts.items():
             setattr(self.functional, name, function)
         self._dropouts = {}
+        for handle in self._hooked.values():
+            handle.remove()
+        self._hooked = {}
+        if self._global is not None:
+            self._global.remove()
+            self._global = None
+        if self in _WATCHES:
+            _WATCHES.remove(self)
+        self._outputs = {}
 
     # ----- facts ------------------------------------------------------------------------------------------
     def call(self, module):
@@ -105,8 +133,12 @@ class ModeWatch:
         cls = type(module)
         kind = self._kinds.get(cls)
         if kind is None:
-            kind = self._kinds[cls] = issubclass(cls, self._bases)
+            kind = self._kinds[cls] = self._kind_of(cls)
         if not kind or self.facts is None:
+            return
+        if kind is RECURRENT:
+            if self._global is None and id(module) not in self._hooked and self._original is not None:
+                self._hooked[id(module)] = module.register_forward_hook(_recurrent_hook)
             return
         training = module.training
         grad = self.grad_enabled()
@@ -132,8 +164,8 @@ class ModeWatch:
             cls = type(m)
             kind = kinds.get(cls)
             if kind is None:
-                kind = kinds[cls] = issubclass(cls, self._bases)
-            if kind:
+                kind = kinds[cls] = self._kind_of(cls)
+            if kind is True:
                 touches.append(id(m))
                 self._refs[id(m)] = weakref.ref(m)
         key = id(module)
@@ -142,6 +174,50 @@ class ModeWatch:
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         self.facts.switch(key, self.adapter.names.known_path(module), type(module).__name__,
                           "train" if mode else "eval", touches, self.adapter.builder.current_iteration(), location)
+
+    def _kind_of(self, cls):
+        """True: mode-dependent; RECURRENT: a recurrent module (its state may be carried); False: neither."""
+        if issubclass(cls, self._bases):
+            return True
+        return RECURRENT if self._recurrent and issubclass(cls, self._recurrent) else False
+
+    def _global_exit(self, module, args, output):
+        if self._kinds.get(type(module)) is RECURRENT:
+            self._recurrent_exit(module, args, output)
+
+    def _recurrent_exit(self, module, args, output):
+        """A recurrent module's forward hook: its state arguments against its previous call's outputs."""
+        if self._original is None:
+            return
+        try:
+            key, facts = id(module), self.facts
+            last = self._outputs.get(key)
+            if last is not None and facts.backward_order > last[1] and self.grad_enabled():
+                refs = [r() for r in last[0]]
+                for t in self._tensors(args[1:]):
+                    if any(t is r for r in refs) and t.grad_fn is not None:
+                        self._carried(module, t, last[2])
+                        break
+            outputs = [weakref.ref(t) for t in self._tensors((output,)) if t.requires_grad]
+            self._outputs[key] = (outputs, facts.order, self.adapter.builder.current_iteration())
+        except Exception as exc:  # our bookkeeping, never the script's problem
+            self.adapter.builder.internal_error("recurrent module", exc)
+
+    def _tensors(self, values, depth=0):
+        """The tensors in ``values``, nested tuples and lists two deep (an LSTM's ``(out, (h, c))``)."""
+        for v in values:
+            if isinstance(v, self._tensor):
+                yield v
+            elif isinstance(v, (tuple, list)) and depth < 2:
+                yield from self._tensors(v, depth + 1)
+
+    def _carried(self, module, tensor, made_iteration):
+        frame = self._root_frame()
+        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        self._refs[id(module)] = weakref.ref(module)
+        self.facts.carry(id(module), self.adapter.names.known_path(module), type(module).__name__,
+                         None if frame is None else _name_in(frame, tensor),
+                         self.adapter.builder.current_iteration(), made_iteration, location)
 
     def _wrap_dropout(self, name, original):
         watch = self
@@ -178,6 +254,10 @@ class ModeWatch:
     def _root_caller(self):
         """The user's line that called the outermost module: the first user frame that is not a module's method
         (``forward`` of the user's own modules is skipped, so the line is the training loop's ``model(x)``)."""
+        frame = self._root_frame()
+        return None if frame is None else location_at(frame.f_code, frame.f_lineno)
+
+    def _root_frame(self):
         frame = self.find_frame()
         last = frame
         while frame is not None:
@@ -185,7 +265,25 @@ class ModeWatch:
             if not self.internal(code):
                 this = frame.f_locals.get("self") if "self" in code.co_varnames[:1] else None
                 if this is None or not hasattr(this, "_modules"):
-                    return location_at(code, frame.f_lineno)
+                    return frame
                 last = frame
             frame = frame.f_back
-        return None if last is None else location_at(last.f_code, last.f_lineno)
+        return last
+
+
+RECURRENT = "recurrent"  # (a kind: recurrent modules are watched for a carried state, not for their mode)
+_WATCHES = []  # the attached watches (a module's own hook finds its watch here: it holds no reference to it)
+
+
+def _recurrent_hook(module, args, output):
+    for watch in _WATCHES:
+        if id(module) in watch._hooked:
+            watch._recurrent_exit(module, args, output)
+
+
+def _name_in(frame, tensor):
+    """The caller's name for ``tensor``, or for the tuple holding it (an LSTM's ``hidden = (h, c)``)."""
+    for name, value in frame.f_locals.items():
+        if value is tensor or isinstance(value, (tuple, list)) and any(v is tensor for v in value):
+            return name
+    return None

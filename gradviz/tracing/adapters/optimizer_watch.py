@@ -9,6 +9,7 @@ import functools
 import weakref
 
 from ..frames import location_at
+from .grad_leak_watch import LeakWatch
 
 CLIPS = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
 
@@ -43,6 +44,9 @@ class OptimizerWatch:
         self.facts = getattr(adapter.builder, "training", None)
         self._original = None
         self._clips = []  # (namespace, name, original) while wrapped
+        # one optimizer's loss leaving gradients for another's step (gan-fake-not-detached)
+        self.leaks = None if self.facts is None else LeakWatch(self.facts, self._location,
+                                                               adapter.builder.current_iteration)
 
     def install(self):
         if self.facts is None or self._original is not None:
@@ -96,11 +100,24 @@ class OptimizerWatch:
         if self.facts is not None and self._original is not None:
             key = id(owner) if hasattr(owner, "param_groups") else None
             self.facts.zero_grad(key, type(owner).__name__, self._location)
+            self._leaks("zero_grad", owner)
 
     def step(self, optimizer):
         if self.facts is not None and self._original is not None:
             self.facts.step(id(optimizer), type(optimizer).__name__, self._location,
                             self.adapter.builder.current_iteration())
+            self._leaks("step", optimizer)
+
+    def _leaks(self, event, owner):
+        try:
+            before = len(self.facts.leaks)
+            getattr(self.leaks, event)(owner)
+            if len(self.facts.leaks) > before:  # a new finding: the next iterations record the graph that shows it
+                builder = self.adapter.builder
+                with builder.lock:
+                    builder.schedule.fire(builder.current_iteration(), "finding")
+        except Exception as exc:  # our bookkeeping, never the script's problem
+            self.adapter.builder.internal_error("optimizer " + event, exc)
 
     def event(self, owner, event):
         """gradviz's engine reports both as one observer event."""
@@ -125,3 +142,4 @@ class OptimizerWatch:
                       for group in getattr(optimizer, "param_groups", ())]
         self.facts.optimizer_built(type(optimizer).__name__, weakref.ref(optimizer), groups, location,
                                    builder.current_iteration(), last)
+        self.leaks.built(optimizer)
