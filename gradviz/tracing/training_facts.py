@@ -17,6 +17,8 @@ at ``end`` (the counter's value when it was closed; a switch after it has a high
 RUN_LIMIT = 32  # first and last runs kept per module
 SWITCH_LIMIT = 64  # first and last switches kept
 OPTIMIZER_LIMIT = 32  # first and last optimizer constructions kept
+SCHEDULER_LIMIT = 64  # learning-rate schedulers followed
+COLLAPSED = 1e-3  # a schedule whose rate stays under this fraction of its first one has stopped the training
 
 
 class _Module:
@@ -53,6 +55,9 @@ class TrainingFacts:
         self._clipping = False
         self.clips = {}  # clip location -> clip calls that came with no backward since the last step
         self.switch_count = 0
+        self._step_counts = {}  # optimizer key -> steps taken
+        self.schedulers = {}  # scheduler key -> what scheduler-misuse needs (scheduler_built, scheduler_step)
+        self._awaiting_step = set()  # optimizer keys whose scheduler stepped first: their step's line is wanted
         self.order = 0
         self.namer = None
 
@@ -131,6 +136,13 @@ class TrainingFacts:
         previous step."""
         previous = self._stepped.get(key, 0)
         self._stepped[key] = self._next()
+        self._step_counts[key] = self._step_counts.get(key, 0) + 1
+        if key in self._awaiting_step:  # the step a scheduler's first step() came before: its line
+            self._awaiting_step.discard(key)
+            location = find_location()
+            for s in self.schedulers.values():
+                if s["optimizer_key"] == key and s["before"] is not None and s["before"]["step_location"] is None:
+                    s["before"]["step_location"] = location
         if self._clipping:
             self._step_location = find_location()
             for entry in self.clips.values():  # a clip after the first step: that step's line, seen only now
@@ -170,6 +182,66 @@ class TrainingFacts:
                                     "last_iteration": iteration, "count": 1, "after_step": last_step > 0,
                                     "step_location": self._step_location, "order": self._next()}
 
+    def scheduler_built(self, key, cls, optimizer_key, lr, location, iteration):
+        """A learning-rate scheduler of class ``cls`` over optimizer ``optimizer_key`` was built at ``location``;
+        ``lr``: its optimizer's first group's rate once built (the schedule's first value)."""
+        if key not in self.schedulers and len(self.schedulers) >= SCHEDULER_LIMIT:
+            return
+        self.schedulers[key] = {"class": cls, "optimizer_key": optimizer_key, "location": location,
+                                "iteration": iteration, "order": self._next(), "first_lr": lr, "steps": 0,
+                                "optimizer_steps": self._step_counts.get(optimizer_key, 0), "before": None,
+                                "collapse": None}
+
+    def scheduler_step(self, key, cls, optimizer_key, lr, find_location, iteration):
+        """The user called ``step()`` of scheduler ``key``, which set its optimizer's first rate to ``lr``. Its
+        first step before any step of its optimizer since it was built: the schedule's first value is skipped
+        (``before``). A rate that falls under COLLAPSED of its first value and stays there: ``collapse``, judged
+        against the optimizer's steps when the document is made."""
+        s = self.schedulers.get(key)
+        if s is None:  # built before the trace began (or past the limit): followed from here
+            if len(self.schedulers) >= SCHEDULER_LIMIT:
+                return
+            s = self.schedulers[key] = {"class": cls, "optimizer_key": optimizer_key, "location": None,
+                                        "iteration": iteration, "order": 0, "first_lr": lr, "steps": 0,
+                                        "optimizer_steps": self._step_counts.get(optimizer_key, 0),
+                                        "before": None, "collapse": None}
+        s["steps"] += 1
+        iteration = iteration or 1  # (a step before any op of the first iteration is part of it)
+        if s["steps"] == 1 and s["order"] and self._stepped.get(optimizer_key, 0) < s["order"]:
+            s["before"] = {"location": find_location(), "iteration": iteration, "step_location": None}
+            self._awaiting_step.add(optimizer_key)
+        first = s["first_lr"]
+        if lr is None or not first or first <= 0:
+            return
+        if lr > first * COLLAPSED:
+            s["collapse"] = None  # (back up: a warm restart, a cycle)
+        elif s["collapse"] is None:
+            s["collapse"] = {"location": find_location(), "iteration": iteration, "lr": lr,
+                             "scheduler_steps": s["steps"],
+                             "optimizer_steps": self._step_counts.get(optimizer_key, 0) - s["optimizer_steps"]}
+
+    def _scheduler_findings(self, loc):
+        """scheduler-misuse's facts: a first ``step()`` before the optimizer's, and a rate collapsed for most of
+        the training by a schedule stepped about as often as its optimizer (an epoch schedule stepped per
+        batch)."""
+        found = []
+        for s in self.schedulers.values():
+            base = {"class": s["class"], "built": loc(s["location"]), "first_lr": s["first_lr"]}
+            if s["before"] is not None:
+                b = s["before"]
+                found.append(dict(base, kind="before", location=loc(b["location"]), iteration=b["iteration"],
+                                  step_location=loc(b["step_location"])))
+            c = s["collapse"]
+            total = self._step_counts.get(s["optimizer_key"], 0) - s["optimizer_steps"]
+            if c is None or total < 8 or 2 * s["steps"] < total:
+                continue  # not collapsed, too short to judge, or stepped per epoch
+            after = total - c["optimizer_steps"]
+            if 2 * after > total:  # most of the optimizer's steps ran at a rate that no longer moves the weights
+                found.append(dict(base, kind="collapse", location=loc(c["location"]), iteration=c["iteration"],
+                                  lr=c["lr"], collapsed_after=c["optimizer_steps"], optimizer_steps=total,
+                                  scheduler_steps=s["steps"]))
+        return found
+
     def _close(self, m, backward, iteration):
         run = m.open
         m.open = None
@@ -191,7 +263,9 @@ class TrainingFacts:
     def section(self, loc, variable_id=lambda key: None):
         """The ``training`` section, or None when none of its facts happened; ``variable_id(key)``: the document
         id of the live variable with that key, or None."""
-        if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips):
+        schedulers = self._scheduler_findings(loc)
+        if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips
+                or schedulers):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -220,7 +294,8 @@ class TrainingFacts:
                 "zero_grad_before_step": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
                                           for c in self.cleared.values()],
                 "clip_order": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
-                               for c in self.clips.values()]}
+                               for c in self.clips.values()],
+                "scheduler_misuse": schedulers}
 
 
 def _run(run, loc):

@@ -1,0 +1,119 @@
+"""scheduler-misuse: named at the ``scheduler.step()`` line by ``gradviz run`` in its default mode, on real
+PyTorch and on gradviz's engine; silent on the fixed twin and on schedules meant per batch."""
+
+import pytest
+
+from tests.silent_bugs import SAMPLES, found, light_schedule, line_of, run
+
+pytest.importorskip("torch")
+
+LOOP = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+x, y = torch.randn(64, 6), torch.randint(0, 3, (64,))
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+{setup}
+for step in range(80):
+    {before}
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    {after}
+'''
+
+
+def _script(tmp_path, setup="pass", before="pass", after="pass"):
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP.format(setup=setup, before=before, after=after))
+    return script
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_an_epoch_schedule_stepped_per_batch_is_named_at_its_step(engine, tmp_path):
+    sample = SAMPLES / "scheduler_misuse.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["scheduler-misuse"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "        scheduler.step()")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "scheduler built here": line_of(sample, "scheduler = torch.optim.lr_scheduler.StepLR(")}
+    # 0.05 * 0.5 ** 10 < 0.05 / 1000 after 30 steps: 162 of the 192 steps at that rate
+    assert d["details"] == {"kind": "collapse", "scheduler": "StepLR", "iteration": 30, "collapsed_after": 30,
+                            "optimizer_steps": 192, "scheduler_steps": 192}
+    assert "from 0.05 to 4.88e-05 after 30 steps" in d["message"]
+    assert d["hint"].startswith("StepLR counts epochs: call `scheduler.step()` once per epoch, after the loop")
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_the_schedule_stepped_per_epoch_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "scheduler_misuse_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_scheduler_stepped_before_its_optimizer_is_named_with_the_step(engine, tmp_path):
+    script = _script(tmp_path, "scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.99)",
+                     before="scheduler.step()  # the mistake")
+    doc = run(script, tmp_path / "out", engine)
+    [d] = doc["diagnostics"]
+    assert d["code"] == "scheduler-misuse" and d["location"]["line"] == line_of(script, "# the mistake")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "the optimizer's step it came before": line_of(script, "optimizer.step()"),
+        "scheduler built here": line_of(script, "scheduler = torch.optim")}
+    assert d["details"] == {"kind": "before", "scheduler": "ExponentialLR", "iteration": 1}
+    assert "first learning rate (0.1) is skipped" in d["message"]
+    assert d["hint"].startswith(f"Call `scheduler.step()` after `optimizer.step()` at line "
+                                f"{line_of(script, 'optimizer.step()')}: for a schedule in epochs")
+
+
+def test_a_scheduler_built_late_and_stepped_first_is_found(tmp_path):
+    script = _script(tmp_path, before="if step == 50:\n"
+                                      "        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\n"
+                                      "    if step >= 50:\n"
+                                      "        scheduler.step()  # the mistake")
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = doc["diagnostics"]
+    assert (d["code"], d["location"]["line"]) == ("scheduler-misuse", line_of(script, "# the mistake"))
+    assert d["details"]["iteration"] in (50, 51)  # (a call before the iteration's first op may count with the last)
+
+
+def test_a_collapse_that_starts_late_is_found(tmp_path):
+    # per epoch for 40 steps (every 20), then moved into the batch loop: the rate collapses at step 63
+    script = _script(tmp_path, "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)",
+                     after="if step % 20 == 19 or step >= 40:\n        scheduler.step()  # the mistake")
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    assert found(doc, "scheduler-misuse") == []  # under half the steps collapsed: not yet judged so
+    script.write_text(script.read_text().replace("range(80)", "range(160)"))
+    doc = run(script, tmp_path / "out2")
+    [d] = found(doc, "scheduler-misuse")
+    assert d["location"]["line"] == line_of(script, "# the mistake")
+    assert d["details"]["kind"] == "collapse" and d["details"]["collapsed_after"] == 48
+
+
+@pytest.mark.parametrize("setup,after", [
+    # schedules meant per batch: one cycle, cosine over every step, a warm-up, warm restarts
+    ("scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.5, total_steps=80)", "scheduler.step()"),
+    ("scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=80)", "scheduler.step()"),
+    ("scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 10))",
+     "scheduler.step()"),
+    ("scheduler = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=10)", "scheduler.step()"),
+    # per epoch: a plateau schedule given a metric, a step schedule every 20 batches
+    ("scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)",
+     "if step % 20 == 19:\n        scheduler.step(loss.item())"),
+    ("scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.1)",
+     "if step % 20 == 19:\n        scheduler.step()"),
+    # a sequence of two schedules, stepped per batch, whose inner steps are its own
+    ("scheduler = torch.optim.lr_scheduler.SequentialLR(optimizer, [torch.optim.lr_scheduler.LinearLR("
+     "optimizer, 0.1, total_iters=10), torch.optim.lr_scheduler.ExponentialLR(optimizer, 0.99)], [10])",
+     "scheduler.step()"),
+])
+def test_schedules_used_as_meant_are_not_reported(setup, after, tmp_path):
+    doc = run(_script(tmp_path, setup, after=after), tmp_path / "out")
+    assert doc["diagnostics"] == []
