@@ -117,3 +117,76 @@ def test_a_collapse_that_starts_late_is_found(tmp_path):
 def test_schedules_used_as_meant_are_not_reported(setup, after, tmp_path):
     doc = run(_script(tmp_path, setup, after=after), tmp_path / "out")
     assert doc["diagnostics"] == []
+
+
+ACCUMULATE = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+x, y = torch.randn(64, 6), torch.randint(0, 3, (64,))
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(60):
+    for part in range({k}):
+        loss = F.cross_entropy(model(x[part::{k}]), y[part::{k}]{reduction})
+        {backward}
+    optimizer.step()
+    optimizer.zero_grad()
+'''
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_accumulated_mean_losses_not_divided_are_named_at_the_backward(engine, tmp_path):
+    sample = SAMPLES / "accumulation_not_scaled.py"
+    doc = run(sample, tmp_path, engine)
+    [d] = found(doc, "accumulation-not-scaled")
+    assert sorted(x["code"] for x in doc["diagnostics"]) == ["accumulation-not-scaled", "nan-inf"]
+    assert d["severity"] == "info"
+    assert d["location"]["line"] == line_of(sample, "        loss.backward()")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "the step that applies the sum": line_of(sample, "optimizer.step()")}
+    assert d["details"]["calls_per_step"] == 8 and d["details"]["steps"] >= 2
+    assert d["details"]["loss"].startswith("MseLossBackward")
+    assert "write `(loss / 8).backward()`" in d["hint"]
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_accumulation_divided_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "accumulation_not_scaled_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+def test_accumulation_that_starts_late_is_found(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(ACCUMULATE.format(k="1 if step < 40 else 4", reduction="",
+                                        backward="loss.backward()  # the mistake")
+                      .replace("range(1 if step < 40 else 4)", "range(parts)")
+                      .replace("x[part::1 if step < 40 else 4]", "x[part::parts]")
+                      .replace("y[part::1 if step < 40 else 4]", "y[part::parts]")
+                      .replace("    for part in", "    parts = 1 if step < 40 else 4\n    for part in"))
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = doc["diagnostics"]
+    assert (d["code"], d["location"]["line"]) == ("accumulation-not-scaled", line_of(script, "# the mistake"))
+    assert d["details"]["calls_per_step"] == 4 and d["details"]["steps"] == 20
+    assert "write `(loss / 4).backward()`" in d["hint"]
+
+
+@pytest.mark.parametrize("reduction,backward", [
+    ("", "(loss / 4).backward()"),  # divided
+    ("", "loss.mul(0.25).backward()"),  # scaled another way
+    (", reduction='sum'", "loss.backward()"),  # summed losses: the sum is what is meant
+])
+def test_scaled_or_summed_accumulation_is_not_reported(reduction, backward, tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(ACCUMULATE.format(k=4, reduction=reduction, backward=backward))
+    assert run(script, tmp_path / "out")["diagnostics"] == []
+
+
+def test_two_backward_lines_per_step_are_not_accumulation(tmp_path):
+    # a discriminator's real and fake losses, each backward once per step (DCGAN's way)
+    script = tmp_path / "loop.py"
+    script.write_text(ACCUMULATE.format(k=1, reduction="", backward="loss.backward()\n"
+                                        "        F.cross_entropy(model(x), y).backward()"))
+    assert run(script, tmp_path / "out")["diagnostics"] == []

@@ -58,6 +58,8 @@ class TrainingFacts:
         self._step_counts = {}  # optimizer key -> steps taken
         self.schedulers = {}  # scheduler key -> what scheduler-misuse needs (scheduler_built, scheduler_step)
         self._awaiting_step = set()  # optimizer keys whose scheduler stepped first: their step's line is wanted
+        self._per_step = {}  # backward location -> [calls since the last step, root op, all on a mean loss]
+        self.unscaled = {}  # backward location -> accumulation-not-scaled's entry
         self.order = 0
         self.namer = None
 
@@ -137,6 +139,8 @@ class TrainingFacts:
         previous = self._stepped.get(key, 0)
         self._stepped[key] = self._next()
         self._step_counts[key] = self._step_counts.get(key, 0) + 1
+        if self._per_step:
+            self._accumulated(find_location, iteration)
         if key in self._awaiting_step:  # the step a scheduler's first step() came before: its line
             self._awaiting_step.discard(key)
             location = find_location()
@@ -181,6 +185,33 @@ class TrainingFacts:
             self.clips[location] = {"function": function, "location": location, "iteration": iteration,
                                     "last_iteration": iteration, "count": 1, "after_step": last_step > 0,
                                     "step_location": self._step_location, "order": self._next()}
+
+    def backward_root(self, location, op, mean):
+        """A backward at ``location`` from a root made by ``op`` (``mean``: a loss averaged over its batch):
+        counted until the next optimizer step."""
+        entry = self._per_step.get(location)
+        if entry is not None:
+            entry[0] += 1
+            entry[2] = entry[2] and mean
+        elif len(self._per_step) < 16:
+            self._per_step[location] = [1, op, mean]
+
+    def _accumulated(self, find_location, iteration):
+        """A step after backward calls: one line's backward run k > 1 times on a mean loss that nothing
+        divided (the root is the loss itself) sums k mean gradients, k times the gradient of the mean."""
+        per_step, self._per_step = self._per_step, {}
+        for location, (calls, op, mean) in per_step.items():
+            if calls < 2 or not mean:
+                continue
+            entry = self.unscaled.get(location)
+            if entry is not None:
+                entry["steps"] += 1
+                entry["calls"] = max(entry["calls"], calls)
+                entry["last_iteration"] = iteration
+            elif len(self.unscaled) < 16:
+                self.unscaled[location] = {"location": location, "op": op, "calls": calls, "steps": 1,
+                                           "iteration": iteration, "last_iteration": iteration,
+                                           "step_location": find_location()}
 
     def scheduler_built(self, key, cls, optimizer_key, lr, location, iteration):
         """A learning-rate scheduler of class ``cls`` over optimizer ``optimizer_key`` was built at ``location``;
@@ -265,7 +296,7 @@ class TrainingFacts:
         id of the live variable with that key, or None."""
         schedulers = self._scheduler_findings(loc)
         if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips
-                or schedulers):
+                or schedulers or self.unscaled):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -295,7 +326,9 @@ class TrainingFacts:
                                           for c in self.cleared.values()],
                 "clip_order": [dict(c, location=loc(c["location"]), step_location=loc(c["step_location"]))
                                for c in self.clips.values()],
-                "scheduler_misuse": schedulers}
+                "scheduler_misuse": schedulers,
+                "accumulation_not_scaled": [dict(u, location=loc(u["location"]), step_location=loc(u["step_location"]))
+                                            for u in self.unscaled.values() if u["steps"] >= 2]}
 
 
 def _run(run, loc):

@@ -854,6 +854,9 @@ class GradvizAdapter(Observer):
             if self.light_steps.enabled:
                 self.light_steps.note_roots(roots)
             self.training_watch.backward()
+            # how many backward calls per step, on what loss (accumulation-not-scaled)
+            if inputs is None:  # (not autograd.grad)
+                self.optimizer_watch.backward(location, roots[0]._grad_fn if len(roots) == 1 else None)
             gradient_none = False
             for g in grad_roots:
                 if g is None:

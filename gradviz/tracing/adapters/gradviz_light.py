@@ -147,6 +147,9 @@ class GradvizLight(LightSteps, Observer):
         self.adapter.training_watch.backward()
         self.forward_calls = 0
         self.backward_location = location_of(user_frame(2))
+        if inputs is None:  # (not autograd.grad) how many backward calls per step, on what loss
+            self.adapter.optimizer_watch.backward(self.backward_location,
+                                                  roots[0]._grad_fn if len(roots) == 1 else None)
         self._backward_args = (roots, grad_roots, retain_graph, inputs)
         if self.builder._silent_pending:  # a write through .data waits for this backward: trace it in full
             self.adapter.guard.on_backward_begin(roots, grad_roots, retain_graph, inputs)

@@ -22,7 +22,8 @@ def torch_optimizers(adapter):
 
     torch = adapter.torch
     return OptimizerWatch(adapter, torch.optim.Optimizer, lambda: user_frame(0),
-                          (torch.nn.utils, torch.nn.utils.clip_grad), adapter.var, torch.optim.lr_scheduler)
+                          (torch.nn.utils, torch.nn.utils.clip_grad), adapter.var, torch.optim.lr_scheduler,
+                          _torch_mean_loss)
 
 
 def gradviz_optimizers(adapter):
@@ -33,7 +34,7 @@ def gradviz_optimizers(adapter):
     from ..frames import user_frame
 
     return OptimizerWatch(adapter, Optimizer, lambda: user_frame(1), (utils, clip_grad), adapter.var_key,
-                          lr_scheduler)
+                          lr_scheduler, _gradviz_mean_loss)
 
 
 class OptimizerWatch:
@@ -41,7 +42,8 @@ class OptimizerWatch:
     order against backward and step: clip-order); ``schedulers``: the engine's ``lr_scheduler`` module, whose
     scheduler classes' ``__init__`` and ``step`` are wrapped while attached (scheduler-misuse)."""
 
-    def __init__(self, adapter, optimizer_class, find_frame, clip_modules=(), register=None, schedulers=None):
+    def __init__(self, adapter, optimizer_class, find_frame, clip_modules=(), register=None, schedulers=None,
+                 mean_loss=None):
         self.adapter = adapter
         self.register = register  # a parameter -> its key, reporting it first (its variable id is then known)
         self.optimizer_class = optimizer_class
@@ -51,6 +53,7 @@ class OptimizerWatch:
         self._original = None
         self._clips = []  # (namespace, name, original) while wrapped
         self.schedulers = schedulers
+        self.mean_loss = mean_loss  # a backward root's node -> whether it is a loss averaged over its batch
         self._scheduler_methods = []  # (class, name, original) while wrapped
         self._scheduler_depth = 0  # scheduler calls in progress: only the outermost is the user's
 
@@ -167,6 +170,13 @@ class OptimizerWatch:
             self.facts.step(id(optimizer), type(optimizer).__name__, self._location,
                             self.adapter.builder.current_iteration())
 
+    def backward(self, location, root):
+        """A backward (not ``autograd.grad``) at ``location`` from ``root``, the node of its single root (None
+        when it has several, or none): how many per step, and on what kind of loss (accumulation-not-scaled)."""
+        if self.facts is not None and self._original is not None:
+            mean = root is not None and self.mean_loss is not None and self.mean_loss(root)
+            self.facts.backward_root(location, _op_name(root), mean)
+
     def event(self, owner, event):
         """gradviz's engine reports both as one observer event."""
         if event == "step":
@@ -208,3 +218,20 @@ def _warn_at(caught, frame):
     for w in caught:
         warnings.warn_explicit(w.message, w.category, frame.f_code.co_filename, frame.f_lineno,
                                module=frame.f_globals.get("__name__"), registry=registry)
+
+
+def _op_name(node):
+    try:
+        return None if node is None else node.name()
+    except Exception:  # not a node that names itself
+        return None
+
+
+def _torch_mean_loss(node):
+    """A loss node with ``reduction="mean"`` (PyTorch saves it as 1), or ``.mean()``."""
+    return getattr(node, "_saved_reduction", None) == 1 or type(node).__name__ == "MeanBackward0"
+
+
+def _gradviz_mean_loss(node):
+    meta = getattr(node, "_meta", None)
+    return (isinstance(meta, dict) and meta.get("reduction") == "mean") or type(node).__name__ == "MeanBackward"

@@ -157,6 +157,10 @@ class TorchLight(LightSteps):
         if isinstance(roots, Tensor):
             roots = (roots,)
         adapter.training_watch.backward()
+        frame = user_frame(0)  # how many backward calls per step, on what loss (accumulation-not-scaled)
+        single = roots[0] if len(roots) == 1 and isinstance(roots[0], Tensor) else None
+        adapter.optimizer_watch.backward(None if frame is None else location_at(frame.f_code, frame.f_lineno),
+                                         None if single is None else tg.grad_fn_of(single))
         keep = bool(create_graph) if retain_graph is None else bool(retain_graph)
         for r in roots:
             if not isinstance(r, Tensor):
