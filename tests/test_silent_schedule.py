@@ -190,3 +190,70 @@ def test_two_backward_lines_per_step_are_not_accumulation(tmp_path):
     script.write_text(ACCUMULATE.format(k=1, reduction="", backward="loss.backward()\n"
                                         "        F.cross_entropy(model(x), y).backward()"))
     assert run(script, tmp_path / "out")["diagnostics"] == []
+
+
+FREEZE = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+x, y = torch.randn(64, 6), torch.randint(0, 3, (64,))
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+{setup}
+for step in range(60):
+    {before}
+    optimizer.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_module_frozen_by_attribute_is_named_at_the_assignment(engine, tmp_path):
+    sample = SAMPLES / "freeze_ineffective.py"
+    doc = run(sample, tmp_path, engine)
+    assert [d["code"] for d in doc["diagnostics"]] == ["freeze-ineffective"]
+    [d] = doc["diagnostics"]
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "backbone.requires_grad = False")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "its parameters stepped here": line_of(sample, "optimizer.step()")}
+    assert d["details"] == {"module": "backbone", "parameters": ["0.weight", "0.bias", "2.weight", "2.bias"],
+                            "training": 4, "total": 4, "iteration": d["details"]["iteration"]}
+    assert d["hint"].startswith("Write `backbone.requires_grad_(False)`")
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_module_frozen_by_its_method_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "freeze_ineffective_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+def test_a_freeze_by_attribute_late_in_the_run_is_found(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(FREEZE.format(setup="pass",
+                                    before="if step == 45:\n        model[0].requires_grad = False  # mistake"))
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = doc["diagnostics"]
+    assert (d["code"], d["location"]["line"]) == ("freeze-ineffective", line_of(script, "# mistake"))
+    assert d["details"]["module"] == "model.0" and d["details"]["training"] == 2
+    assert d["hint"].startswith("Write `model[0].requires_grad_(False)`")
+
+
+@pytest.mark.parametrize("setup", [
+    # the attribute, then the parameters frozen too
+    "model[0].requires_grad = False\nfor p in model[0].parameters():\n    p.requires_grad = False",
+    # a module whose class defines requires_grad itself
+    "class Gate(nn.Linear):\n    requires_grad = True\nmodel[2] = Gate(16, 3)\n"
+    "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\nmodel[2].requires_grad = False",
+    # the attribute on a module whose parameters no optimizer holds (nothing is stepped)
+    "spare = nn.Linear(6, 6)\nspare.requires_grad = False",
+    # set to True: nothing to freeze
+    "model[0].requires_grad = True",
+])
+def test_freezes_that_hold_or_are_deliberate_are_not_reported(setup, tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(FREEZE.format(setup=setup, before="pass"))
+    assert run(script, tmp_path / "out")["diagnostics"] == []

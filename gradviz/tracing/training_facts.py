@@ -60,6 +60,7 @@ class TrainingFacts:
         self._awaiting_step = set()  # optimizer keys whose scheduler stepped first: their step's line is wanted
         self._per_step = {}  # backward location -> [calls since the last step, root op, all on a mean loss]
         self.unscaled = {}  # backward location -> accumulation-not-scaled's entry
+        self.frozen = {}  # ``module.requires_grad = False`` location -> freeze-ineffective's entry
         self.order = 0
         self.namer = None
 
@@ -213,6 +214,15 @@ class TrainingFacts:
                                            "iteration": iteration, "last_iteration": iteration,
                                            "step_location": find_location()}
 
+    def freeze_ineffective(self, path, cls, location, iteration, training, total, step_location, step_iteration):
+        """``module.requires_grad = False`` at ``location`` (a plain attribute) and then a step given gradients
+        of ``training`` (names) among its ``total`` parameters."""
+        if location in self.frozen or len(self.frozen) >= 16:
+            return
+        self.frozen[location] = {"module": path, "class": cls, "location": location, "iteration": iteration,
+                                 "parameters": list(training[:8]), "training": len(training), "total": total,
+                                 "step_location": step_location, "step_iteration": step_iteration}
+
     def scheduler_built(self, key, cls, optimizer_key, lr, location, iteration):
         """A learning-rate scheduler of class ``cls`` over optimizer ``optimizer_key`` was built at ``location``;
         ``lr``: its optimizer's first group's rate once built (the schedule's first value)."""
@@ -296,7 +306,7 @@ class TrainingFacts:
         id of the live variable with that key, or None."""
         schedulers = self._scheduler_findings(loc)
         if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips
-                or schedulers or self.unscaled):
+                or schedulers or self.unscaled or self.frozen):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -328,7 +338,9 @@ class TrainingFacts:
                                for c in self.clips.values()],
                 "scheduler_misuse": schedulers,
                 "accumulation_not_scaled": [dict(u, location=loc(u["location"]), step_location=loc(u["step_location"]))
-                                            for u in self.unscaled.values() if u["steps"] >= 2]}
+                                            for u in self.unscaled.values() if u["steps"] >= 2],
+                "freeze_ineffective": [dict(f, location=loc(f["location"]), step_location=loc(f["step_location"]))
+                                       for f in self.frozen.values()]}
 
 
 def _run(run, loc):

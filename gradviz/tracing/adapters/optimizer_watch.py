@@ -169,6 +169,9 @@ class OptimizerWatch:
         if self.facts is not None and self._original is not None:
             self.facts.step(id(optimizer), type(optimizer).__name__, self._location,
                             self.adapter.builder.current_iteration())
+            modes = getattr(self.adapter, "training_watch", None)
+            if modes is not None:  # a module "frozen" by a plain attribute: do its parameters still train?
+                modes.stepped(optimizer, self._location)
 
     def backward(self, location, root):
         """A backward (not ``autograd.grad``) at ``location`` from ``root``, the node of its single root (None
