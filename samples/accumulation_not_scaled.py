@@ -5,6 +5,7 @@ within the first epoch and the final test loss is nan, against 0.0345 for the fi
 (`accumulation_not_scaled_fixed.py`, which writes `(loss / accumulation).backward()`). Nothing raises.
 
 `gradviz run` reports `accumulation-not-scaled` (info) at the `loss.backward()` line, with the step as related,
+`loss-diverging` (warning) at the optimizer's line (the symptom: its learning rate is now 8 times too large),
 and `nan-inf` (warning) at the loss's line, where the divergence ends.
 """
 

@@ -142,7 +142,7 @@ def test_accumulated_mean_losses_not_divided_are_named_at_the_backward(engine, t
     sample = SAMPLES / "accumulation_not_scaled.py"
     doc = run(sample, tmp_path, engine)
     [d] = found(doc, "accumulation-not-scaled")
-    assert sorted(x["code"] for x in doc["diagnostics"]) == ["accumulation-not-scaled", "nan-inf"]
+    assert sorted(x["code"] for x in doc["diagnostics"]) == ["accumulation-not-scaled", "loss-diverging", "nan-inf"]
     assert d["severity"] == "info"
     assert d["location"]["line"] == line_of(sample, "        loss.backward()")
     assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
@@ -257,3 +257,72 @@ def test_freezes_that_hold_or_are_deliberate_are_not_reported(setup, tmp_path):
     script = tmp_path / "loop.py"
     script.write_text(FREEZE.format(setup=setup, before="pass"))
     assert run(script, tmp_path / "out")["diagnostics"] == []
+
+
+DIVERGE = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+x = torch.randn(64, 6)
+y = x @ torch.randn(6, 1)
+model = nn.Sequential(nn.Linear(6, 32), nn.ReLU(), nn.Linear(32, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+{setup}
+for step in range(80):
+    {before}
+    optimizer.zero_grad()
+    loss = F.mse_loss(model(x), y){scale}
+    loss.backward()  # backward
+    optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_diverging_loss_is_named_at_the_optimizer_with_its_rate(engine, tmp_path):
+    sample = SAMPLES / "loss_diverging.py"
+    doc = run(sample, tmp_path, engine)
+    assert sorted(d["code"] for d in doc["diagnostics"]) == ["loss-diverging", "nan-inf"]
+    [d] = found(doc, "loss-diverging")
+    assert d["severity"] == "warning"
+    assert d["location"]["line"] == line_of(sample, "optimizer = torch.optim.SGD(")
+    assert {r["role"]: r["location"]["line"] for r in d["related"]} == {
+        "the loss that diverged": line_of(sample, "loss.backward()")}
+    assert d["details"]["optimizer"] == "SGD" and d["details"]["lr"] == 0.5
+    assert d["details"]["nonfinite_iteration"] > d["details"]["rise_iteration"]
+    assert "(lr=0.5) are too large" in d["message"]
+    assert d["hint"].startswith("Lower the learning rate: write `lr=0.05` in `optimizer = torch.optim.SGD(")
+
+
+@pytest.mark.parametrize("engine", ["torch", "gradviz"])
+def test_a_converging_loss_is_silent(engine, tmp_path):
+    assert run(SAMPLES / "loss_diverging_fixed.py", tmp_path, engine)["diagnostics"] == []
+
+
+def test_a_divergence_that_starts_late_is_found(tmp_path):
+    # a learning rate raised by hand at step 50: the loss climbs from there
+    script = tmp_path / "late.py"
+    script.write_text(DIVERGE.format(setup="pass", scale="", before="if step == 50:\n"
+                                     "        for group in optimizer.param_groups:\n"
+                                     "            group['lr'] = 2.0"))
+    doc = run(script, tmp_path / "out")
+    light_schedule(doc)
+    [d] = found(doc, "loss-diverging")
+    assert d["location"]["line"] == line_of(script, "optimizer = torch.optim.SGD(")
+    assert d["details"]["rise_iteration"] > 50
+    assert [r["location"]["line"] for r in d["related"]] == [line_of(script, "# backward")]
+
+
+@pytest.mark.parametrize("setup,before,scale", [
+    # one batch whose loss spikes ten thousand times, then back to normal
+    ("pass", "pass", " + (1e4 if step == 30 else 0.0)"),
+    # a loss that is negative at its lowest (a log-likelihood)
+    ("pass", "pass", " - 10.0"),
+    # a loss that starts high and falls
+    ("pass", "pass", " + 1000.0 / (step + 1)"),
+])
+def test_losses_that_do_not_diverge_are_not_reported(setup, before, scale, tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(DIVERGE.format(setup=setup, before=before, scale=scale))
+    assert found(run(script, tmp_path / "out"), "loss-diverging") == []

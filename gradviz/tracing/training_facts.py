@@ -18,6 +18,7 @@ RUN_LIMIT = 32  # first and last runs kept per module
 SWITCH_LIMIT = 64  # first and last switches kept
 OPTIMIZER_LIMIT = 32  # first and last optimizer constructions kept
 SCHEDULER_LIMIT = 64  # learning-rate schedulers followed
+RISE = 1e3  # a loss this many times above its lowest value has diverged (loss-diverging)
 COLLAPSED = 1e-3  # a schedule whose rate stays under this fraction of its first one has stopped the training
 
 
@@ -61,6 +62,8 @@ class TrainingFacts:
         self._per_step = {}  # backward location -> [calls since the last step, root op, all on a mean loss]
         self.unscaled = {}  # backward location -> accumulation-not-scaled's entry
         self.frozen = {}  # ``module.requires_grad = False`` location -> freeze-ineffective's entry
+        self.losses = {}  # backward location -> the course of its loss (loss-diverging)
+        self._last_optimizer = None  # the last optimizer built: class, line, learning rate
         self.order = 0
         self.namer = None
 
@@ -117,9 +120,10 @@ class TrainingFacts:
             "order": self._next(), "iteration": iteration, "last_iteration": iteration, "location": location,
             "caller": caller}
 
-    def optimizer_built(self, cls, ref, groups, location, iteration, last_variable):
+    def optimizer_built(self, cls, ref, groups, location, iteration, last_variable, lr=None):
         """An optimizer of class ``cls`` was built at ``location`` over ``groups`` (parameter variable ids per group);
-        ``last_variable``: the highest variable id made before it."""
+        ``last_variable``: the highest variable id made before it; ``lr``: its first group's learning rate."""
+        self._last_optimizer = {"class": cls, "location": location, "lr": lr}
         self.optimizer_count += 1
         if len(self.optimizers) >= 2 * OPTIMIZER_LIMIT:
             del self.optimizers[OPTIMIZER_LIMIT]
@@ -214,6 +218,43 @@ class TrainingFacts:
                                            "iteration": iteration, "last_iteration": iteration,
                                            "step_location": find_location()}
 
+    def loss_value(self, location, value, iteration):
+        """The loss backpropagated at ``location`` was ``value``: its lowest value so far, the first time it rose
+        RISE times above that, and the first non-finite value after."""
+        s = self.losses.get(location)
+        if s is None:
+            if len(self.losses) >= 16:
+                return
+            s = self.losses[location] = {"min": None, "min_iteration": None, "rise": None, "nonfinite": None,
+                                         "last": None, "optimizer": self._last_optimizer}
+        if value != value or value in (float("inf"), float("-inf")):
+            if s["nonfinite"] is None:
+                s["nonfinite"] = iteration
+            return
+        s["last"] = value
+        if s["rise"] is not None:
+            return
+        if s["min"] is None or value < s["min"]:
+            s["min"], s["min_iteration"] = value, iteration
+        elif s["min"] > 0 and value >= RISE * s["min"]:
+            s["rise"] = {"iteration": iteration, "value": value, "optimizer": self._last_optimizer}
+
+    def _diverging(self, loc):
+        """loss-diverging's facts: a positive loss that rose RISE times above its lowest value and then became
+        NaN/Inf or ended at least that high."""
+        found = []
+        for location, s in self.losses.items():
+            rise = s["rise"]
+            if rise is None or not (s["nonfinite"] is not None or (s["last"] or 0) >= RISE * s["min"]):
+                continue
+            optimizer = rise["optimizer"] or {}
+            found.append({"location": loc(location), "min": s["min"], "min_iteration": s["min_iteration"],
+                          "rise_iteration": rise["iteration"], "rise_value": rise["value"],
+                          "nonfinite_iteration": s["nonfinite"], "last": s["last"],
+                          "optimizer": optimizer.get("class"), "optimizer_location": loc(optimizer.get("location")),
+                          "lr": optimizer.get("lr")})
+        return found
+
     def freeze_ineffective(self, path, cls, location, iteration, training, total, step_location, step_iteration):
         """``module.requires_grad = False`` at ``location`` (a plain attribute) and then a step given gradients
         of ``training`` (names) among its ``total`` parameters."""
@@ -305,8 +346,9 @@ class TrainingFacts:
         """The ``training`` section, or None when none of its facts happened; ``variable_id(key)``: the document
         id of the live variable with that key, or None."""
         schedulers = self._scheduler_findings(loc)
+        diverging = self._diverging(loc)
         if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips
-                or schedulers or self.unscaled or self.frozen):
+                or schedulers or self.unscaled or self.frozen or diverging):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -340,7 +382,8 @@ class TrainingFacts:
                 "accumulation_not_scaled": [dict(u, location=loc(u["location"]), step_location=loc(u["step_location"]))
                                             for u in self.unscaled.values() if u["steps"] >= 2],
                 "freeze_ineffective": [dict(f, location=loc(f["location"]), step_location=loc(f["step_location"]))
-                                       for f in self.frozen.values()]}
+                                       for f in self.frozen.values()],
+                "loss_diverging": diverging}
 
 
 def _run(run, loc):

@@ -173,12 +173,15 @@ class OptimizerWatch:
             if modes is not None:  # a module "frozen" by a plain attribute: do its parameters still train?
                 modes.stepped(optimizer, self._location)
 
-    def backward(self, location, root):
+    def backward(self, location, root, value=None):
         """A backward (not ``autograd.grad``) at ``location`` from ``root``, the node of its single root (None
-        when it has several, or none): how many per step, and on what kind of loss (accumulation-not-scaled)."""
+        when it has several, or none), whose value is ``value`` (a float, or None): how many per step, on what
+        kind of loss (accumulation-not-scaled), and the loss's course (loss-diverging)."""
         if self.facts is not None and self._original is not None:
             mean = root is not None and self.mean_loss is not None and self.mean_loss(root)
             self.facts.backward_root(location, _op_name(root), mean)
+            if value is not None:
+                self.facts.loss_value(location, value, self.adapter.builder.current_iteration())
 
     def event(self, owner, event):
         """gradviz's engine reports both as one observer event."""
@@ -202,7 +205,7 @@ class OptimizerWatch:
             groups = [[live[register(p)].id if register is not None else id(p) for p in group.get("params", ())]
                       for group in getattr(optimizer, "param_groups", ())]
         self.facts.optimizer_built(type(optimizer).__name__, weakref.ref(optimizer), groups, location,
-                                   builder.current_iteration(), last)
+                                   builder.current_iteration(), last, lr=_first_lr(optimizer))
 
 
 def _first_lr(optimizer):

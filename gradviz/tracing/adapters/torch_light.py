@@ -157,10 +157,6 @@ class TorchLight(LightSteps):
         if isinstance(roots, Tensor):
             roots = (roots,)
         adapter.training_watch.backward()
-        frame = user_frame(0)  # how many backward calls per step, on what loss (accumulation-not-scaled)
-        single = roots[0] if len(roots) == 1 and isinstance(roots[0], Tensor) else None
-        adapter.optimizer_watch.backward(None if frame is None else location_at(frame.f_code, frame.f_lineno),
-                                         None if single is None else tg.grad_fn_of(single))
         keep = bool(create_graph) if retain_graph is None else bool(retain_graph)
         for r in roots:
             if not isinstance(r, Tensor):
@@ -182,6 +178,12 @@ class TorchLight(LightSteps):
                 found = None if fn is None else nonfinite_culprit(torch, fn)
                 culprit = None if found is None else (tg.info(found[0]).name, found[1])
                 self.nonfinite_root(value, user_frame(0), culprit)
+        # how many backward calls per step, on what loss and its value (accumulation-not-scaled, loss-diverging)
+        frame = user_frame(0)
+        single = roots[0] if len(roots) == 1 and isinstance(roots[0], Tensor) else None
+        adapter.optimizer_watch.backward(None if frame is None else location_at(frame.f_code, frame.f_lineno),
+                                         None if single is None else tg.grad_fn_of(single),
+                                         value if single is not None and isinstance(value, float) else None)
 
     def note_roots(self, roots):
         """The node classes of a backward's roots, for the signature (full iterations too)."""
