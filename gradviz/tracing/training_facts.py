@@ -234,6 +234,8 @@ class TrainingFacts:
         s["last"] = value
         if s["rise"] is not None:
             return
+        if s["optimizer"] is not self._last_optimizer:  # a new optimizer: a new phase (fine-tuning), a new course
+            s["min"], s["optimizer"] = None, self._last_optimizer
         if s["min"] is None or value < s["min"]:
             s["min"], s["min_iteration"] = value, iteration
         elif s["min"] > 0 and value >= RISE * s["min"]:
