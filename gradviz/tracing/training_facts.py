@@ -17,6 +17,9 @@ at ``end`` (the counter's value when it was closed; a switch after it has a high
 RUN_LIMIT = 32  # first and last runs kept per module
 SWITCH_LIMIT = 64  # first and last switches kept
 OPTIMIZER_LIMIT = 32  # first and last optimizer constructions kept
+SCHEDULER_LIMIT = 64  # learning-rate schedulers followed
+RISE = 1e3  # a loss this many times above its lowest value has diverged (loss-diverging)
+COLLAPSED = 1e-3  # a schedule whose rate stays under this fraction of its first one has stopped the training
 
 
 class _Module:
@@ -55,6 +58,14 @@ class TrainingFacts:
         self.switch_count = 0
         self.carries = {}  # (module key, location) -> a recurrent state fed back after a backward, undetached
         self.leaks = {}  # (optimizer, step location) -> another optimizer's loss left gradients for its step
+        self._step_counts = {}  # optimizer key -> steps taken
+        self.schedulers = {}  # scheduler key -> what scheduler-misuse needs (scheduler_built, scheduler_step)
+        self._awaiting_step = set()  # optimizer keys whose scheduler stepped first: their step's line is wanted
+        self._per_step = {}  # backward location -> [calls since the last step, root op, all on a mean loss]
+        self.unscaled = {}  # backward location -> accumulation-not-scaled's entry
+        self.frozen = {}  # ``module.requires_grad = False`` location -> freeze-ineffective's entry
+        self.losses = {}  # backward location -> the course of its loss (loss-diverging)
+        self._last_optimizer = None  # the last optimizer built: class, line, learning rate
         self.order = 0
         self.namer = None
 
@@ -116,9 +127,10 @@ class TrainingFacts:
             "order": self._next(), "iteration": iteration, "last_iteration": iteration, "location": location,
             "caller": caller}
 
-    def optimizer_built(self, cls, ref, groups, location, iteration, last_variable):
+    def optimizer_built(self, cls, ref, groups, location, iteration, last_variable, lr=None):
         """An optimizer of class ``cls`` was built at ``location`` over ``groups`` (parameter variable ids per group);
-        ``last_variable``: the highest variable id made before it."""
+        ``last_variable``: the highest variable id made before it; ``lr``: its first group's learning rate."""
+        self._last_optimizer = {"class": cls, "location": location, "lr": lr}
         self.optimizer_count += 1
         if len(self.optimizers) >= 2 * OPTIMIZER_LIMIT:
             del self.optimizers[OPTIMIZER_LIMIT]
@@ -138,6 +150,15 @@ class TrainingFacts:
         previous step."""
         previous = self._stepped.get(key, 0)
         self._stepped[key] = self._next()
+        self._step_counts[key] = self._step_counts.get(key, 0) + 1
+        if self._per_step:
+            self._accumulated(find_location, iteration)
+        if key in self._awaiting_step:  # the step a scheduler's first step() came before: its line
+            self._awaiting_step.discard(key)
+            location = find_location()
+            for s in self.schedulers.values():
+                if s["optimizer_key"] == key and s["before"] is not None and s["before"]["step_location"] is None:
+                    s["before"]["step_location"] = location
         if self._clipping:
             self._step_location = find_location()
             for entry in self.clips.values():  # a clip after the first step: that step's line, seen only now
@@ -207,6 +228,141 @@ class TrainingFacts:
                 "built": built[0], "from_built": built[1],
                 "last_iteration": iteration, "count": 1, "order": self._next()}
 
+    def backward_root(self, location, op, mean):
+        """A backward at ``location`` from a root made by ``op`` (``mean``: a loss averaged over its batch):
+        counted until the next optimizer step."""
+        entry = self._per_step.get(location)
+        if entry is not None:
+            entry[0] += 1
+            entry[2] = entry[2] and mean
+        elif len(self._per_step) < 16:
+            self._per_step[location] = [1, op, mean]
+
+    def _accumulated(self, find_location, iteration):
+        """A step after backward calls: one line's backward run k > 1 times on a mean loss that nothing
+        divided (the root is the loss itself) sums k mean gradients, k times the gradient of the mean."""
+        per_step, self._per_step = self._per_step, {}
+        for location, (calls, op, mean) in per_step.items():
+            if calls < 2 or not mean:
+                continue
+            entry = self.unscaled.get(location)
+            if entry is not None:
+                entry["steps"] += 1
+                entry["calls"] = max(entry["calls"], calls)
+                entry["last_iteration"] = iteration
+            elif len(self.unscaled) < 16:
+                self.unscaled[location] = {"location": location, "op": op, "calls": calls, "steps": 1,
+                                           "iteration": iteration, "last_iteration": iteration,
+                                           "step_location": find_location()}
+
+    def loss_value(self, location, value, iteration):
+        """The loss backpropagated at ``location`` was ``value``: its lowest value so far, the first time it rose
+        RISE times above that, and the first non-finite value after."""
+        s = self.losses.get(location)
+        if s is None:
+            if len(self.losses) >= 16:
+                return
+            s = self.losses[location] = {"min": None, "min_iteration": None, "rise": None, "nonfinite": None,
+                                         "last": None, "optimizer": self._last_optimizer}
+        if value != value or value in (float("inf"), float("-inf")):
+            if s["nonfinite"] is None:
+                s["nonfinite"] = iteration
+            return
+        s["last"] = value
+        if s["rise"] is not None:
+            return
+        if s["optimizer"] is not self._last_optimizer:  # a new optimizer: a new phase (fine-tuning), a new course
+            s["min"], s["optimizer"] = None, self._last_optimizer
+        if s["min"] is None or value < s["min"]:
+            s["min"], s["min_iteration"] = value, iteration
+        elif s["min"] > 0 and value >= RISE * s["min"]:
+            s["rise"] = {"iteration": iteration, "value": value, "optimizer": self._last_optimizer}
+
+    def _diverging(self, loc):
+        """loss-diverging's facts: a positive loss that rose RISE times above its lowest value and then became
+        NaN/Inf or ended at least that high."""
+        found = []
+        for location, s in self.losses.items():
+            rise = s["rise"]
+            if rise is None or not (s["nonfinite"] is not None or (s["last"] or 0) >= RISE * s["min"]):
+                continue
+            optimizer = rise["optimizer"] or {}
+            found.append({"location": loc(location), "min": s["min"], "min_iteration": s["min_iteration"],
+                          "rise_iteration": rise["iteration"], "rise_value": rise["value"],
+                          "nonfinite_iteration": s["nonfinite"], "last": s["last"],
+                          "optimizer": optimizer.get("class"), "optimizer_location": loc(optimizer.get("location")),
+                          "lr": optimizer.get("lr")})
+        return found
+
+    def freeze_ineffective(self, path, cls, location, iteration, training, total, step_location, step_iteration):
+        """``module.requires_grad = False`` at ``location`` (a plain attribute) and then a step given gradients
+        of ``training`` (names) among its ``total`` parameters."""
+        if location in self.frozen or len(self.frozen) >= 16:
+            return
+        self.frozen[location] = {"module": path, "class": cls, "location": location, "iteration": iteration,
+                                 "parameters": list(training[:8]), "training": len(training), "total": total,
+                                 "step_location": step_location, "step_iteration": step_iteration}
+
+    def scheduler_built(self, key, cls, optimizer_key, lr, location, iteration):
+        """A learning-rate scheduler of class ``cls`` over optimizer ``optimizer_key`` was built at ``location``;
+        ``lr``: its optimizer's first group's rate once built (the schedule's first value)."""
+        if key not in self.schedulers and len(self.schedulers) >= SCHEDULER_LIMIT:
+            return
+        self.schedulers[key] = {"class": cls, "optimizer_key": optimizer_key, "location": location,
+                                "iteration": iteration, "order": self._next(), "first_lr": lr, "steps": 0,
+                                "optimizer_steps": self._step_counts.get(optimizer_key, 0), "before": None,
+                                "collapse": None}
+
+    def scheduler_step(self, key, cls, optimizer_key, lr, find_location, iteration):
+        """The user called ``step()`` of scheduler ``key``, which set its optimizer's first rate to ``lr``. Its
+        first step before any step of its optimizer since it was built: the schedule's first value is skipped
+        (``before``). A rate that falls under COLLAPSED of its first value and stays there: ``collapse``, judged
+        against the optimizer's steps when the document is made."""
+        s = self.schedulers.get(key)
+        if s is None:  # built before the trace began (or past the limit): followed from here
+            if len(self.schedulers) >= SCHEDULER_LIMIT:
+                return
+            s = self.schedulers[key] = {"class": cls, "optimizer_key": optimizer_key, "location": None,
+                                        "iteration": iteration, "order": 0, "first_lr": lr, "steps": 0,
+                                        "optimizer_steps": self._step_counts.get(optimizer_key, 0),
+                                        "before": None, "collapse": None}
+        s["steps"] += 1
+        iteration = iteration or 1  # (a step before any op of the first iteration is part of it)
+        if s["steps"] == 1 and s["order"] and self._stepped.get(optimizer_key, 0) < s["order"]:
+            s["before"] = {"location": find_location(), "iteration": iteration, "step_location": None}
+            self._awaiting_step.add(optimizer_key)
+        first = s["first_lr"]
+        if lr is None or not first or first <= 0:
+            return
+        if lr > first * COLLAPSED:
+            s["collapse"] = None  # (back up: a warm restart, a cycle)
+        elif s["collapse"] is None:
+            s["collapse"] = {"location": find_location(), "iteration": iteration, "lr": lr,
+                             "scheduler_steps": s["steps"],
+                             "optimizer_steps": self._step_counts.get(optimizer_key, 0) - s["optimizer_steps"]}
+
+    def _scheduler_findings(self, loc):
+        """scheduler-misuse's facts: a first ``step()`` before the optimizer's, and a rate collapsed for most of
+        the training by a schedule stepped about as often as its optimizer (an epoch schedule stepped per
+        batch)."""
+        found = []
+        for s in self.schedulers.values():
+            base = {"class": s["class"], "built": loc(s["location"]), "first_lr": s["first_lr"]}
+            if s["before"] is not None:
+                b = s["before"]
+                found.append(dict(base, kind="before", location=loc(b["location"]), iteration=b["iteration"],
+                                  step_location=loc(b["step_location"])))
+            c = s["collapse"]
+            total = self._step_counts.get(s["optimizer_key"], 0) - s["optimizer_steps"]
+            if c is None or total < 8 or 2 * s["steps"] < total:
+                continue  # not collapsed, too short to judge, or stepped per epoch
+            after = total - c["optimizer_steps"]
+            if 2 * after > total:  # most of the optimizer's steps ran at a rate that no longer moves the weights
+                found.append(dict(base, kind="collapse", location=loc(c["location"]), iteration=c["iteration"],
+                                  lr=c["lr"], collapsed_after=c["optimizer_steps"], optimizer_steps=total,
+                                  scheduler_steps=s["steps"]))
+        return found
+
     def _close(self, m, backward, iteration):
         run = m.open
         m.open = None
@@ -228,8 +384,10 @@ class TrainingFacts:
     def section(self, loc, variable_id=lambda key: None):
         """The ``training`` section, or None when none of its facts happened; ``variable_id(key)``: the document
         id of the live variable with that key, or None."""
+        schedulers = self._scheduler_findings(loc)
+        diverging = self._diverging(loc)
         if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips
-                or self.carries or self.leaks):
+                or self.carries or self.leaks or schedulers or self.unscaled or self.frozen or diverging):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -265,7 +423,13 @@ class TrainingFacts:
                                           "location": loc(c["location"])} for c in self.carries.values()],
                 "grad_leaks": [dict(c, location=loc(c["location"]), from_location=loc(c["from_location"]),
                                     built=loc(c["built"]), from_built=loc(c["from_built"]))
-                               for c in self.leaks.values()]}
+                               for c in self.leaks.values()],
+                "scheduler_misuse": schedulers,
+                "accumulation_not_scaled": [dict(u, location=loc(u["location"]), step_location=loc(u["step_location"]))
+                                            for u in self.unscaled.values() if u["steps"] >= 2],
+                "freeze_ineffective": [dict(f, location=loc(f["location"]), step_location=loc(f["step_location"]))
+                                       for f in self.frozen.values()],
+                "loss_diverging": diverging}
 
 
 def _run(run, loc):

@@ -53,6 +53,7 @@ from .guard import Guard
 from .mode_watch import gradviz_watch
 from .modules import ModuleNames
 from .numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
+from .numpy_values import scalar_root as _scalar
 from .optimizer_watch import gradviz_optimizers
 
 _is_grad_enabled = grad_mode.is_grad_enabled
@@ -771,6 +772,9 @@ class GradvizAdapter(Observer):
         if self.light_steps.enabled:
             self.light_steps.note_roots(roots)
         self.training_watch.backward()
+        # how many backward calls per step, on what loss (accumulation-not-scaled)
+        if inputs is None:  # (not autograd.grad)
+            self.optimizer_watch.backward(location, roots[0]._grad_fn if len(roots) == 1 else None, _scalar(roots))
         gradient_none = False
         for g in grad_roots:
             if g is None:

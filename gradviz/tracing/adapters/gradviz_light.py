@@ -24,6 +24,7 @@ from ..frames import location_of, user_frame
 from ..light_steps import LightSteps
 from ..light_watch import WatchMemory
 from .gradviz_nan import data_line, nonfinite_culprit
+from .numpy_values import scalar_root as _scalar
 
 
 class GradvizLight(LightSteps, Observer):
@@ -194,6 +195,9 @@ class GradvizLight(LightSteps, Observer):
         self.adapter.training_watch.backward()
         self.forward_calls = 0
         self.backward_location = location_of(user_frame(2))
+        if inputs is None:  # (not autograd.grad) how many backward calls per step, on what loss
+            self.adapter.optimizer_watch.backward(self.backward_location,
+                                                  roots[0]._grad_fn if len(roots) == 1 else None, _scalar(roots))
         self._backward_args = (roots, grad_roots, retain_graph, inputs)
         if self.memory.handouts:
             self._numpy_written()

@@ -14,6 +14,9 @@ Each adapter builds one with its engine's classes: ``torch_watch(adapter)``, ``g
   its own previous call, made before a backward and still attached to that graph, with grad on, is a hidden state
   carried across iterations without ``detach()`` (``carry``: the next backward reaches every earlier iteration
   through it).
+- ``nn.Module.__setattr__`` is wrapped too, for one name: ``module.requires_grad = False`` sets a plain
+  attribute and freezes nothing. The module is followed (weakly) until an optimizer step shows whether its
+  parameters still train (freeze-ineffective) or were frozen after all.
 """
 
 import functools
@@ -72,6 +75,8 @@ class ModeWatch:
         self._kinds = {}  # module class -> True when its behaviour depends on ``training``
         self._refs = {}  # module key -> weak reference, for naming it when the document is made
         self._original = None
+        self._setattr = None  # the engine's Module.__setattr__, while wrapped
+        self._frozen = []  # (module weakref, location, iteration) of ``module.requires_grad = False`` not judged yet
         self._depth = 0
         self._recurrent, self._tensor, self._register_global = recurrent
         self._global = None  # the global forward hook's handle, while attached
@@ -104,16 +109,36 @@ class ModeWatch:
         _WATCHES.append(self)
         if self._recurrent and self._register_global is not None:
             self._global = self._register_global(self._global_exit)
+        self._wrap_setattr()
         for name in DROPOUTS:
             function = getattr(self.functional, name, None)
             if function is not None:
                 self._dropouts[name] = function
                 setattr(self.functional, name, self._wrap_dropout(name, function))
 
+    def _wrap_setattr(self):
+        original = self._setattr = self.module_class.__dict__.get("__setattr__")
+        if original is None:
+            return
+        watch = self
+
+        def __setattr__(module, name, value):
+            if name == "requires_grad" and watch._original is not None:
+                try:
+                    watch.requires_grad_attribute(module, value)
+                except Exception as exc:  # our bookkeeping, never the script's problem
+                    watch.adapter.builder.internal_error("module.requires_grad", exc)
+            return original(module, name, value)
+
+        self.module_class.__setattr__ = functools.wraps(original)(__setattr__)
+
     def uninstall(self):
         if self._original is not None:
             self.module_class.train = self._original
             self._original = None
+        if self._setattr is not None:
+            self.module_class.__setattr__ = self._setattr
+            self._setattr = None
         for name, function in self._dropouts.items():
             setattr(self.functional, name, function)
         self._dropouts = {}
@@ -245,6 +270,39 @@ class ModeWatch:
         self.facts.functional_dropout(name, key, self.adapter.names.known_path(module), type(module).__name__,
                                       self.grad_enabled(), self.adapter.builder.current_iteration(), location,
                                       self._root_caller())
+
+    def requires_grad_attribute(self, module, value):
+        """``module.requires_grad = value``: a plain attribute, unless the module's class defines one (a
+        property of the user's: deliberate)."""
+        if value or hasattr(type(module), "requires_grad") or len(self._frozen) >= 16:
+            return
+        frame = self.find_frame()
+        if frame is None or self.internal(frame.f_code):
+            return
+        self._refs[id(module)] = weakref.ref(module)
+        self._frozen.append((weakref.ref(module), location_at(frame.f_code, frame.f_lineno),
+                             self.adapter.builder.current_iteration()))
+
+    def stepped(self, optimizer, find_location):
+        """An optimizer step: a module "frozen" by attribute whose parameters still have gradients that this
+        optimizer holds is reported (they train); one whose parameters were frozen after all is dropped."""
+        if not self._frozen or self.facts is None:
+            return
+        held = {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
+        waiting = []
+        for ref, location, iteration in self._frozen:
+            module = ref()
+            if module is None:
+                continue
+            named = list(module.named_parameters())
+            training = [name for name, p in named if p.requires_grad and p.grad is not None and id(p) in held]
+            if training:
+                self.facts.freeze_ineffective(self.adapter.names.known_path(module), type(module).__name__,
+                                              location, iteration, training, len(named), find_location(),
+                                              self.adapter.builder.current_iteration())
+            elif any(p.requires_grad for _, p in named):
+                waiting.append((ref, location, iteration))  # not trained by this optimizer (yet)
+        self._frozen = waiting
 
     def path_of(self, key):
         ref = self._refs.get(key)

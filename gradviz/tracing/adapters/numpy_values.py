@@ -139,3 +139,14 @@ def nonfinite_norm(norm, arrays):
     if math.isfinite(norm):
         return False
     return any(g is not None and not _all_finite(np.asarray(g)) for g in arrays)
+
+
+def scalar_root(roots):
+    """The value of a backward's single root when it is one float (a loss), else None."""
+    if len(roots) != 1:
+        return None
+    data = getattr(roots[0], "_data", None)
+    if data is None or getattr(data, "size", 0) != 1 or getattr(data, "dtype", None) is None or \
+            data.dtype.kind != "f":
+        return None
+    return float(data.reshape(-1)[0])

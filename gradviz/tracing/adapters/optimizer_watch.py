@@ -3,9 +3,13 @@ the order of backward, ``zero_grad``, ``step`` and gradient clipping (``zero_gra
 ``clip_order``). The engine's ``Optimizer.__init__`` and clipping functions are wrapped while the trace is
 attached. One record per construction, with the user's line, so a parameter made after the optimizer (a head
 replaced) or held where the optimizer never looked (layers in a Python list) can be told from one left out on
-purpose (param-not-in-optimizer)."""
+purpose (param-not-in-optimizer). Learning-rate schedulers are followed the same way: each construction and
+each ``step()`` called by the user (not the ones a scheduler makes itself, when built or inside
+``SequentialLR``), with the learning rate it set (scheduler-misuse)."""
 
 import functools
+import sys
+import warnings
 import weakref
 
 from ..frames import location_at
@@ -19,23 +23,28 @@ def torch_optimizers(adapter):
 
     torch = adapter.torch
     return OptimizerWatch(adapter, torch.optim.Optimizer, lambda: user_frame(0),
-                          (torch.nn.utils, torch.nn.utils.clip_grad), adapter.var)
+                          (torch.nn.utils, torch.nn.utils.clip_grad), adapter.var, torch.optim.lr_scheduler,
+                          _torch_mean_loss)
 
 
 def gradviz_optimizers(adapter):
     from ...nn import utils
     from ...nn.utils import clip_grad
+    from ...optim import lr_scheduler
     from ...optim.optimizer import Optimizer
     from ..frames import user_frame
 
-    return OptimizerWatch(adapter, Optimizer, lambda: user_frame(1), (utils, clip_grad), adapter.var_key)
+    return OptimizerWatch(adapter, Optimizer, lambda: user_frame(1), (utils, clip_grad), adapter.var_key,
+                          lr_scheduler, _gradviz_mean_loss)
 
 
 class OptimizerWatch:
     """``clip_modules``: the namespaces whose gradient-clipping functions are wrapped while attached (their
-    order against backward and step: clip-order)."""
+    order against backward and step: clip-order); ``schedulers``: the engine's ``lr_scheduler`` module, whose
+    scheduler classes' ``__init__`` and ``step`` are wrapped while attached (scheduler-misuse)."""
 
-    def __init__(self, adapter, optimizer_class, find_frame, clip_modules=(), register=None):
+    def __init__(self, adapter, optimizer_class, find_frame, clip_modules=(), register=None, schedulers=None,
+                 mean_loss=None):
         self.adapter = adapter
         self.register = register  # a parameter -> its key, reporting it first (its variable id is then known)
         self.optimizer_class = optimizer_class
@@ -47,6 +56,10 @@ class OptimizerWatch:
         # one optimizer's loss leaving gradients for another's step (gan-fake-not-detached)
         self.leaks = None if self.facts is None else LeakWatch(self.facts, self._location,
                                                                adapter.builder.current_iteration)
+        self.schedulers = schedulers
+        self.mean_loss = mean_loss  # a backward root's node -> whether it is a loss averaged over its batch
+        self._scheduler_methods = []  # (class, name, original) while wrapped
+        self._scheduler_depth = 0  # scheduler calls in progress: only the outermost is the user's
 
     def install(self):
         if self.facts is None or self._original is not None:
@@ -73,6 +86,58 @@ class OptimizerWatch:
                     wrapped[id(function)] = self._wrap_clip(name, function)
                 self._clips.append((namespace, name, function))
                 setattr(namespace, name, wrapped[id(function)])
+        self._wrap_schedulers()
+
+    def _wrap_schedulers(self):
+        module = self.schedulers
+        base = None if module is None else getattr(module, "LRScheduler", None)
+        if base is None:
+            return
+        for cls in list(vars(module).values()):
+            if not (isinstance(cls, type) and issubclass(cls, base)):
+                continue
+            for name, report in (("__init__", self._scheduler_built), ("step", self._scheduler_stepped)):
+                original = cls.__dict__.get(name)
+                if original is not None:
+                    self._scheduler_methods.append((cls, name, original))
+                    setattr(cls, name, self._wrap_scheduler_method(original, report))
+
+    def _wrap_scheduler_method(self, original, report):
+        watch = self
+
+        def method(scheduler, *args, **kwargs):
+            outermost = watch._scheduler_depth == 0
+            watch._scheduler_depth += 1
+            try:
+                if not outermost:
+                    return original(scheduler, *args, **kwargs)
+                # the scheduler's own warnings (``stacklevel=2``: "step() before optimizer.step()") would name
+                # this wrapper: they are caught and given again at the user's line
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    result = original(scheduler, *args, **kwargs)
+            finally:
+                watch._scheduler_depth -= 1
+            if caught:
+                _warn_at(caught, sys._getframe(1))
+            if watch._scheduler_depth == 0 and watch._original is not None:
+                try:
+                    report(scheduler)
+                except Exception as exc:  # our bookkeeping, never the script's problem
+                    watch.adapter.builder.internal_error("lr_scheduler", exc)
+            return result
+
+        return functools.wraps(original)(method)
+
+    def _scheduler_built(self, scheduler):
+        optimizer = getattr(scheduler, "optimizer", None)
+        self.facts.scheduler_built(id(scheduler), type(scheduler).__name__, id(optimizer), _first_lr(optimizer),
+                                   self._location(), self.adapter.builder.current_iteration())
+
+    def _scheduler_stepped(self, scheduler):
+        optimizer = getattr(scheduler, "optimizer", None)
+        self.facts.scheduler_step(id(scheduler), type(scheduler).__name__, id(optimizer), _first_lr(optimizer),
+                                  self._location, self.adapter.builder.current_iteration())
 
     def _wrap_clip(self, name, original):
         watch = self
@@ -94,6 +159,9 @@ class OptimizerWatch:
         for namespace, name, function in reversed(self._clips):
             setattr(namespace, name, function)
         self._clips = []
+        for cls, name, function in reversed(self._scheduler_methods):
+            setattr(cls, name, function)
+        self._scheduler_methods = []
 
     def zero_grad(self, owner):
         """``owner.zero_grad()``: an optimizer's, or a module's (clearing every optimizer's gradients)."""
@@ -106,6 +174,9 @@ class OptimizerWatch:
         if self.facts is not None and self._original is not None:
             self.facts.step(id(optimizer), type(optimizer).__name__, self._location,
                             self.adapter.builder.current_iteration())
+            modes = getattr(self.adapter, "training_watch", None)
+            if modes is not None:  # a module "frozen" by a plain attribute: do its parameters still train?
+                modes.stepped(optimizer, self._location)
             self._leaks("step", optimizer)
 
     def _leaks(self, event, owner):
@@ -118,6 +189,16 @@ class OptimizerWatch:
                     builder.schedule.fire(builder.current_iteration(), "finding")
         except Exception as exc:  # our bookkeeping, never the script's problem
             self.adapter.builder.internal_error("optimizer " + event, exc)
+
+    def backward(self, location, root, value=None):
+        """A backward (not ``autograd.grad``) at ``location`` from ``root``, the node of its single root (None
+        when it has several, or none), whose value is ``value`` (a float, or None): how many per step, on what
+        kind of loss (accumulation-not-scaled), and the loss's course (loss-diverging)."""
+        if self.facts is not None and self._original is not None:
+            mean = root is not None and self.mean_loss is not None and self.mean_loss(root)
+            self.facts.backward_root(location, _op_name(root), mean)
+            if value is not None:
+                self.facts.loss_value(location, value, self.adapter.builder.current_iteration())
 
     def event(self, owner, event):
         """gradviz's engine reports both as one observer event."""
@@ -141,5 +222,40 @@ class OptimizerWatch:
             groups = [[live[register(p)].id if register is not None else id(p) for p in group.get("params", ())]
                       for group in getattr(optimizer, "param_groups", ())]
         self.facts.optimizer_built(type(optimizer).__name__, weakref.ref(optimizer), groups, location,
-                                   builder.current_iteration(), last)
+                                   builder.current_iteration(), last, lr=_first_lr(optimizer))
         self.leaks.built(optimizer)
+
+
+def _first_lr(optimizer):
+    """The learning rate of ``optimizer``'s first parameter group (what a schedule sets), or None."""
+    groups = getattr(optimizer, "param_groups", None)
+    lr = groups[0].get("lr") if groups else None
+    try:
+        return float(lr)
+    except (TypeError, ValueError):  # a tensor learning rate on another device, or none
+        return None
+
+
+def _warn_at(caught, frame):
+    """Give the warnings ``caught`` in a scheduler call again as raised at ``frame`` (the user's call)."""
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, frame.f_code.co_filename, frame.f_lineno,
+                               module=frame.f_globals.get("__name__"), registry=registry)
+
+
+def _op_name(node):
+    try:
+        return None if node is None else node.name()
+    except Exception:  # not a node that names itself
+        return None
+
+
+def _torch_mean_loss(node):
+    """A loss node with ``reduction="mean"`` (PyTorch saves it as 1), or ``.mean()``."""
+    return getattr(node, "_saved_reduction", None) == 1 or type(node).__name__ == "MeanBackward0"
+
+
+def _gradviz_mean_loss(node):
+    meta = getattr(node, "_meta", None)
+    return (isinstance(meta, dict) and meta.get("reduction") == "mean") or type(node).__name__ == "MeanBackward"

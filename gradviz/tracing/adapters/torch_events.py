@@ -729,6 +729,10 @@ class TorchEvents:
             self.light_steps.note_roots(roots)
         self.training_watch.backward()
         root_fns = [tg.grad_fn_of(r) for r in roots]
+        if kind != "grad":  # how many backward calls per step, on what loss (accumulation-not-scaled)
+            single = roots[0] if len(roots) == 1 and roots[0].numel() == 1 and roots[0].is_floating_point() else None
+            self.optimizer_watch.backward(location, root_fns[0] if len(root_fns) == 1 else None,
+                                          None if single is None else float(single.detach()))
         root_nodes = [None if fn is None else self.node_key(fn, None) for fn in root_fns]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all
         starts = all(fn is not None or r.requires_grad for fn, r in zip(root_fns, roots)) and \

@@ -180,6 +180,12 @@ class TorchLight(LightSteps):
                 frame = user_frame(0)
                 data = None if found is None else data_line(frame, found[2])
                 self.nonfinite_root(value, frame, culprit, data)
+        # how many backward calls per step, on what loss and its value (accumulation-not-scaled, loss-diverging)
+        frame = user_frame(0)
+        single = roots[0] if len(roots) == 1 and isinstance(roots[0], Tensor) else None
+        adapter.optimizer_watch.backward(None if frame is None else location_at(frame.f_code, frame.f_lineno),
+                                         None if single is None else tg.grad_fn_of(single),
+                                         value if single is not None and isinstance(value, float) else None)
 
     def note_roots(self, roots):
         """The node classes of a backward's roots, for the signature (full iterations too)."""
