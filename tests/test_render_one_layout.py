@@ -147,9 +147,12 @@ def test_the_box_holding_the_whole_model_opens_the_picture_files_own_layout(tmp_
     write_all(module_doc(), str(tmp_path), fmt="svg")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     data = json.loads(page.split('id="gv-data">')[1].split("</script>")[0])
-    assert [(v["key"], v["title"], v["boxes"]) for v in data["views"]] == [
-        ("g0", "structure 0, iteration 0 · graph 0", ["gv-b0"]), ("g0-b0", "net", [])]
-    box = [v for v in page_views_of(data) if v[0] == "g0-b0"][0][1]
+    views = [(v["key"], v["title"], v["boxes"]) for v in data["views"]]
+    (top, top_title, boxes), (inside, inside_title, inner) = views  # the graph, and the model's box opened
+    assert (top, top_title, inside_title, inner) == ("g0", "structure 0, iteration 0 · graph 0", "net", [])
+    # one box, the model's, whose view is keyed by it (its number is the page's count of boxes so far)
+    assert len(boxes) == 1 and inside == "g0-" + boxes[0].removeprefix("gv-")
+    box = [v for v in page_views_of(data) if v[0] == inside][0][1]
     assert box == slim((tmp_path / "structure-0-iter0.svg").read_text(encoding="utf-8"))   # the file, as it is
     assert len(started) == 1                                     # the file and the page: one dot process
 
