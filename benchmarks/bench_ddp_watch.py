@@ -1,4 +1,4 @@
-"""Cost of the torch adapter's DDP watcher (adapters/torch_ddp.py) on a DDP training step.
+"""Cost of the torch adapter's DDP watcher (adapters/torch/ddp.py) on a DDP training step.
 
     python benchmarks/bench_ddp_watch.py [--quick] [--steps K] [--cpu] [--full]
 
@@ -45,7 +45,7 @@ def ddp_loop(steps):
 
 def contenders(steps, light):
     import gradviz
-    from gradviz.tracing.adapters import torch_ddp
+    from gradviz.tracing.adapters.torch import ddp as torch_ddp
 
     untraced, watch_off, watch_on = ddp_loop(steps), ddp_loop(steps), ddp_loop(steps)
     install = torch_ddp.install

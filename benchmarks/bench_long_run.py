@@ -235,8 +235,8 @@ def measure(name, source, folder, repeat, configs):
 def minimal_recorder(adapter):
     """The floor of a full iteration in this design (``--floor``): the adapter with all its hooks, whose per-call
     work is cut to what any function-mode recorder must do for a new node, tag it and find its user frame."""
-    from gradviz.tracing.adapters import torch_graph
-    from gradviz.tracing.adapters.torch_frames import where
+    from gradviz.tracing.adapters.torch import graph as torch_graph
+    from gradviz.tracing.adapters.torch.frames import where
 
     Tensor = adapter._Tensor
 

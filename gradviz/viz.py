@@ -120,7 +120,7 @@ def _is_torch_tensor(obj):
 
 
 def _torch_snapshot(obj, model=None):
-    from .tracing.adapters.torch_snapshot import snapshot
+    from .tracing.adapters.torch.snapshot import snapshot
 
     return snapshot(*obj, model=model) if isinstance(obj, (list, tuple)) else snapshot(obj, model=model)
 

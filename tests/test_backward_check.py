@@ -7,7 +7,7 @@ import pytest
 
 import gradviz as torch
 from gradviz.autograd import Function
-from gradviz.tracing.adapters.gradviz_probe import run_check
+from gradviz.tracing.adapters.gradviz.probe import run_check
 
 
 def _leaf(shape, seed=0, dtype=np.float64):

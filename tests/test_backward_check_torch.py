@@ -4,7 +4,7 @@ torch's random stream or the script's output."""
 import numpy as np
 import pytest
 
-from gradviz.tracing.adapters.torch_probe import run_check
+from gradviz.tracing.adapters.torch.probe import run_check
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.oracle

@@ -13,8 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gradviz.tracing.adapters import torch_graph  # noqa: E402
-from gradviz.tracing.adapters.torch_engine import TorchAdapter  # noqa: E402
+from gradviz.tracing.adapters.torch import graph as torch_graph  # noqa: E402
+from gradviz.tracing.adapters.torch.engine import TorchAdapter  # noqa: E402
 
 from .marked_lines import marked_line  # noqa: E402
 from .torch_factlog import FactLog  # noqa: E402
@@ -296,7 +296,7 @@ def test_dataloader_workers_fork_and_record_nothing(tmp_path):
         import torch
         from torch.utils.data import DataLoader, TensorDataset
         from tests.torch_factlog import FactLog
-        from gradviz.tracing.adapters.torch_engine import TorchAdapter
+        from gradviz.tracing.adapters.torch.engine import TorchAdapter
 
         data = TensorDataset(torch.arange(16.).reshape(8, 2), torch.arange(8))
         expected = [b[0].sum().item() for b in DataLoader(data, batch_size=2, num_workers=2)]
@@ -324,7 +324,7 @@ def test_a_thread_still_running_at_exit_does_not_abort_the_process(tmp_path):
         import sys, threading, time
         import torch
         from tests.torch_factlog import FactLog
-        from gradviz.tracing.adapters.torch_engine import TorchAdapter
+        from gradviz.tracing.adapters.torch.engine import TorchAdapter
 
         adapter = TorchAdapter(FactLog())
         adapter.attach()
@@ -350,7 +350,7 @@ def test_a_thread_still_running_at_exit_does_not_abort_the_process(tmp_path):
 def test_an_older_torch_is_one_line():
     from types import SimpleNamespace
 
-    from gradviz.tracing.adapters.torch_engine import TorchVersionError, check_version
+    from gradviz.tracing.adapters.torch.engine import TorchVersionError, check_version
 
     check_version(SimpleNamespace(__version__="2.13.0+cpu"))
     check_version(SimpleNamespace(__version__="2.4.0"))

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gradviz.tracing.adapters.torch_events import _ATTEMPT, _SMALL, _STACKED, OutputChecks, norms  # noqa: E402
+from gradviz.tracing.adapters.torch.events import _ATTEMPT, _SMALL, _STACKED, OutputChecks, norms  # noqa: E402
 
 
 def _expected(t):

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import gradviz  # noqa: E402
-from gradviz.tracing.adapters import torch_compat  # noqa: E402
+from gradviz.tracing.adapters.torch import compat as torch_compat  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 import gradviz  # noqa: E402
 from gradviz.document import load_trace  # noqa: E402
-from gradviz.tracing.adapters import torch_compat  # noqa: E402
+from gradviz.tracing.adapters.torch import compat as torch_compat  # noqa: E402
 
 from . import test_diagnose_e2e as e2e  # noqa: E402
 from .test_torch_parity import SAMPLES, _samples, summary, to_torch  # noqa: E402

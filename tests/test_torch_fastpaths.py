@@ -65,7 +65,7 @@ def test_batched_nonfinite_check_flags_only_outputs_holding_nan_or_inf():
 
 
 def test_profiler_marks_skip_the_op_path_and_ops_inside_them_are_still_seen(monkeypatch):
-    from gradviz.tracing.adapters.torch_engine import TorchAdapter
+    from gradviz.tracing.adapters.torch.engine import TorchAdapter
 
     seen = []
     op = TorchAdapter.op
@@ -156,7 +156,7 @@ def _scalar_and_index_calls():
 def test_inputs_in_argument_order_found_without_the_alignment_are_the_alignments(monkeypatch):
     import json
 
-    from gradviz.tracing.adapters.torch_engine import TorchAdapter
+    from gradviz.tracing.adapters.torch.engine import TorchAdapter
 
     shortcut = _scalar_and_index_calls()
     monkeypatch.setattr(TorchAdapter, "_in_order", lambda *args: None)

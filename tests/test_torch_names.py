@@ -178,13 +178,13 @@ W, B, X, T, OLD, NEW = ("w", "leaf"), ("b", "leaf"), ("x", "leaf"), (7, 0), (5, 
     ([None, W], [None, None, W], [None, 2], [0, 1]),             # two candidates for one input: no guess
 ])
 def test_align_inputs(slots, arguments, fed, rest):
-    from gradviz.tracing.adapters.torch_graph import align_inputs
+    from gradviz.tracing.adapters.torch.graph import align_inputs
 
     assert align_inputs(slots, arguments) == (fed, rest)
 
 
 def test_an_inner_node_takes_no_moved_argument():
-    from gradviz.tracing.adapters.torch_graph import align_inputs
+    from gradviz.tracing.adapters.torch.graph import align_inputs
 
     # an inner node of a call whose input is another node of the call: the weight is not guessed onto it
     assert align_inputs([T, None], [W, None], moved=False) == ([None, 1], [0])

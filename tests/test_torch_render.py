@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gradviz.rendering import render  # noqa: E402
-from gradviz.tracing.adapters.torch_snapshot import snapshot  # noqa: E402
+from gradviz.tracing.adapters.torch.snapshot import snapshot  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 

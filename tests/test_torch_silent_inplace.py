@@ -277,7 +277,7 @@ def test_harmless_idioms_stay_silent_on_pytorch(tmp_path, body):
 
 
 def test_saved_facts_carry_the_storage_even_for_a_parameter():
-    from gradviz.tracing.adapters.torch_engine import TorchAdapter
+    from gradviz.tracing.adapters.torch.engine import TorchAdapter
     from gradviz.tracing.builder import TraceBuilder
 
     builder = TraceBuilder()
@@ -305,7 +305,7 @@ def test_a_watched_node_that_dies_without_backward_lets_its_memory_go():
     import gc
     import weakref
 
-    from gradviz.tracing.adapters.torch_engine import TorchAdapter
+    from gradviz.tracing.adapters.torch.engine import TorchAdapter
     from gradviz.tracing.builder import TraceBuilder
 
     builder = TraceBuilder()

@@ -82,7 +82,7 @@ def test_script_prints_version(tmp_path):
     ("banana", "torch reports an unreadable version `banana`: pip install 'torch>=2.4,<=2.15.0'"),
 ])
 def test_unsupported_says_why_in_one_line(version, reason):
-    from gradviz.tracing.adapters.torch_support import unsupported
+    from gradviz.tracing.adapters.torch.support import unsupported
 
     assert unsupported(version) == reason
 

@@ -63,7 +63,7 @@ def test_both_engines_place_facts_by_one_rule_of_what_is_internal(tmp_path):
     """One walk, one cache (tracing/frames.py): a folder the torch adapter adds as torch's is internal for every
     walk, and torch.fx's generated code is never the user's."""
     from gradviz.tracing import frames
-    from gradviz.tracing.adapters import torch_frames
+    from gradviz.tracing.adapters.torch import frames as torch_frames
 
     assert torch_frames.is_internal is frames.is_internal
     vendored = tmp_path / "vendored_torch"
@@ -85,7 +85,7 @@ def test_both_engines_place_facts_by_one_rule_of_what_is_internal(tmp_path):
 
 
 def test_the_torch_adapters_user_frame_counts_from_its_caller():
-    from gradviz.tracing.adapters import torch_frames
+    from gradviz.tracing.adapters.torch import frames as torch_frames
 
     def inner():
         return torch_frames.user_frame(0)

@@ -74,7 +74,7 @@ def _torch_or_shim(script):
     reason = unsupported_torch()
     if reason is None:
         return EngineChoice("torch", shim=False)
-    from ..tracing.adapters.torch_support import PIP_TORCH
+    from ..tracing.adapters.torch.support import PIP_TORCH
 
     # the report is about gradviz's engine, not the user's torch: said in the document, not just on the terminal
     unseen = {"kind": "engine", "what": "real PyTorch (the script ran on gradviz's engine instead)", "how": reason,
@@ -85,7 +85,7 @@ def _torch_or_shim(script):
 
 def unsupported_torch():
     """Why the installed torch cannot be traced (one line), or None. Imports it: the script is about to."""
-    from ..tracing.adapters.torch_support import PIP_TORCH, unsupported
+    from ..tracing.adapters.torch.support import PIP_TORCH, unsupported
 
     try:
         import torch

@@ -1,7 +1,7 @@
 """``torch.distributed.rpc`` in a traced process: whether the process used it, and what the document must say
 when nothing observed it.
 
-The torch adapter observes RPC itself (``tracing/adapters/torch_rpc.py``: the calls a process serves, on the
+The torch adapter observes RPC itself (``tracing/adapters/torch/rpc.py``: the calls a process serves, on the
 agent's own threads, and ``dist_autograd.backward``) and lists what it cannot see. A process whose trace did not
 watch real PyTorch (``--engine gradviz``) saw none of it: that is said here. Only the public ``init_rpc`` is
 wrapped, to know that this process used RPC.

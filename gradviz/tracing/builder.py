@@ -371,7 +371,7 @@ class TraceBuilder:
 
     def ddp(self, kind, fields):
         """A DistributedDataParallel fact (``process``, ``module``, ``call_site``, ``forward``, ``step``,
-        ``error``: adapters/torch_ddp.py), kept for the document's ``ddp`` section (tracing/ddp_facts.py)."""
+        ``error``: adapters/torch/ddp.py), kept for the document's ``ddp`` section (tracing/ddp_facts.py)."""
         self.ddp_facts.add(kind, fields, self.groups.iteration)
 
     # ----- the end, and results ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The document's ``ddp`` section: what one rank's DistributedDataParallel did, kept as plain data.
 
-The torch adapter's DDP watcher (``adapters/torch_ddp.py``) reports facts here through ``TraceBuilder.ddp``; the
+The torch adapter's DDP watcher (``adapters/torch/ddp.py``) reports facts here through ``TraceBuilder.ddp``; the
 job-level rules (``diagnose/ddp_rules.py``) compare the sections of every rank. Per-forward and per-step records
 are kept for the first and last ``KEEP`` of each, so a long run stays bounded (and, among the steps, the first and
 last ``KEEP`` of those whose gradients were fingerprinted, which the ranks' gradients are compared at);

@@ -1,7 +1,7 @@
 """Where in the *user's* code something happened, and what the user called an object there.
 
 A location is the first frame outside the gradviz package, the standard library and installed packages (torch's
-folder included: adapters/torch_frames.py adds it and walks with ``is_internal`` too). Walking
+folder included: adapters/torch/frames.py adds it and walks with ``is_internal`` too). Walking
 a few frames per op is cheap (whether a code object is internal is decided once per code object); what is not
 cheap is formatting, so each (code object, line) becomes one shared ``Location``, made once, whose source text is
 read only when a document is built.

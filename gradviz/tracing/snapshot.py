@@ -7,7 +7,7 @@ names. Locations and module stacks are unknown for a graph built without a trace
 """
 
 from ..autograd.variable import Variable
-from .adapters.gradviz_engine import GradvizAdapter
+from .adapters.gradviz.engine import GradvizAdapter
 from .builder import TraceBuilder
 from .frames import _locals, user_frame
 

@@ -1,7 +1,7 @@
 """The line of the user's file that made an op, when nothing recorded it: found by the op's name in the source.
 
 A light iteration records no op, so when its loss turns NaN/Inf the op that made the value is found from the graph
-(``adapters/torch_nan``) but not its line. An op called by name (``torch.sqrt(x)``, ``x.log()``) is found on the
+(``torch/nan``) but not its line. An op called by name (``torch.sqrt(x)``, ``x.log()``) is found on the
 one line of the file that calls that name; when no line or several lines do, there is no answer (an operator such
 as ``/`` or ``**`` is never guessed) and the report says so.
 """

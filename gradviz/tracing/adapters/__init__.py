@@ -9,7 +9,7 @@ a trace asks for them, so ``import gradviz`` imports no engine but its own.
 
 import importlib
 
-_REGISTRY = {"gradviz": "gradviz.tracing.adapters.gradviz_engine:GradvizAdapter"}
+_REGISTRY = {"gradviz": "gradviz.tracing.adapters.gradviz.engine:GradvizAdapter"}
 _AUTO = []  # (name, when): engine="auto" also uses adapter ``name`` when ``when()`` is true
 ENGINES = ("auto", "gradviz", "torch")
 
@@ -45,7 +45,7 @@ def make_adapter(name, builder):
 
 
 # Real PyTorch (imported only when a trace asks for it). engine="auto" watches it too: at once when torch is
-# imported already, else from the moment it is imported (torch_lazy), when it is installed.
+# imported already, else from the moment it is imported (torch/lazy), when it is installed.
 def _torch_imported():
     import sys
 
@@ -53,11 +53,11 @@ def _torch_imported():
 
 
 def _torch_installed_not_imported():
-    from .torch_lazy import torch_engines
+    from .torch.lazy import torch_engines
 
     return torch_engines() == ["torch-when-imported"]
 
 
-register("torch", "gradviz.tracing.adapters.torch_engine:TorchAdapter", auto_when=_torch_imported)
-register("torch-when-imported", "gradviz.tracing.adapters.torch_lazy:TorchWhenImported",
+register("torch", "gradviz.tracing.adapters.torch.engine:TorchAdapter", auto_when=_torch_imported)
+register("torch-when-imported", "gradviz.tracing.adapters.torch.lazy:TorchWhenImported",
          auto_when=_torch_installed_not_imported)

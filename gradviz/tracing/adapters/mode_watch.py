@@ -29,7 +29,7 @@ DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "
 
 
 def torch_watch(adapter):
-    from .torch_frames import is_internal, user_frame
+    from .torch.frames import is_internal, user_frame
 
     torch = adapter.torch
     nn = torch.nn

@@ -19,7 +19,7 @@ CLIPS = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
 
 
 def torch_optimizers(adapter):
-    from .torch_frames import user_frame
+    from .torch.frames import user_frame
 
     torch = adapter.torch
     return OptimizerWatch(adapter, torch.optim.Optimizer, lambda: user_frame(0),

@@ -24,15 +24,15 @@ from threading import current_thread, get_ident
 
 import numpy as np
 
-from ..._version import __version__ as _gradviz_version
-from ...autograd import grad_mode
-from ...autograd.function import AccumulateGrad
-from ...autograd.observer import Observer, is_quiet
-from ...autograd.variable import Variable
-from ..backward_check import definition_line
-from ..builder import LEAF
-from ..facts import OutputFact, SavedFact
-from ..frames import (
+from ...._version import __version__ as _gradviz_version
+from ....autograd import grad_mode
+from ....autograd.function import AccumulateGrad
+from ....autograd.observer import Observer, is_quiet
+from ....autograd.variable import Variable
+from ...backward_check import definition_line
+from ...builder import LEAF
+from ...facts import OutputFact, SavedFact
+from ...frames import (
     _CO_OPTIMIZED,
     _internal,
     _is_internal,
@@ -43,18 +43,18 @@ from ..frames import (
     names_in_frame,
     user_frame,
 )
-from ..records import safe_message
-from . import threads
-from .gradviz_light import GradvizLight
-from .gradviz_nan import data_line
-from .gradviz_probe import run_check
-from .gradviz_probe import signature as probe_signature
-from .guard import Guard
-from .mode_watch import gradviz_watch
-from .modules import ModuleNames
-from .numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
-from .numpy_values import scalar_root as _scalar
-from .optimizer_watch import gradviz_optimizers
+from ...records import safe_message
+from .. import threads
+from ..guard import Guard
+from ..mode_watch import gradviz_watch
+from ..modules import ModuleNames
+from ..numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
+from ..numpy_values import scalar_root as _scalar
+from ..optimizer_watch import gradviz_optimizers
+from .light import GradvizLight
+from .nan import data_line
+from .probe import run_check
+from .probe import signature as probe_signature
 
 _is_grad_enabled = grad_mode.is_grad_enabled
 _INF = float("inf")
@@ -134,7 +134,7 @@ class GradvizAdapter(Observer):
     # ----- lifecycle --------------------------------------------------------------------------------------
     def attach(self):
         """Start watching: in this context, and in every thread started from now on."""
-        from ...autograd.observer import attach
+        from ....autograd.observer import attach
 
         self.guard.active = True
         light = self.light_steps
@@ -152,7 +152,7 @@ class GradvizAdapter(Observer):
     def detach(self):
         """Stop watching, in every context the guard is attached in (its flag), and leave this context. Call
         with the builder's lock held (no callback is half way)."""
-        from ...autograd.observer import detach
+        from ....autograd.observer import detach
 
         self.guard.solo = False
         self.guard.active = False
@@ -435,7 +435,7 @@ class GradvizAdapter(Observer):
 
     def _nonfinite_from_data(self, key, inputs):
         """The first NaN/Inf output: if an input that needs no gradient already held one, it came in with the data,
-        and the line that made that input is named (as a light iteration names it, ``gradviz_nan``)."""
+        and the line that made that input is named (as a light iteration names it, ``gradviz/nan``)."""
         first = self.builder.first_nonfinite
         rec = self.builder.live_nodes.get(key)
         if first is None or rec is None or first["node"] != rec.id or "data" in first:
@@ -451,7 +451,7 @@ class GradvizAdapter(Observer):
 
     def _check_backward(self, node, inputs, location):
         """A user-defined Function's first application with these inputs: check its backward numerically
-        (wrong-backward), on copies, with nothing observed (``gradviz_probe``)."""
+        (wrong-backward), on copies, with nothing observed (``gradviz/probe``)."""
         cls = type(node)
         kwargs = node._kwargs
         sig = probe_signature(inputs, kwargs)

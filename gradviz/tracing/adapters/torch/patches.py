@@ -21,8 +21,8 @@ import os
 import threading
 import warnings
 
-from . import torch_ddp
-from .torch_compat import HookCount, apply_function, probe
+from . import ddp as torch_ddp
+from .compat import HookCount, apply_function, probe
 
 _forked = [False]  # set in a forked child: it records nothing
 _current = [None]  # the attached TorchAdapter (the wrapped functions find it here)
@@ -281,8 +281,8 @@ def step_back(adapter, mode):
 
 
 def _traced_apply(apply):
-    from ..frames import location_at
-    from .torch_frames import user_frame
+    from ...frames import location_at
+    from .frames import user_frame
 
     def traced_apply(cls, *args, **kwargs):
         adapter = _current[0]
@@ -340,7 +340,7 @@ def _fast_register_hook(original):
     torch's own path, handle and all."""
     from collections import OrderedDict
 
-    from .torch_graph import NodeTag
+    from .graph import NodeTag
 
     original = getattr(original, "__func__", original)
     ours = (NodeTag, AccumulatorHook)
@@ -387,8 +387,8 @@ _RECOMPUTED = ("the memory a checkpointed segment holds while backward recompute
 def _noted_checkpoint(original):
     """``torch.utils.checkpoint.checkpoint`` (or ``checkpoint_sequential``), run unchanged; its line is listed in
     ``unseen``: the memory its recompute holds is not in the saved-attribute figures (exact memory counts it)."""
-    from ..frames import location_at
-    from .torch_frames import user_frame
+    from ...frames import location_at
+    from .frames import user_frame
 
     def checkpoint(*args, **kwargs):
         adapter = _current[0]

@@ -1,7 +1,7 @@
 """The torch adapter's handlers for everything but ops building nodes: in-place changes, tensors made from
 nothing, cuts, hooks, ``.grad`` reads and writes, module calls, optimizer steps and backward calls.
 
-A mixin of ``TorchAdapter`` (torch_engine.py), which owns identity (``var``, ``node_key``) and the builder.
+A mixin of ``TorchAdapter`` (adapters/torch/engine.py), which owns identity (``var``, ``node_key``) and the builder.
 Reads, writes and hook registrations made by torch's own code (an optimizer reading ``p.grad``) are not the
 user's and are not reported, as on gradviz's engine.
 """
@@ -11,11 +11,11 @@ import threading
 import warnings
 import weakref
 
-from ..frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
-from . import torch_graph as tg
-from .torch_compat import STALE_DEFAULT, outside_functorch, stale_versions
-from .torch_frames import caller_is_internal, user_frame
-from .torch_patches import _forked, forked, step_aside, step_back
+from ...frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
+from . import graph as tg
+from .compat import STALE_DEFAULT, outside_functorch, stale_versions
+from .frames import caller_is_internal, user_frame
+from .patches import _forked, forked, step_aside, step_back
 
 _CUT_MEMORY = 256  # how many recent cuts (.data/.detach/.numpy) are remembered to spot re-wrapping
 _NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward before their norms are taken
@@ -131,7 +131,7 @@ class TorchEvents:
         self.backward_call = None  # the backward in progress (see Backward)
         self.mode = None
         self.handles = []
-        self._is_compiling = self.compat.is_compiling  # (torch_compat: the one dynamo folds while tracing)
+        self._is_compiling = self.compat.is_compiling  # (torch/compat: the one dynamo folds while tracing)
         _stale_pattern[0] = self.compat.stale
 
     def observing(self):
@@ -234,8 +234,8 @@ class TorchEvents:
 
     def _nonfinite_from_data(self, first, roots, frame):
         """This iteration's first NaN/Inf came before the backward that meets it: if its graph says it came in with
-        the data (as a light iteration reads it, ``torch_nan``), the line that made that input is named."""
-        from .torch_nan import data_line, nonfinite_culprit
+        the data (as a light iteration reads it, ``torch/nan``), the line that made that input is named."""
+        from .nan import data_line, nonfinite_culprit
 
         if self.nonfinite_looked is first:
             return
@@ -480,7 +480,7 @@ class TorchEvents:
             try:
                 if light.pop_later:
                     light.enter()
-                light.module_call(module, inputs)  # the iteration's signature (torch_light), light or full
+                light.module_call(module, inputs)  # the iteration's signature (torch/light), light or full
             except Exception as exc:
                 self.internal_error("module", exc)
             if light.on:
@@ -863,7 +863,7 @@ class Backward:
         if self._grads:
             try:
                 self._norms.extend(norms(self.torch, self._grads))
-            except RuntimeError:  # torch.func's wrapped gradients, unreadable on some torch lines (torch_compat)
+            except RuntimeError:  # torch.func's wrapped gradients, unreadable on some torch lines (torch/compat)
                 self._norms.extend(outside_functorch(self.torch, norms, self._grads))
             self._grads = []
             self._held = 0

@@ -1,13 +1,13 @@
 """Which op of a graph no full iteration recorded made a NaN/Inf: read from what its nodes saved for backward.
 
-A light iteration's loss turned NaN/Inf (``torch_light``); its ops were not recorded, but its graph is alive until
+A light iteration's loss turned NaN/Inf (``torch/light``); its ops were not recorded, but its graph is alive until
 backward runs. Walked once, in the order the nodes were made: the first node that saved a non-finite result made
 it; the first that saved a non-finite input got it from the op before it; an op of the table below whose saved
 inputs are finite is recomputed from them (``log`` saves its input, not its NaN result).
 """
 
-from ..data_origin import data_origin
-from . import torch_graph as tg
+from ...data_origin import data_origin
+from . import graph as tg
 
 # node name -> how to recompute its forward from its saved tensors (attribute names, without the _raw_saved_ prefix)
 _RECOMPUTE = {

@@ -31,10 +31,10 @@ The traps of saved-tensor hooks, each handled here:
 import _thread
 import threading
 
-from ..facts import SavedFact
-from . import torch_graph as tg
-from .torch_compat import top_pair
-from .torch_patches import _forked
+from ...facts import SavedFact
+from . import graph as tg
+from .compat import top_pair
+from .patches import _forked
 
 _fact = tuple.__new__  # _fact(SavedFact, (...)): a named fact without the namedtuple's Python __new__ frame
 
@@ -87,14 +87,14 @@ class ExactMemory:
         C = torch._C._autograd
         self._push = C._push_saved_tensors_default_hooks
         self._pop = C._pop_saved_tensors_default_hooks
-        self._top = top_pair(torch)  # (torch_compat: its signature differs between torch lines)
+        self._top = top_pair(torch)  # (torch/compat: its signature differs between torch lines)
         self._seq = C._get_sequence_nr
         self.tls = _PerThread()
         self.unobserved = torch._C.DisableTorchFunction  # no function mode (ours included) sees what runs in it
         self.pack = self._make_pack()
         self.unpack = self._make_unpack()
         self.hint = None  # the hint PyTorch appends to the stale-version message (its wording varies by version)
-        self.message_name = adapter.compat.stale_name  # how that message names a node (torch_compat)
+        self.message_name = adapter.compat.stale_name  # how that message names a node (torch/compat)
         self._patched = []
 
     # ----- lifecycle ------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ class TorchWhenImported:
             self.adapter.exact_memory()
 
     def _torch_imported(self):
-        from .torch_engine import TorchAdapter, TorchVersionError
+        from .engine import TorchAdapter, TorchVersionError
 
         try:
             self.adapter = TorchAdapter(self.builder)

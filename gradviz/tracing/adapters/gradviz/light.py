@@ -6,7 +6,7 @@ What it watches: module calls (the iteration's signature), each backward's roots
 each root's node: graphs alive), and each optimizer step (every parameter's gradient norm, and the iteration's end).
 Only the context that attached the trace switches; threads keep the guard (full).
 
-And the rare calls where the classic mistakes happen, as on PyTorch (``torch_watch``): a non-leaf's None ``.grad``
+And the rare calls where the classic mistakes happen, as on PyTorch (``torch/watch``): a non-leaf's None ``.grad``
 read and a write through ``.data`` of a value a graph may need are handed to the full handlers (through the guard)
 at once, and the rest of the iteration is traced in full; a numpy array taken from a cut of such a value is copied
 and compared when the next backward starts; hook registrations go to the full handler; other in-place writes are
@@ -18,13 +18,13 @@ import math
 
 import numpy as np
 
-from ...autograd import observer as _observer
-from ...autograd.observer import Observer, is_quiet
-from ..frames import location_of, user_frame
-from ..light_steps import LightSteps
-from ..light_watch import WatchMemory
-from .gradviz_nan import data_line, nonfinite_culprit
-from .numpy_values import scalar_root as _scalar
+from ....autograd import observer as _observer
+from ....autograd.observer import Observer, is_quiet
+from ...frames import location_of, user_frame
+from ...light_steps import LightSteps
+from ...light_watch import WatchMemory
+from ..numpy_values import scalar_root as _scalar
+from .nan import data_line, nonfinite_culprit
 
 
 class GradvizLight(LightSteps, Observer):
@@ -124,7 +124,7 @@ class GradvizLight(LightSteps, Observer):
         changed = self.memory.changed_handouts()
         if not changed:
             return
-        from .gradviz_engine import _storage
+        from .engine import _storage
 
         self.finding()
         adapter = self.adapter

@@ -1,12 +1,12 @@
 """Which real torch versions gradviz's torch engine accepts, and the one line saying why when it does not.
 
-Inside the accepted range, what differs between torch lines is found by probing (``torch_compat``), so a 2.x
+Inside the accepted range, what differs between torch lines is found by probing (``torch/compat``), so a 2.x
 newer than the newest tested is tried, not refused; a new major version, or one older than ``OLDEST``, is
 refused. Kept apart from ``gradviz.torch_version``, which the ``import torch`` shim exposes as
 ``torch.torch_version`` (every public name there would become a PyTorch name).
 """
 
-from ...torch_version import TorchVersion, _version_key
+from ....torch_version import TorchVersion, _version_key
 
 OLDEST = "2.4"
 NEWEST_TESTED = "2.15.0"

@@ -6,11 +6,11 @@ A node wrapper (``out.grad_fn``) keeps the node and its saved tensors alive, can
 The tag is also the node's backward prehook (it reports the gradient the node is about to receive).
 """
 
-from .torch_compat import read_data
+from .compat import read_data
 
 KEY = "gradviz"  # the key of our tag in node.metadata
 
-# how this torch's saved tensors are read (torch_compat; ``configure`` sets them for the torch being traced)
+# how this torch's saved tensors are read (torch/compat; ``configure`` sets them for the torch being traced)
 _saved_attr = None  # _raw_saved_X -> the attribute to read, or None: read _raw_saved_X itself
 read_saved = read_data  # (node, attribute) -> [(index, tensor or None: freed)], or None: unreadable
 
@@ -18,7 +18,7 @@ read_saved = read_data  # (node, attribute) -> [(index, tensor or None: freed)],
 def configure(compat):
     """Read saved tensors the way ``compat`` (torch_compat.probe's answer) says this torch allows."""
     global _saved_attr, read_saved
-    from . import torch_compat
+    from . import compat as torch_compat
 
     _saved_attr = compat.saved_attr if compat.saved == "unpack" else None
     read_saved = torch_compat.read_unpacked if compat.saved == "unpack" else read_data

@@ -1,13 +1,13 @@
 """Which op of a graph no full iteration recorded made a NaN/Inf, on gradviz's engine: read from what its nodes
-saved for backward (as ``torch_nan`` does on PyTorch). Walked once, in the order the nodes were made: the first
+saved for backward (as ``torch/nan`` does on PyTorch). Walked once, in the order the nodes were made: the first
 node that saved a non-finite output made it; the first that saved a non-finite input got it from the op before it
 (or from the data, when that input is a leaf); an op of the table below whose saved inputs are finite is
 recomputed from them."""
 
 import numpy as np
 
-from ...autograd.function import AccumulateGrad
-from ..data_origin import data_origin
+from ....autograd.function import AccumulateGrad
+from ...data_origin import data_origin
 
 _RECOMPUTE = {"Log": np.log, "Log2": np.log2, "Log10": np.log10, "Log1p": np.log1p, "Sqrt": np.sqrt,
               "Rsqrt": lambda x: 1 / np.sqrt(x), "Reciprocal": np.reciprocal, "Acos": np.arccos, "Asin": np.arcsin,

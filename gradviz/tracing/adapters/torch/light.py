@@ -17,13 +17,13 @@ Only the thread that started the trace changes mode; other threads' modes stay a
 import math
 from threading import get_ident as _ident  # (called twice per module call while light: no import statement in it)
 
-from ..frames import location_at
-from ..light_steps import LightSteps
-from . import torch_graph as tg
-from .torch_frames import user_frame
-from .torch_nan import data_line, nonfinite_culprit
-from .torch_patches import _forked
-from .torch_watch import TorchWatch
+from ...frames import location_at
+from ...light_steps import LightSteps
+from . import graph as tg
+from .frames import user_frame
+from .nan import data_line, nonfinite_culprit
+from .patches import _forked
+from .watch import TorchWatch
 
 LIGHT_KEY = "gradviz_light"  # the tag in a light root's grad_fn.metadata
 
@@ -97,7 +97,7 @@ class TorchLight(LightSteps):
     # ----- switching ------------------------------------------------------------------------------------------
     def enter(self):
         """Go light: the mode off this thread's stack, backward and autograd.grad wrapped."""
-        from .torch_patches import remove_mode
+        from .patches import remove_mode
 
         adapter = self.adapter
         with adapter.lock:
@@ -125,7 +125,7 @@ class TorchLight(LightSteps):
         """Go full again: the mode back on this thread's stack, backward and grad as they were."""
         adapter = self.adapter
         if adapter.attached:  # nodes built on light iterations are reported as external, like those before attach
-            from .torch_patches import next_sequence_nr
+            from .patches import next_sequence_nr
 
             adapter._start_seq[_ident()] = next_sequence_nr(self.torch)  # (still light: the probe is not traced)
         self.on = False

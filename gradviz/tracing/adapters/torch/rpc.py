@@ -19,10 +19,10 @@
 import sys
 import weakref
 
-from ..frames import location_at
-from . import torch_graph as tg
-from . import torch_patches
-from .torch_events import _here
+from ...frames import location_at
+from . import graph as tg
+from . import patches as torch_patches
+from .events import _here
 
 HOW = "torch.distributed.rpc"
 

@@ -7,11 +7,11 @@ import warnings
 
 import numpy as np
 
-from ...autograd import grad_mode, observer
-from ...autograd.engine import grad as _grad
-from ...autograd.variable import Variable
-from ...factories import _rng
-from ..backward_check import CheckResult, ProbeEngine, check_backward, describe_tensor, signature_of
+from ....autograd import grad_mode, observer
+from ....autograd.engine import grad as _grad
+from ....autograd.variable import Variable
+from ....factories import _rng
+from ...backward_check import CheckResult, ProbeEngine, check_backward, describe_tensor, signature_of
 
 
 class GradvizProbe(ProbeEngine):

@@ -8,10 +8,10 @@ Parameters are named from ``model`` when given, else from the modules the caller
 picture has module clusters. Lines and module calls are only seen live: trace the forward pass for those.
 """
 
-from ..builder import TraceBuilder
-from ..frames import _locals, name_in_frames
-from .torch_engine import TorchAdapter
-from .torch_frames import user_frame
+from ...builder import TraceBuilder
+from ...frames import _locals, name_in_frames
+from .engine import TorchAdapter
+from .frames import user_frame
 
 
 def _flatten(items):

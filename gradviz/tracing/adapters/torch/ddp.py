@@ -20,8 +20,8 @@ document's ``ddp`` section only.
 import re
 import weakref
 
-from ..frames import location_at
-from .torch_frames import user_frame
+from ...frames import location_at
+from .frames import user_frame
 
 REDUCTION_ERROR = "Expected to have finished reduction in the prior iteration"
 _INDICES = re.compile(r"Parameter indices which did not receive grad for rank (\d+):((?:\s+\d+)+)")

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from ..backward_check import CheckResult, ProbeEngine, check_backward, describe_tensor, signature_of
+from ...backward_check import CheckResult, ProbeEngine, check_backward, describe_tensor, signature_of
 
 
 class TorchProbe(ProbeEngine):

@@ -9,9 +9,9 @@ on one user line apart.
 
 import sys
 
-from ..frames import _PACKAGE_DIR as _GRADVIZ_DIR
-from ..frames import _held, _internal, add_internal_dir, is_internal
-from ..frames import user_frame as _user_frame
+from ...frames import _PACKAGE_DIR as _GRADVIZ_DIR
+from ...frames import _held, _internal, add_internal_dir, is_internal
+from ...frames import user_frame as _user_frame
 
 __all__ = ["caller_is_internal", "is_internal", "set_torch_dir", "user_frame", "where"]
 

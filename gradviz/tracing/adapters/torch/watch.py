@@ -1,6 +1,6 @@
 """What a light iteration still watches on PyTorch: the rare calls where the classic mistakes happen.
 
-A light iteration has no function mode on its thread (``torch_light``), so no op reaches Python. The mistakes
+A light iteration has no function mode on its thread (``torch/light``), so no op reaches Python. The mistakes
 gradviz names at a line happen in a few rare calls, and only those are wrapped while light, on ``torch.Tensor``
 itself (and the in-place functions of ``torch``, ``torch._C._nn`` and ``torch._VF``), so an iteration pays only for
 the calls it makes of them:
@@ -17,7 +17,7 @@ the calls it makes of them:
   copied (``WatchMemory.handout``) and compared when the next backward starts; a write through it (the silent case)
   is then recorded as the full handlers record it;
 - ``register_hook``: recorded by the full handler (the event, and each call of the hook);
-- ``backward``'s errors (``torch_light``): a backward that raises is recorded after the fact, its graph as
+- ``backward``'s errors (``torch/light``): a backward that raises is recorded after the fact, its graph as
   external nodes, and a stale-version error is traced back through the write log to the write that made it.
 
 A finding also makes the next iterations full (``TraceBuilder.light_finding``), where the rest is recorded.
@@ -25,12 +25,12 @@ A finding also makes the next iterations full (``TraceBuilder.light_finding``), 
 
 from threading import get_ident as _ident
 
-from ..frames import location_at
-from ..light_watch import WatchMemory
-from ..out_calls import names_called_with_out, user_files
-from . import torch_graph as tg
-from .torch_frames import user_frame
-from .torch_patches import _forked
+from ...frames import location_at
+from ...light_watch import WatchMemory
+from ...out_calls import names_called_with_out, user_files
+from . import graph as tg
+from .frames import user_frame
+from .patches import _forked
 
 _MISSING = object()
 # in-place methods that change no value a graph may have saved, or are reported otherwise
@@ -299,7 +299,7 @@ class TorchWatch:
         """``t.register_hook(hook)`` on a light iteration: the registration event at its line, and each call of
         the hook, as the full handler records them; ``t`` is recorded without its graph (whose saved values a
         light backward frees unrecorded: they would stay known as saved, and be matched by later writes)."""
-        from .torch_events import _hook_location, _hook_name, _HookCall
+        from .events import _hook_location, _hook_name, _HookCall
 
         adapter = self.adapter
         handle = original(t, _HookCall(adapter, t, hook))
@@ -412,8 +412,8 @@ class TorchWatch:
 
     def _stale_write(self, message, args, kwargs):
         """Report the logged write that took a saved value past the version it was saved at."""
-        from .torch_compat import stale_versions
-        from .torch_events import _stale_pattern
+        from .compat import stale_versions
+        from .events import _stale_pattern
 
         found = stale_versions(_stale_pattern[0], message)
         if found is None:

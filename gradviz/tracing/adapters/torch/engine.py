@@ -2,18 +2,18 @@
 
 This module and its ``torch_*`` siblings are the only gradviz code that touches PyTorch's internals. How:
 
-- A ``TorchFunctionMode`` (one per observed thread, ``torch_patches``) sees every call of the Python API: ops,
+- A ``TorchFunctionMode`` (one per observed thread, ``torch/patches``) sees every call of the Python API: ops,
   ``.grad`` reads and writes, ``.data`` / ``detach`` / ``numpy`` / ``item`` / ``tolist`` cuts,
   ``register_hook`` / ``retain_grad``, ``backward`` / ``autograd.grad``. The user's line is the first frame
-  outside gradviz and torch (``torch_frames``).
+  outside gradviz and torch (``torch/frames``).
 - New graph nodes are found by walking ``out.grad_fn`` through ``next_functions`` to the nodes already known; a
   node is known by the tag in its ``metadata`` (our key; its death tells us the node died), and the tag is its
-  backward prehook (``torch_graph``).
+  backward prehook (``torch/graph``).
 - Saved tensors and retained memory: the node's ``_raw_saved_*`` attributes, read right after the op, so
   PyTorch's own version checks stay intact. A non-retaining backward frees every node it ran.
 - An in-place change: a tensor argument's ``_version`` moved during the call.
 - Modules: global forward pre/post hooks. Optimizer steps: ``register_optimizer_step_pre/post_hook``.
-- Not seen by the mode, so patched while attached and restored after (``torch_patches``): ``Function.apply``
+- Not seen by the mode, so patched while attached and restored after (``torch/patches``): ``Function.apply``
   (a custom Function's node gets its own line; ``on_custom_function`` is where those calls are seen),
   ``Optimizer.zero_grad`` / ``Module.zero_grad``, and ``Thread._bootstrap_inner`` (threads started while
   tracing are observed; threads started before are not).
@@ -29,18 +29,20 @@ import os
 import threading
 import weakref
 
-from ..builder import LEAF
-from ..facts import OutputFact, SavedFact
-from ..frames import location_at
-from . import torch_compat, torch_patches, torch_rpc
-from . import torch_graph as tg
-from .mode_watch import torch_watch
-from .modules import ModuleNames
-from .optimizer_watch import torch_optimizers
-from .torch_events import OutputChecks, PerThread, TorchEvents
-from .torch_frames import set_torch_dir, where
-from .torch_light import TorchLight
-from .torch_meta import op_meta
+from ...builder import LEAF
+from ...facts import OutputFact, SavedFact
+from ...frames import location_at
+from ..mode_watch import torch_watch
+from ..modules import ModuleNames
+from ..optimizer_watch import torch_optimizers
+from . import compat as torch_compat
+from . import graph as tg
+from . import patches as torch_patches
+from . import rpc as torch_rpc
+from .events import OutputChecks, PerThread, TorchEvents
+from .frames import set_torch_dir, where
+from .light import TorchLight
+from .meta import op_meta
 
 
 class TorchVersionError(ImportError):
@@ -49,7 +51,7 @@ class TorchVersionError(ImportError):
 
 def check_version(torch):
     """One line when the installed torch is outside what this adapter supports (``torch_support.unsupported``)."""
-    from .torch_support import unsupported
+    from .support import unsupported
 
     reason = unsupported(getattr(torch, "__version__", "unknown"))
     if reason is not None:
@@ -135,7 +137,7 @@ class TorchAdapter(TorchEvents):
         self.checks = OutputChecks(torch, builder)
         self.nonfinite_looked = None  # the first NaN/Inf whose graph was read for data that carried it
         self.owners = None  # for a snapshot given the model: {id(parameter): module stack}
-        self.exact = None  # exact memory (torch_exact_memory): saved tensors seen as packed, not read back
+        self.exact = None  # exact memory (torch/exact_memory): saved tensors seen as packed, not read back
         self._arguments = None  # (tensors, unique ones, their edges) of the call whose nodes are being reported
         self.light_steps = TorchLight(self)  # light iterations (tracing/schedule.py)
         self.training_watch = torch_watch(self)  # train/eval modes (tracing/training_facts.py)
@@ -154,7 +156,7 @@ class TorchAdapter(TorchEvents):
                                     how=f"torch {self.torch.__version__} has no {missing}",
                                     advice="the memory shown is read from the nodes' saved attributes")
                 return
-            from .torch_exact_memory import MODE, ExactMemory
+            from .exact_memory import MODE, ExactMemory
 
             self.exact = ExactMemory(self)
             self._saved = self.exact.saved  # exact memory: what each node saved comes from its packs
@@ -223,7 +225,7 @@ class TorchAdapter(TorchEvents):
 
     def raised(self, exc, tb):
         found = None
-        from .torch_frames import is_internal
+        from .frames import is_internal
 
         while tb is not None:
             if not is_internal(tb.tb_frame.f_code):
@@ -486,7 +488,7 @@ class TorchAdapter(TorchEvents):
         args = None
         cpu_seen = self._cpu_seen
         Tensor = self._Tensor
-        read = tg.read_saved  # this torch's way (torch_compat): SavedTensor.data, or unpacking _saved_*
+        read = tg.read_saved  # this torch's way (torch/compat): SavedTensor.data, or unpacking _saved_*
         if self._unpack_hooked is not None and self._unpack_hooked():
             # an unpacking read would run a saved_tensors_hooks pair's unpack (the user's code) and see its
             # result, not what the node holds
@@ -703,10 +705,10 @@ class TorchAdapter(TorchEvents):
                 break
 
     def _check_backward(self, key, cls, args, kwargs, location):
-        """wrong-backward on PyTorch: the probes (``torch_probe``) run on copies, unobserved (this thread is
+        """wrong-backward on PyTorch: the probes (``torch/probe``) run on copies, unobserved (this thread is
         quiet), and without the builder's lock (the user's code runs there)."""
-        from ..backward_check import definition_line
-        from .torch_probe import run_check, signature
+        from ...backward_check import definition_line
+        from .probe import run_check, signature
 
         sig = signature(self.torch, args, kwargs)
         builder = self.builder

@@ -1,0 +1,1 @@
+"""The adapter that observes gradviz's own engine, on full and light iterations."""

@@ -1,0 +1,1 @@
+"""The adapter that observes real PyTorch: the only code in gradviz that touches torch's internals."""
