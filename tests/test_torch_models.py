@@ -68,15 +68,18 @@ def test_lstm_language_model_detaching_the_hidden_state(tmp_path):
 
 def test_lstm_hidden_state_not_detached_across_batches(tmp_path):
     doc, lines = trace_model("lstm.py", tmp_path, DETACH="pass", RETAIN="")
-    # the second batch's backward reaches into the first batch's freed graph through `hidden`
-    assert found(doc) == [("graph-freed", "error", line(lines, "loss.backward("))]
+    # the second batch's backward reaches into the first batch's freed graph through `hidden`: the carry is named
+    # at the call that feeds it back, the error at the backward that fails
+    assert found(doc) == [("hidden-state-not-detached", "warning", line(lines, "out, hidden = rnn(")),
+                          ("graph-freed", "error", line(lines, "loss.backward("))]
 
 
 def test_lstm_retain_graph_in_the_loop(tmp_path):
     doc, lines = trace_model("lstm.py", tmp_path, DETACH="pass", RETAIN="retain_graph=True")
     # what people try next: the old graph is kept (through `hidden`), and the optimizer's step overwrites what
     # it saved, so the next backward fails: predicted at the step
-    assert found(doc) == [("stale-version", "error", line(lines, "opt.step()"))]
+    assert found(doc) == [("hidden-state-not-detached", "warning", line(lines, "out, hidden = rnn(")),
+                          ("stale-version", "error", line(lines, "opt.step()"))]
     kept = [d for d in doc["diagnostics"] if d["code"] == "retained-graph"]
     assert [(d["severity"], d["location"]["line"]) for d in kept] == [("info", line(lines, "out, hidden = rnn("))]
 

@@ -16,6 +16,7 @@ class FactLog:
         self.live_nodes = {}
         self.internal_errors = []
         self.saved_storages = {}  # the builder's index of saved memory: empty here, nothing is watched
+        self.first_nonfinite = None  # the builder's first NaN/Inf fact: none here (no op reports one)
         self._ids = itertools.count()
 
     def acquire(self):  # the builder's lock for facts; one thread's facts here

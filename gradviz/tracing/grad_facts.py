@@ -144,6 +144,8 @@ class GradFacts:
             b["error"] = info
             self.groups.pin_backward(b)
         self.trace.grad_ledger.backward_end(b, error is None)
+        if self.groups.hold and not self.trace.training.optimizers:  # no optimizer to accumulate for: a loop that
+            self.groups.hold = 0  # updates by hand, or none, ends an iteration at each backward (as before holding)
         self.groups.backward_done(b)
         self.trace.backward = None
 

@@ -150,3 +150,11 @@ def scalar_root(roots):
             data.dtype.kind != "f":
         return None
     return float(data.reshape(-1)[0])
+
+
+def storage_key(array):
+    """The key of the memory ``array`` lives in: the ndarray that owns it (a view's base, followed to the end)."""
+    root = array
+    while root.base.__class__ is np.ndarray:
+        root = root.base
+    return id(root)

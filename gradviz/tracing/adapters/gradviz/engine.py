@@ -50,6 +50,7 @@ from ..mode_watch import gradviz_watch
 from ..modules import ModuleNames
 from ..numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
 from ..numpy_values import scalar_root as _scalar
+from ..numpy_values import storage_key as _storage
 from ..optimizer_watch import gradviz_optimizers
 from .light import GradvizLight
 from .nan import data_line
@@ -80,14 +81,6 @@ def _raise_location(tb):
             found = (code, tb.tb_lineno)
         tb = tb.tb_next
     return None if found is None else location_at(*found)
-
-
-def _storage(array):
-    """The key of the memory ``array`` lives in: the ndarray that owns it (a view's base, followed to the end)."""
-    root = array
-    while root.base.__class__ is np.ndarray:
-        root = root.base
-    return id(root)
 
 
 def _info(node):

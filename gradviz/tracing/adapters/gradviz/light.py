@@ -24,6 +24,7 @@ from ...frames import location_of, user_frame
 from ...light_steps import LightSteps
 from ...light_watch import WatchMemory
 from ..numpy_values import scalar_root as _scalar
+from ..numpy_values import storage_key as _storage
 from .nan import data_line, nonfinite_culprit
 
 
@@ -124,7 +125,6 @@ class GradvizLight(LightSteps, Observer):
         changed = self.memory.changed_handouts()
         if not changed:
             return
-        from .engine import _storage
 
         self.finding()
         adapter = self.adapter

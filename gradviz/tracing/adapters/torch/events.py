@@ -730,9 +730,8 @@ class TorchEvents:
         self.training_watch.backward()
         root_fns = [tg.grad_fn_of(r) for r in roots]
         if kind != "grad":  # how many backward calls per step, on what loss (accumulation-not-scaled)
-            single = roots[0] if len(roots) == 1 and roots[0].numel() == 1 and roots[0].is_floating_point() else None
             self.optimizer_watch.backward(location, root_fns[0] if len(root_fns) == 1 else None,
-                                          None if single is None else float(single.detach()))
+                                          _loss_value(roots[0]) if len(roots) == 1 else None)
         root_nodes = [None if fn is None else self.node_key(fn, None) for fn in root_fns]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all
         starts = all(fn is not None or r.requires_grad for fn, r in zip(root_fns, roots)) and \
@@ -1140,3 +1139,13 @@ def _reissue(caught, frame):
         registry = frame.f_globals.setdefault("__warningregistry__", {})
         warnings.warn_explicit(w.message, w.category, frame.f_code.co_filename, frame.f_lineno, module=module,
                                registry=registry)
+
+
+def _loss_value(root):
+    """A backward's single root as a float when it is one floating-point value (a loss), else None."""
+    try:
+        if root.numel() == 1 and root.dtype.is_floating_point:
+            return float(root.detach())
+    except Exception:  # a root of a kind that does not read as a number (exact memory's packed values)
+        pass
+    return None

@@ -87,7 +87,8 @@ def _producer(node):
 
 
 def _floating(t):
-    return t.is_floating_point() or t.is_complex()
+    """A floating or complex tensor (a saved value ``--exact-memory`` holds packed is not one: it is not read)."""
+    return hasattr(t, "is_floating_point") and (t.is_floating_point() or t.is_complex())
 
 
 def _recomputed_bad(torch, node, info, saved):
