@@ -154,7 +154,7 @@ def two(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def four(tmp_path_factory):
-    return _shared_run(tmp_path_factory, "ddp4", 4, ["ddp_by_hand.py", "ddp_divergent_graph.py"])
+    return _shared_run(tmp_path_factory, "ddp4", 4, ["ddp_by_hand.py", "ddp_local_write.py", "ddp_divergent_graph.py"])
 
 
 def line_of(sample, text):
@@ -289,8 +289,9 @@ def _inline_line(name, text):
     return number
 
 
-def test_a_rank_local_write_into_grad_after_the_all_reduce_is_named_at_its_line(two):
-    d = only(diagnose_job(two["ddp_local_write"]), "ddp-grad-mismatch")
+@pytest.mark.parametrize("ranks", ["two", "four"])
+def test_a_rank_local_write_into_grad_after_the_all_reduce_is_named_at_its_line(ranks, request):
+    d = only(diagnose_job(request.getfixturevalue(ranks)["ddp_local_write"]), "ddp-grad-mismatch")
     line = _inline_line("ddp_local_write.py", "model.module[0].weight.grad.mul_(0.5)")
     assert d["location"]["line"] == line and d["location"]["file"].endswith("ddp_local_write.py")
     assert d["details"]["parameters"] == ["model.module.0.weight"] and d["details"]["not_wrapped"] == []

@@ -326,3 +326,48 @@ def test_on_four_ranks_the_crashing_rank_leads_and_the_three_others_follow(tmp_p
     assert sorted(k["rank"] for k in verdict["knock_on"]) == [0, 2, 3]
     assert result.stdout.splitlines()[0].endswith("ddp_rank_crash.py:18: RuntimeError: rank 1 gives up at step 1")
     assert [line.split(":")[0] for line in result.stdout.splitlines()[1:4]] == ["  then"] * 3
+
+
+def test_on_four_ranks_the_killed_rank_leads_and_the_three_others_follow(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "4",
+                     str(SAMPLES / "ddp_rank_killed.py"))
+    assert result.returncode != 0
+    doc = report(tmp_path / "out")
+    assert 1 not in by_rank(doc)  # SIGKILL: rank 1 could write nothing
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["missing"]) == ("missing", 1, [1])
+    assert sorted(k["rank"] for k in verdict["knock_on"]) == [0, 2, 3]
+    assert result.stdout.splitlines()[0].startswith("Job failed first on rank 1: it left no document")
+
+
+def test_on_four_ranks_a_hang_names_the_rank_the_three_others_waited_for(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--timeout", "60", "--out", "out", "--standalone",
+                     "--nproc-per-node", "4", str(SAMPLES / "ddp_rank_hang.py"))
+    assert result.returncode != 0
+    doc = report(tmp_path / "out")
+    assert doc["job"]["timed_out"] is True
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["collective"]) == ("hang", 1, "all_reduce")
+    assert verdict["location"]["text"] == "time.sleep(3600)"
+    assert [(w["rank"], w["waiting_in"]) for w in verdict["waiting"]] == [(0, "all_reduce"), (2, "all_reduce"),
+                                                                          (3, "all_reduce")]
+    assert result.stdout.splitlines()[0].startswith("Job hung: rank 1 was waited for, at ")
+
+
+def test_on_four_ranks_each_ranks_dataloader_workers_are_listed_at_their_line(tmp_path):
+    result = gradviz(tmp_path, "torchrun", "--no-render", "--out", "out", "--standalone", "--nproc-per-node", "4",
+                     str(SAMPLES / "ddp_rank_children.py"))
+    assert result.returncode == 0, result.stderr
+    doc = report(tmp_path / "out")
+    ranks = {rank: d for rank, d in by_rank(doc).items() if rank is not None}
+    assert sorted(ranks) == [0, 1, 2, 3]
+    source = (SAMPLES / "ddp_rank_children.py").read_text().splitlines()
+    loader_line = source.index(next(s for s in source if s.strip() == "for x, y in loader:")) + 1
+    for rank_doc in ranks.values():
+        [workers] = [e for e in rank_doc["unseen"] if e["kind"] == "child-process"
+                     and e["location"]["line"] == loader_line]
+        assert (workers["count"], workers["how"]) == (2, "torch.utils.data.DataLoader worker")
+    merged = [e for e in doc["unseen"] if e["kind"] == "child-process" and e["location"]["line"] == loader_line]
+    assert sum(e["count"] for e in merged) == 8  # two per rank
+    assert "Not traced: 8 × DataLoader worker processes" in result.stdout
+    assert doc["diagnostics"] == []
