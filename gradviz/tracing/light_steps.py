@@ -145,7 +145,7 @@ class LightSteps:
         if culprit is not None:
             op, phase = culprit
             if phase == "forward" and location is not None:
-                op_location = line_calling(op, location.file)
+                op_location = line_calling(op, location.file, location.line)
         with self.lock:
             self.builder.light_loss(value, location, op=op, phase=phase, op_location=op_location, data=data)
 

@@ -117,16 +117,6 @@ def _light_nan(index, out):
         out.add("nan-inf", message, hint, first.get("location"), details=dict(details, phase="light-input"),
                 order=(2, 0))
         return True
-    later = index.nodes.get(recorded.get("node")) if recorded.get("phase") == "forward" else None
-    if later is not None and later.get("location"):  # the escalated full iterations saw an op make it again
-        message = (f"{what} (at {index.where(first.get('location'))}), a light iteration whose ops were not "
-                   f"recorded; iteration {recorded.get('iteration')}, traced in full after it, shows where: "
-                   f"{later['op']} at {index.where(later['location'])} produced NaN/Inf in its forward output first.")
-        out.add("nan-inf", message, _NAN_HINT, later["location"], nodes=[later["id"]],
-                related=[related("the loss was backwarded here", first.get("location"))],
-                details=dict(details, node=later["id"], recorded_iteration=recorded.get("iteration")),
-                order=(2, later["id"]))
-        return True
     if op:
         what += f" (made by {op}, whose line no single call in the file names)"
     message = (f"{what} (at {index.where(first.get('location'))}), a light iteration: its ops were not recorded, "

@@ -28,6 +28,7 @@ def nonfinite_culprit(torch, root):
     saved tells."""
     nodes = _nodes(root)
     nodes.sort(key=lambda n: n._sequence_nr())
+    root_inputs = 0  # floating inputs the root's node saved, all finite (else the walk returned before the end)
     for node in nodes:
         info = tg.info(node)
         if info.accumulator:
@@ -36,6 +37,8 @@ def nonfinite_culprit(torch, root):
         bad_result = bad_input = False
         from_data = None
         for attr, i, t in saved:
+            if node is root and t is not None and _floating(t) and "result" not in attr:
+                root_inputs += 1
             if t is None or not _floating(t) or bool(torch.isfinite(t).all()):
                 continue
             if "result" in attr:
@@ -51,6 +54,8 @@ def nonfinite_culprit(torch, root):
             return (producer, "forward", None) if producer is not None else (node, "input", None)
         if bad_result or _recomputed_bad(torch, node, info, saved):
             return node, "forward", None
+    if root_inputs:  # the loss's own op read finite inputs and gave a non-finite loss (an overflow in mse_loss)
+        return root, "forward", None
     return None
 
 
