@@ -4,8 +4,10 @@ merged report. The scripts are samples/distributed/*.py."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,11 +125,53 @@ def test_a_rank_killed_outright_is_named_first_and_the_others_failures_follow(tm
     assert sorted(by_rank(doc)) == [0]  # SIGKILL: rank 1 could write nothing
     verdict = doc["job"]["verdict"]
     assert (verdict["kind"], verdict["rank"], verdict["missing"]) == ("missing", 1, [1])
-    [after] = verdict["knock_on"]  # rank 0 fails in a collective (gloo's error), or torchrun stops it first
-    assert after["rank"] == 0
+    # rank 0 fails in the backward's all-reduce (gloo's error) or torchrun stops it there first (a race): the
+    # verdict reads the same either way, rank 1 first and rank 0 under it at its backward line
+    [after] = verdict["knock_on"]
+    assert (after["rank"], after["location"]["line"]) == (0, 19), after
     assert "Connection" in after["reason"] or after["reason"] == "killed (SIGTERM)", after
-    assert result.stdout.splitlines()[0] == ("Job failed first on rank 1: it left no document: killed by SIGKILL "
-                                             "(the OOM killer, `kill -9`) or ended by os._exit")
+    lines = result.stdout.splitlines()
+    assert lines[0] == ("Job failed first on rank 1: it left no document: killed by SIGKILL (the OOM killer, "
+                        "`kill -9`) or ended by os._exit")
+    assert lines[1].startswith("  then: rank 0") and "ddp_rank_killed.py:19: " in lines[1], lines[1]
+
+
+def test_a_rank_stopped_by_sigterm_from_outside_is_named_first_with_its_line_and_who_sent_it(tmp_path):
+    pid_file = tmp_path / "rank1.pid"
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1")
+    job = subprocess.Popen([sys.executable, "-m", "gradviz", "torchrun", "--no-render", "--timeout", "240", "--out",
+                            "out", "--standalone", "--nproc-per-node", "2", str(SAMPLES / "ddp_rank_terminated.py"),
+                            str(pid_file)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not pid_file.exists() and job.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pid_file.exists(), "rank 1 never got past its two steps"
+        time.sleep(0.5)  # rank 0 is in its all-reduce by now, or soon: either way it waits for rank 1
+        os.kill(int(pid_file.read_text()), signal.SIGTERM)  # from this process: neither torchrun nor gradviz
+        stdout, stderr = job.communicate(timeout=200)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode != 0
+    doc = report(tmp_path / "out")
+    assert doc["job"]["timed_out"] is False
+    ranks = by_rank(doc)
+    assert ranks[1]["status"]["signal_sender"] == os.getpid()
+    # whether rank 0 then failed in gloo or was stopped by torchrun's SIGTERM (a race), rank 1 leads: a kill
+    # from outside is a failure of its own, torchrun's teardown never is, and neither is read as a hang
+    verdict = doc["job"]["verdict"]
+    assert (verdict["kind"], verdict["rank"]) == ("killed", 1)
+    assert verdict["location"]["text"] == "time.sleep(3600)"
+    assert verdict["reason"] == f"killed (SIGTERM from pid {os.getpid()}, not the launcher)"
+    [after] = verdict["knock_on"]
+    assert (after["rank"], after["location"]["text"]) == (0, "dist.all_reduce(torch.ones(1))"), after
+    lines = stdout.splitlines()
+    assert lines[0].startswith("Job failed first on rank 1 at ") and lines[0].endswith(
+        f"ddp_rank_terminated.py:28: killed (SIGTERM from pid {os.getpid()}, not the launcher)"), lines[0]
+    assert lines[1].startswith("  then: rank 0") and "ddp_rank_terminated.py:29" in lines[1], lines[1]
 
 
 def test_a_hanging_rank_is_stopped_by_the_timeout_and_both_ranks_say_where_they_were(tmp_path):

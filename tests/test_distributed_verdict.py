@@ -52,6 +52,38 @@ def test_a_rank_killed_first_by_a_signal_leads_even_when_rank_0_raised():
     assert [k["rank"] for k in verdict["knock_on"]] == [0]
 
 
+def killed_doc(rank, at, line, sender, waiting=None):
+    stopped = {"file": "/x/train.py", "line": line, "text": "", "function": "<module>"}
+    if waiting:
+        stopped["waiting_in"] = waiting
+    return {"process": {"rank": rank, "pid": 100 + rank, "parent_pid": 50, "how": "torchrun", "status": "killed",
+                        "world_size": 2, "stopped_at": stopped},
+            "status": {"ending": "killed", "exit_code": 143, "signal": "SIGTERM", "signal_sender": sender,
+                       "ended_at": at}, "diagnostics": [], "ddp": [{}]}
+
+
+def test_a_rank_killed_from_outside_leads_and_the_launchers_teardown_follows_whatever_the_clocks_say():
+    # rank 1 got `kill -TERM` from pid 999; torchrun (pid 50, the ranks' parent) then stopped rank 0 in its
+    # all-reduce 0.3 s later: both were killed close together, yet this is no hang, and rank 1 leads even when
+    # rank 0's clock puts its stop first
+    for rank0_at in (10.3, 9.9):
+        docs = [killed_doc(0, rank0_at, 29, 50, waiting="all_reduce"), killed_doc(1, 10.0, 28, 999)]
+        job = job_summary(docs, "torchrun", True)
+        verdict = job["verdict"]
+        assert (verdict["kind"], verdict["rank"], verdict["location"]["line"]) == ("killed", 1, 28)
+        assert verdict["reason"] == "killed (SIGTERM from pid 999, not the launcher)"
+        assert [(k["rank"], k["reason"]) for k in verdict["knock_on"]] == [(0, "killed (SIGTERM)")]
+        assert [p["stopped_by"] for p in job["processes"]] == ["launcher", "outside"]
+        assert verdict_lines({"job": job})[0] == (
+            "Job failed first on rank 1 at /x/train.py:28: killed (SIGTERM from pid 999, not the launcher)")
+
+
+def test_ranks_the_launcher_stopped_together_after_a_timeout_are_still_a_hang():
+    docs = [killed_doc(0, 10.3, 29, 50, waiting="all_reduce"), killed_doc(1, 10.0, 28, 50)]
+    verdict = job_summary(docs, "torchrun", True, timed_out=True)["verdict"]
+    assert (verdict["kind"], verdict["rank"], verdict["collective"]) == ("hang", 1, "all_reduce")
+
+
 def test_a_rank_with_no_document_is_named_first_and_the_others_follow():
     rows = [row(0, "exception", 5.0, "RuntimeError: Connection closed by peer", 15),
             row(2, "killed", 6.0, "killed (SIGTERM)", 15, waiting="all_reduce")]

@@ -100,9 +100,9 @@ def _traced_run(run, config, how, index, name):
     rpc = RpcUse().start()
     tr.start()
     install(config, inherited_trace=tr)  # a grandchild forked from this child leaves this trace behind in turn
-    last.arm(lambda signal_name, where, when: save(document_when_killed(tr), config, how, "killed", 128 + 15,
-                                                   stopped_at=where, signal_name=signal_name, index=index,
-                                                   rank=index, rpc=rpc.used, ended_at=when))
+    last.arm(lambda signal_name, where, when, sender: save(
+        document_when_killed(tr), config, how, "killed", 128 + 15, stopped_at=where, signal_name=signal_name,
+        signal_sender=sender, index=index, rank=index, rpc=rpc.used, ended_at=when))
     ending, code, error, ended_at = "finished", 0, None, None
     try:
         try:
@@ -126,6 +126,7 @@ def _traced_run(run, config, how, index, name):
         ending, code, error = "exception", 1, exc
         raise
     finally:
+        last.ending()  # the target is over: a SIGTERM now waits for the document below
         try:
             tr.__exit__(type(error) if error is not None else None, error,
                         error.__traceback__ if error is not None else None)

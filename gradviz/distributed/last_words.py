@@ -4,8 +4,9 @@ still writes its document, with the line its main thread was on.
 Python runs signal handlers on the main thread between bytecodes, so a rank stuck in a collective (gloo waits in
 C++ with the GIL released) would never run one. Where we start the process ourselves, SIGTERM is blocked in the
 main thread before any other thread exists (every later thread inherits the mask), and a thread of ours takes it
-with ``sigwait``: it stops the trace, writes the document and exits with status 128 + 15, as the signal would
-have. Elsewhere (a forked child inherits its parent's mask) a plain handler does the same from the main thread.
+with ``sigwaitinfo``: it stops the trace, writes the document (with the pid that sent the signal: torchrun's
+teardown or a ``kill`` from outside) and exits with status 128 + 15, as the signal would have. Elsewhere (a
+forked child inherits its parent's mask) a plain handler does the same from the main thread, sender unknown.
 """
 
 import os
@@ -69,14 +70,20 @@ def waiting_in(frame):
 
 
 class LastWords:
-    """``arm(write)``: on SIGTERM, call ``write(signal_name, location, when)`` once (it builds and writes the
-    document), then end the process with 128 + the signal number. ``done()``: the document is written the
-    ordinary way; a SIGTERM from now on just ends the process."""
+    """``arm(write)``: on SIGTERM, call ``write(signal_name, location, when, sender)`` once (it builds and writes
+    the document; ``sender`` is the pid that sent the signal, None where a plain handler cannot know), then end
+    the process with 128 + the signal number. ``ending()``: the script has ended and the main thread writes the
+    document now; a SIGTERM from then on waits for that document rather than write a second one over it (without
+    the script's line: the main thread is in gradviz's code). ``done()``: the document is written; a SIGTERM from
+    now on just ends the process."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the main thread's own handler may run while it holds it
         self._write = None
         self._finished = False
+        self._ending = False
+        self._deferred = None  # a signal the main thread's own handler took while it was writing
+        self._saved = threading.Event()
 
     def arm(self, write):
         self._write = write
@@ -85,23 +92,46 @@ class LastWords:
         elif threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda signum, frame: self._die(signum))
 
+    def ending(self):
+        with self._lock:
+            self._ending = True
+
     def done(self):
         with self._lock:
             self._finished = True
+            deferred = self._deferred
+        self._saved.set()
+        if deferred is not None:
+            self._exit(deferred)
 
     def _wait(self):
-        signum = signal.sigwait({signal.SIGTERM})
-        self._die(signum)
+        if hasattr(signal, "sigwaitinfo"):
+            info = signal.sigwaitinfo({signal.SIGTERM})
+            self._die(info.si_signo, info.si_pid or None)
+        else:
+            self._die(signal.sigwait({signal.SIGTERM}))
 
-    def _die(self, signum):
+    def _die(self, signum, sender=None):
         with self._lock:
-            if not self._finished and self._write is not None:
+            waits = self._ending and not self._finished
+            if waits and threading.current_thread() is threading.main_thread():
+                self._deferred = signum  # the handler interrupted the main thread's own writing: done() exits
+                return
+            if not waits and not self._finished and self._write is not None:
                 self._finished = True
                 when = time.time()  # before the document is built: that takes a while, and ranks are compared by it
                 try:
-                    self._write(signal.Signals(signum).name, main_thread_location(), when)
+                    self._write(signal.Signals(signum).name, main_thread_location(), when, sender)
                 except Exception as exc:  # the exit must happen whatever: say why there is no document
                     sys.stderr.write(f"gradviz: could not write this process's document: {exc}\n")
+        if waits:
+            from .record import KILLED_BUILD_TIMEOUT
+
+            self._saved.wait(KILLED_BUILD_TIMEOUT)
+        self._exit(signum)
+
+    @staticmethod
+    def _exit(signum):
         for stream in (sys.stdout, sys.stderr):  # a line the script printed is not lost in a buffer
             try:
                 stream.flush()

@@ -331,6 +331,7 @@ def job_summary(processes, how, main_is_rank, started=0, not_traced=0, timed_out
     from .verdict import job_verdict
 
     rows = [_process_row(doc, position) for position, doc in enumerate(processes)]
+    _who_stopped_them(rows)
     if diagnostics is not None:
         _count_job_diagnostics(rows, diagnostics)
     sizes = {doc["process"].get("world_size") for doc in processes} - {None}
@@ -344,6 +345,22 @@ def job_summary(processes, how, main_is_rank, started=0, not_traced=0, timed_out
             "stopped": [{"rank": r["rank"], "pid": r["pid"], "status": r["status"], "location": r["stopped_at"],
                          "reason": r["reason"]} for r in rows if r["status"] != "finished"],
             "started": started, "not_traced": not_traced}
+
+
+def _who_stopped_them(rows):
+    """Each killed row's ``stopped_by``: ``launcher`` when the signal came from the process that started it or
+    from the ranks' launcher (torchrun tearing the job down, a timeout through it), ``outside`` when another
+    process sent it (a ``kill`` by hand, a scheduler, another rank): a rank stopped from outside failed on its own,
+    and its reason says by whom. None when the sender is not known (a plain signal handler cannot tell)."""
+    launchers = {r["parent_pid"] for r in rows if r.get("how") == "torchrun"} - {None}
+    for row in rows:
+        sender = row.pop("signal_sender", None)
+        if row.get("status") != "killed" or not sender:
+            row["stopped_by"] = None
+            continue
+        row["stopped_by"] = "launcher" if sender in launchers or sender == row.get("parent_pid") else "outside"
+        if row["stopped_by"] == "outside":
+            row["reason"] = f"{row['reason'][:-1]} from pid {sender}, not the launcher)"
 
 
 def _count_job_diagnostics(rows, diagnostics):
@@ -375,7 +392,8 @@ def _process_row(doc, position):
             "peak_retained_bytes": memory.get("peak_retained_bytes", 0),
             "final_retained_bytes": memory.get("final_retained_bytes", 0),
             "diagnostics": len(doc.get("diagnostics") or []), "file": process.get("file"),
-            "rpc": bool(process.get("rpc")), "ended_at": status.get("ended_at"), "ddp": bool(doc.get("ddp"))}
+            "rpc": bool(process.get("rpc")), "ended_at": status.get("ended_at"), "ddp": bool(doc.get("ddp")),
+            "parent_pid": process.get("parent_pid"), "signal_sender": status.get("signal_sender")}
 
 
 def _structures_by_rank(processes):

@@ -40,9 +40,9 @@ def main(argv=None):
         rpc.start()
         child.install(config, inherited_trace=tr)  # this rank's own multiprocessing children, traced too
         started_here.append(noting.enter_context(noting_children()))  # and every process it starts, noted
-        last.arm(lambda signal_name, where, when: save(document_when_killed(tr), config, HOW, "killed", 128 + 15,
-                                                       stopped_at=where, signal_name=signal_name, rpc=rpc.used,
-                                                       ended_at=when))
+        last.arm(lambda signal_name, where, when, sender: save(
+            document_when_killed(tr), config, HOW, "killed", 128 + 15, stopped_at=where, signal_name=signal_name,
+            signal_sender=sender, rpc=rpc.used, ended_at=when))
 
     module = None
     try:
@@ -55,6 +55,7 @@ def main(argv=None):
     except ScriptError as exc:
         sys.stderr.write(f"gradviz: {exc}\n")
         return 2
+    last.ending()  # the script is over: a SIGTERM now waits for the document below
     result = traced.result
     noting.close()
     if started_here:

@@ -4,9 +4,11 @@ failures grouped under it (docs/trace-format.md "Job", ``verdict``). Rows in (``
 A rank that raises takes the job down: the others then fail in their collective ("Connection reset by peer") or
 are stopped by torchrun's SIGTERM, and every one of them has a line. What a person needs is the first of them in
 time: each process document says when it stopped (``status.ended_at``, taken when the script raised or the
-signal arrived, before the document was built). A hang is different: nobody failed, the job was stopped (its
-``--timeout``), and every rank was killed at once; then the ranks that were inside a collective were waiting,
-and the one that was not is the one they waited for.
+signal arrived, before the document was built), and a SIGTERM's sender (``status.signal_sender``) tells the
+launcher's teardown, which is never the first failure, from a ``kill`` sent from outside, which is one. A hang
+is different: nobody failed, the job was stopped (its ``--timeout``), and every rank was killed at once by the
+launcher; then the ranks that were inside a collective were waiting, and the one that was not is the one they
+waited for.
 """
 
 # ranks killed within this many seconds of each other were stopped together (a timeout, Ctrl-C): not one by one
@@ -21,7 +23,9 @@ def job_verdict(rows, world_size=None, timed_out=False):
     if not failed and not missing:
         return None
     killed = [r for r in failed if r.get("status") == "killed"]
-    if failed and len(killed) == len(failed) and (timed_out or _together(killed)) and not missing:
+    from_outside = any(r.get("stopped_by") == "outside" for r in killed)
+    if failed and len(killed) == len(failed) and (timed_out or _together(killed)) and not missing \
+            and not from_outside:
         return _hang(killed, rows)
     if missing:  # a rank that left no document died first (SIGKILL, the OOM killer, os._exit): the rest followed
         first = {"kind": "missing", "rank": missing[0], "pid": None, "location": None, "waiting_in": None,
@@ -49,8 +53,11 @@ def _together(killed):
 
 
 def _by_time(rows):
-    """Earliest first; a process with no time (an older document) after those with one."""
-    return sorted(rows, key=lambda r: (r.get("ended_at") is None, r.get("ended_at") or 0.0, r.get("rank") or 0))
+    """Earliest first; a process the launcher stopped (its teardown after another failure) after every process
+    that failed on its own, whatever the clocks say; a process with no time (an older document) after those with
+    one."""
+    return sorted(rows, key=lambda r: (r.get("stopped_by") == "launcher", r.get("ended_at") is None,
+                                       r.get("ended_at") or 0.0, r.get("rank") or 0))
 
 
 def _entry(row):
