@@ -11,6 +11,7 @@ import linecache
 import os
 import sys
 import sysconfig
+import tempfile
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # The standard library and installed packages (torch, numpy) are not the user's code either: a parameter
@@ -55,19 +56,35 @@ class Location:
 
 def is_internal(code):
     """Whether ``code`` is not the user's: gradviz's own, the standard library's, an installed package's (torch
-    too, wherever it lives: ``add_internal_dir``), the import machinery's or torch.fx's generated code. Decided
-    once per code object; the one rule both engines' adapters place facts by."""
+    too, wherever it lives: ``add_internal_dir``), the import machinery's, torch.fx's generated code or the code
+    torch.compile's inductor writes to its cache folder. Decided once per code object; the one rule both engines'
+    adapters place facts by."""
     filename = code.co_filename
     if filename[:1] == "<":  # "<string>", "<stdin>" are the user's
         internal = filename.startswith("<frozen ") or filename.startswith("<eval_with_key>")
     else:
-        internal = os.path.abspath(filename).startswith(_internal_dirs)
+        path = os.path.abspath(filename)
+        internal = path.startswith(_internal_dirs) or _inductor_generated(path)
     _held[id(code)] = code
     _internal[id(code)] = internal
     return internal
 
 
 _is_internal = is_internal  # the name gradviz's adapter imports
+
+_INDUCTOR_DEFAULT = []  # the default folder's prefix, <temp dir>/torchinductor_ (found on first use)
+
+
+def _inductor_generated(path):
+    """Whether ``path`` is a file torch.compile's inductor generated (its wrapper and kernel modules, loaded from
+    its cache folder): torch's code, however it reached /tmp. The folder is TORCHINDUCTOR_CACHE_DIR (inductor sets
+    it when it first writes) or ``<temp dir>/torchinductor_<user>``; read as text, so torch is never imported."""
+    chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if chosen and path.startswith(os.path.abspath(chosen) + os.sep):
+        return True
+    if not _INDUCTOR_DEFAULT:
+        _INDUCTOR_DEFAULT.append(os.path.join(os.path.abspath(tempfile.gettempdir()), "torchinductor_"))
+    return path.startswith(_INDUCTOR_DEFAULT[0])
 
 
 def add_internal_dir(path):
