@@ -98,6 +98,30 @@ def test_the_job_lines_and_the_html_section_say_who_stopped_where_escaped():
     assert ranks_section(gradviz.trace(engine="gradviz").to_dict()) == ""
 
 
+def child_doc(pid, signatures_by_iteration):
+    doc = rank_doc(0, signatures_by_iteration)
+    doc["process"].update(rank=None, local_rank=None, world_size=None, pid=pid,
+                          how="multiprocessing.Process.start (spawn)")
+    return doc
+
+
+def test_children_with_no_rank_are_called_by_their_pid_in_structures_and_the_first_divergence():
+    main = gradviz.trace(engine="gradviz").to_dict()
+    doc = merge(main, [child_doc(4242, [["a"], ["a"]]), child_doc(4243, [["a"], ["b"]])])
+    job = doc["job"]
+    assert job["first_divergence"] == {"iteration": 1, "by_rank": {"pid 4242": ["a"], "pid 4243": ["b"]}}
+    by_signature = {s["signature"]: s for s in job["structures"]}
+    assert (by_signature["a"]["ranks"], by_signature["a"]["processes"]) == ([], ["pid 4242", "pid 4243"])
+    assert by_signature["a"]["counts"] == {"pid 4242": 2, "pid 4243": 1}
+    assert by_signature["b"]["first_iteration"] == {"pid 4243": 1}
+    assert ("The ranks' graphs first differ at iteration 1 (structures: pid 4242: a; pid 4243: b)"
+            in job_lines(doc))
+    page = ranks_section(doc)  # the matrix reads each process's own count, not a rank it lacks
+    assert "<td><code>a</code></td><td>3</td><td>2</td><td>1</td>" in page
+    assert "<td><code>b</code></td><td>3</td><td>—</td><td>1</td>" in page
+    validate(doc)
+
+
 def test_the_bootstrap_hands_over_to_the_sitecustomize_it_hides(tmp_path):
     other = tmp_path / "other"
     other.mkdir()

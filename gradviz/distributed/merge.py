@@ -296,9 +296,11 @@ def _line(location):
     return f"{os.path.basename(str(location.get('file')))}:{location.get('line')}"
 
 
-def _rank_of(doc, position):
+def _key(doc, position):
+    """A process's key in ``structures`` and ``first_divergence``: its rank as text ("0"), or ``pid N`` for a
+    process with no rank (a plain ``multiprocessing`` child), as the table calls it: never a position."""
     rank = (doc.get("process") or {}).get("rank")
-    return rank if rank is not None else position
+    return str(rank) if rank is not None else _label(doc, position)
 
 
 def _compared(processes):
@@ -397,26 +399,28 @@ def _process_row(doc, position):
 
 
 def _structures_by_rank(processes):
-    """Each structure (by signature) with the ranks that built it and how often: which ranks built which."""
+    """Each structure (by signature) with the processes that built it and how often: ``ranks`` (their ranks),
+    ``processes`` (those with no rank, as ``pid N``), ``counts`` and ``first_iteration`` keyed by ``_key``."""
     table = {}
     for position, doc in enumerate(processes):
-        rank = _rank_of(doc, position)
+        rank, key = (doc.get("process") or {}).get("rank"), _key(doc, position)
         for s in doc.get("structures") or []:
             entry = table.setdefault(s.get("signature"), {"signature": s.get("signature"),
                                                           "node_count": s.get("node_count"), "ranks": [],
-                                                          "counts": {}, "first_iteration": {}})
-            if rank not in entry["ranks"]:
-                entry["ranks"].append(rank)
-            entry["counts"][str(rank)] = entry["counts"].get(str(rank), 0) + s.get("count", 0)
+                                                          "processes": [], "counts": {}, "first_iteration": {}})
+            named, who = (entry["ranks"], rank) if rank is not None else (entry["processes"], key)
+            if who not in named:
+                named.append(who)
+            entry["counts"][key] = entry["counts"].get(key, 0) + s.get("count", 0)
             first = (s.get("iterations") or [None])[0]
-            entry["first_iteration"][str(rank)] = first
+            entry["first_iteration"][key] = first
     return list(table.values())
 
 
 def first_divergence(processes):
-    """The first iteration at which the ranks' graphs differ: ``{"iteration", "by_rank": {rank: [signatures]}}``
-    or None. Compared where every rank kept the iteration's graphs, and at the first iteration of any structure
-    that not every rank built."""
+    """The first iteration at which the ranks' graphs differ: ``{"iteration", "by_rank": {key: [signatures]}}``
+    (a rank as text, ``pid N`` for a process with no rank) or None. Compared where every rank kept the
+    iteration's graphs, and at the first iteration of any structure that not every rank built."""
     if len(processes) < 2:
         return None
     per_rank = []
@@ -425,7 +429,7 @@ def first_divergence(processes):
         by_iteration = {}
         for graph in doc.get("graphs") or []:
             by_iteration.setdefault(graph.get("iteration"), []).append(signature.get(graph.get("structure")))
-        per_rank.append((_rank_of(doc, position), by_iteration, doc))
+        per_rank.append((_key(doc, position), by_iteration, doc))
     candidates = []
     common = set.intersection(*(set(it) for _, it, _ in per_rank))
     for iteration in sorted(i for i in common if i is not None):
@@ -441,4 +445,4 @@ def first_divergence(processes):
         return None
     iteration = min(candidates)
     return {"iteration": iteration,
-            "by_rank": {str(rank): sorted(s or "" for s in it.get(iteration, [])) for rank, it, _ in per_rank}}
+            "by_rank": {key: sorted(s or "" for s in it.get(iteration, [])) for key, it, _ in per_rank}}

@@ -35,6 +35,18 @@ def _who(row):
     return f"rank {row['rank']}" if row.get("rank") is not None else f"pid {row.get('pid')}"
 
 
+def _key(row):
+    """The row's key in ``job.structures`` and ``first_divergence`` (``merge._key``)."""
+    return str(row["rank"]) if row.get("rank") is not None else f"pid {row.get('pid')}"
+
+
+def _processes_named(keys):
+    """``ranks 0, 1`` / ``rank 0`` for rank keys, then the others (``pid 4242``) as they are."""
+    ranks = [k for k in keys if k.isdigit()]
+    named = [f"rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks)}"] if ranks else []
+    return ", ".join(named + [k for k in keys if not k.isdigit()])
+
+
 def _short_how(how):
     """``spawn`` for ``multiprocessing.Process.start (spawn)``, ``mp.spawn`` for ``torch.multiprocessing.spawn``."""
     how = how or ""
@@ -127,7 +139,7 @@ def job_lines(doc):
         groups = {}
         for rank, signatures in (divergence.get("by_rank") or {}).items():
             groups.setdefault(tuple(signatures), []).append(rank)
-        parts = [f"ranks {', '.join(r)}: {', '.join(s) or 'no graph'}" for s, r in groups.items()]
+        parts = [f"{_processes_named(r)}: {', '.join(s) or 'no graph'}" for s, r in groups.items()]
         lines.append(terminal_safe(f"The ranks' graphs first differ at iteration {divergence['iteration']} "
                                    f"(structures: {'; '.join(parts)})"))
     elif len(rows) - len(job.get("rpc") or ()) > 1:
@@ -174,11 +186,11 @@ def _structure_matrix(job):
     rows = job.get("processes", [])
     if not job.get("structures") or len(rows) < 2:
         return ""
-    ranks = [row.get("rank") for row in rows]
+    keys = [_key(row) for row in rows]
     head = "<th>structure</th><th>nodes</th>" + "".join(f"<th>{html.escape(_who(r))}</th>" for r in rows)
     body = ""
     for s in job["structures"]:
-        cells = "".join(f"<td>{html.escape(str(s['counts'].get(str(r), '—')))}</td>" for r in ranks)
+        cells = "".join(f"<td>{html.escape(str(s['counts'].get(k, '—')))}</td>" for k in keys)
         body += (f"<tr><td><code>{html.escape(str(s.get('signature')))}</code></td>"
                  f"<td>{html.escape(str(s.get('node_count')))}</td>{cells}</tr>")
     return (f'<h3>Which process built which structure (graphs of each)</h3><table class="ranks">'
