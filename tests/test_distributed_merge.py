@@ -10,7 +10,7 @@ import gradviz
 from gradviz.distributed.config import BOOTSTRAP_DIR, ENV, child_environment, new_config
 from gradviz.distributed.merge import first_divergence, merge
 from gradviz.document import validate
-from gradviz.rendering.ranks import job_lines, ranks_section
+from gradviz.rendering.ranks import job_lines, ranks_section, verdict_lines
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,8 @@ def test_the_job_lines_and_the_html_section_say_who_stopped_where_escaped():
     docs[0]["status"]["signal"] = "SIGTERM"
     doc = merge(None, docs, how="torchrun")
     lines = job_lines(doc)
-    assert "rank 0 stopped at <b>x</b>.py:3: killed (SIGTERM)" in lines
+    assert verdict_lines(doc) == ["Job failed first on rank 0 at <b>x</b>.py:3: killed (SIGTERM)"]
+    assert not any("stopped at" in line for line in lines)  # the verdict said it: not repeated under the table
     assert any(line.startswith("The ranks' graphs first differ at iteration 0") for line in lines)
     page = ranks_section(doc)
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;.py:3" in page

@@ -128,8 +128,8 @@ def verdict_lines(doc):
 
 
 def job_lines(doc):
-    """Plain sentences under the table: the job, where the ranks' graphs first differ, who stopped where, and the
-    children that were not traced."""
+    """Plain sentences under the table: the job, where the ranks' graphs first differ, who stopped where (those the
+    verdict above does not already name), and the children that were not traced."""
     job = doc.get("job") or {}
     rows = job.get("processes", [])
     lines = [f"Job: {len(rows)} traced process{'es' if len(rows) != 1 else ''} ({terminal_safe(job.get('how'))})"
@@ -147,7 +147,10 @@ def job_lines(doc):
     if job.get("rpc"):
         lines.append(terminal_safe(f"Ranks {', '.join(str(r) for r in job['rpc'])} use torch.distributed.rpc: each "
                                    "plays its own part, so their graphs are not compared with each other."))
+    told = _in_verdict(job.get("verdict"))
     for stop in job.get("stopped", []):
+        if (stop.get("rank"), stop.get("pid")) in told:  # the verdict above says where it stopped, and why
+            continue
         at = _where(stop.get("location"))
         lines.append(terminal_safe(f"{_who(stop)} stopped{' at ' + at if at else ''}: "
                                    f"{_knock_on_reason(stop.get('reason')) or stop.get('status')}"))
@@ -157,6 +160,14 @@ def job_lines(doc):
             lines.append(terminal_safe(f"Not traced: {entry.get('count', 1)} × {entry.get('what')} "
                                        f"[{entry.get('how')}]{' at ' + at if at else ''}"))
     return lines
+
+
+def _in_verdict(verdict):
+    """(rank, pid) of every process the verdict names: its head, the waiting ranks and the knock-on failures."""
+    if not verdict:
+        return set()
+    entries = [verdict, *(verdict.get("waiting") or ()), *(verdict.get("knock_on") or ())]
+    return {(e.get("rank"), e.get("pid")) for e in entries if e.get("rank") is not None or e.get("pid")}
 
 
 def ranks_section(doc):
