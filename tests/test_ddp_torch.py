@@ -104,8 +104,46 @@ def train(rank, world_size, steps=3):
             p.grad /= world_size
         opt.step()
 """
+# the same loop through a name imported before the trace started (ddp_ranks.py runs the module first)
+BY_HAND_IMPORTED = BY_HAND.replace("import torch.distributed as dist\n", "from torch.distributed import all_reduce\n") \
+    .replace("dist.all_reduce(p.grad)", "all_reduce(p.grad)")
+
+# bucketed: the first layer's gradients flattened into one buffer, reduced at once and copied back (the last
+# layer's forgotten); COALESCED: every gradient in one all_reduce_coalesced (silent)
+BY_HAND_FLAT = """\
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+
+def train(rank, world_size, steps=3):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        x = torch.randn(16, 4) + rank
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        grads = [p.grad for p in model[0].parameters()]
+        flat = _flatten_dense_tensors(grads)
+        dist.all_reduce(flat)
+        for grad, synced in zip(grads, _unflatten_dense_tensors(flat, grads)):
+            grad.copy_(synced / world_size)
+        opt.step()
+"""
+BY_HAND_COALESCED = BY_HAND.replace("""        for p in model[0].parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world_size
+""", """        grads = [p.grad for p in model.parameters()]
+        dist.all_reduce_coalesced(grads)
+        torch._foreach_div_(grads, world_size)
+""")
 INLINE = {"ddp_branches.py": BRANCHES, "ddp_local_write.py": LOCAL_WRITE, "ddp_by_hand.py": BY_HAND,
-          "ddp_by_hand_every.py": BY_HAND.replace("model[0].parameters()", "model.parameters()")}
+          "ddp_by_hand_every.py": BY_HAND.replace("model[0].parameters()", "model.parameters()"),
+          "ddp_by_hand_imported.py": BY_HAND_IMPORTED, "ddp_by_hand_flat.py": BY_HAND_FLAT,
+          "ddp_by_hand_coalesced.py": BY_HAND_COALESCED}
 
 
 def _run_ranks(out, nprocs, names):
@@ -149,7 +187,8 @@ def _shared_run(tmp_path_factory, name, nprocs, names):
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
     return _shared_run(tmp_path_factory, "ddp2", 2, ["ddp_branches.py", "ddp_local_write.py", "ddp_by_hand.py",
-                                                     "ddp_by_hand_every.py", *TWO_RANKS])
+                                                     "ddp_by_hand_every.py", "ddp_by_hand_imported.py",
+                                                     "ddp_by_hand_flat.py", "ddp_by_hand_coalesced.py", *TWO_RANKS])
 
 
 @pytest.fixture(scope="module")
@@ -312,6 +351,27 @@ def test_a_hand_written_all_reduce_that_misses_parameters_is_named_at_the_loop(r
     assert d["details"]["ranks"] == list(range(len(docs))) and d["details"]["step"] == 0
     assert "never `" in d["message"] and "differ across ranks" in d["message"]
     assert [r["location"]["text"] for r in d["related"]] == ["opt.step()"]
+
+
+@pytest.mark.parametrize("name, line", [("ddp_by_hand_imported", "all_reduce(p.grad)"),
+                                        ("ddp_by_hand_flat", "dist.all_reduce(flat)")])
+def test_an_all_reduce_imported_before_the_trace_or_of_a_flat_bucket_is_seen_and_mapped_to_parameters(
+        two, name, line):
+    docs = two[name]
+    for doc in docs:
+        assert doc["internal_errors"] == []
+    [d] = diagnose_job(docs)
+    assert d["code"] == "ddp-grad-mismatch" and d["details"]["by_hand"] is True
+    assert d["location"]["line"] == _inline_line(f"{name}.py", line)
+    assert d["details"]["reduced"] == ["model.0.bias", "model.0.weight"]
+    assert d["details"]["not_reduced"] == ["model.2.bias", "model.2.weight"]
+
+
+def test_an_all_reduce_coalesced_of_every_gradient_stays_silent(two):
+    docs = two["ddp_by_hand_coalesced"]
+    assert [s["by_hand"]["not_reduced"] for s in docs[0]["ddp"]["steps"]] == [[], [], []]
+    assert [len(s["by_hand"]["reduced"]) for s in docs[0]["ddp"]["steps"]] == [4, 4, 4]
+    assert diagnose_job(docs) == []
 
 
 def test_a_hand_written_all_reduce_of_every_gradient_stays_silent(two):

@@ -54,24 +54,47 @@ def install(adapter):
     DistributedDataParallel.forward = forward
     _wrapped.append((DistributedDataParallel, own))
     watch.handles.append(register_optimizer_step_pre_hook(watch.step))
-    _wrap_all_reduce(torch.distributed, watch)
+    _wrap_all_reduce(torch, watch)
 
 
-def _wrap_all_reduce(dist, watch):
-    """``torch.distributed.all_reduce`` notes each tensor it reduces: a gradient all-reduce written by hand (no
-    DDP) is compared across ranks like DDP's, and the parameters it never reduced are named at its line. The
-    attribute of ``torch.distributed`` is wrapped: a name imported from it before the trace started is not."""
-    own = dist.__dict__.get("all_reduce")
-    if own is None:
-        return
+def _wrap_all_reduce(torch, watch):
+    """Every tensor a process group all-reduces from Python is noted: a gradient all-reduce written by hand (no
+    DDP) is compared across ranks like DDP's, and the parameters it never reduced are named at its line.
 
-    def all_reduce(tensor, *args, **kwargs):
-        watch.reduced(tensor)
-        return own(tensor, *args, **kwargs)
+    The process group's own methods are wrapped (``allreduce``, ``allreduce_coalesced``), which
+    ``dist.all_reduce`` and ``dist.all_reduce_coalesced`` look up at each call: a name imported from
+    ``torch.distributed`` before the trace started is seen too. DDP's reducer calls the group from C++, so its
+    own reductions never come here. A flat buffer made by ``torch._utils._flatten_dense_tensors`` (a bucket of
+    gradients reduced at once) stands for the tensors it was made from: the C function that helper looks up is
+    wrapped, and a reduced buffer marks each of them reduced."""
+    group = getattr(torch.distributed, "ProcessGroup", None)
+    for name in ("allreduce", "allreduce_coalesced"):
+        own = getattr(group, "__dict__", {}).get(name)
+        if own is not None:
+            _wrap(group, name, _noting(own, watch.reduced_all))
+    nn = getattr(torch._C, "_nn", None)
+    own = getattr(nn, "flatten_dense_tensors", None)
+    if own is not None:
+        def flatten(tensors, *args, **kwargs):
+            flat = own(tensors, *args, **kwargs)
+            watch.flattened(flat, tensors)
+            return flat
 
-    all_reduce.__wrapped__ = own
-    dist.all_reduce = all_reduce
-    _wrapped.append((dist, own, "all_reduce"))
+        _wrap(nn, "flatten_dense_tensors", flatten)
+
+
+def _noting(own, note):
+    def reduce(self, tensors, *args, **kwargs):
+        note(tensors)
+        return own(self, tensors, *args, **kwargs)
+
+    return reduce
+
+
+def _wrap(owner, name, replacement):
+    replacement.__wrapped__ = owner.__dict__[name]
+    _wrapped.append((owner, owner.__dict__[name], name))
+    setattr(owner, name, replacement)
 
 
 def uninstall(adapter):
@@ -120,6 +143,7 @@ class DDPWatch:
         self.handles = []
         self.by_hand = {}  # data_ptr of each tensor all-reduced by hand since the last step -> the call's location
         self.by_hand_seen = False  # some all_reduce outside DDP reduced a tensor: steps are fingerprinted
+        self.flat = {}  # data_ptr of each flat buffer made since the last step -> its tensors' data_ptrs
 
     # ----- DDP's forward ------------------------------------------------------------------------------------
     def forward(self, own, ddp, inputs, kwargs):
@@ -248,15 +272,35 @@ class DDPWatch:
             self.adapter.internal_error("ddp", exc)
 
     # ----- gradients all-reduced by hand ------------------------------------------------------------------------
-    def reduced(self, tensor):
+    def reduced_all(self, tensors):
+        """A process group's all-reduce of ``tensors`` (one tensor or a list): each is noted as reduced, and the
+        tensors a reduced flat buffer was made from with it."""
         if self.calling is not None or not self.adapter.observing() or self.adapter.tls.quiet:
             return
         try:
+            Tensor = self.adapter.torch.Tensor
+            tensors = [tensors] if isinstance(tensors, Tensor) else [t for t in tensors if isinstance(t, Tensor)]
+            if not tensors:
+                return
             with self.adapter.lock:
                 if not self.by_hand_seen and not self.modules:
                     self._process(self.adapter.torch)
                 self.by_hand_seen = True
-                self.by_hand.setdefault(tensor.data_ptr(), _here())
+                where = _here()
+                for tensor in tensors:
+                    ptr = tensor.data_ptr()
+                    for reduced in (ptr, *self.flat.get(ptr, ())):
+                        self.by_hand.setdefault(reduced, where)
+        except Exception as exc:
+            self.adapter.internal_error("ddp", exc)
+
+    def flattened(self, flat, tensors):
+        """``flat`` is a bucket made of ``tensors``: reducing it reduces them (until the next optimizer step)."""
+        if self.calling is not None or not self.adapter.observing() or self.adapter.tls.quiet:
+            return
+        try:
+            with self.adapter.lock:
+                self.flat[flat.data_ptr()] = [t.data_ptr() for t in tensors]
         except Exception as exc:
             self.adapter.internal_error("ddp", exc)
 
@@ -272,7 +316,7 @@ class DDPWatch:
                 location = self.by_hand.get(p.grad.data_ptr())
                 (reduced if location is not None else missed).append(name)
                 where = where or location
-        self.by_hand = {}
+        self.by_hand, self.flat = {}, {}
         return reduced, missed, where
 
     # ----- optimizer steps ------------------------------------------------------------------------------------
