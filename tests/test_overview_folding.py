@@ -65,8 +65,9 @@ def test_a_stack_of_identical_blocks_is_one_box_that_stands_for_all_of_them():
     edges = {(e.tail, e.head) for e in spec.edges}
     assert all(tail in names and head_ in names and tail != head_ for tail, head_ in edges)
     assert (head.name, fold.name) in edges or (fold.name, head.name) in edges   # the stack feeds the head
-    assert spec.subtitle == ["overview: modules below depth 2 as boxes, repeated ones folded × N; click a box to "
-                             "open it"]
+    assert spec.caption == ("overview: modules below depth 2 as boxes, repeated ones folded × N; click a box to "
+                            "open it")
+    assert (spec.title, spec.subtitle, spec.legend) == ("", [], [])  # said above the stage, not in the picture
 
 
 def test_a_diagnosed_block_stays_in_sight_between_the_folds():

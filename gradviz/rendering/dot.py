@@ -122,11 +122,16 @@ def _cluster_lines(spec, cluster, children, members, depth):
 
 def body_lines(spec):
     """The lines inside ``digraph { … }``, each ending in a newline (the ``graphviz`` package's body)."""
-    graph_attrs = [("rankdir", spec.rankdir), ("fontname", quote(FONT)), ("label", _graph_label(spec)),
-                   ("labelloc", "t"), ("labeljust", "l"), ("nodesep", "0.25"), ("ranksep", "0.35")]
+    graph_attrs = [("rankdir", spec.rankdir), ("fontname", quote(FONT))]
+    if spec.title or spec.subtitle or spec.legend:  # (a picture without a heading: the page says it beside)
+        graph_attrs += [("label", _graph_label(spec)), ("labelloc", "t"), ("labeljust", "l")]
+    graph_attrs += [("nodesep", "0.25"), ("ranksep", "0.35")]
     graph_attrs += [(key, quote(value)) for key, value in sorted(spec.layout.items())]
+    node_attrs = [("fontname", quote(FONT)), ("margin", quote("0.1,0.04"))]
+    if spec.node_height is not None:
+        node_attrs.append(("height", _num(spec.node_height)))
     lines = [f"graph {_attrs(graph_attrs)}",
-             f"node {_attrs([('fontname', quote(FONT)), ('margin', quote('0.1,0.04'))])}",
+             f"node {_attrs(node_attrs)}",
              f"edge {_attrs([('fontname', quote(FONT)), ('fontsize', '9'), ('arrowsize', '0.7')])}"]
     members, children, known = {}, {}, {c.name for c in spec.clusters}
     for node in spec.nodes:

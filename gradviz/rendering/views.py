@@ -79,6 +79,7 @@ class View:
     kind: str = ""  # what opened it: "module", "loop" (unfolded) or "more" (past max_nodes)
     opens: dict = field(default_factory=dict)  # {element id: view key} of elements opening another's view
     tail: list = field(default_factory=list)  # node ids past this view's window: its "… more" box stands for them
+    note: str = ""  # what the picture is, said above it (an overview's caption: it has no heading of its own)
 
 
 @dataclass
@@ -555,6 +556,7 @@ def _page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
             view.error = str(result) or type(result).__name__
             continue
         view.svg, spec, drawer.sources[picture.graph] = result
+        view.note = spec.caption
         first = first_of.get(picture.structure)
         alias = _alias(doc, picture.graph, first.graph) if first is not None and first.svg else None
         if alias and _drawn_alike(drawer.sources[picture.graph], drawer.sources[first.graph], alias):
