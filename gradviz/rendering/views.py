@@ -26,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..document.index import DocIndex
+from .alike import key as alike_key
+from .alike import translated
 from .dot import to_dot
 from .graph import READABLE_NODES, choose_depth
 from .overview import (
@@ -221,6 +223,7 @@ class _Drawer:
         self.capped = 0  # views left out by the byte cap
         self.notes = []  # what the page says under the graph about a view (a depth asked for, not legible)
         self.sources = {}  # graph id -> DOT source of its top-level view
+        self.shared = {}  # alike.key(source) -> (source, svg text) of a view laid out as built
 
     def top(self, graph):
         """(svg, spec, DOT source) of a picture: as ``gradviz graph`` draws it (its depth fitted to the node
@@ -420,20 +423,45 @@ class _Drawer:
                 specs[number], child.svg = found
                 child.packed, child.stands = pack(child.svg), _stands(found[0])
         ready = [number for number, (_, _, item) in enumerate(prepared) if item is not None]
+        alike = {}  # views drawn alike but for their digits: one laid out, the others translated (``alike``)
+        for number in ready:
+            alike.setdefault(alike_key(prepared[number][2][1]), []).append(number)
+        for number in ready:
+            found = self.shared.get(alike_key(prepared[number][2][1]))
+            svg = found and translated(found[1], found[0], prepared[number][2][1])
+            if svg is not None:
+                self._done(prepared[number], specs, number, (prepared[number][2][0], svg))
+        ready = [number for number in ready if number not in specs and
+                 alike[alike_key(prepared[number][2][1])][0] == number]
         size = sum(len(prepared[n][2][0].nodes) + len(prepared[n][2][0].edges) for n in ready)
         runs = min(WORKERS, -(-size // ITEMS_PER_RUN))  # small views: one dot, which costs less than starting more
         batches = [ready[start::runs] for start in range(runs) if ready[start::runs]]
         for batch, results in zip(batches, _map(pool, lambda b: self.lay_out_many([prepared[n][2] for n in b]),
                                                     batches)):
             for number, result in zip(batch, results):
-                child = prepared[number][0]
-                if isinstance(result, Exception):
-                    child.error = str(result) or type(result).__name__
-                    continue
-                specs[number], child.svg = result[0], slim(result[1])
-                child.packed = pack(child.svg)
-                child.stands = _stands(result[0])
+                self._done(prepared[number], specs, number, result)
+                if not isinstance(result, Exception) and result[0] is prepared[number][2][0]:  # as built
+                    self.shared[alike_key(prepared[number][2][1])] = (prepared[number][2][1], result[1])
+        for number, (_, _, item) in enumerate(prepared):  # the views alike the ones just laid out
+            if item is not None and number not in specs and number not in ready:
+                found = self.shared.get(alike_key(item[1]))
+                svg = found and translated(found[1], found[0], item[1])
+                if svg is not None:
+                    self._done(prepared[number], specs, number, (item[0], svg))
+                else:  # (its words do not map one way, or the first one failed): laid out on its own
+                    self._done(prepared[number], specs, number, self.lay_out_many([item])[0])
         return [(child, sub, specs.get(number)) for number, (child, sub, _) in enumerate(prepared)]
+
+    @staticmethod
+    def _done(prepared, specs, number, result):
+        """Record a view's layout ``result`` ((spec, svg text) or the exception) on its child view."""
+        child = prepared[0]
+        if isinstance(result, Exception):
+            child.error = str(result) or type(result).__name__
+            return
+        specs[number], child.svg = result[0], slim(result[1])
+        child.packed = pack(child.svg)
+        child.stands = _stands(result[0])
 
     def below(self, roots, out):
         """The views opened from the elements of ``roots`` ([(view, doc, spec)]), level by level, while the
