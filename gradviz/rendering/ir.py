@@ -4,7 +4,7 @@ Edges always point the way data flows forward (producer → consumer); the backw
 arrows when it is written.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass
@@ -45,6 +45,17 @@ class IR:
     def add(self, item):
         self.items[item.key] = item
         return item
+
+    def copy(self):
+        """A copy to reshape while this one stays as it is (one working graph collapsed at several depths)."""
+        out = IR()
+        out.items = {key: replace(item, lines=list(item.lines), calls=list(item.calls), nodes=list(item.nodes),
+                                  variables=list(item.variables), flags=set(item.flags))
+                     for key, item in self.items.items()}
+        out.edges = [replace(edge) for edge in self.edges]
+        out.clusters, out.notes = dict(self.clusters), list(self.notes)
+        out.unfolded_size, out.graph_ids = self.unfolded_size, set(self.graph_ids)
+        return out
 
     def edge(self, src, dst, kind="data", label=""):
         self.edges.append(Edge(src, dst, kind, label))

@@ -14,7 +14,7 @@ import re
 from .dot import to_dot
 from .estimate import drawn_size
 from .fold_boxes import fold_repeated_boxes, merge
-from .graph import build_graph
+from .graph import build_graph, working_graph
 from .spec import Row
 
 STAGE_PX = (900, 420)  # the page's graph stage at a 1280x800 window (report.css: the viewer beside the inspector)
@@ -166,8 +166,10 @@ def overview(doc, graph, run, index=None, **options):
     # op-level fold (``collapse.fold_repeats``) would fold them in with the rest
     fold = options.pop("fold_loops", True)
     drawn, last_size = [], None  # [(estimated px, spec, depth)], shallowest first
+    base = working_graph(doc, None, [graph], options.get("forward") or options.get("architecture", False), False,
+                         index)  # one walk, every depth
     for depth in range(0, 64):
-        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, fold_loops=False, **options)
+        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, fold_loops=False, base=base, **options)
         if depth == 0 and not module_boxes_possible(spec):
             return None
         if len(spec.nodes) == last_size:

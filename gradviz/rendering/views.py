@@ -275,17 +275,20 @@ class _Drawer:
         """(spec, DOT source, options) of part of ``graph`` (``doc`` restricted to it) at the depth that fits the
         node budget, ``at_least`` that; not laid out yet."""
         from .dot import to_dot
-        from .graph import build_graph
+        from .graph import build_graph, working_graph
 
         options = dict(self.options, **(extra or {}))
         index = self.index.with_graphs_of(doc)
         depth = options.pop("depth", None)
+        base = working_graph(doc, options.get("iteration"), [graph], options.get("forward") or
+                             options.get("architecture", False), options.get("fold_loops", True), index)
+        # (walked once: for the depth and for the picture)
         if depth is None:
             depth = choose_depth(doc, [graph], self.node_budget, forward=options.get("forward", False),
                                  fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True,
-                                 index=index)
+                                 index=index, base=base)
         options.update(graphs=[graph], depth=depth)
-        spec = build_graph(doc, index=index, **options)
+        spec = build_graph(doc, index=index, base=base, **options)
         return spec, to_dot(spec), options
 
     def lay_out_many(self, items):
