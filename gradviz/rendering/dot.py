@@ -2,6 +2,7 @@
 escaping every user string: labels are HTML-like with entity escaping, other strings fully escaped and quoted.
 """
 
+import functools
 import re
 
 FONT = "Helvetica"
@@ -10,8 +11,13 @@ _SAFE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _clean(text):
+    return _clean_text(str(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a page writes the same op names and shapes thousands of times
+def _clean_text(text):
     # Lone surrogates and control characters would break the file or Graphviz's HTML parser.
-    text = str(text).encode("utf-8", "replace").decode("utf-8")
+    text = text.encode("utf-8", "replace").decode("utf-8")
     return _CONTROL.sub("\ufffd", text.replace("\t", " ").replace("\r\n", "\n").replace("\r", "\n"))
 
 

@@ -395,13 +395,16 @@ def _assign_calls(ir, index):
         if "parameter" not in item.flags or not item.variables:
             continue
         name = index.variables[item.variables[0]].get("name") or ""
-        owners = [p for p in chains if name.startswith(p + ".")]
-        if not owners:
+        # the modules whose path leads the name up to a dot ("model.0" of "model.0.weight"), the longest
+        owner = next((name[:at] for at in range(len(name) - 1, 0, -1) if name[at] == "." and name[:at] in chains),
+                     None)
+        if owner is None:
             continue
-        owner = max(owners, key=len)
-        calls = {tuple(c.calls[:[_path_of(k) for k in c.calls].index(owner) + 1])
-                 for c in (ir.items[e.dst] for e in consumers[item.key])
-                 if owner in [_path_of(k) for k in c.calls]}
+        calls = set()
+        for edge in consumers[item.key]:
+            paths = [_path_of(k) for k in ir.items[edge.dst].calls]
+            if owner in paths:
+                calls.add(tuple(ir.items[edge.dst].calls[:paths.index(owner) + 1]))
         if len(calls) == 1:
             item.calls = list(calls.pop())
     for item in ir.items.values():
