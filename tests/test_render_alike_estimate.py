@@ -18,20 +18,20 @@ needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not 
 _SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
 
 
-def two_blocks_doc():
+def two_blocks_doc(widths=(256, 512)):
     """``net.block3`` and ``net.block4`` reading one op outside them: the same ops, shapes (64, 256) and
     (64, 512), parameters of their own."""
     b = DocBuilder("blocks.py")
     b.module("net", "Net")
     x = b.op("ViewBackward0", [b.leaf("x", (64, 128))], (64, 128))  # both blocks read this op outside them
     outs = []
-    for block, width in ((3, 256), (4, 512)):
+    for block, width in zip((3, 4), widths):
         path = f"net.block{block}"
         b.module(path, "Block")
         y = b.op("MmBackward0", [x, b.leaf(f"{path}.weight", (width, width), parameter=True)], (64, width),
                  module=["net", path])
         outs.append(b.op("ReluBackward0", [y], (64, width), module=["net", path]))
-    b.backward(b.op("SumBackward0", [b.op("CatBackward0", outs, (64, 768))], ()))
+    b.backward(b.op("SumBackward0", [b.op("CatBackward0", outs, (64, sum(widths)))], ()))
     return b.finish()
 
 
@@ -50,8 +50,9 @@ def test_a_word_standing_for_two_words_is_not_translated():
 
 
 @needs_dot
-def test_the_second_of_two_alike_blocks_is_its_own_picture_without_a_layout_of_its_own():
-    doc = two_blocks_doc()
+@pytest.mark.parametrize("widths", [(256, 512), (256, 256)])  # a number changes (word by word), or only names
+def test_the_second_of_two_alike_blocks_is_its_own_picture_without_a_layout_of_its_own(widths):
+    doc = two_blocks_doc(widths)
     first, second = block_source(doc, 3), block_source(doc, 4)
     assert first != second and key(first) == key(second)
     laid = run_dot(first, "svg", 10.0).decode("utf-8")
@@ -59,7 +60,7 @@ def test_the_second_of_two_alike_blocks_is_its_own_picture_without_a_layout_of_i
     assert made == run_dot(second, "svg", 10.0).decode("utf-8")   # byte for byte what dot draws of it
     ids = {n["id"] for n in doc["nodes"] if "net.block4" in n["module"]}
     assert {int(i) for i in re.findall(r'id="gv&#45;n(\d+)"', made)} == ids
-    assert ">net.block4.weight</text>" in made and "block3" not in made and "(64, 512)" in made
+    assert ">net.block4.weight</text>" in made and "block3" not in made and f"(64, {widths[1]})" in made
     assert re.findall(r'points="[^"]*"', made) == re.findall(r'points="[^"]*"', laid)  # coordinates untouched
 
 
