@@ -186,18 +186,17 @@ def overview(doc, graph, run, index=None, **options):
             break
     if not drawn:
         return None
-    legible_ones = [item for item in drawn if item[0] >= MIN_TEXT_PX]
-    chosen = legible_ones[-1] if legible_ones else drawn[0]
-    if one_box(chosen[1]) and drawn[-1] is not chosen:
-        chosen = drawn[drawn.index(chosen) + 1]  # one box says nothing a click would not: one level deeper
+    legible_at = [number for number, item in enumerate(drawn) if item[0] >= MIN_TEXT_PX]
+    number = legible_at[-1] if legible_at else 0
+    if one_box(drawn[number][1]) and number + 1 < len(drawn):
+        number += 1  # one box says nothing a click would not: one level deeper
     while True:
-        _, spec, depth = chosen
+        _, spec, depth = drawn[number]
         source = to_dot(spec)
         (svg,) = run([source])
-        number = drawn.index(chosen)
-        if legible(svg) or number == 0 or chosen not in legible_ones or one_box(drawn[number - 1][1]):
+        if legible(svg) or number == 0 or number not in legible_at or one_box(drawn[number - 1][1]):
             return spec, source, svg, depth
-        chosen = drawn[number - 1]  # the estimate was too kind: the depth above, which is smaller
+        number -= 1  # the estimate was too kind: the depth above, which is smaller
 
 
 def _estimated(spec, rankdir):
