@@ -62,14 +62,16 @@ REAL_VIEWS = {  # picture suffix -> build_graph options (the default picture fir
     "": {}, "-full": {"node_budget": None}, "-forward": {"forward": True, "node_budget": None},
     "-architecture": {"architecture": True}, "-lr": {"rankdir": "LR"},
 }
-PAGE_MODELS = {"transformer4": ("transformer_doc", {"layers": 4}), "resnet48": ("resnet_doc", {"blocks": 48})}
+PAGE_MODELS = {"transformer4": ("transformer_doc", {"layers": 4}), "resnet48": ("resnet_doc", {"blocks": 48}),
+               "lstm35": ("unrolled_lstm_lm_doc", {})}
 PAGE_WINDOW = (1280, 800)
 
 
 def screenshot_pages(out, suffix):
-    """report.html's first screen for a 4-layer transformer and a 48-block ResNet (tests/viewer_models.py) in
-    headless Chromium at 1280x800: ``<out>/page-<model><suffix>.png``; prints the node text's size at fit and
-    the nodes in sight. The gradviz imported draws the page: ``PYTHONPATH=<old checkout>`` gives the before."""
+    """report.html's first screen for a 4-layer transformer, a 48-block ResNet and a 2-layer LSTM language model
+    unrolled over 35 steps (tests/viewer_models.py) in headless Chromium at 1280x800:
+    ``<out>/page-<model><suffix>.png``; prints the node text's size at fit and the nodes in sight. The gradviz
+    imported draws the page: ``PYTHONPATH=<old checkout>`` gives the before."""
     import shutil
     import tempfile
 

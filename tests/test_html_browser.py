@@ -425,6 +425,31 @@ def test_the_first_view_of_a_big_model_is_a_legible_overview_whose_boxes_open_do
         browser.set_window_size(1440, 900)
 
 
+def test_an_unrolled_lstms_overview_reads_at_10_px_at_fit_and_says_what_it_is_above_the_stage(browser, tmp_path):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from viewer_models import unrolled_lstm_lm_doc
+
+    doc = unrolled_lstm_lm_doc()
+    browser.set_window_size(1280, 800)
+    try:
+        open_report(browser, tmp_path, doc)
+        assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
+        sizes = fit_text_px(browser)
+        assert sizes and sizes[0] >= 10                              # was 8.0 px: the page zoomed onto the top
+        drawn = len(browser.find_elements(By.CSS_SELECTOR, "#stage g.node"))
+        assert visible_nodes(browser) == drawn >= 8                   # the whole model in sight
+        assert "model.cells.0 → model.cells.1 × 35" in box_titles(browser)
+        assert browser.find_element(By.ID, "view-note").text.startswith("overview: modules below depth 1 as boxes")
+        open_box(browser, "model.cells.0 → model.cells.1 × 35")     # the 35 steps open, each cell a box
+        assert len(box_titles(browser)) == 70 and browser.find_element(By.ID, "view-note").text == ""
+        assert severe(browser) == []
+    finally:
+        browser.set_window_size(1440, 900)
+
+
 def test_search_lands_on_an_op_inside_an_unrolled_lstm_opening_what_encloses_it(browser, tmp_path):
     pytest.importorskip("torch")
     from selenium.webdriver.common.by import By

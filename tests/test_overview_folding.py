@@ -65,8 +65,9 @@ def test_a_stack_of_identical_blocks_is_one_box_that_stands_for_all_of_them():
     edges = {(e.tail, e.head) for e in spec.edges}
     assert all(tail in names and head_ in names and tail != head_ for tail, head_ in edges)
     assert (head.name, fold.name) in edges or (fold.name, head.name) in edges   # the stack feeds the head
-    assert spec.subtitle == ["overview: modules below depth 2 as boxes, repeated ones folded × N; click a box to "
-                             "open it"]
+    assert spec.caption == ("overview: modules below depth 2 as boxes, repeated ones folded × N; click a box to "
+                            "open it")
+    assert (spec.title, spec.subtitle, spec.legend) == ("", [], [])  # said above the stage, not in the picture
 
 
 def test_a_diagnosed_block_stays_in_sight_between_the_folds():
@@ -153,3 +154,23 @@ def test_a_depth_asked_for_is_kept_and_the_page_says_it_is_not_legible():
     page = html_report(doc)  # not asked: the overview
     top = page.split('<template id="tpl-g0">', 1)[1].split("</template>", 1)[0]
     assert "net.layers.0–7 (Block) × 8" in top and "as asked" not in page
+
+
+@needs_dot
+def test_an_overview_the_estimate_took_for_legible_is_drawn_one_depth_up_when_dot_draws_it_smaller(monkeypatch):
+    import gradviz.rendering.overview as overview_module
+
+    doc, _ = stack_doc(blocks=6, ops=12, diagnosed_block=2)  # depth 2: the diagnosed block's 12 ops in a column
+    laid = []
+
+    def run(sources):
+        laid.append(len(sources))
+        return run_dot_each(sources, 10.0)
+
+    honest = overview(doc, 0, run)
+    assert len(laid) == 1 and honest[3] == 1             # the estimate chose depth 1 and only it was laid out
+    laid.clear()
+    monkeypatch.setattr(overview_module, "estimated_px_at_fit", lambda spec: 50.0)   # every depth "legible"
+    spec, _, svg, depth = overview(doc, 0, run)
+    assert len(laid) == 2 and depth == 1                 # depth 2 laid out, illegible: depth 1 drawn instead
+    assert overview_module.legible(svg) and "MulBackward0" not in titles(spec)

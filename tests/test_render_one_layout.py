@@ -87,7 +87,7 @@ def test_a_session_lays_out_graph_after_graph_in_one_dot_and_gives_what_a_plain_
     started = _counting_popen(monkeypatch)
     with dot_session.session() as session:
         laid = [layout.run_dot(source, "svg", 10) for source in sources]
-        assert len(session.idle) == 1
+        assert len(session.idle["svg"]) == 1
     assert laid[:2] == plain[:2] and laid[2].count(b"</svg>") == 2   # (a graph is named as a fresh dot names it)
     def unnamed(svg):
         return re.sub(rb"%\d+|page\d+,\d+_", b"", svg)
@@ -96,11 +96,26 @@ def test_a_session_lays_out_graph_after_graph_in_one_dot_and_gives_what_a_plain_
 
 
 @needs_dot
+def test_a_png_or_pdfs_layout_goes_to_the_sessions_dot_and_is_what_a_plain_dot_tdot_gives(monkeypatch):
+    # (``raster.laid_out``: ``dot -Tdot`` writes the positions a PNG is then drawn from)
+    sources = ["digraph {\n\tsubgraph cluster_0 {\n\t\ta -> b\n\t}\n\tb -> c\n}\n",
+               "digraph {\n\tc -> d -> e\n\te [label=\"}\\n}\"]\n}\n"]   # a label that reads like an end
+    plain = [layout.run_dot(source, "dot", 10) for source in sources]
+    started = _counting_popen(monkeypatch)
+    with dot_session.session() as session:
+        laid = [layout.run_dot(source, "dot", 10) for source in sources]
+        svg = layout.run_dot(sources[0], "svg", 10)
+        assert len(session.idle["dot"]) == 1 and len(session.idle["svg"]) == 1
+    assert laid == plain and b'bb="' in laid[0] and b"</svg>" in svg
+    assert sorted(args[1:] for args in started) == [["-Tdot"], ["-Tsvg"]]   # one dot a format, for all graphs
+
+
+@needs_dot
 def test_a_graph_dot_rejects_in_a_session_fails_with_dots_message_and_the_next_one_still_lays_out():
     with dot_session.session() as session:
         with pytest.raises(RuntimeError, match=r"^dot failed: .*syntax error"):
             layout.run_dot("digraph {\n\ta -> \n}\n", "svg", 10)
-        assert session.idle == []                                # the process that exited is not reused
+        assert session.idle == {"svg": []}                                # the process that exited is not reused
         assert layout.run_dot("digraph {\n\ta -> b\n}\n", "svg", 10).rstrip().endswith(b"</svg>")
 
 
@@ -111,7 +126,7 @@ def test_a_layout_past_its_time_in_a_session_is_a_layout_timeout_and_its_dot_is_
     with dot_session.session() as session:
         with pytest.raises(layout.LayoutTimeout, match="longer than 0.1 s"):
             layout.run_dot("digraph {\n" + edges + "}\n", "svg", timeout=0.1)
-        assert session.idle == []
+        assert session.idle == {"svg": []}
     assert len(started) == 1
 
 

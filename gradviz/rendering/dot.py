@@ -2,6 +2,7 @@
 escaping every user string: labels are HTML-like with entity escaping, other strings fully escaped and quoted.
 """
 
+import functools
 import re
 
 FONT = "Helvetica"
@@ -10,8 +11,13 @@ _SAFE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _clean(text):
+    return _clean_text(str(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a page writes the same op names and shapes thousands of times
+def _clean_text(text):
     # Lone surrogates and control characters would break the file or Graphviz's HTML parser.
-    text = str(text).encode("utf-8", "replace").decode("utf-8")
+    text = text.encode("utf-8", "replace").decode("utf-8")
     return _CONTROL.sub("\ufffd", text.replace("\t", " ").replace("\r\n", "\n").replace("\r", "\n"))
 
 
@@ -122,11 +128,16 @@ def _cluster_lines(spec, cluster, children, members, depth):
 
 def body_lines(spec):
     """The lines inside ``digraph { … }``, each ending in a newline (the ``graphviz`` package's body)."""
-    graph_attrs = [("rankdir", spec.rankdir), ("fontname", quote(FONT)), ("label", _graph_label(spec)),
-                   ("labelloc", "t"), ("labeljust", "l"), ("nodesep", "0.25"), ("ranksep", "0.35")]
+    graph_attrs = [("rankdir", spec.rankdir), ("fontname", quote(FONT))]
+    if spec.title or spec.subtitle or spec.legend:  # (a picture without a heading: the page says it beside)
+        graph_attrs += [("label", _graph_label(spec)), ("labelloc", "t"), ("labeljust", "l")]
+    graph_attrs += [("nodesep", "0.25"), ("ranksep", "0.35")]
     graph_attrs += [(key, quote(value)) for key, value in sorted(spec.layout.items())]
+    node_attrs = [("fontname", quote(FONT)), ("margin", quote("0.1,0.04"))]
+    if spec.node_height is not None:
+        node_attrs.append(("height", _num(spec.node_height)))
     lines = [f"graph {_attrs(graph_attrs)}",
-             f"node {_attrs([('fontname', quote(FONT)), ('margin', quote('0.1,0.04'))])}",
+             f"node {_attrs(node_attrs)}",
              f"edge {_attrs([('fontname', quote(FONT)), ('fontsize', '9'), ('arrowsize', '0.7')])}"]
     members, children, known = {}, {}, {c.name for c in spec.clusters}
     for node in spec.nodes:

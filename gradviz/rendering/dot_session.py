@@ -1,4 +1,4 @@
-"""Long-lived ``dot -Tsvg`` processes for a run that lays out many graphs.
+"""Long-lived ``dot -Tsvg`` (and ``-Tdot``) processes for a run that lays out many graphs.
 
 Starting ``dot`` costs about 15 ms of CPU (its plugins and fonts) whatever the graph, more than laying out a
 small one: ``gradviz run`` on an MLP started it four times (the picture file, the page's overview, a box's
@@ -24,7 +24,7 @@ import time
 
 _ACTIVE = contextvars.ContextVar("gradviz_dot_session", default=None)
 _GRAPH_START = re.compile(r"(?m)^(?=digraph \{$)")  # how ``dot.to_dot`` starts every graph
-_END = b"</svg>"
+_ENDS = {"svg": b"</svg>", "dot": b"\n}"}  # how each format's output of one graph ends (after its last newline)
 _ANONYMOUS = re.compile(rb"<!-- Title: (%\d+) Pages")
 _PAGED = re.compile(rb'<g id="page\d+,\d+_graph0" class="graph"')
 
@@ -36,35 +36,37 @@ class Timeout(Exception):
 class Session:
     def __init__(self, exe):
         self.exe = exe
-        self.idle = []
+        self.idle = {}  # format -> processes waiting for a graph
         self.lock = threading.Lock()
         self.anonymous = None  # the name a fresh dot gives the first anonymous graph it reads
 
-    def run(self, source, timeout):
-        """The SVG of every graph in ``source`` (DOT text from ``to_dot``, one graph or several), or None when a
-        process exited on it; raises ``Timeout`` after ``timeout`` seconds."""
+    def run(self, source, timeout, fmt="svg"):
+        """The SVG (``fmt`` "svg") or laid-out DOT ("dot": every position, for a PNG or PDF drawn from it) of every
+        graph in ``source`` (DOT text from ``to_dot``, one graph or several), or None when a process exited on
+        it; raises ``Timeout`` after ``timeout`` seconds."""
         graphs = [part for part in _GRAPH_START.split(source) if part.strip()]
         if not graphs or not all(part.startswith("digraph {") for part in graphs):
             return None  # not DOT as gradviz writes it: a plain ``dot`` run reads it
         deadline = time.monotonic() + timeout
         with self.lock:
-            process = self.idle.pop() if self.idle else None
+            idle = self.idle.setdefault(fmt, [])
+            process = idle.pop() if idle else None
         if process is None:
-            process = subprocess.Popen([self.exe, "-Tsvg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            process = subprocess.Popen([self.exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=subprocess.DEVNULL)
         out = []
         try:
             for graph in graphs:
-                svg = _one(process, graph, deadline)
-                if svg is None:
+                data = _one(process, graph, deadline, _ENDS[fmt])
+                if data is None:
                     _stop(process)
                     return None
-                out.append(self.named(svg))
+                out.append(self.named(data) if fmt == "svg" else data)
         except BaseException:
             _stop(process)
             raise
         with self.lock:
-            self.idle.append(process)
+            self.idle[fmt].append(process)
         return b"".join(out)
 
     def named(self, svg):
@@ -87,7 +89,7 @@ class Session:
 
     def close(self):
         with self.lock:
-            processes, self.idle = self.idle, []
+            processes, self.idle = [p for idle in self.idle.values() for p in idle], {}
         for process in processes:
             with contextlib.suppress(OSError):
                 process.stdin.close()  # dot ends when its input does
@@ -98,8 +100,8 @@ class Session:
             _stop(process)
 
 
-def _one(process, graph, deadline):
-    """One graph's SVG from ``process``; None when the process exits first."""
+def _one(process, graph, deadline, end=_ENDS["svg"]):
+    """One graph's output from ``process``, read until it ends with ``end``; None when the process exits first."""
     try:
         process.stdin.write(graph.encode("utf-8") if graph.endswith("\n") else (graph + "\n").encode("utf-8"))
         process.stdin.flush()
@@ -108,7 +110,7 @@ def _one(process, graph, deadline):
     text, fd = bytearray(), process.stdout.fileno()
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
-        while not text.rstrip().endswith(_END):  # (dot escapes text: only the document's end reads so)
+        while not text.rstrip().endswith(end):  # (dot escapes text: only the output's end reads so)
             left = deadline - time.monotonic()
             if left <= 0 or not selector.select(left):
                 raise Timeout()

@@ -70,14 +70,16 @@ def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=Tr
 
 
 def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at_least=0, open_single=False,
-                 index=None):
+                 index=None, base=None):
     """The module depth to draw graphs ``graph_ids`` of trace document ``doc`` at so the picture has at most
     ``node_budget`` nodes: the deepest that fits (a transformer's layers as boxes rather than 100 ops). The
     whole graph's depth when it fits as it is; ``at_least`` (0 by default) when nothing deeper fits: the inside
     of a module box is drawn at least one level below the box, or it would be the box again. ``open_single``:
     never a depth at which every op is in one and the same box (a picture of one box says nothing; the page
-    draws the box's inside instead, over the budget if need be). ``index``: ``doc``'s ``DocIndex``, if made."""
-    ir = working_graph(doc, graphs=graph_ids, forward=forward, fold_loops=fold_loops, index=index)[3]
+    draws the box's inside instead, over the budget if need be). ``index``: ``doc``'s ``DocIndex``, if made;
+    ``base``: ``working_graph``'s result for the same arguments, when the caller has it (it is not changed)."""
+    ir = base[3].copy() if base is not None else \
+        working_graph(doc, graphs=graph_ids, forward=forward, fold_loops=fold_loops, index=index)[3]
     depth = max(collapse.depth_for_budget(ir, node_budget), at_least)
     while open_single and depth < collapse.module_depth(ir) and collapse.one_box(ir, depth):
         depth += 1
@@ -86,7 +88,7 @@ def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at
 
 def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
                 max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True, rankdir=None,
-                node_budget=READABLE_NODES, architecture=False, index=None):
+                node_budget=READABLE_NODES, architecture=False, index=None, base=None):
     """The picture of one iteration's graph(s) as a ``GraphSpec``.
 
     ``depth``: collapse modules deeper than this into boxes; when not given and the picture has more than
@@ -96,11 +98,15 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     ``rankdir``: TB, LR, BT or RL (default: the backward graph bottom to top, the forward view top to bottom).
     ``architecture``: the forward view with every module as one box (its class, parameters, input and output
     shapes) and the ops between modules as ops, as torchview draws a model. ``index``: ``doc``'s ``DocIndex``
-    when the caller has one (a page drawing many parts of one document).
+    when the caller has one (a page drawing many parts of one document). ``base``: ``working_graph(doc,
+    iteration, graphs, forward, fold_loops, index)`` made once for several pictures of it (not changed here).
     """
     rankdir = check_rankdir(rankdir)
     forward = forward or architecture
-    index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops, index)
+    if base is not None:
+        index, chosen, node_ids, ir = base[0], base[1], base[2], base[3].copy()
+    else:
+        index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops, index)
     before, folded = ir.unfolded_size, ir.size()
     budget = min(node_budget, max_nodes) if node_budget else max_nodes
     deepest = collapse.module_depth(ir)
@@ -389,13 +395,16 @@ def _assign_calls(ir, index):
         if "parameter" not in item.flags or not item.variables:
             continue
         name = index.variables[item.variables[0]].get("name") or ""
-        owners = [p for p in chains if name.startswith(p + ".")]
-        if not owners:
+        # the modules whose path leads the name up to a dot ("model.0" of "model.0.weight"), the longest
+        owner = next((name[:at] for at in range(len(name) - 1, 0, -1) if name[at] == "." and name[:at] in chains),
+                     None)
+        if owner is None:
             continue
-        owner = max(owners, key=len)
-        calls = {tuple(c.calls[:[_path_of(k) for k in c.calls].index(owner) + 1])
-                 for c in (ir.items[e.dst] for e in consumers[item.key])
-                 if owner in [_path_of(k) for k in c.calls]}
+        calls = set()
+        for edge in consumers[item.key]:
+            paths = [_path_of(k) for k in ir.items[edge.dst].calls]
+            if owner in paths:
+                calls.add(tuple(ir.items[edge.dst].calls[:paths.index(owner) + 1]))
         if len(calls) == 1:
             item.calls = list(calls.pop())
     for item in ir.items.values():

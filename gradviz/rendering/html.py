@@ -15,6 +15,7 @@ from ..document import DocIndex
 from .ranks import ranks_section
 from .style import backward_calls, backward_checks_text, human_bytes, tensor_name
 from .svg import inline_svg
+from .verdict import stopped_at, verdict_text
 
 
 def _asset(name):
@@ -259,13 +260,8 @@ def _source_link(loc):
 def _diagnostic_bar(doc):
     """The top bar: every diagnostic, most severe first, each with its nodes to step through."""
     diags = doc.get("diagnostics", [])
-    if not diags:
-        if not doc.get("graphs"):
-            note = "No diagnostics, but the trace saw no graph at all: there was nothing to check."
-        elif doc.get("unseen"):
-            note = "No diagnostics in what the trace saw; see above for what it did not see."
-        else:
-            note = "No diagnostics: nothing suspicious was found."
+    if not diags:  # the terminal's first line, word for word (``verdict.py``)
+        note = verdict_text(doc, stopped_at(doc))
         return f'<p class="muted" id="no-diagnostics">{html.escape(note)}</p>'
     rows = []
     for pos in diagnostic_order(doc):
@@ -404,7 +400,8 @@ def _view_data(views, doc):
                     "iteration": view.iteration, "which": view.which, "parent": view.parent, "box": view.box,
                     "same_as": view.same_as, "alias": {str(k): v for k, v in view.alias.items()},
                     "boxes": view.boxes, "opens": view.opens, "drawn": view.svg is not None, "kind": view.kind,
-                    "holds": {elem: ids for elem, ids in view.stands}, "error": view.error})
+                    "holds": {elem: ids for elem, ids in view.stands}, "error": view.error,
+                    "note": view.note})
         for kind, number in _DRAWN_ID.findall(view.svg or view.source or ""):
             where.setdefault(f"{kind}{number}", view.key)
         if view.packed is not None:

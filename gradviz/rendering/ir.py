@@ -46,6 +46,15 @@ class IR:
         self.items[item.key] = item
         return item
 
+    def copy(self):
+        """A copy to reshape while this one stays as it is (one working graph collapsed at several depths)."""
+        out = IR()
+        out.items = {key: _copied(item) for key, item in self.items.items()}
+        out.edges = [Edge(edge.src, edge.dst, edge.kind, edge.label, edge.count) for edge in self.edges]
+        out.clusters, out.notes = dict(self.clusters), list(self.notes)
+        out.unfolded_size, out.graph_ids = self.unfolded_size, set(self.graph_ids)
+        return out
+
     def edge(self, src, dst, kind="data", label=""):
         self.edges.append(Edge(src, dst, kind, label))
 
@@ -89,3 +98,15 @@ class IR:
         for edge in self.edges:
             into[edge.dst].append(edge)
         return into
+
+
+def _copied(item):
+    """``item`` with lists and sets of its own (``dataclasses.replace`` costs ten times more: a page copies
+    thousands)."""
+    out = object.__new__(Item)
+    fields = dict(item.__dict__)
+    for name in ("lines", "calls", "nodes", "variables"):
+        fields[name] = list(fields[name])
+    fields["flags"] = set(fields["flags"])
+    out.__dict__ = fields
+    return out

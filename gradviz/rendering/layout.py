@@ -41,9 +41,9 @@ def run_dot(source, fmt, timeout):
     if exe is None:
         raise DotNotFoundError()
     current = dot_session.active()
-    if current is not None and fmt == "svg":  # a dot already started (``dot_session``)
+    if current is not None and fmt in ("svg", "dot"):  # a dot already started (``dot_session``)
         try:
-            data = current.run(source, max(timeout, 0.05))
+            data = current.run(source, max(timeout, 0.05), fmt)
         except dot_session.Timeout as exc:
             raise LayoutTimeout(f"dot took longer than {timeout:.1f} s") from exc
         if data is not None:

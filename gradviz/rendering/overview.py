@@ -3,22 +3,26 @@ page's graph stage with its text legible at "fit" (module boxes with their op co
 "× N", the ops outside modules such as the loss drawn as ops). A module box opens its inside (``views``).
 
 A picture is kept as it is when it already fits; otherwise each depth from 0 down is drawn compactly (a box
-says its module and counts, no legend or notes under the heading; repeated boxes folded, ``fold_boxes.py``) top
-to bottom and left to right, and the deepest that fits wins. An overview that would be one module box (all a
-click away) is drawn one level deeper instead, legible or not. Reads the document only.
+says its module and counts; no heading in the picture: the page says what it is beside it; ranks close together;
+repeated boxes folded, ``fold_boxes.py``), its size at fit estimated top to bottom and left to right
+(``estimate.py``, no layout), and only the deepest that fits is laid out, once. An overview that would be one
+module box (all a click away) is drawn one level deeper instead, legible or not. Reads the document only.
 """
 
 import re
 
 from .dot import to_dot
+from .estimate import drawn_size
 from .fold_boxes import fold_repeated_boxes, merge
-from .graph import build_graph
+from .graph import build_graph, working_graph
 from .spec import Row
 
 STAGE_PX = (900, 420)  # the page's graph stage at a 1280x800 window (report.css: the viewer beside the inspector)
 MIN_TEXT_PX = 10  # node titles on screen at fit at least this
 TITLE_PT = 11  # the font size dot draws node titles at (style.py): one SVG unit per point
-RANKDIRS = ("BT", "LR")  # the overview is drawn both ways; the one whose text reads larger at fit is kept
+RANKDIRS = ("BT", "LR")  # the overview is measured both ways; the one whose text reads larger at fit is drawn
+RANKSEP = "0.2"  # inches between ranks in an overview (0.35 elsewhere): a column of 9 boxes then reads at 10 px
+NODE_HEIGHT = 0.3  # inches, the least height of an overview's node (dot's 0.5 leaves a one-line op half empty)
 MAX_OVERVIEW_NODES = 40  # a depth drawing more nodes than this never fits the stage legibly: not laid out
 _OPS = re.compile(r"([\d,]+) ops\b")
 _SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
@@ -35,6 +39,12 @@ def text_px_at_fit(svg, stage=STAGE_PX):
 
 def legible(svg):
     return text_px_at_fit(svg) >= MIN_TEXT_PX
+
+
+def estimated_px_at_fit(spec, stage=STAGE_PX):
+    """``text_px_at_fit`` of ``spec`` once laid out, estimated from the spec alone (``estimate.drawn_size``)."""
+    width, height = drawn_size(spec)
+    return TITLE_PT * min(stage[0] / max(width, 1.0), stage[1] / max(height, 1.0))
 
 
 def compact(spec, depth, accumulators=frozenset(), pinned=frozenset(), fold=True):
@@ -58,9 +68,10 @@ def compact(spec, depth, accumulators=frozenset(), pinned=frozenset(), fold=True
             params = len(node.doc_nodes) - ops
             node.rows[1].text = f"{ops:,} ops · {params:,} parameters · repeated blocks folded"
     _absorb_leaves(spec)
-    spec.subtitle = [f"overview: modules below depth {depth} as boxes"
-                     + (", repeated ones folded × N" if folds else "") + "; click a box to open it"]
-    spec.legend = []
+    spec.caption = (f"overview: modules below depth {depth} as boxes"
+                    + (", repeated ones folded × N" if folds else "") + "; click a box to open it")
+    spec.title, spec.subtitle, spec.legend = "", [], []  # the page shows the caption above the stage
+    spec.layout["ranksep"], spec.node_height = RANKSEP, NODE_HEIGHT
     return spec
 
 
@@ -143,39 +154,51 @@ def one_box(spec):
 
 
 def overview(doc, graph, run, index=None, **options):
-    """(spec, DOT source, svg text, depth) of the deepest depth of ``graph`` that is legible at fit, or of depth
-    0 (the most compact) when none is; one level deeper when that is a single module box (legible or not);
-    None when the graph has no module to draw as a box. ``run(sources)``: the SVG text of each DOT source (the
-    page's ``dot`` with its budget)."""
-    best, deeper, last_size = None, None, None
+    """(spec, DOT source, svg text, depth) of the deepest depth of ``graph`` whose picture is legible at fit, or
+    of depth 0 (the most compact) when none is; one level deeper when that is a single module box (legible or
+    not); None when the graph has no module to draw as a box. Depths and directions are compared by their
+    estimated size (``estimated_px_at_fit``); only the one chosen is laid out, and should dot draw it smaller
+    than estimated, illegible, the next depth up is laid out instead. ``run(sources)``: the SVG text of each
+    DOT source (the page's ``dot`` with its budget)."""
     accumulators = {n["id"] for n in doc.get("nodes", []) if n.get("op") == "AccumulateGrad"}
     pinned = pinned_nodes(doc, graph)
     # repeats are folded here as boxes, where a diagnosed block or the loss can be kept out of the fold; the
     # op-level fold (``collapse.fold_repeats``) would fold them in with the rest
     fold = options.pop("fold_loops", True)
+    drawn, last_size = [], None  # [(estimated px, spec, depth)], shallowest first
+    base = working_graph(doc, None, [graph], options.get("forward") or options.get("architecture", False), False,
+                         index)  # one walk, every depth
     for depth in range(0, 64):
-        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, fold_loops=False, **options)
+        spec = build_graph(doc, graphs=[graph], depth=depth, index=index, fold_loops=False, base=base, **options)
         if depth == 0 and not module_boxes_possible(spec):
             return None
         if len(spec.nodes) == last_size:
             break  # no deeper module level: the last depth drawn is the deepest
         last_size = len(spec.nodes)
+        if depth and any(node.kind == "more" for node in spec.nodes):
+            break  # past ``max_nodes``: drawn as boxes again, with some left out, so no deeper than the last
         spec = compact(spec, depth, accumulators, pinned, fold)
         if len(spec.nodes) > MAX_OVERVIEW_NODES:
             break  # too many to read, even folded
-        sources = []
-        for rankdir in RANKDIRS:
-            spec.rankdir = rankdir
-            sources.append(to_dot(spec))
-        drawn = [(text_px_at_fit(svg), rankdir, source, svg)
-                 for rankdir, source, svg in zip(RANKDIRS, sources, run(sources))]
-        px, rankdir, source, svg = max(drawn, key=lambda item: item[0])
-        spec.rankdir = rankdir
-        if best is None or px >= MIN_TEXT_PX:
-            best = (spec, source, svg, depth)
+        px, spec.rankdir = max((_estimated(spec, rankdir), rankdir) for rankdir in RANKDIRS)
+        drawn.append((px, spec, depth))
         if px < MIN_TEXT_PX:
-            deeper = (spec, source, svg, depth)
             break
-    if best is not None and deeper is not None and deeper is not best and one_box(best[0]):
-        return deeper
-    return best
+    if not drawn:
+        return None
+    legible_at = [number for number, item in enumerate(drawn) if item[0] >= MIN_TEXT_PX]
+    number = legible_at[-1] if legible_at else 0
+    if one_box(drawn[number][1]) and number + 1 < len(drawn):
+        number += 1  # one box says nothing a click would not: one level deeper
+    while True:
+        _, spec, depth = drawn[number]
+        source = to_dot(spec)
+        (svg,) = run([source])
+        if legible(svg) or number == 0 or number not in legible_at or one_box(drawn[number - 1][1]):
+            return spec, source, svg, depth
+        number -= 1  # the estimate was too kind: the depth above, which is smaller
+
+
+def _estimated(spec, rankdir):
+    spec.rankdir = rankdir
+    return estimated_px_at_fit(spec)

@@ -14,8 +14,6 @@ through ``_data``: as a ``Text`` (never parsed as rich markup) with its control 
 (``terminal_safe``), so a hostile name or path prints as inert text.
 """
 
-import os
-
 from rich.console import Group
 from rich.padding import Padding
 from rich.table import Table
@@ -24,7 +22,7 @@ from rich.text import Text
 from ..document import DocIndex, terminal_safe
 from ..document.coverage import NO_AUTOGRAD, all_clear
 from .style import backward_calls, backward_checks_text, human_bytes
-from .verdict import graphs_built, plural, severity_counts, verdict_text
+from .verdict import display_path, graphs_built, plural, severity_counts, stopped_at, verdict_text, where
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 _BARS = "▁▂▃▄▅▆▇█"
@@ -42,24 +40,6 @@ def sparkline(values):
     if top <= 0:
         return _BARS[0] * len(values)
     return "".join(_BARS[min(len(_BARS) - 1, int(v / top * (len(_BARS) - 1) + 0.5))] for v in values)
-
-
-def display_path(path, cwd=None):
-    """``path`` relative to the current folder when it lies under it; otherwise as given."""
-    if not path:
-        return path
-    cwd = cwd or os.getcwd()
-    absolute = os.path.abspath(path)
-    if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
-        return os.path.relpath(absolute, cwd)
-    return path
-
-
-def where(location):
-    """``file:line`` of a location record, the file shown relative to the current folder."""
-    if not location:
-        return "—"
-    return f"{display_path(location.get('file'))}:{location.get('line')}"
 
 
 def _data(value, style=""):
@@ -289,14 +269,10 @@ def terminal_report(doc):
 def verdict(doc):
     """The first line (``verdict.py``) in its colour; below it, the advice when the trace saw no graph and what
     ran beyond the trace's sight, since those qualify everything after them."""
-    status = doc.get("status") or {}
-    stopped_at = None
-    if status.get("unsupported"):
-        location = (status.get("exception") or {}).get("location")
-        stopped_at = where(location) if location else ""
-    text = verdict_text(doc, stopped_at)
+    stopped = stopped_at(doc, where)
+    text = verdict_text(doc, stopped)
     severities = {d.get("severity") for d in doc.get("diagnostics") or ()}
-    clear = all_clear(dict(doc, diagnostics=[])) and stopped_at is None  # (info notes leave it clear)
+    clear = all_clear(dict(doc, diagnostics=[])) and stopped is None  # (info notes leave it clear)
     style = "bold red" if "error" in severities else "bold yellow" if severities - {"info"} or not clear \
         else "bold green"
     parts = [_data(text, style=style)]

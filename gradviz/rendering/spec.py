@@ -100,4 +100,6 @@ class GraphSpec:
     legend: list = field(default_factory=list)
     rankdir: str = "BT"
     layout: dict = field(default_factory=dict)     # extra graph attributes (cheaper layout settings)
+    caption: str = ""                              # said beside the picture, not in it (the page's overview)
+    node_height: float | None = None               # inches: the least node height, below dot's 0.5 (compact)
     collapsed: bool = False

@@ -7,6 +7,8 @@ the notebook cell and anything else that sums a run up share it. Values from the
 caller that prints them.
 """
 
+import os
+
 from ..document.coverage import NO_AUTOGRAD, saw_autograd
 from ..document.vocabulary import SEVERITIES
 
@@ -28,6 +30,34 @@ def graphs_built(doc):
     """How many graphs the run built: every iteration of every structure, those a long run did not list too."""
     built = sum(s.get("count", 1) for s in doc.get("structures") or ()) or len(doc.get("graphs") or ())
     return built + ((doc.get("dropped") or {}).get("structure_count") or 0)
+
+
+def display_path(path, cwd=None):
+    """``path`` relative to the current folder when it lies under it; otherwise as given."""
+    if not path:
+        return path
+    cwd = cwd or os.getcwd()
+    absolute = os.path.abspath(path)
+    if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
+        return os.path.relpath(absolute, cwd)
+    return path
+
+
+def where(location):
+    """``file:line`` of a location record, the file shown relative to the current folder."""
+    if not location:
+        return "—"
+    return f"{display_path(location.get('file'))}:{location.get('line')}"
+
+
+def stopped_at(doc, where=where):
+    """Where the run stopped at a name gradviz's engine lacks, as ``where`` writes a location (``""`` when the
+    place is unknown); None when it did not stop there. ``verdict_text``'s second argument."""
+    status = doc.get("status") or {}
+    if not status.get("unsupported"):
+        return None
+    location = (status.get("exception") or {}).get("location")
+    return where(location) if location else ""
 
 
 def verdict_text(doc, stopped_at=None):

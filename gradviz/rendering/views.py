@@ -26,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..document.index import DocIndex
+from .alike import key as alike_key
+from .alike import translated
 from .dot import to_dot
 from .graph import READABLE_NODES, choose_depth
 from .overview import (
@@ -79,6 +81,7 @@ class View:
     kind: str = ""  # what opened it: "module", "loop" (unfolded) or "more" (past max_nodes)
     opens: dict = field(default_factory=dict)  # {element id: view key} of elements opening another's view
     tail: list = field(default_factory=list)  # node ids past this view's window: its "… more" box stands for them
+    note: str = ""  # what the picture is, said above it (an overview's caption: it has no heading of its own)
 
 
 @dataclass
@@ -220,6 +223,7 @@ class _Drawer:
         self.capped = 0  # views left out by the byte cap
         self.notes = []  # what the page says under the graph about a view (a depth asked for, not legible)
         self.sources = {}  # graph id -> DOT source of its top-level view
+        self.shared = {}  # alike.key(source) -> (source, svg text) of a view laid out as built
 
     def top(self, graph):
         """(svg, spec, DOT source) of a picture: as ``gradviz graph`` draws it (its depth fitted to the node
@@ -271,17 +275,20 @@ class _Drawer:
         """(spec, DOT source, options) of part of ``graph`` (``doc`` restricted to it) at the depth that fits the
         node budget, ``at_least`` that; not laid out yet."""
         from .dot import to_dot
-        from .graph import build_graph
+        from .graph import build_graph, working_graph
 
         options = dict(self.options, **(extra or {}))
         index = self.index.with_graphs_of(doc)
         depth = options.pop("depth", None)
+        base = working_graph(doc, options.get("iteration"), [graph], options.get("forward") or
+                             options.get("architecture", False), options.get("fold_loops", True), index)
+        # (walked once: for the depth and for the picture)
         if depth is None:
             depth = choose_depth(doc, [graph], self.node_budget, forward=options.get("forward", False),
                                  fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True,
-                                 index=index)
+                                 index=index, base=base)
         options.update(graphs=[graph], depth=depth)
-        spec = build_graph(doc, index=index, **options)
+        spec = build_graph(doc, index=index, base=base, **options)
         return spec, to_dot(spec), options
 
     def lay_out_many(self, items):
@@ -419,20 +426,45 @@ class _Drawer:
                 specs[number], child.svg = found
                 child.packed, child.stands = pack(child.svg), _stands(found[0])
         ready = [number for number, (_, _, item) in enumerate(prepared) if item is not None]
+        alike = {}  # views drawn alike but for their digits: one laid out, the others translated (``alike``)
+        for number in ready:
+            alike.setdefault(alike_key(prepared[number][2][1]), []).append(number)
+        for number in ready:
+            found = self.shared.get(alike_key(prepared[number][2][1]))
+            svg = found and translated(found[1], found[0], prepared[number][2][1])
+            if svg is not None:
+                self._done(prepared[number], specs, number, (prepared[number][2][0], svg))
+        ready = [number for number in ready if number not in specs and
+                 alike[alike_key(prepared[number][2][1])][0] == number]
         size = sum(len(prepared[n][2][0].nodes) + len(prepared[n][2][0].edges) for n in ready)
         runs = min(WORKERS, -(-size // ITEMS_PER_RUN))  # small views: one dot, which costs less than starting more
         batches = [ready[start::runs] for start in range(runs) if ready[start::runs]]
         for batch, results in zip(batches, _map(pool, lambda b: self.lay_out_many([prepared[n][2] for n in b]),
                                                     batches)):
             for number, result in zip(batch, results):
-                child = prepared[number][0]
-                if isinstance(result, Exception):
-                    child.error = str(result) or type(result).__name__
-                    continue
-                specs[number], child.svg = result[0], slim(result[1])
-                child.packed = pack(child.svg)
-                child.stands = _stands(result[0])
+                self._done(prepared[number], specs, number, result)
+                if not isinstance(result, Exception) and result[0] is prepared[number][2][0]:  # as built
+                    self.shared[alike_key(prepared[number][2][1])] = (prepared[number][2][1], result[1])
+        for number, (_, _, item) in enumerate(prepared):  # the views alike the ones just laid out
+            if item is not None and number not in specs and number not in ready:
+                found = self.shared.get(alike_key(item[1]))
+                svg = found and translated(found[1], found[0], item[1])
+                if svg is not None:
+                    self._done(prepared[number], specs, number, (item[0], svg))
+                else:  # (its words do not map one way, or the first one failed): laid out on its own
+                    self._done(prepared[number], specs, number, self.lay_out_many([item])[0])
         return [(child, sub, specs.get(number)) for number, (child, sub, _) in enumerate(prepared)]
+
+    @staticmethod
+    def _done(prepared, specs, number, result):
+        """Record a view's layout ``result`` ((spec, svg text) or the exception) on its child view."""
+        child = prepared[0]
+        if isinstance(result, Exception):
+            child.error = str(result) or type(result).__name__
+            return
+        specs[number], child.svg = result[0], slim(result[1])
+        child.packed = pack(child.svg)
+        child.stands = _stands(result[0])
 
     def below(self, roots, out):
         """The views opened from the elements of ``roots`` ([(view, doc, spec)]), level by level, while the
@@ -555,6 +587,7 @@ def _page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
             view.error = str(result) or type(result).__name__
             continue
         view.svg, spec, drawer.sources[picture.graph] = result
+        view.note = spec.caption
         first = first_of.get(picture.structure)
         alias = _alias(doc, picture.graph, first.graph) if first is not None and first.svg else None
         if alias and _drawn_alike(drawer.sources[picture.graph], drawer.sources[first.graph], alias):

@@ -211,7 +211,8 @@
     });
     var note = document.getElementById("view-note");
     note.textContent = view.same_as ? "iteration " + view.iteration + " is drawn exactly like iteration " +
-      views[view.same_as].iteration + ": that picture is shown, with this graph's nodes mapped onto it" : "";
+      views[view.same_as].iteration + ": that picture is shown, with this graph's nodes mapped onto it" :
+      (view.note || "");
   }
   function sameStructure(a, b) {
     return (a.structure !== null && a.structure !== undefined) ? a.structure === b.structure : a.key === b.key;
