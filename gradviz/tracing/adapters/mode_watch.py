@@ -31,6 +31,8 @@ DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "
 
 
 def torch_watch(adapter):
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
     from .frozen_watch import FrozenWatch
     from .torch.frames import is_internal, user_frame
 
@@ -38,7 +40,7 @@ def torch_watch(adapter):
     nn = torch.nn
     frozen = FrozenWatch(adapter, getattr(adapter.builder, "training", None), nn.Parameter,
                          torch._C.TensorBase.__dict__["requires_grad"],
-                         torch.optim.optimizer.register_optimizer_step_post_hook,
+                         register_optimizer_step_post_hook,
                          lambda: user_frame(0), is_internal, lambda f: location_at(f.f_code, f.f_lineno))
     return ModeWatch(adapter, nn.Module, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm),
                      torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional,
