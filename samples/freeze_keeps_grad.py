@@ -2,14 +2,14 @@
 momentum 0.9, weight decay 5e-4, the usual recipe). The freeze is `p.requires_grad = False` for each backbone
 parameter, but the loop clears with `optimizer.zero_grad(set_to_none=False)` (zeros, not None: PyTorch 1.x's
 default), so the frozen weights keep a `.grad` and SGD still updates them: weight decay, carried by momentum,
-shrinks the "frozen" backbone. Trained side by side (`gradviz run` off, seed 0), the backbone's weights move by 22%
-of their norm after the freeze, against 0% for the fixed twin (`freeze_keeps_grad_fixed.py`, which writes `p.grad =
-None` beside the freeze); task A's accuracy, which the freeze was meant to keep, ends at 0.98 against 0.99 (task B's
-head, on the shifting features, scores 0.84 against 0.76: the drift is not what anyone asked for, either way).
-Nothing raises.
+shrinks the "frozen" backbone. Trained side by side (no gradviz, seed 0), the backbone's weights move by 14% of
+their norm in the 600 fine-tuning steps, against 0% for the fixed twin (`freeze_keeps_grad_fixed.py`, which writes
+`p.grad = None` beside the freeze). The accuracies barely show it here (task A 0.96 against 0.97, task B 0.83 for
+both): the harm measured is the drift of weights that were meant to stay fixed. Nothing raises.
 
-`gradviz run` reports `freeze-ineffective` (warning) at the `p.requires_grad = False` line, with the step that still
-changed the frozen weights as related.
+`gradviz run` on real PyTorch reports `freeze-ineffective` (warning) at the `p.requires_grad = False` line, with
+the step that still changed the frozen weights as related. gradviz's own engine (`--torch`) does not watch for
+this yet and reports nothing.
 """
 
 import torch
@@ -33,7 +33,7 @@ def accuracy(head, labels):
         return (head(backbone(points[1200:])).argmax(1) == labels[1200:]).float().mean().item()
 
 
-for step in range(500):  # pretraining
+for step in range(300):  # pretraining
     batch = torch.randint(0, 1200, (64,))
     optimizer.zero_grad(set_to_none=False)
     loss_a = F.cross_entropy(head_a(backbone(points[batch])), task_a[batch])
@@ -44,7 +44,7 @@ print(f"task A accuracy after pretraining {accuracy(head_a, task_a):.2f}")
 for p in backbone.parameters():  # task A learnt: keep the backbone, train a head for task B on its features
     p.requires_grad = False
 frozen = [p.clone() for p in backbone.parameters()]
-for step in range(1000):
+for step in range(600):
     batch = torch.randint(0, 1200, (64,))
     optimizer.zero_grad(set_to_none=False)
     loss_b = F.cross_entropy(head_b(backbone(points[batch])), task_b[batch])

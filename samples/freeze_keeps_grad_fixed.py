@@ -1,7 +1,6 @@
 """The fixed twin of `freeze_keeps_grad.py`: the freeze also drops each frozen parameter's gradient
 (`p.grad = None`), so `zero_grad(set_to_none=False)` has nothing to zero and SGD skips the backbone: it moves by
-0% after the freeze (22% in the buggy script) and task A keeps its accuracy (0.99; 0.98 there). Task B's head
-trains on the frozen features as intended.
+0% after the freeze (14% in the buggy script). Task B's head trains on the frozen features as intended.
 
 `gradviz run` reports nothing (clean).
 """
@@ -27,7 +26,7 @@ def accuracy(head, labels):
         return (head(backbone(points[1200:])).argmax(1) == labels[1200:]).float().mean().item()
 
 
-for step in range(500):  # pretraining
+for step in range(300):  # pretraining
     batch = torch.randint(0, 1200, (64,))
     optimizer.zero_grad(set_to_none=False)
     loss_a = F.cross_entropy(head_a(backbone(points[batch])), task_a[batch])
@@ -39,7 +38,7 @@ for p in backbone.parameters():  # task A learnt: keep the backbone, train a hea
     p.requires_grad = False
     p.grad = None
 frozen = [p.clone() for p in backbone.parameters()]
-for step in range(1000):
+for step in range(600):
     batch = torch.randint(0, 1200, (64,))
     optimizer.zero_grad(set_to_none=False)
     loss_b = F.cross_entropy(head_b(backbone(points[batch])), task_b[batch])
