@@ -64,6 +64,7 @@ class TrainingFacts:
         self._per_step = {}  # backward location -> [calls since the last step, root op, all on a mean loss]
         self.unscaled = {}  # backward location -> accumulation-not-scaled's entry
         self.frozen = {}  # ``module.requires_grad = False`` location -> freeze-ineffective's entry
+        self.moved = {}  # (freeze location, step location) -> frozen parameters an optimizer step still changed
         self.losses = {}  # backward location -> the course of its loss (loss-diverging)
         self._last_optimizer = None  # the last optimizer built: class, line, learning rate
         self.order = 0
@@ -303,6 +304,22 @@ class TrainingFacts:
                                  "parameters": list(training[:8]), "training": len(training), "total": total,
                                  "step_location": step_location, "step_iteration": step_iteration}
 
+    def frozen_moved(self, location, iteration, names, stale, optimizer, step_location, step_iteration):
+        """Parameters (``names``) frozen at ``location`` with their gradient left set were changed by a step of
+        ``optimizer`` at ``step_location``; ``stale``: some of those gradients were not zero."""
+        entry = self.moved.get((location, step_location))
+        if entry is not None:
+            entry["steps"] += 1
+            entry["last_iteration"] = step_iteration
+            entry["parameters"] = sorted(set(entry["parameters"]) | {n for n in names if n})[:8]
+            entry["count"] = max(entry["count"], len(names))
+            return
+        if len(self.moved) < 16:
+            self.moved[(location, step_location)] = {
+                "location": location, "iteration": iteration, "parameters": sorted({n for n in names if n})[:8],
+                "count": len(names), "stale": stale, "optimizer": optimizer, "step_location": step_location,
+                "step_iteration": step_iteration, "last_iteration": step_iteration, "steps": 1}
+
     def scheduler_built(self, key, cls, optimizer_key, lr, location, iteration):
         """A learning-rate scheduler of class ``cls`` over optimizer ``optimizer_key`` was built at ``location``;
         ``lr``: its optimizer's first group's rate once built (the schedule's first value)."""
@@ -387,7 +404,7 @@ class TrainingFacts:
         schedulers = self._scheduler_findings(loc)
         diverging = self._diverging(loc)
         if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips
-                or self.carries or self.leaks or schedulers or self.unscaled or self.frozen or diverging):
+                or self.carries or self.leaks or schedulers or self.unscaled or self.frozen or self.moved or diverging):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -429,6 +446,8 @@ class TrainingFacts:
                                             for u in self.unscaled.values() if u["steps"] >= 2],
                 "freeze_ineffective": [dict(f, location=loc(f["location"]), step_location=loc(f["step_location"]))
                                        for f in self.frozen.values()],
+                "frozen_still_changing": [dict(f, location=loc(f["location"]), step_location=loc(f["step_location"]))
+                                          for f in self.moved.values()],
                 "loss_diverging": diverging}
 
 

@@ -1,7 +1,9 @@
 """freeze-ineffective: ``module.requires_grad = False`` sets a plain attribute on the module and freezes nothing;
 its parameters keep training. Read from the ``training`` section's ``freeze_ineffective``: the adapters see the
 assignment (``nn.Module.__setattr__``, wrapped for that one name) and, at the next optimizer steps, whether the
-module's parameters still have gradients that the stepping optimizer holds (light iterations included)."""
+module's parameters still have gradients that the stepping optimizer holds (light iterations included). The
+other half, ``frozen_still_changing`` (PyTorch): parameters frozen with their ``.grad`` left set, which an
+optimizer step still changed (compared before and after the step)."""
 
 import re
 
@@ -31,6 +33,24 @@ The fix: set the parameters' flag, with the module method that does it for all o
 
 A module whose class defines its own `requires_grad` (a property) is not reported; neither is a module whose
 parameters were frozen after the assignment.
+
+The other way a freeze fails (PyTorch): an optimizer updates every parameter whose `.grad` is not None, whatever
+its `requires_grad`. A parameter frozen after a backward, or in a loop that clears with
+`zero_grad(set_to_none=False)` (zeros, not None: PyTorch 1.x's default), keeps a gradient; the stale gradient,
+momentum, Adam's running averages or AdamW's weight decay keep moving it. gradviz copies the frozen parameters
+that hold a gradient at each step's start and compares after it: one that changed is reported at the freeze's
+line, with the step as related.
+
+    for p in model.backbone.parameters():
+        p.requires_grad = False
+    ...
+    optimizer.zero_grad(set_to_none=False)      # the frozen weights keep a zero .grad: Adam still moves them
+
+The fix: drop their gradients when freezing (then every optimizer skips them), or leave them out of it:
+
+    for p in model.backbone.parameters():
+        p.requires_grad = False
+        p.grad = None
 """)
 
 _TARGET = re.compile(r"^\s*(.+?)\.requires_grad\s*=")
@@ -55,3 +75,25 @@ def freeze_ineffective(ctx, out):
                 related=[r for r in [related("its parameters stepped here", step)] if r],
                 details={"module": f["module"], "parameters": f["parameters"], "training": f["training"],
                          "total": f["total"], "iteration": f["iteration"]})
+    for f in (ctx.doc.get("training") or {}).get("frozen_still_changing") or ():
+        _still_changing(index, f, out)
+
+
+def _still_changing(index, f, out):
+    """Parameters frozen at ``f["location"]`` that an optimizer step still changed."""
+    loc, step = f.get("location"), f.get("step_location")
+    text = code_text(loc) or "requires_grad = False"
+    names = ", ".join(f"`{n}`" for n in f["parameters"][:4]) + (" …" if f["count"] > 4 else "")
+    named = f" ({names})" if f["parameters"] else ""
+    why = ("their stale gradients" if f["stale"] else
+           "momentum, running averages or weight decay (their gradients are zeros, not None)")
+    message = (f"`{text}` at {index.where(loc)} froze {f['count']} parameter(s){named}, but their `.grad` stayed "
+               f"set, and {f['optimizer']} updates every parameter whose `.grad` is not None: the step at "
+               f"{index.where(step)} still changed them, by {why}, on {f['steps']} step(s) from iteration "
+               f"{f['step_iteration']}. Nothing raises.")
+    hint = ("Drop their gradients when freezing: `p.grad = None` beside `p.requires_grad = False` (or clear with "
+            "`zero_grad(set_to_none=True)`, the default), or build the optimizer over the trained parameters only.")
+    out.add(FREEZE_INEFFECTIVE.code, message, hint, loc,
+            related=[r for r in [related("still changed by this step", step)] if r],
+            details={"parameters": f["parameters"], "count": f["count"], "stale": f["stale"],
+                     "optimizer": f["optimizer"], "steps": f["steps"], "iteration": f["step_iteration"]})

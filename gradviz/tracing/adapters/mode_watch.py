@@ -17,6 +17,8 @@ Each adapter builds one with its engine's classes: ``torch_watch(adapter)``, ``g
 - ``nn.Module.__setattr__`` is wrapped too, for one name: ``module.requires_grad = False`` sets a plain
   attribute and freezes nothing. The module is followed (weakly) until an optimizer step shows whether its
   parameters still train (freeze-ineffective) or were frozen after all.
+- On PyTorch, parameters frozen with their gradient left set are followed too (``frozen_watch.py``): one an
+  optimizer step still changes is freeze-ineffective's other half.
 """
 
 import functools
@@ -29,14 +31,21 @@ DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "
 
 
 def torch_watch(adapter):
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    from .frozen_watch import FrozenWatch
     from .torch.frames import is_internal, user_frame
 
     torch = adapter.torch
     nn = torch.nn
+    frozen = FrozenWatch(adapter, getattr(adapter.builder, "training", None), nn.Parameter,
+                         torch._C.TensorBase.__dict__["requires_grad"],
+                         register_optimizer_step_post_hook,
+                         lambda: user_frame(0), is_internal, lambda f: location_at(f.f_code, f.f_lineno))
     return ModeWatch(adapter, nn.Module, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm),
                      torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional,
                      recurrent=((nn.RNNBase, nn.RNNCellBase), torch.Tensor,
-                                nn.modules.module.register_module_forward_hook))
+                                nn.modules.module.register_module_forward_hook), frozen=frozen)
 
 
 def gradviz_watch(adapter):
@@ -59,10 +68,10 @@ class ModeWatch:
     code object is the engine's or gradviz's; ``functional``: the engine's ``nn.functional``, whose dropout
     functions are wrapped while attached (a call with ``training`` left at its default, True, from the ``forward``
     of a module in eval mode: dropout-in-eval); ``recurrent``: (the recurrent module classes, the tensor class,
-    the engine's global forward-hook registration or None)."""
+    the engine's global forward-hook registration or None); ``frozen``: the engine's ``FrozenWatch``, or None."""
 
     def __init__(self, adapter, module_class, bases, grad_enabled, find_frame, internal, functional=None,
-                 recurrent=((), None, None)):
+                 recurrent=((), None, None), frozen=None):
         self.adapter = adapter
         self.module_class = module_class
         self.grad_enabled = grad_enabled
@@ -82,6 +91,7 @@ class ModeWatch:
         self._global = None  # the global forward hook's handle, while attached
         self._hooked = {}  # recurrent module key -> its own forward hook's handle (no global hooks), while attached
         self._outputs = {}  # recurrent module key -> (weak refs to its last call's outputs, order, iteration)
+        self.frozen = frozen
         if self.facts is not None:
             self.facts.namer = self.path_of
 
@@ -110,6 +120,8 @@ class ModeWatch:
         if self._recurrent and self._register_global is not None:
             self._global = self._register_global(self._global_exit)
         self._wrap_setattr()
+        if self.frozen is not None:
+            self.frozen.install()
         for name in DROPOUTS:
             function = getattr(self.functional, name, None)
             if function is not None:
@@ -139,6 +151,8 @@ class ModeWatch:
         if self._setattr is not None:
             self.module_class.__setattr__ = self._setattr
             self._setattr = None
+        if self.frozen is not None:
+            self.frozen.uninstall()
         for name, function in self._dropouts.items():
             setattr(self.functional, name, function)
         self._dropouts = {}
@@ -285,7 +299,10 @@ class ModeWatch:
 
     def stepped(self, optimizer, find_location):
         """An optimizer step: a module "frozen" by attribute whose parameters still have gradients that this
-        optimizer holds is reported (they train); one whose parameters were frozen after all is dropped."""
+        optimizer holds is reported (they train); one whose parameters were frozen after all is dropped. Frozen
+        parameters holding a gradient are copied, to be compared after the step (``FrozenWatch``)."""
+        if self.frozen is not None and self._original is not None:
+            self.frozen.before_step(optimizer, find_location)
         if not self._frozen or self.facts is None:
             return
         held = {id(p) for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())}
