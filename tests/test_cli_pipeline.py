@@ -148,3 +148,31 @@ def test_run_options_with_a_module_and_sarif_reach_their_steps(tmp_path, monkeyp
     assert "none-grad  pkg/__main__.py:6" in out and "Wrote SARIF to out/x.sarif" in out
     results = json.loads((tmp_path / "out" / "x.sarif").read_text())["runs"][0]["results"]
     assert [r["ruleId"] for r in results] == ["none-grad"]
+
+
+SEES_RENDERING = """\
+import sys
+
+import gradviz as torch
+
+loaded = sorted(m for m in sys.modules if m.startswith("gradviz.rendering"))
+sys.__stderr__.write("WHILE-RUNNING " + " ".join(loaded) + "\\n")
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+(x * 3).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("rankdir", [None, "lr"])
+def test_the_script_runs_before_the_rendering_package_is_loaded(tmp_path, rankdir):
+    # the default --rankdir is not checked against the rendering package: its import (numpy's with it) is part
+    # of every run's start-up otherwise; a given one still is, and reaches the pictures
+    (tmp_path / "sees.py").write_text(SEES_RENDERING)
+    extra = ["--rankdir", rankdir] if rankdir else []
+    proc, modules = run_probe(tmp_path, "run", "--fail-on", "never", "--format", "dot", *extra, "sees.py")
+    assert proc.returncode == 0, proc.stderr
+    [line] = [line for line in proc.stderr.splitlines() if line.startswith("WHILE-RUNNING")]
+    if rankdir is None:
+        assert line.split()[1:] == []
+    assert "gradviz.rendering.html" in modules  # loaded afterwards, for the report
+    [picture] = (tmp_path / "gradviz-out" / "sees").glob("structure-*.dot")
+    assert ("rankdir=LR" in picture.read_text()) == (rankdir == "lr")

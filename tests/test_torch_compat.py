@@ -398,3 +398,20 @@ def test_the_engine_section_reports_this_wheels_accelerator(tmp_path):
     assert doc["engine"]["accelerator"] == {"built": built, "available": available,
                                             "devices": torch.cuda.device_count() if available else 0}
     assert doc["engine"]["devices"] == ["cpu"] and re.match(r"\d+\.\d+", doc["engine"]["version"])
+
+
+def test_report_json_is_written_in_slices_with_the_bytes_of_one_dumps():
+    import io
+    import json
+
+    from gradviz.document.model import _SLICE, write_json_to
+
+    nodes = [{"id": i, "op": f"op{i}", "x": [i, 0.5]} for i in range(2 * _SLICE + 7)]
+    doc = {"format": "gradviz-trace", "nodes": nodes,
+           "empty": [], "exact": list(range(_SLICE)), "text": "é\u2028\"", "nested": {"a": [1.5, None, True]}}
+    out = io.StringIO()
+    write_json_to(out, doc)
+    assert out.getvalue() == json.dumps(doc, separators=(",", ":")) + "\n"
+    assert json.loads(out.getvalue()) == doc
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        write_json_to(io.StringIO(), {"nodes": [{"v": 1.0}] * (_SLICE + 1) + [{"v": float("nan")}]})

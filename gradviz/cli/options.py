@@ -4,6 +4,8 @@ import click
 
 
 def _check_rankdir(ctx, param, value):
+    if value is None:  # the default: no need to load the rendering package (and numpy) before the script runs
+        return None
     from ..rendering.graph import check_rankdir
 
     try:

@@ -8,13 +8,19 @@ def succeeded(index):
 
 
 def got_grad(index, done):
+    """The leaves that got a gradient from the backward calls ``done``: named in their gradient norms, or whose
+    accumulator a backward visited."""
+    leaves_of = {}  # accumulator node -> its leaves: one pass over the variables, not one per backward call
+    for v in index.variables.values():
+        accumulator = v.get("accumulator")
+        if accumulator is not None:
+            leaves_of.setdefault(accumulator, []).append(v["id"])
     got = set()
     for b in done:
         got.update(int(k) for k in (b.get("leaf_grad_norms") or {}))
-        visited = set(b.get("visited") or ())
-        for v in index.variables.values():
-            if v.get("accumulator") in visited:
-                got.add(v["id"])
+        for node in b.get("visited") or ():
+            if node in leaves_of:
+                got.update(leaves_of[node])
     return got
 
 

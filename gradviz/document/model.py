@@ -33,11 +33,34 @@ def write_json(doc, path):
         write_json_to(f, doc)
 
 
+_SLICE = 2000  # items of a long top-level list encoded at a time
+
+
 def write_json_to(f, doc):
-    """``doc`` as strict, compact JSON and a newline, into the open text file ``f``."""
+    """``doc`` as strict, compact JSON and a newline, into the open text file ``f`` (the same bytes as one
+    ``json.dumps``). A caller that must not leave half a file writes into a staged file (``atomic``)."""
+    if not isinstance(doc, dict) or not all(isinstance(key, str) for key in doc):
+        f.write(_dumps(doc))
+        f.write("\n")
+        return
+    # key by key, and a long list (``nodes``, ``variables``) a slice at a time: one dumps of a long run's
+    # document holds its whole text and the encoder's pieces at once, tens of MiB at the run's end, its peak
+    f.write("{")
+    for number, (key, value) in enumerate(doc.items()):
+        f.write(f"{',' if number else ''}{_dumps(key)}:")
+        if isinstance(value, list) and len(value) > _SLICE:
+            f.write("[")
+            for start in range(0, len(value), _SLICE):
+                f.write(("," if start else "") + _dumps(value[start:start + _SLICE])[1:-1])
+            f.write("]")
+        else:
+            f.write(_dumps(value))
+    f.write("}\n")
+
+
+def _dumps(value):
     # dumps, not dump: json.dump streams through the pure-Python encoder, dumps uses the C one (~10x)
-    f.write(json.dumps(doc, allow_nan=False, separators=(",", ":"), default=json_number))
-    f.write("\n")  # apart: `text + "\n"` would copy a long run's 16 MiB text once more
+    return json.dumps(value, allow_nan=False, separators=(",", ":"), default=json_number)
 
 
 def json_number(value):

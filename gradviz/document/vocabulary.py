@@ -93,7 +93,17 @@ def normalise_op(name):
     ``AccumulateGrad``). gradviz's own names are already normal; None stays None."""
     if not name:
         return name
-    return _OVERLOAD.sub(r"\1", _NAMESPACE.sub("", name))
+    try:
+        return _NORMALISED[name]
+    except (KeyError, TypeError):  # (TypeError: a name that is not a string, as a hand-written document may hold)
+        pass
+    normal = _OVERLOAD.sub(r"\1", _NAMESPACE.sub("", name))
+    if len(_NORMALISED) < 4096:  # a run has a few hundred op names; the diagnostics ask for them ~100,000 times
+        _NORMALISED[name] = normal
+    return normal
+
+
+_NORMALISED = {}  # name -> normalise_op(name): two regular expressions each time cost 30% of a long run's diagnostics
 
 
 def op_name(record):

@@ -231,6 +231,7 @@ class GradFacts:
                 record["summed_grads"] = summed
                 groups.pin_event(record)
             groups.boundary()
-            if self.trace.schedule.light:  # one numbering: the light iterations end at steps, so do the full ones
-                groups.step_bounded = True
+            # one numbering: once a step was seen, iterations end at steps, light or full, and --full counts
+            # as the light default does (a loop of 240 backward calls and 60 steps: 60 iterations, not 240)
+            groups.step_bounded = True
 

@@ -111,7 +111,7 @@ class Grouping:
         # ending an iteration (a gradient-accumulation loop's first step is one iteration, not k); their graphs
         # split provisionally and are folded into one at the first step (``first_step``); 0 when not holding
         self.hold = 0
-        self.held = 0  # backward calls held so far
+        self.held = 0  # backward calls held so far (none: a loop with no backward yet splits as it always did)
         self.memory = MemoryBook()
         self.graphs = {}  # graph id -> GraphRecord (dropped graphs leave; merged ones stay until the document)
         self.graph_count = 0
@@ -361,7 +361,7 @@ class Grouping:
         self._next()
         first = self.open_from
         while first < self.iteration and (self.iteration - first > self.chain_limit or
-                                          (not self.hold and self._dead(first))):
+                                          (not (self.hold and self.held) and self._dead(first))):
             first += 1
         if first > self.open_from:
             self._confirm(first)

@@ -26,7 +26,7 @@ class IterationFacts:
             self.groups.chain_limit = LIGHT_CHAIN_LIMIT
         if schedule.light and schedule.why_full(0):
             schedule.full[0] = schedule.why_full(0)
-        if schedule.light and 0 in schedule.full:  # (a first iteration traced in full sees the resets that end it)
+        if not schedule.light or 0 in schedule.full:  # (a first iteration traced in full sees the resets that end it)
             self.groups.hold = HOLD_BACKWARDS
 
     def starts_full(self):
