@@ -321,6 +321,8 @@ def test_a_divergence_that_starts_late_is_found(tmp_path):
     ("pass", "pass", " - 10.0"),
     # a loss that starts high and falls
     ("pass", "pass", " + 1000.0 / (step + 1)"),
+    # a second task trained by the same line: one jump far above the first task's lowest loss, then falling
+    ("pass", "pass", " * (1e-5 if step < 40 else 1.0 + 40.0 / step)"),
 ])
 def test_losses_that_do_not_diverge_are_not_reported(setup, before, scale, tmp_path):
     script = tmp_path / "loop.py"

@@ -281,11 +281,15 @@ class TrainingFacts:
 
     def _diverging(self, loc):
         """loss-diverging's facts: a positive loss that rose RISE times above its lowest value and then became
-        NaN/Inf or ended at least that high."""
+        NaN/Inf or ended at least that high and no lower than where it first crossed that rise (a loss that jumps
+        once, a new task trained by the same line, then falls again is training, not diverging)."""
         found = []
         for location, s in self.losses.items():
             rise = s["rise"]
-            if rise is None or not (s["nonfinite"] is not None or (s["last"] or 0) >= RISE * s["min"]):
+            if rise is None:
+                continue
+            ended_high = (s["last"] or 0) >= max(RISE * s["min"], rise["value"])
+            if s["nonfinite"] is None and not ended_high:
                 continue
             optimizer = rise["optimizer"] or {}
             found.append({"location": loc(location), "min": s["min"], "min_iteration": s["min_iteration"],

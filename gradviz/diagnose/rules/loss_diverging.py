@@ -46,7 +46,8 @@ def loss_diverging(ctx, out):
         message = (f"The loss backpropagated at {index.where(backward)} fell to {s['min']:.3g} (iteration "
                    f"{s['min_iteration']}), rose to {s['rise_value']:.3g} by iteration {s['rise_iteration']} and "
                    f"{ended}: the steps of {s['optimizer'] or 'the optimizer'}{rate} are too large for this "
-                   "model. Nothing raised before the NaN.")
+                   "model." + (" Nothing raised before the NaN." if s.get("nonfinite_iteration") is not None else
+                               " Nothing raised."))
         text = code_text(opt_loc)
         if lr is not None and text and f"lr={lr:g}" in text.replace(" ", ""):
             hint = (f"Lower the learning rate: write `lr={lr / 10:g}` in `{text}` at {index.where(opt_loc)}, or "
