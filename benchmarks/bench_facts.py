@@ -91,117 +91,61 @@ class OutputData:
     handle: Any
 
 
-def by_position(n, make_saved, make_output):
-    """A contender whose facts are tuples of some kind: built by ``make_*`` and unpacked by position."""
-    shape = (64, 128)
-
-    def run():
-        facts = []
-        for i in range(n):
-            facts.append((make_saved(i, "input", 0, shape, 32768, 0, 7, 9, 32768, None, 9),
-                          make_output(i, shape, "float32", 32768, True, False, None, None, None)))
-        total = 0
-        for saved, output in facts:
+SAVED_VALUES = 'i, "input", 0, shape, 32768, 0, 7, 9, 32768, None, 9'
+OUTPUT_VALUES = 'i, shape, "float32", 32768, True, False, None, None, None'
+BY_POSITION = """\
             vkey, kind, index, shape_, nbytes, version, counter, block, block_bytes, _, storage = saved
-            okey, oshape, dtype, onbytes, requires_grad, is_leaf, name, device, handle = output
-            total += nbytes + onbytes
-        return total
+            okey, oshape, dtype, onbytes, requires_grad, is_leaf, name, device, handle = output"""
+BY_NAME = """\
+            vkey, kind, index, shape_, nbytes = saved.variable, saved.kind, saved.index, saved.shape, saved.nbytes
+            version, counter, block, block_bytes = saved.version, saved.counter, saved.block, saved.block_bytes
+            storage = saved.storage
+            okey, oshape, dtype, onbytes = output.key, output.shape, output.dtype, output.nbytes
+            requires_grad, is_leaf, name = output.requires_grad, output.is_leaf, output.name
+            device, handle = output.device, output.handle"""
 
-    return run
+# contender -> (how a SavedFact is built, how an OutputFact is built, how both are read back); ``{}`` stands for
+# the fact's values. Each row becomes the one loop below, written out in its own function, so that a contender
+# pays for its own construction inline (a tuple display costs no call at all) and for nothing else.
+CONTENDERS = {
+    "plain tuple": ("({})", "({})", BY_POSITION),
+    "namedtuple, class call": ("SavedTuple({})", "OutputTuple({})", BY_POSITION),
+    "namedtuple, tuple.__new__": ("new(SavedTuple, ({}))", "new(OutputTuple, ({}))", BY_POSITION),
+    "namedtuple, partial(tuple.__new__)": ("saved_fact(({}))", "output_fact(({}))", BY_POSITION),
+    "typing.NamedTuple, class call": ("SavedTyped({})", "OutputTyped({})", BY_POSITION),
+    "slotted dataclass": ("SavedData({})", "OutputData({})", BY_NAME),
+}
 
+LOOP = """\
+def run():
+    facts = []
+    for i in range(n):
+        facts.append(({saved}, {output}))
+    total = 0
+    for saved, output in facts:
+{read}
+        total += nbytes + onbytes
+    return total
+"""
 
-def literal(n):
-    """The plain tuple display (no call at all), what the adapters built before the named types."""
-    shape = (64, 128)
-
-    def run():
-        facts = []
-        for i in range(n):
-            facts.append(((i, "input", 0, shape, 32768, 0, 7, 9, 32768, None, 9),
-                          (i, shape, "float32", 32768, True, False, None, None, None)))
-        total = 0
-        for saved, output in facts:
-            vkey, kind, index, shape_, nbytes, version, counter, block, block_bytes, _, storage = saved
-            okey, oshape, dtype, onbytes, requires_grad, is_leaf, name, device, handle = output
-            total += nbytes + onbytes
-        return total
-
-    return run
-
-
-def tuple_new(n):
-    """The named tuple built by ``tuple.__new__`` over a tuple display: a C call, no Python frame."""
-    shape = (64, 128)
-    new = tuple.__new__
-
-    def run():
-        facts = []
-        for i in range(n):
-            facts.append((new(SavedTuple, (i, "input", 0, shape, 32768, 0, 7, 9, 32768, None, 9)),
-                          new(OutputTuple, (i, shape, "float32", 32768, True, False, None, None, None))))
-        total = 0
-        for saved, output in facts:
-            vkey, kind, index, shape_, nbytes, version, counter, block, block_bytes, _, storage = saved
-            okey, oshape, dtype, onbytes, requires_grad, is_leaf, name, device, handle = output
-            total += nbytes + onbytes
-        return total
-
-    return run
+NAMES = {"SavedTuple": SavedTuple, "OutputTuple": OutputTuple, "SavedTyped": SavedTyped, "OutputTyped": OutputTyped,
+         "SavedData": SavedData, "OutputData": OutputData, "new": tuple.__new__,
+         "saved_fact": functools.partial(tuple.__new__, SavedTuple),
+         "output_fact": functools.partial(tuple.__new__, OutputTuple)}
 
 
-def via_partial(n):
-    """``functools.partial(tuple.__new__, SavedFact)`` over a tuple display (facts.py's ``saved_fact``): C calls."""
-    shape = (64, 128)
-    saved_fact = functools.partial(tuple.__new__, SavedTuple)
-    output_fact = functools.partial(tuple.__new__, OutputTuple)
-
-    def run():
-        facts = []
-        for i in range(n):
-            facts.append((saved_fact((i, "input", 0, shape, 32768, 0, 7, 9, 32768, None, 9)),
-                          output_fact((i, shape, "float32", 32768, True, False, None, None, None))))
-        total = 0
-        for saved, output in facts:
-            vkey, kind, index, shape_, nbytes, version, counter, block, block_bytes, _, storage = saved
-            okey, oshape, dtype, onbytes, requires_grad, is_leaf, name, device, handle = output
-            total += nbytes + onbytes
-        return total
-
-    return run
-
-
-def dataclasses(n):
-    """Slotted dataclasses: built by their ``__init__``, every field read by name."""
-    shape = (64, 128)
-
-    def run():
-        facts = []
-        for i in range(n):
-            facts.append((SavedData(i, "input", 0, shape, 32768, 0, 7, 9, 32768, None, 9),
-                          OutputData(i, shape, "float32", 32768, True, False, None, None, None)))
-        total = 0
-        for saved, output in facts:
-            vkey, kind, index, shape_, nbytes = saved.variable, saved.kind, saved.index, saved.shape, saved.nbytes  # noqa: F841 (read, as the builder reads it)
-            version, counter, block, block_bytes = saved.version, saved.counter, saved.block, saved.block_bytes  # noqa: F841 (read, as the builder reads it)
-            storage = saved.storage  # noqa: F841 (read, as the builder reads it)
-            okey, oshape, dtype, onbytes = output.key, output.shape, output.dtype, output.nbytes  # noqa: F841 (read, as the builder reads it)
-            requires_grad, is_leaf, name = output.requires_grad, output.is_leaf, output.name  # noqa: F841 (read, as the builder reads it)
-            device, handle = output.device, output.handle  # noqa: F841 (read, as the builder reads it)
-            total += nbytes + onbytes
-        return total
-
-    return run
+def contender(n, saved, output, read):
+    """One contender's timed call: build ``n`` pairs of facts from local values, as an adapter does, and read
+    every field back, as the builder does."""
+    source = LOOP.format(saved=saved.format(SAVED_VALUES), output=output.format(OUTPUT_VALUES),
+                         read=read.replace("            ", "        "))
+    scope = dict(NAMES, n=n, shape=(64, 128))
+    exec(compile(source, f"<contender {saved}>", "exec"), scope)
+    return scope["run"]
 
 
 def contenders(n):
-    return {
-        "plain tuple": literal(n),
-        "namedtuple, class call": by_position(n, SavedTuple, OutputTuple),
-        "namedtuple, tuple.__new__": tuple_new(n),
-        "namedtuple, partial(tuple.__new__)": via_partial(n),
-        "typing.NamedTuple, class call": by_position(n, SavedTyped, OutputTyped),
-        "slotted dataclass": dataclasses(n),
-    }
+    return {name: contender(n, *how) for name, how in CONTENDERS.items()}
 
 
 def main(argv=None):

@@ -144,8 +144,6 @@ class GradFacts:
             b["error"] = info
             self.groups.pin_backward(b)
         self.trace.grad_ledger.backward_end(b, error is None)
-        if self.groups.hold and not self.trace.training.optimizers:  # no optimizer to accumulate for: a loop that
-            self.groups.hold = 0  # updates by hand, or none, ends an iteration at each backward (as before holding)
         self.groups.backward_done(b)
         self.trace.backward = None
 
@@ -155,6 +153,7 @@ class GradFacts:
         if self.first_nonfinite is None:
             self.first_nonfinite = {"node": rec.id, "phase": phase, "iteration": self.groups.iteration,
                                     "backward": None if self.trace.backward is None else self.trace.backward["id"]}
+            self.groups.first_nonfinite = self.first_nonfinite  # (its iteration moves when iterations fold)
             self.groups.pin_node(rec)
         if phase == "backward" and not self._nonfinite_grad_pinned:
             self._nonfinite_grad_pinned = True

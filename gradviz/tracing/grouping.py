@@ -101,6 +101,9 @@ class Grouping:
     def __init__(self, trace):
         self.trace = trace  # the TraceBuilder: its record tables
         self.window = trace.window
+        self.training = trace.training  # (whether an optimizer exists decides how backward calls are held)
+        self.schedule = None  # the ``Schedule`` (IterationFacts', set by it): which iterations are full
+        self.first_nonfinite = None  # the first NaN/Inf's facts (GradFacts', set by it): its iteration moves on a fold
         self.iteration = 0
         self.pending = False
         self.chain_limit = CHAIN_LIMIT
@@ -287,7 +290,20 @@ class Grouping:
         if self.pending:
             self.begin_iteration()
 
+    def use_schedule(self, schedule):
+        """Iterations on ``schedule``: a light one chains longer graphs (a REINFORCE episode of 500 steps is one
+        iteration: its splits may all fold back), and holds the first backward calls when iteration 0 is full,
+        as every iteration of --full is (it sees the resets that end it: a gradient-accumulation loop's first step
+        is one iteration, in both modes)."""
+        self.schedule = schedule
+        if schedule.light:
+            self.chain_limit = LIGHT_CHAIN_LIMIT
+        if not schedule.light or 0 in schedule.full:
+            self.hold = HOLD_BACKWARDS
+
     def backward_done(self, backward):
+        if self.hold and not self.training.optimizers:  # no optimizer to accumulate for: a loop that updates by
+            self.hold = 0  # hand, or none, ends an iteration at each backward (as before holding)
         nodes = self.trace.nodes
         graphs = {}
         last = None  # the graph of the node visited before: consecutive nodes are mostly in one graph
@@ -409,7 +425,7 @@ class Grouping:
         for entry in self.event_counts.values():
             entry[1] = min(entry[1], target)
             entry[2] = min(entry[2], target)
-        first = self.trace.first_nonfinite
+        first = self.first_nonfinite
         if first is not None and first["iteration"] > target:
             first["iteration"] = target
         k = target - self.open_from
@@ -625,7 +641,7 @@ class Grouping:
 
     def _maybe_drop_superseded(self, gid, structure):
         g = self.graphs.get(gid)
-        if g is None or g.pinned or gid == structure.first_graph or g.iteration in self.trace.schedule.full:
+        if g is None or g.pinned or gid == structure.first_graph or g.iteration in self.schedule.full:
             return
         if self.window <= g.iteration <= self.iteration - self.window:
             self._drop_graph(g)
@@ -634,7 +650,7 @@ class Grouping:
     def _drop(self, iteration):
         if iteration < self.window:
             return
-        schedule = self.trace.schedule
+        schedule = self.schedule
         if schedule.light:  # a full iteration of the schedule stays; a light one has no records to drop
             if iteration in schedule.full:
                 return

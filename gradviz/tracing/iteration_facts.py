@@ -6,7 +6,6 @@ tracing/schedule.py) and the ``LightWatch`` (what the light ones found). Iterati
 watches light iterations says so when no op was recorded.
 """
 
-from .grouping import HOLD_BACKWARDS, LIGHT_CHAIN_LIMIT
 from .schedule import LightWatch, Schedule
 
 
@@ -17,17 +16,15 @@ class IterationFacts:
         self.trace = trace
         self.groups = trace.groups
         self.schedule = Schedule()  # which iterations are full (every one, unless ``use_schedule`` says light)
+        self.groups.schedule = self.schedule
         self.light = LightWatch()  # what light iterations found
 
     def use_schedule(self, schedule):
         """Trace on ``schedule`` (a ``Schedule``), before any fact; ``starts_full()`` says how iteration 0 runs."""
         self.schedule = schedule
-        if schedule.light:  # a REINFORCE episode of 500 steps is one iteration: its splits may all fold back
-            self.groups.chain_limit = LIGHT_CHAIN_LIMIT
         if schedule.light and schedule.why_full(0):
             schedule.full[0] = schedule.why_full(0)
-        if not schedule.light or 0 in schedule.full:  # (a first iteration traced in full sees the resets that end it)
-            self.groups.hold = HOLD_BACKWARDS
+        self.groups.use_schedule(schedule)
 
     def starts_full(self):
         return not self.schedule.light or 0 in self.schedule.full

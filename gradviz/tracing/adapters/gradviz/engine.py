@@ -33,25 +33,24 @@ from ...backward_check import definition_line
 from ...builder import LEAF
 from ...facts import OutputFact, SavedFact
 from ...frames import (
-    _CO_OPTIMIZED,
     _internal,
     _is_internal,
-    _locals,
     location_at,
     location_of,
     name_in_frame,
-    names_in_frame,
     user_frame,
 )
 from ...records import safe_message
 from .. import threads
 from ..guard import Guard
+from ..handouts import HandoutWatch
 from ..mode_watch import gradviz_watch
 from ..modules import ModuleNames
 from ..numpy_values import _CHUNK, _dtype_names, dtype_name, nonfinite, nonfinite_norm, norm_of, norm_one
 from ..numpy_values import scalar_root as _scalar
 from ..numpy_values import storage_key as _storage
 from ..optimizer_watch import gradviz_optimizers
+from ..skeleton import EventSkeleton
 from .light import GradvizLight
 from .nan import data_line
 from .probe import run_check
@@ -91,10 +90,46 @@ def _info(node):
     return info
 
 
-class GradvizAdapter(Observer):
+def _saved_on(savers, storage):
+    """``(node key, node, position, (node ref, position))`` of each live saved array on ``storage``."""
+    for rec in list(savers.values()):
+        node = rec.handle() if rec.handle is not None else None
+        saved = getattr(node, "_saved", None) if node is not None else None
+        if not saved or rec.freed:
+            continue
+        ref = weakref.ref(node)
+        for k, item in enumerate(saved):
+            data = item[0]
+            if data.__class__ is np.ndarray and _storage(data) == storage:
+                yield id(node), node, k, (ref, k)
+
+
+def _saved_now(where):
+    """The array a node saves at a position now (an in-place op may have re-pointed it since), or None."""
+    ref, k = where
+    node = ref()
+    saved = None if node is None else node._saved
+    return saved[k][0] if saved and k < len(saved) else None
+
+
+def _saved_copy(where):
+    return _saved_now(where).copy()
+
+
+def _saved_same(copy, where):
+    now = _saved_now(where)
+    return now is None or np.array_equal(now, copy, equal_nan=True)
+
+
+def _node_ref(node, key):
+    return weakref.ref(node)
+
+
+class GradvizAdapter(Observer, EventSkeleton):
     """Watches gradviz's engine for a ``TraceBuilder``. ``attach``/``detach`` start and stop watching."""
 
     name = "gradviz"
+    value_type = Variable
 
     def __init__(self, builder):
         self.builder = builder
@@ -108,11 +143,9 @@ class GradvizAdapter(Observer):
         self._global_names = {}  # id(globals dict) -> (its size, names bound to Variables) at the last full pass
         self._cut = OrderedDict()  # id(array) -> (weakref to the array, variable id it was cut from)
         self._new_grad = None  # the _Ref of the .grad backward just made (on_accumulate says whose)
-        # Saved values a numpy array was handed out on: id(node) -> (weakref to the node, {position in
-        # node._saved: (copy of the saved array then, hand-out token)}), compared when backward reaches the node;
-        # and how many saved values each hand-out token still watches.
-        self._watch = {}
-        self._watched = {}
+        # saved values a numpy array was handed out on, compared when backward reaches their node (handouts.py)
+        self.handouts = HandoutWatch(builder, _saved_copy, _saved_same, _node_ref)
+        self._watch = self.handouts.nodes  # (read on the backward path: empty, one truth test)
         self._last_fn = None
         self._thread_ref = weakref.ref(current_thread())
         self.thread_ident = get_ident()  # whose state the attributes above hold (see switch_thread)
@@ -631,69 +664,11 @@ class GradvizAdapter(Observer):
 
     # ----- numpy arrays on saved memory: a write into one is seen by no engine event ------------------------------
     def _watch_handout(self, skey, array, location):
-        """A numpy array on memory that live nodes saved was handed out: copy each saved value on it, to compare
-        when backward reaches the node. A value already watched since an earlier hand-out and still unchanged
-        is watched for this one instead (a write found later happened after this line)."""
-        builder = self.builder
+        """A numpy array on memory that live nodes saved was handed out: watch each saved value on it."""
         storage = _storage(array)
-        savers = builder.saved_storages.get(storage)
-        if not savers:
-            return
-        token = builder.numpy_handout(skey, storage, location)
-        if token is None:
-            return
-        watch = self._watch
-        for key in [k for k, (ref, _) in watch.items() if ref() is None]:
-            self._unwatch(key)
-        for rec in list(savers.values()):
-            node = rec.handle() if rec.handle is not None else None
-            saved = getattr(node, "_saved", None) if node is not None else None
-            if not saved or rec.freed:
-                continue
-            entry = watch.get(id(node))
-            if entry is None or entry[0]() is not node:
-                entry = watch[id(node)] = (weakref.ref(node), {})
-            for k, item in enumerate(saved):
-                data = item[0]
-                if data.__class__ is not np.ndarray or _storage(data) != storage:
-                    continue
-                before = entry[1].get(k)
-                if before is not None:
-                    if not np.array_equal(before[0], data, equal_nan=True):
-                        continue  # already written since the earlier hand-out: that one is to blame
-                    self._release(before[1])
-                    entry[1][k] = (before[0], token)
-                else:
-                    entry[1][k] = (data.copy(), token)
-                self._watched[token] = self._watched.get(token, 0) + 1
-        if not self._watched.get(token):
-            builder.numpy_handout_done(token)
-
-    def _check_watched(self, key, node):
-        """Backward reached ``node``: report the saved values that changed since their hand-out."""
-        ref, values = self._watch.pop(key)
-        if ref() is not node:
-            for _, token in values.values():
-                self._release(token)
-            return
-        saved = node._saved or ()
-        for k, (copy, token) in values.items():
-            if k < len(saved) and not np.array_equal(saved[k][0], copy, equal_nan=True):
-                self.builder.numpy_write(token, key)
-            self._release(token)
-
-    def _unwatch(self, key):
-        _, values = self._watch.pop(key)
-        for _, token in values.values():
-            self._release(token)
-
-    def _release(self, token):
-        left = self._watched.get(token, 0) - 1
-        if left > 0:
-            self._watched[token] = left
-        else:
-            self._watched.pop(token, None)
-            self.builder.numpy_handout_done(token)
+        savers = self.builder.saved_storages.get(storage)
+        if savers:
+            self.handouts.hand_out(skey, storage, location, _saved_on(savers, storage))
 
     def _remember_cut(self, array, vid):
         try:
@@ -708,12 +683,8 @@ class GradvizAdapter(Observer):
         if event != "call" and is_quiet():
             return
         location = location_of(user_frame(2))
-        key = self.var_key(variable) if variable is not None else None
-        code = getattr(hook, "__code__", None)
-        self.builder.hook(key, event, location, retain_grad=hook is None,
-                          hook_name=None if hook is None else getattr(hook, "__qualname__", type(hook).__name__),
-                          hook_location=None if code is None else {"file": code.co_filename,
-                                                                   "line": code.co_firstlineno})
+        self.hook_fact(self.var_key(variable) if variable is not None else None, event, location, hook,
+                       retain_grad=hook is None)
 
     def on_grad_read(self, variable, grad):
         if is_quiet():
@@ -746,9 +717,9 @@ class GradvizAdapter(Observer):
                     if key not in live:
                         self.var_key(p)
                     params.append(key)
-        self.builder.optimizer(event, location, type(optimizer).__name__, params)
-        if event == "step" and self.light_steps.enabled:
-            self.light_steps.step_ended()  # the schedule: is the next iteration full or light?
+        self.optimizer_event(event, location, optimizer, params)
+        if event == "step":
+            self.iteration_step()
 
     # ----- backward -------------------------------------------------------------------------------------------
     def on_backward_begin(self, roots, grad_roots, retain_graph, inputs):
@@ -762,19 +733,16 @@ class GradvizAdapter(Observer):
         for r in roots:
             fn = r._grad_fn
             root_nodes.append(None if fn is None else self.node_key(fn))
-        if self.light_steps.enabled:
-            self.light_steps.note_roots(roots)
-        self.training_watch.backward()
-        # how many backward calls per step, on what loss (accumulation-not-scaled)
-        if inputs is None:  # (not autograd.grad)
-            self.optimizer_watch.backward(location, roots[0]._grad_fn if len(roots) == 1 else None, _scalar(roots))
         gradient_none = False
         for g in grad_roots:
             if g is None:
                 gradient_none = True
                 break
-        self.builder.backward_begin(root_keys, root_nodes, location, retain_graph=retain_graph,
-                                    kind="backward" if inputs is None else "grad", gradient_none=gradient_none)
+        kind = "backward" if inputs is None else "grad"
+        self.backward_started(roots, root_keys, root_nodes, location, kind=kind, retain_graph=retain_graph,
+                              gradient_none=gradient_none,
+                              root_fn=roots[0]._grad_fn if len(roots) == 1 and kind == "backward" else None,
+                              loss=_scalar(roots) if kind == "backward" else None)
 
     def on_backward_step(self, node, grad_outputs, grad_inputs):
         key = id(node)
@@ -794,7 +762,7 @@ class GradvizAdapter(Observer):
             norm = norm_of(grad_outputs)
         self.builder.backward_step(key, norm, norm != norm or norm == _INF and nonfinite_norm(norm, grad_outputs))
         if self._watch and key in self._watch:
-            self._check_watched(key, node)
+            self.handouts.reached(key, node)
 
     def on_accumulate(self, variable, grad):
         key = id(variable)
@@ -818,7 +786,7 @@ class GradvizAdapter(Observer):
     def on_buffers_freed(self, node):
         self.builder.buffers_freed(id(node))
         if self._watch and id(node) in self._watch:
-            self._unwatch(id(node))
+            self.handouts.drop(id(node))
 
     def on_backward_end(self, roots, error):
         if self.builder.backward is None:
@@ -835,42 +803,9 @@ class GradvizAdapter(Observer):
             variable = getattr(error, "variable", None)
             if isinstance(variable, Variable):
                 info["variable"] = self.var_key(variable)
-        self.builder.backward_end(info)
-        if error is None and self.light_steps.enabled and not self.light_steps.has_optimizer:
-            self.light_steps.backward_ended()  # a loop with no optimizer: its backward ends the iteration
-
-    # ----- names ------------------------------------------------------------------------------------------------
-    def _name_from_frame(self, frame, quick=False):
-        """Give unnamed live Variables the name the user's frame binds them to (cheap: one pass over a dict).
-
-        ``quick`` (at every backward call): when the frame's globals have as many entries as at the last full
-        pass, only the names that held Variables then are looked at again — a loop rebinding ``loss`` is still
-        seen, without scanning the whole module every iteration; stopping the trace does a full pass."""
-        if frame is None:
-            return
-        if quick:
-            scope = frame.f_globals
-            known = self._global_names.get(id(scope))
-            if known is not None and known[0] == len(scope):
-                found = {}
-                for key in known[1]:
-                    value = scope.get(key)
-                    if isinstance(value, Variable):
-                        found.setdefault(id(value), key)
-                if frame.f_code.co_flags & _CO_OPTIMIZED:  # a function: its locals too
-                    for key, value in _locals(frame):
-                        if isinstance(value, Variable) and not key.startswith("__"):
-                            found.setdefault(id(value), key)
-                self.builder.name_variables(found)
-                return
-        found = names_in_frame(frame, Variable)
-        scope = frame.f_globals
-        self._global_names[id(scope)] = (len(scope), tuple(
-            key for key, value in scope.items() if isinstance(value, Variable) and not key.startswith("__")))
-        self.builder.name_variables(found)
-
-    def name_from_frame(self, frame):
-        self._name_from_frame(frame)
+        self.backward_finished(info)
+        if error is None:
+            self.iteration_backward()
 
     # ----- a graph that already exists ---------------------------------------------------------------------
     def describe(self, variable):

@@ -11,7 +11,9 @@ import threading
 import warnings
 import weakref
 
-from ...frames import _CO_OPTIMIZED, _locals, location_at, names_in_frame
+from ...frames import location_at, names_in_frame
+from ..handouts import HandoutWatch
+from ..skeleton import EventSkeleton
 from . import graph as tg
 from .compat import STALE_DEFAULT, outside_functorch, stale_versions
 from .frames import caller_is_internal, user_frame
@@ -22,6 +24,10 @@ _NORM_BUDGET = 64 << 20  # bytes of received gradients held during a backward be
 _SMALL_COPY = 4 << 20  # bytes of held outputs up to which the NaN/Inf check copies them into one tensor
 _NEW = frozenset(("tensor", "as_tensor", "from_numpy", "asarray", "Tensor"))
 _NOT_WEAK = frozenset((float, int, bool, complex, list))  # what .item() and .tolist() give: no weak reference
+# the names of the callbacks' blocks (``Guarded``), as their failures are recorded: a plain dict, made up front
+_GUARDED = ("backward", "cut", "grad_read", "grad_write", "hook", "numpy hand-out check", "numpy hand-out release",
+            "optimizer")
+_RECORDED = ("light step", "schedule")
 _stale_pattern = [STALE_DEFAULT]  # reads the versions out of this torch's wording (torch_compat, set per adapter)
 
 
@@ -83,6 +89,22 @@ class StepClosure:
         return self.closure
 
 
+def _spans_on(savers, storage, raw, start):
+    """``(node key, tag, span index, (raw bytes, first, end))`` of each live saved value on ``storage``."""
+    for rec in list(savers.values()):
+        tag = rec.handle() if rec.handle is not None and rec.alive and not rec.freed else None
+        if tag is None or not tag.spans:
+            continue
+        for k, (where, lo, hi) in enumerate(tag.spans):
+            if where == storage:
+                yield rec.key, tag, k, (raw, lo - start, hi - start)
+
+
+def _bytes_copy(where):
+    raw, lo, hi = where
+    return raw[lo:hi].clone()
+
+
 def _on_stack(frame):
     """Whether ``frame`` is one of the calls in progress on this thread."""
     f = sys._getframe(2)
@@ -119,18 +141,65 @@ class PerThread(threading.local):
     calls = None
 
 
-class TorchEvents:
+class Guarded:
+    """``with adapter.facts["cut"]:`` the builder's lock around a callback's facts and this thread quiet (as
+    ``with adapter.lock``), and a failure of our own bookkeeping recorded as an internal error of that name
+    instead of reaching the user's code. One object per name, made once: a callback pays what ``try`` around
+    ``with adapter.lock`` cost (the two calls of a ``with``). Module calls, the hottest callbacks, take the lock
+    inline instead (no call at all)."""
+
+    __slots__ = ("adapter", "builder", "tls", "where")
+
+    def __init__(self, adapter, where):
+        self.adapter = adapter
+        self.builder = adapter.builder
+        self.tls = adapter.tls
+        self.where = where
+
+    def __enter__(self):
+        self.builder.acquire()
+        self.tls.quiet += 1
+
+    def __exit__(self, kind, exc, tb):
+        self.tls.quiet -= 1
+        self.builder.release()
+        if kind is None or not issubclass(kind, Exception):  # (a KeyboardInterrupt goes on)
+            return False
+        self.adapter.internal_error(self.where, exc)
+        return True
+
+
+class Recorded(Guarded):
+    """``with adapter.failures["schedule"]:`` as ``Guarded`` without the lock: a failure of ours recorded."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, kind, exc, tb):
+        if kind is None or not issubclass(kind, Exception):
+            return False
+        self.adapter.internal_error(self.where, exc)
+        return True
+
+
+class TorchEvents(EventSkeleton):
     def __init__(self):
+        self.value_type = self._Tensor
         self._cut = {}  # id(cut result) -> (weakref, id of the variable it belongs to, how)
         self._global_names = {}  # id(globals dict) -> (its size, names bound to tensors) at the last full pass
-        # numpy arrays handed out on memory live nodes saved: node key -> {span index: (copy of the saved bytes,
-        # hand-out token, bytes view of the storage, first, end)}, and how many values each token watches
-        self._watch = {}
-        self._watched = {}
-        self._watch_refs = {}  # node key -> weak reference to its tag: the node's death ends its watch
+        # numpy arrays handed out on memory live nodes saved, compared when backward reaches the node (handouts.py);
+        # each watched value is a byte range of its storage, its node's death (its tag's) ends its watch
+        self.handouts = HandoutWatch(self.builder, _bytes_copy, self._bytes_same, self._tag_ref)
+        self._watch = self.handouts.nodes  # (read by each node's prehook: empty, one truth test)
         self.backward_call = None  # the backward in progress (see Backward)
         self.mode = None
         self.handles = []
+        # ``with self.facts["grad_read"]:`` the lock around a callback's facts, a failure of ours recorded;
+        # ``self.failures[...]``: the same without the lock (``Guarded``, ``Recorded``)
+        self.facts = {where: Guarded(self, where) for where in _GUARDED}
+        self.failures = {where: Recorded(self, where) for where in _RECORDED}
         self._is_compiling = self.compat.is_compiling  # (torch/compat: the one dynamo folds while tracing)
         _stale_pattern[0] = self.compat.stale
 
@@ -262,24 +331,21 @@ class TorchEvents:
         result = func(*args, **kwargs)
         if not self.attached or caller_is_internal(func):  # func: Tensor.__array__ is Python code of torch's
             return result
-        try:
-            with self.lock:
-                source = args[0]
-                _, location = _here()
-                skey = self.var(source)
-                rkey = None
-                if isinstance(result, self._Tensor):
-                    if result is source:
-                        rkey = skey
-                    else:
-                        self.new_var(result, how, location)
-                        rkey = id(result)
-                owner = self.builder.cut(skey, how, location, result=rkey)
-                self._remember_cut(result, owner, how)
-                if how == "numpy" and self.builder.saved_storages:
-                    self._watch_handout(skey, source, location)
-        except Exception as exc:
-            self.internal_error("cut", exc)
+        with self.facts["cut"]:
+            source = args[0]
+            _, location = _here()
+            skey = self.var(source)
+            rkey = None
+            if isinstance(result, self._Tensor):
+                if result is source:
+                    rkey = skey
+                else:
+                    self.new_var(result, how, location)
+                    rkey = id(result)
+            owner = self.builder.cut(skey, how, location, result=rkey)
+            self._remember_cut(result, owner, how)
+            if how == "numpy" and self.builder.saved_storages:
+                self._watch_handout(skey, source, location)
         return result
 
     def _counter_holder(self, rec, k, first):
@@ -301,86 +367,34 @@ class TorchEvents:
 
     # ----- numpy arrays on saved memory: a write into one is seen by no torch call ---------------------------
     def _watch_handout(self, skey, source, location):
-        """``source.numpy()`` handed out memory that live nodes saved: copy the bytes of each saved value on it,
-        to compare when backward reaches the node. A value already watched since an earlier hand-out and still
-        unchanged is watched for this one instead (a write found later happened after this line)."""
-        builder = self.builder
+        """``source.numpy()`` handed out memory that live nodes saved: watch the bytes of each saved value on it."""
         storage = tg.storage_key(source)[0]
-        savers = builder.saved_storages.get(storage)
+        savers = self.builder.saved_storages.get(storage)
         if not savers:
-            return
-        token = builder.numpy_handout(skey, storage, location)
-        if token is None:
             return
         raw = self.torch.empty(0, dtype=self.torch.uint8, device=source.device).set_(source.untyped_storage())
         start = source.untyped_storage().data_ptr()
-        watch = self._watch
-        for rec in list(savers.values()):
-            tag = rec.handle() if rec.handle is not None and rec.alive and not rec.freed else None
-            if tag is None or not tag.spans:
-                continue
-            values = watch.get(rec.key)
-            if values is None:
-                values = watch[rec.key] = {}
-                ref = self._watch_refs[rec.key] = _KeyRef(tag, self._watched_node_died)
-                ref.key = rec.key
-            for k, (where, lo, hi) in enumerate(tag.spans):
-                if where != storage:
-                    continue
-                before = values.get(k)
-                if before is not None:
-                    if not self.torch.equal(before[0], before[2][before[3]:before[4]]):
-                        continue  # written since the earlier hand-out: that one is to blame
-                    self._release(before[1])
-                    values[k] = (before[0], token) + before[2:]
-                else:
-                    part = raw[lo - start:hi - start]
-                    values[k] = (part.clone(), token, raw, lo - start, hi - start)
-                self._watched[token] = self._watched.get(token, 0) + 1
-            if not values:
-                del watch[rec.key]
-                self._watch_refs.pop(rec.key, None)
-        if not self._watched.get(token):
-            builder.numpy_handout_done(token)
+        self.handouts.hand_out(skey, storage, location, _spans_on(savers, storage, raw, start))
+
+    def _bytes_same(self, copy, where):
+        raw, lo, hi = where
+        return self.torch.equal(copy, raw[lo:hi])
+
+    def _tag_ref(self, tag, key):
+        ref = _KeyRef(tag, self._watched_node_died)
+        ref.key = key
+        return ref
 
     def _watched_node_died(self, ref):
         """A node with watched values died without running backward: drop its copies and the storage views."""
-        try:
-            with self.lock:
-                if self._watch_refs.get(ref.key) is ref:
-                    self.unwatch(ref.key)
-        except Exception as exc:
-            self.internal_error("numpy hand-out release", exc)
+        with self.facts["numpy hand-out release"]:
+            if self.handouts.refs.get(ref.key) is ref:
+                self.handouts.drop(ref.key)
 
     def check_watched(self, key):
         """Backward reached node ``key`` (its prehook): report the saved values changed since their hand-out."""
-        try:
-            with self.lock:
-                values = self._watch.pop(key, None)
-                self._watch_refs.pop(key, None)
-                if not values:
-                    return
-                equal = self.torch.equal
-                for copy, token, raw, lo, hi in values.values():
-                    if not equal(copy, raw[lo:hi]):
-                        self.builder.numpy_write(token, key)
-                    self._release(token)
-        except Exception as exc:  # inside PyTorch's backward: never the script's problem
-            self.internal_error("numpy hand-out check", exc)
-
-    def unwatch(self, key):
-        """Node ``key`` died: its hand-outs no longer need watching."""
-        self._watch_refs.pop(key, None)
-        for _, token, *_ in self._watch.pop(key, {}).values():
-            self._release(token)
-
-    def _release(self, token):
-        left = self._watched.get(token, 0) - 1
-        if left > 0:
-            self._watched[token] = left
-        else:
-            self._watched.pop(token, None)
-            self.builder.numpy_handout_done(token)
+        with self.facts["numpy hand-out check"]:  # inside PyTorch's backward: never the script's problem
+            self.handouts.reached(key)
 
     def _remember_cut(self, value, owner, how):
         if type(value) in _NOT_WEAK:  # .item() / .tolist(): no raise-and-catch per training step
@@ -405,30 +419,24 @@ class TorchEvents:
                 warnings.simplefilter("always")
                 grad = func(*args, **kwargs)
             _reissue(caught, frame)
-        try:
-            with self.lock:
-                location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
-                key = self.var(t)
-                name = None
-                if frame is not None and self.builder.live_variables[key].name is None:
-                    name = names_in_frame(frame, self._Tensor).get(key)
-                self.builder.grad_read(key, location, was_none=grad is None, is_leaf=bool(t.is_leaf),
-                                       retains_grad=bool(t.retains_grad), requires_grad=bool(t.requires_grad),
-                                       name=name)
-        except Exception as exc:
-            self.internal_error("grad_read", exc)
+        with self.facts["grad_read"]:
+            location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+            key = self.var(t)
+            name = None
+            if frame is not None and self.builder.live_variables[key].name is None:
+                name = names_in_frame(frame, self._Tensor).get(key)
+            self.builder.grad_read(key, location, was_none=grad is None, is_leaf=bool(t.is_leaf),
+                                   retains_grad=bool(t.retains_grad), requires_grad=bool(t.requires_grad),
+                                   name=name)
         return grad
 
     def grad_set(self, func, args, kwargs):
         result = func(*args, **kwargs)
         if not self.attached or caller_is_internal():
             return result
-        try:
-            with self.lock:
-                _, location = _here()
-                self.builder.grad_write(self.var(args[0]), location, is_none=args[1] is None)
-        except Exception as exc:
-            self.internal_error("grad_write", exc)
+        with self.facts["grad_write"]:
+            _, location = _here()
+            self.builder.grad_write(self.var(args[0]), location, is_none=args[1] is None)
         return result
 
     def hook_register(self, func, args, kwargs, retain_grad):
@@ -440,28 +448,20 @@ class TorchEvents:
             hook = args[1] if len(args) > 1 else kwargs.pop("hook", None)
             args = (t, _HookCall(self, t, hook)) + tuple(args[2:])
         result = func(*args, **kwargs)
-        try:
-            with self.lock:
-                _, location = _here()
-                self.builder.hook(self.var(t), "register", location, retain_grad=retain_grad,
-                                  hook_name=_hook_name(hook), hook_location=_hook_location(hook))
-        except Exception as exc:
-            self.internal_error("hook", exc)
+        with self.facts["hook"]:
+            _, location = _here()
+            self.hook_fact(self.var(t), "register", location, hook, retain_grad=retain_grad)
         return result
 
     def hook_called(self, t, hook):
         if not self.attached:
             return
-        try:
-            with self.lock:
-                call = self.backward_call
-                key = id(t)
-                if key in self.builder.live_variables:
-                    where = self.light_steps.backward_location if call is None else call.location  # (a light one)
-                    self.builder.hook(key, "call", where,
-                                      hook_name=_hook_name(hook), hook_location=_hook_location(hook))
-        except Exception as exc:
-            self.internal_error("hook", exc)
+        with self.facts["hook"]:
+            call = self.backward_call
+            key = id(t)
+            if key in self.builder.live_variables:
+                where = self.light_steps.backward_location if call is None else call.location  # (a light one)
+                self.hook_fact(key, "call", where, hook)
 
     # ----- modules and optimizers ---------------------------------------------------------------------------
     def _calls(self):
@@ -574,11 +574,9 @@ class TorchEvents:
             if tls.light_step:
                 tls.light_step -= 1
             if light.on and self.observing():  # a light step: gradient norms, then the iteration's end
-                try:
+                with self.failures["light step"]:
                     light.step(optimizer)
                     light.step_ended()
-                except Exception as exc:
-                    self.internal_error("light step", exc)
             return
         tls.step_depth -= 1
         if tls.step_depth:  # an inner step: the outer step reports
@@ -590,11 +588,9 @@ class TorchEvents:
             self._step_end(optimizer, before)
         finally:
             step_back(self, aside)
-        if light.enabled and self.observing() and tls.quiet == 0:  # the schedule: is the next iteration full or light?
-            try:
-                light.step_ended()
-            except Exception as exc:
-                self.internal_error("schedule", exc)
+        if light.enabled and self.observing() and tls.quiet == 0:
+            with self.failures["schedule"]:
+                self.iteration_step()
 
     def _abandon_step(self):
         """The thread as before a step that never ended: observed again, its mode back on the stack."""
@@ -607,14 +603,10 @@ class TorchEvents:
     def _step_end(self, optimizer, before):
         if not self.observing():
             return
-        try:
-            with self.lock:
-                _, location = _here()
-                name = type(optimizer).__name__
-                keys = self._parameter_updates(before, location, name)
-                self.builder.optimizer("step", location, name, keys)
-        except Exception as exc:
-            self.internal_error("optimizer", exc)
+        with self.facts["optimizer"]:
+            _, location = _here()
+            keys = self._parameter_updates(before, location, type(optimizer).__name__)
+            self.optimizer_event("step", location, optimizer, keys)
 
     def _parameter_updates(self, before, location, name):
         """Report the parameters whose version moved since ``before`` was taken; their keys."""
@@ -633,13 +625,10 @@ class TorchEvents:
         tls = self.tls
         if tls.step is None or not self.observing():
             return closure(*args, **kwargs)
-        try:
-            with self.lock:
-                _, location = _here()
-                self._parameter_updates(tls.step, location, type(optimizer).__name__)
-                tls.step = [(p, p._version) for p, _ in tls.step]
-        except Exception as exc:
-            self.internal_error("optimizer", exc)
+        with self.facts["optimizer"]:
+            _, location = _here()
+            self._parameter_updates(tls.step, location, type(optimizer).__name__)
+            tls.step = [(p, p._version) for p, _ in tls.step]
         # the thread as before the step while the closure runs (a step the closure makes is a step of its own)
         inside = tls.step, tls.step_depth, tls.quiet, tls.outside, tls.step_frame
         tls.step, tls.step_depth, tls.quiet, tls.step_frame = None, 0, tls.outside, None
@@ -659,27 +648,23 @@ class TorchEvents:
         tls = self.tls
         if tls.step is not None and not _on_stack(tls.step_frame):
             self._abandon_step()  # the zero_grad after a step that raised: the user's code again
-        try:
-            with self.lock:
-                _, location = _here()
-                if isinstance(owner, self.torch.nn.Module):
-                    params = list(owner.parameters())
-                else:
-                    params = self._params_of(owner)
-                self.builder.optimizer("zero_grad", location, type(owner).__name__, [self.var(p) for p in params])
-        except Exception as exc:
-            self.internal_error("optimizer", exc)
+        with self.facts["optimizer"]:
+            _, location = _here()
+            if isinstance(owner, self.torch.nn.Module):
+                params = list(owner.parameters())
+            else:
+                params = self._params_of(owner)
+            self.optimizer_event("zero_grad", location, owner, [self.var(p) for p in params])
 
     # ----- backward -------------------------------------------------------------------------------------------
     def backward(self, func, args, kwargs, kind):
         """``Tensor.backward`` (``kind="method"``), ``torch.autograd.backward`` or ``torch.autograd.grad``."""
         if not self.attached:
             return func(*args, **kwargs)
-        try:
-            with self.lock:
-                call = self._backward_begin(args, kwargs, kind)
-        except Exception as exc:
-            self.internal_error("backward", exc)
+        call = None
+        with self.facts["backward"]:
+            call = self._backward_begin(args, kwargs, kind)
+        if call is None:  # (our own failure, recorded: the user's backward runs unobserved)
             return func(*args, **kwargs)
         error = None
         try:
@@ -688,17 +673,11 @@ class TorchEvents:
             error = exc
             raise
         finally:
-            try:
-                with self.lock:
-                    self._backward_end(call, error)
-            except Exception as exc:
-                self.internal_error("backward", exc)
-            light = self.light_steps
-            if light.enabled and kind != "grad" and error is None and not light.has_optimizer and not self.tls.quiet:
-                try:  # a loop with no optimizer: a backward ends the iteration (the schedule's tick)
-                    light.backward_ended()
-                except Exception as exc:
-                    self.internal_error("schedule", exc)
+            with self.facts["backward"]:
+                self._backward_end(call, error)
+            if kind != "grad" and error is None and not self.tls.quiet:
+                with self.failures["schedule"]:
+                    self.iteration_backward()
 
     def _backward_begin(self, args, kwargs, kind):
         Tensor = self._Tensor
@@ -720,25 +699,22 @@ class TorchEvents:
         keep = bool(bound.get("create_graph")) if retain is None else bool(retain)
         frame, location = _here()
         self._name_from_frame(frame, quick=True)
-        self.checks.flush()  # a NaN made in forward is reported before the backward that meets it
+        single = kind != "grad" and len(roots) == 1
+        # a NaN made in forward is reported before the backward that meets it; the loss read in the same transfer
+        loss = self.checks.flush(roots[0] if single and _is_loss(roots[0]) else None)
         first = self.builder.first_nonfinite
         if first is not None and first["phase"] == "forward" and first["iteration"] == self.builder.groups.iteration:
             self._nonfinite_from_data(first, roots, frame)
         keys = [self.var(r) for r in roots]
-        if self.light_steps.enabled:
-            self.light_steps.note_roots(roots)
-        self.training_watch.backward()
         root_fns = [tg.grad_fn_of(r) for r in roots]
-        if kind != "grad":  # how many backward calls per step, on what loss (accumulation-not-scaled)
-            self.optimizer_watch.backward(location, root_fns[0] if len(root_fns) == 1 else None,
-                                          _loss_value(roots[0]) if len(roots) == 1 else None)
         root_nodes = [None if fn is None else self.node_key(fn, None) for fn in root_fns]
         # refused before it starts: a non-scalar root without a gradient, or a root with no graph at all
         starts = all(fn is not None or r.requires_grad for fn, r in zip(root_fns, roots)) and \
             all(r.numel() == 1 or (i < len(grads) and grads[i] is not None) for i, r in enumerate(roots))
-        self.builder.backward_begin(keys, root_nodes, location, retain_graph=keep if starts else None,
-                                    kind="grad" if kind == "grad" else "backward",
-                                    gradient_none=any(g is None for g in grads))
+        self.backward_started(roots, keys, root_nodes, location, kind="grad" if kind == "grad" else "backward",
+                              retain_graph=keep if starts else None, gradient_none=any(g is None for g in grads),
+                              root_fn=root_fns[0] if single else None,
+                              loss=loss)
         call = self.backward_call = Backward(location, keep, keys, self.torch)
         return call
 
@@ -766,7 +742,7 @@ class TorchEvents:
         if not call.keep:
             for key in call.nodes:
                 b.buffers_freed(key)
-        b.backward_end(None if error is None else _error(error, call))
+        self.backward_finished(None if error is None else _error(error, call))
 
     # ----- names ------------------------------------------------------------------------------------------------
     def _name_inputs(self, inputs, path):
@@ -789,35 +765,6 @@ class TorchEvents:
                 names[self.var(t)] = bound.get(id(t)) or (
                     f"input {number} of {path}" if len(tensors) > 1 else f"input of {path}")
         self.builder.name_variables(names)
-
-    def _name_from_frame(self, frame, quick=False):
-        """Give unnamed live tensors the name the user's frame binds them to (at each backward, ``quick``: only
-        the global names that held tensors at the last full pass while the globals keep their size)."""
-        if frame is None:
-            return
-        Tensor = self._Tensor
-        scope = frame.f_globals
-        if quick:
-            known = self._global_names.get(id(scope))
-            if known is not None and known[0] == len(scope):
-                found = {}
-                for key in known[1]:
-                    value = scope.get(key)
-                    if isinstance(value, Tensor):
-                        found.setdefault(id(value), key)
-                if frame.f_code.co_flags & _CO_OPTIMIZED:
-                    for key, value in _locals(frame):
-                        if isinstance(value, Tensor) and not key.startswith("__"):
-                            found.setdefault(id(value), key)
-                self.builder.name_variables(found)
-                return
-        found = names_in_frame(frame, Tensor)
-        self._global_names[id(scope)] = (len(scope), tuple(
-            key for key, value in scope.items() if isinstance(value, Tensor) and not key.startswith("__")))
-        self.builder.name_variables(found)
-
-    def name_from_frame(self, frame):
-        self._name_from_frame(frame)
 
 
 class Backward:
@@ -986,13 +933,14 @@ class OutputChecks:
     backward and when the trace stops: no host sync per op. Outputs of one trailing shape are concatenated in
     one call (no per-output reshape) and summed; a sum that is not finite sends us to the exact check."""
 
-    __slots__ = ("torch", "builder", "pending", "held")
+    __slots__ = ("torch", "builder", "pending", "held", "value")
 
     def __init__(self, torch, builder):
         self.torch = torch
         self.builder = builder
         self.pending = []  # (node key, detached output)
         self.held = 0
+        self.value = None  # what ``flush`` was asked to read, when read with the check's sum
 
     def add(self, key, output):
         if not output.is_floating_point():  # (integers and booleans hold no NaN)
@@ -1002,7 +950,16 @@ class OutputChecks:
         if self.held > _NORM_BUDGET or len(self.pending) > 4096:
             self.flush()
 
-    def flush(self):
+    def flush(self, read=None):
+        """Check the held outputs. ``read``: a one-element floating tensor whose value is wanted too (a backward's
+        loss): read in the same transfer as the check's sum where the two are alike, else on its own; its value
+        is returned (one host sync per backward where there were two)."""
+        self.value = None
+        self._flush(read)
+        value, self.value = self.value, None
+        return value if value is not None or read is None else _loss_value(read)
+
+    def _flush(self, read):
         pending = self.pending
         held = self.held
         self.pending = []
@@ -1014,7 +971,7 @@ class OutputChecks:
         if len(pending) >= _ATTEMPT:  # a long chain's outputs, of one trailing shape on one device: one concatenation
             outputs = [t for _, t in pending]
             try:
-                total = torch.cat(outputs).sum().item()
+                total = self._item(torch.cat(outputs).sum(), read)
             except (RuntimeError, TypeError):  # a 0-d one among them (the loss) refuses to be concatenated
                 scalars = [t for t in outputs if not t.dim()]
                 try:
@@ -1028,7 +985,7 @@ class OutputChecks:
             # for being finite; an overflow goes on to the exact check as before). Large ones are summed where they
             # lie (below): a copy would cost more than the kernels it saves.
             try:
-                total = self.torch.cat([t.reshape(-1) for _, t in pending]).sum().item()
+                total = self._item(self.torch.cat([t.reshape(-1) for _, t in pending]).sum(), read)
             except (RuntimeError, TypeError):  # on several devices
                 pass
         if total is None:
@@ -1040,6 +997,13 @@ class OutputChecks:
         for (key, t), v in zip(pending, values):
             if v - v != 0 and not bool(t.isfinite().all()):  # a norm can overflow: then the values decide
                 self.builder.nonfinite_output(key)
+
+    def _item(self, total, read):
+        """``total.item()``, with ``read``'s value taken in the same transfer (into ``value``) when alike."""
+        if read is None or read.dtype != total.dtype or read.device != total.device:
+            return total.item()
+        total, self.value = self.torch.stack((total, read.detach().reshape(()))).tolist()
+        return total
 
     def _sum_by_kind(self, pending):
         torch = self.torch
@@ -1102,15 +1066,6 @@ def _node_name_of(func):
     return "".join(part.capitalize() for part in name.split("_")) + "Backward0"
 
 
-def _hook_name(hook):
-    return None if hook is None else getattr(hook, "__qualname__", type(hook).__name__)
-
-
-def _hook_location(hook):
-    code = getattr(hook, "__code__", None)
-    return None if code is None else {"file": code.co_filename, "line": code.co_firstlineno}
-
-
 def _error(error, call):
     """PyTorch's backward errors are RuntimeErrors: classified by their (stable) wording."""
     message = str(error).split("\n")[0]
@@ -1141,11 +1096,17 @@ def _reissue(caught, frame):
                                registry=registry)
 
 
-def _loss_value(root):
-    """A backward's single root as a float when it is one floating-point value (a loss), else None."""
+def _is_loss(root):
+    """Whether a backward's single root is one floating-point value (a loss)."""
     try:
-        if root.numel() == 1 and root.dtype.is_floating_point:
-            return float(root.detach())
+        return root.numel() == 1 and root.dtype.is_floating_point
+    except Exception:  # a root of a kind that has no size (exact memory's packed values)
+        return False
+
+
+def _loss_value(root):
+    """A loss (``_is_loss``) as a float, or None when it does not read as a number."""
+    try:
+        return float(root.detach())
     except Exception:  # a root of a kind that does not read as a number (exact memory's packed values)
-        pass
-    return None
+        return None

@@ -125,7 +125,8 @@ def new_nodes(root, owner):
 
 
 def saved_tensors(node, attrs):
-    """``[(attribute, index, tensor)]`` for what the node saved; ``tensor`` is None once backward freed it.
+    """``[(attribute, index, tensor)]`` for what the node saved; ``tensor`` is None once backward freed it. A value
+    that is not readable as a tensor (``--exact-memory`` holds it packed) is left out: callers get tensors only.
 
     Read right after the op ran, so each tensor's ``_version`` is the version PyTorch saved it at."""
     found = []
@@ -134,7 +135,7 @@ def saved_tensors(node, attrs):
         values = read(node, attr)
         if values is None:
             continue
-        found.extend((attr, i, t) for i, t in values)
+        found.extend((attr, i, t) for i, t in values if t is None or hasattr(t, "is_floating_point"))
     return found
 
 

@@ -92,8 +92,7 @@ def _producer(node):
 
 
 def _floating(t):
-    """A floating or complex tensor (a saved value ``--exact-memory`` holds packed is not one: it is not read)."""
-    return hasattr(t, "is_floating_point") and (t.is_floating_point() or t.is_complex())
+    return t.is_floating_point() or t.is_complex()
 
 
 def _recomputed_bad(torch, node, info, saved):
@@ -103,7 +102,7 @@ def _recomputed_bad(torch, node, info, saved):
     fn, names = how
     values = {attr.rpartition("saved_")[2]: t for attr, _, t in saved}
     args = [values.get(n) for n in names]
-    if any(a is None or not hasattr(a, "is_floating_point") for a in args):
+    if any(a is None for a in args):
         return False
     if names == ("result",):
         return not bool(torch.isfinite(args[0]).all())

@@ -299,7 +299,7 @@ class TorchWatch:
         """``t.register_hook(hook)`` on a light iteration: the registration event at its line, and each call of
         the hook, as the full handler records them; ``t`` is recorded without its graph (whose saved values a
         light backward frees unrecorded: they would stay known as saved, and be matched by later writes)."""
-        from .events import _hook_location, _hook_name, _HookCall
+        from .events import _HookCall
 
         adapter = self.adapter
         handle = original(t, _HookCall(adapter, t, hook))
@@ -311,8 +311,7 @@ class TorchWatch:
                 builder.light_event()
                 if id(t) not in builder.live_variables:
                     adapter.new_var(t, "external", location)
-                builder.hook(id(t), "register", location, hook_name=_hook_name(hook),
-                             hook_location=_hook_location(hook))
+                adapter.hook_fact(id(t), "register", location, hook)
         except Exception as exc:
             adapter.internal_error("light hook", exc)
         return handle
