@@ -73,4 +73,7 @@ def caller_is_internal(func=None):
         if not (code is own or code.co_filename.startswith(_GRADVIZ_DIR) or code.co_name == "handle_torch_function"):
             break
         f = f.f_back
-    return f is not None and is_internal(f.f_code)
+    if f is None:
+        return False
+    flag = _internal.get(id(f.f_code))  # (decided once per code object: is_internal's path check is a few µs)
+    return is_internal(f.f_code) if flag is None else flag

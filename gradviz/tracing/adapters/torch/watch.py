@@ -23,6 +23,7 @@ the calls it makes of them:
 A finding also makes the next iterations full (``TraceBuilder.light_finding``), where the rest is recorded.
 """
 
+import sys
 from threading import get_ident as _ident
 
 from ...frames import location_at
@@ -50,6 +51,7 @@ class TorchWatch:
         self._patched = []  # (owner, name, what it had in its own __dict__, or _MISSING)
         self._targets = None
         self._out_wrapped = {}  # (id(owner), name) -> its out= wrapper, made once
+        self._out_targets = None  # (len(sys.modules), [(owner, name, wrapper)]) of the last install
 
     # ----- is this call the user's, on the light thread? ------------------------------------------------------
     def watching(self):
@@ -62,8 +64,13 @@ class TorchWatch:
     def install(self):
         if self._patched:
             return
+        patched = self._patched
+        owners = {}  # id(owner) -> its __dict__ (a mappingproxy made per read: read once per owner, not per name)
         for owner, name, wrapper in self._wrappers() + self._out_wrappers():
-            self._patched.append((owner, name, owner.__dict__.get(name, _MISSING)))
+            attrs = owners.get(id(owner))
+            if attrs is None:
+                attrs = owners[id(owner)] = owner.__dict__
+            patched.append((owner, name, attrs.get(name, _MISSING)))
             setattr(owner, name, wrapper)
 
     def uninstall(self):
@@ -110,7 +117,11 @@ class TorchWatch:
 
     def _out_wrappers(self):
         """(owner, name, wrapper) for the functions the user's files call with ``out=`` (read again at each
-        install: a module imported since may call others)."""
+        install when a module was imported since, which may call others; otherwise the last install's: looking
+        through ``sys.modules`` again, two thousand modules with torch loaded, was most of a switch to light)."""
+        modules = len(sys.modules)
+        if self._out_targets is not None and self._out_targets[0] == modules:
+            return self._out_targets[1]
         torch = self.torch
         wrapped = self._out_wrapped
         targets = []
@@ -123,6 +134,7 @@ class TorchWatch:
                 if wrapper is None:
                     wrapper = wrapped[(id(owner), name)] = self._with_out(original, name)
                 targets.append((owner, name, wrapper))
+        self._out_targets = (modules, targets)
         return targets
 
     def _with_out(self, original, name):
