@@ -22,6 +22,8 @@ import subprocess
 import threading
 import time
 
+from .cluster_order import in_declared_order
+
 _ACTIVE = contextvars.ContextVar("gradviz_dot_session", default=None)
 _GRAPH_START = re.compile(r"(?m)^(?=digraph \{$)")  # how ``dot.to_dot`` starts every graph
 _ENDS = {"svg": b"</svg>", "dot": b"\n}"}  # how each format's output of one graph ends (after its last newline)
@@ -61,7 +63,7 @@ class Session:
                 if data is None:
                     _stop(process)
                     return None
-                out.append(self.named(data) if fmt == "svg" else data)
+                out.append(in_declared_order(self.named(data), graph) if fmt == "svg" else data)
         except BaseException:
             _stop(process)
             raise

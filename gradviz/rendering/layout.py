@@ -8,6 +8,7 @@ import subprocess
 import time
 
 from . import dot_session
+from .cluster_order import each_in_declared_order
 from .dot import to_dot
 from .graph import build_graph
 from .style import CHEAP_LAYOUT
@@ -56,7 +57,7 @@ def run_dot(source, fmt, timeout):
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise RuntimeError(f"dot failed: {message[0] if message else f'exit status {done.returncode}'}")
-    return done.stdout
+    return each_in_declared_order(done.stdout, source) if fmt == "svg" else done.stdout
 
 
 def lay_out(doc, fmt="svg", budget=4.0, **options):

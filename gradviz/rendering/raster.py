@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 
+from .cluster_order import in_declared_order
 from .layout import DotNotFoundError, lay_out
 
 MAX_PIXELS = 8_000_000  # a PNG's pixels at most (about 2,000 × 4,000); the resolution drops to stay under it
@@ -43,9 +44,10 @@ def resolution(laid):
     return min(DPI, max(1, int(72 * math.sqrt(MAX_PIXELS / points))))
 
 
-def draw(laid, fmt, timeout):
+def draw(laid, fmt, timeout, source=None):
     """``laid`` drawn as ``fmt`` (png, pdf, svg) without a new layout; raises ``RasterTimeout`` after
-    ``timeout`` seconds."""
+    ``timeout`` seconds. An SVG's clusters come in the order ``source`` (the DOT laid out) declares them, when
+    given: the layout's own order is dot's memory's (``cluster_order``)."""
     exe = shutil.which("dot")
     if exe is None:
         raise DotNotFoundError()
@@ -61,4 +63,4 @@ def draw(laid, fmt, timeout):
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise RuntimeError(f"dot failed: {message[0] if message else f'exit status {done.returncode}'}")
-    return done.stdout
+    return in_declared_order(done.stdout, source) if fmt == "svg" and source else done.stdout

@@ -250,7 +250,7 @@ class _Drawer:
                                              node_budget=self.node_budget, **self.options)
                 svg = data.decode("utf-8")
             else:
-                svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
+                svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget, source).decode("utf-8")
             if legible(svg):
                 return slim(svg), spec, source
             if asked is not None:
@@ -268,7 +268,7 @@ class _Drawer:
                                              node_budget=self.node_budget, **self.options)
                 svg = data.decode("utf-8")
             else:
-                svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget).decode("utf-8")
+                svg = text if fmt == "svg" else raster.draw(text, "svg", self.budget, source).decode("utf-8")
         return slim(svg), spec, source
 
     def prepare(self, doc, graph, at_least=0, extra=None):
