@@ -238,7 +238,11 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
         inside = {item.key for item in items}
         ins = [ir.items[e.src].shape for e in ir.edges if e.dst in inside and e.src not in inside]
         outs = [ir.items[e.src].shape for e in ir.edges if e.src in inside and e.dst not in inside]
-        params = [item for item in items if "parameter" in item.flags]
+        # its parameters: those inside, and those it reads from outside (a weight tied to another module's, as
+        # GPT-2's lm_head reads wte's; a cell's weights, used by each of its calls and so in none of them)
+        read = {e.src for e in ir.edges if e.dst in inside and e.src not in inside}
+        params = list({tuple(item.nodes) or item.key: item for item in items + [ir.items[k] for k in sorted(read)]
+                       if "parameter" in item.flags}.values())
         ops = [item for item in items if item.kind != "leaf"]
         path = _path(call_key)
         cls = module_classes.get(path)

@@ -99,13 +99,28 @@ def _fold_title(members, period, reps):
     return ".".join(parts) + (f" ({cls})" if cls else "") + f" × {reps}"
 
 
+def parameters_of(spec, members, accumulators):
+    """The AccumulateGrad node ids (a parameter each) that ``members`` hold or read: a parameter drawn beside
+    them (a cell's weights, used at each of its 35 calls, sit in no call's box) is theirs as much as one inside."""
+    names = {node.name for node in members}
+    by_name = {node.name: node for node in spec.nodes}
+    held = {n for node in members for n in node.doc_nodes if n in accumulators}
+    for edge in spec.edges:  # (either way: a backward picture's edges point from an op to its inputs)
+        for mine, other in ((edge.head, edge.tail), (edge.tail, edge.head)):
+            leaf = by_name.get(other) if mine in names and other not in names else None
+            if leaf is not None and leaf.kind in ("leaf", "ghost"):
+                held.update(n for n in leaf.doc_nodes if n in accumulators)
+    return held
+
+
 def _fold(spec, members, period, reps, accumulators):
     """``members`` become one module box: the fold's title and what it holds. Returns the fold."""
     nodes = list(dict.fromkeys(n for node in members for n in node.doc_nodes))
     ops = sum(1 for n in nodes if n not in accumulators)
+    params = len(parameters_of(spec, members, accumulators))
     step = "blocks" if period == 1 else "steps"
     rows = [Row(_fold_title(members, period, reps), bold=True),
-            Row(f"{reps} {step} · {ops:,} ops · {len(nodes) - ops:,} parameters")]
+            Row(f"{reps} {step} · {ops:,} ops · {params:,} parameters")]
     return merge(spec, members, rows, members[0].cluster)
 
 

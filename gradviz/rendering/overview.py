@@ -13,7 +13,7 @@ import re
 
 from .dot import to_dot
 from .estimate import drawn_size
-from .fold_boxes import fold_repeated_boxes, merge
+from .fold_boxes import fold_repeated_boxes, merge, parameters_of
 from .graph import build_graph, working_graph
 from .spec import Row
 
@@ -65,9 +65,9 @@ def compact(spec, depth, accumulators=frozenset(), pinned=frozenset(), fold=True
         ops = sum(1 for n in node.doc_nodes if n not in accumulators)
         if counted and ops > int(counted.group(1).replace(",", "")):
             # a folded loop inside counts one step: the box stands for every step's ops and parameters
-            params = len(node.doc_nodes) - ops
+            params = len(parameters_of(spec, [node], accumulators))
             node.rows[1].text = f"{ops:,} ops · {params:,} parameters · repeated blocks folded"
-    _absorb_leaves(spec)
+    _absorb_leaves(spec, accumulators)
     spec.caption = (f"overview: modules below depth {depth} as boxes"
                     + (", repeated ones folded × N" if folds else "") + "; click a box to open it")
     spec.title, spec.subtitle, spec.legend = "", [], []  # the page shows the caption above the stage
@@ -86,16 +86,17 @@ def _box_plain_clusters(spec, pinned, accumulators):
         if cluster.name in parents or len(members) < 2 or not cluster.rows or \
                 any(node.kind in ("module", "more", "note") or pinned.intersection(node.doc_nodes) for node in members):
             continue
-        nodes = [n for node in members for n in node.doc_nodes]
-        ops = sum(1 for n in nodes if n not in accumulators)
-        rows = [Row(cluster.rows[0].text, bold=True), Row(f"{ops:,} ops · {len(nodes) - ops:,} parameters")]
+        ops = sum(1 for node in members for n in node.doc_nodes if n not in accumulators)
+        params = len(parameters_of(spec, members, accumulators))
+        rows = [Row(cluster.rows[0].text, bold=True), Row(f"{ops:,} ops · {params:,} parameters")]
         merge(spec, members, rows, cluster.parent)
         spec.clusters = [c for c in spec.clusters if c.name != cluster.name]
 
 
-def _absorb_leaves(spec):
+def _absorb_leaves(spec, accumulators=frozenset()):
     """Leaves read by module boxes only (a cell's parameters, used at each of its 35 calls) are left out of the
-    overview, their box saying how many it reads: drawn, each is a hub of long edges across the picture."""
+    overview: drawn, each is a hub of long edges across the picture. The boxes count the parameters they read
+    already (``parameters_of``); a box reading other leaves says how many more."""
     by_name = {node.name: node for node in spec.nodes}
     neighbours = {}
     for edge in spec.edges:
@@ -106,6 +107,8 @@ def _absorb_leaves(spec):
         near = [by_name.get(name) for name in neighbours.get(node.name, ())]
         if node.kind in ("leaf", "ghost") and near and all(n is not None and n.kind == "module" for n in near):
             gone.add(node.name)
+            if accumulators.intersection(node.doc_nodes):
+                continue  # a parameter: its boxes count it
             for box in near:
                 read.setdefault(box.name, set()).add(node.doc_variable if node.doc_variable is not None
                                                      else node.name)
