@@ -27,6 +27,8 @@ from .cluster_order import in_declared_order
 _ACTIVE = contextvars.ContextVar("gradviz_dot_session", default=None)
 _GRAPH_START = re.compile(r"(?m)^(?=digraph \{$)")  # how ``dot.to_dot`` starts every graph
 _ENDS = {"svg": b"</svg>", "dot": b"\n}"}  # how each format's output of one graph ends (after its last newline)
+# how a drawing of one graph ends, by format: a PNG's IEND chunk and its CRC, a PDF's trailer
+_DRAWN_ENDS = {"png": b"IEND\xaeB`\x82", "pdf": b"%%EOF\n", "svg": b"</svg>\n"}
 _ANONYMOUS = re.compile(rb"<!-- Title: (%\d+) Pages")
 _PAGED = re.compile(rb'<g id="page\d+,\d+_graph0" class="graph"')
 
@@ -41,6 +43,7 @@ class Session:
         self.idle = {}  # format -> processes waiting for a graph
         self.lock = threading.Lock()
         self.anonymous = None  # the name a fresh dot gives the first anonymous graph it reads
+        self.drawn = {}  # (format, laid-out DOT) -> a drawing made beside another format's, until asked for
 
     def run(self, source, timeout, fmt="svg"):
         """The SVG (``fmt`` "svg") or laid-out DOT ("dot": every position, for a PNG or PDF drawn from it) of every
@@ -70,6 +73,30 @@ class Session:
         with self.lock:
             self.idle[fmt].append(process)
         return b"".join(out)
+
+    def draw(self, laid, formats, timeout):
+        """[bytes] of one laid-out graph (``dot -Tdot``'s output) drawn in each of ``formats`` (png, pdf, svg) by
+        ``dot -Kneato -n2``, which draws the positions it is given without laying out again: one process for
+        each set of formats, started once. None when the process exited on it; ``Timeout`` past ``timeout``."""
+        deadline = time.monotonic() + timeout
+        key = ("drawn",) + tuple(formats)
+        with self.lock:
+            idle = self.idle.setdefault(key, [])
+            process = idle.pop() if idle else None
+        if process is None:
+            process = subprocess.Popen([self.exe] + [f"-T{fmt}" for fmt in formats] + ["-Kneato", "-n2"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            parts = _drawings(process, laid, deadline, [_DRAWN_ENDS[fmt] for fmt in formats])
+        except BaseException:
+            _stop(process)
+            raise
+        if parts is None:
+            _stop(process)
+            return None
+        with self.lock:
+            self.idle[key].append(process)
+        return [self.named(part) if fmt == "svg" else part for fmt, part in zip(formats, parts)]
 
     def named(self, svg):
         """``svg`` as a fresh ``dot`` writes it: dot numbers anonymous graphs as it reads them (``%3``, then
@@ -121,6 +148,36 @@ def _one(process, graph, deadline, end=_ENDS["svg"]):
                 return None
             text += chunk
     return bytes(text)
+
+
+def _drawings(process, graph, deadline, ends):
+    """The outputs of one graph from ``process``, one per end marker in ``ends`` (dot writes each format's
+    drawing in turn), or None when the process exits first."""
+    try:
+        process.stdin.write(graph.encode("utf-8") if graph.endswith("\n") else (graph + "\n").encode("utf-8"))
+        process.stdin.flush()
+    except OSError:
+        return None
+    text, fd = bytearray(), process.stdout.fileno()
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            parts, start = [], 0
+            for end in ends:  # (a drawing is read to its end marker; the next one starts after it)
+                at = text.find(end, start)
+                if at < 0:
+                    break
+                parts.append(bytes(text[start:at + len(end)]))
+                start = at + len(end)
+            if len(parts) == len(ends) and start == len(text):
+                return parts
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                raise Timeout()
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            text += chunk
 
 
 def _stop(process):

@@ -5,7 +5,9 @@ out in 0.2 s becomes a 3,700 × 7,500 image that takes seconds more. So a PNG or
 its own time budget: ``dot -Tdot`` lays the picture out (``layout.lay_out``, with its cheaper fallbacks) and
 writes the graph with every position; then ``dot -Kneato -n2`` draws that layout without laying it out again, a
 PNG at a resolution that keeps it under ``MAX_PIXELS``. report.html's view of the same picture is drawn from that
-layout too (``draw(laid, "svg")``), only when the page is built: it is never laid out a second time.
+layout too (``draw(laid, "svg")``), only when the page is built: it is never laid out a second time. Inside a
+run's ``dot_session`` the drawing goes to a ``-Kneato -n2`` process started once for all pictures, which draws a
+small picture's PNG and the page's SVG of it from one read of the layout.
 """
 
 import math
@@ -13,8 +15,10 @@ import re
 import shutil
 import subprocess
 
+from . import dot_session
 from .cluster_order import in_declared_order
 from .layout import DotNotFoundError, lay_out
+from .overview import MAX_OVERVIEW_NODES
 
 MAX_PIXELS = 8_000_000  # a PNG's pixels at most (about 2,000 × 4,000); the resolution drops to stay under it
 DPI = 96  # Graphviz's own resolution for PNG, kept when the picture is small enough
@@ -51,6 +55,9 @@ def draw(laid, fmt, timeout, source=None):
     exe = shutil.which("dot")
     if exe is None:
         raise DotNotFoundError()
+    found = _drawn_in_session(laid, fmt, timeout)
+    if found is not None:
+        return in_declared_order(found, source) if fmt == "svg" and source else found
     command = [exe, f"-T{fmt}", "-Kneato", "-n2"]  # the format first, as for a plain ``dot -T<fmt>``
     if fmt == "png":
         command.append(f"-Gdpi={resolution(laid)}")
@@ -64,3 +71,32 @@ def draw(laid, fmt, timeout, source=None):
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise RuntimeError(f"dot failed: {message[0] if message else f'exit status {done.returncode}'}")
     return in_declared_order(done.stdout, source) if fmt == "svg" and source else done.stdout
+
+
+def _drawn_in_session(laid, fmt, timeout):
+    """``laid`` drawn as ``fmt`` by the running ``dot_session``'s drawing process (started once for a run's
+    pictures), or None without a session. A PNG at ``DPI`` or a PDF is drawn with its SVG beside it, when the page
+    will draw that SVG too (a small picture, or one with no module to box: ``views._Drawer.top``): one process
+    reads the layout once for both. (A lower resolution is a graph attribute, which would scale the SVG too.)"""
+    current = dot_session.active()
+    if current is None:
+        return None
+    kept = current.drawn.pop((fmt, laid), None)
+    if kept is not None:
+        return kept
+    formats, text = [fmt], laid
+    dpi = resolution(laid) if fmt == "png" else DPI
+    if dpi != DPI:
+        text = laid.replace("digraph {\n", f"digraph {{\n\tgraph [dpi={dpi}];\n", 1)
+    elif fmt != "svg" and (laid.count("width=") <= MAX_OVERVIEW_NODES or "subgraph cluster" not in laid):
+        formats.append("svg")
+    try:
+        parts = current.draw(text, formats, max(timeout, 0.05))
+    except dot_session.Timeout as exc:
+        raise RasterTimeout(f"drawing the laid-out graph as {fmt.upper()} took longer than {timeout:.1f} s") \
+            from exc
+    if parts is None:  # the process exited on it: a plain run says why
+        return None
+    if len(parts) > 1:
+        current.drawn[("svg", laid)] = parts[1]
+    return parts[0]
