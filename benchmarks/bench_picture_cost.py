@@ -2,6 +2,7 @@
 
     python benchmarks/bench_picture_cost.py --rounds 5          # mlp, transformer, cnn
     python benchmarks/bench_picture_cost.py --models mlp --rounds 9
+    python benchmarks/bench_picture_cost.py --format png --rounds 5     # gradviz's pictures as PNG
     python benchmarks/bench_picture_cost.py --chain 10000 --rounds 3 --baseline /tmp/base   # gradviz run's CPU
 
 For each model (CPU, float32, torch intra-op threads 1, SGD), in one process, in rounds whose order rotates:
@@ -74,8 +75,9 @@ def cnn():
 MODELS = {"mlp": mlp, "transformer": transformer, "cnn": cnn}
 
 
-def contenders(make):
-    """{name: fn} for one model; each fn does the work once and returns nothing."""
+def contenders(make, fmt="svg"):
+    """{name: fn} for one model; each fn does the work once and returns nothing. ``fmt``: gradviz's pictures'
+    format (torchviz's is SVG whatever it is)."""
     import torch
     from torchviz import make_dot
 
@@ -102,22 +104,22 @@ def contenders(make):
         make_dot(loss_fn(model(x), y), params=dict(model.named_parameters())).pipe(format="svg")
 
     def gradviz_file():
-        write_picture(doc, os.path.join(work, "picture.svg"), "svg", graphs=[graph])
+        write_picture(doc, os.path.join(work, f"picture.{fmt}"), fmt, graphs=[graph])
 
     def gradviz_run(draw):
         out = tempfile.mkdtemp(dir=work)
-        write_all(dict(doc), out, fmt="svg", draw=draw)
+        write_all(dict(doc), out, fmt=fmt, draw=draw)
         shutil.rmtree(out, ignore_errors=True)
 
     return {"step": step, "torchviz": torchviz, "gradviz file": gradviz_file,
             "gradviz run": lambda: gradviz_run(True), "gradviz run, no pictures": lambda: gradviz_run(False)}, work
 
 
-def measure(name, make, rounds):
+def measure(name, make, rounds, fmt="svg"):
     import torch
 
     torch.set_num_threads(1)
-    fns, work = contenders(make)
+    fns, work = contenders(make, fmt)
     names = list(fns)
     for fn in fns.values():  # warm up: imports, caches, dot's first start
         fn()
@@ -193,16 +195,18 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ", ".join(MODELS))
     parser.add_argument("--chain", type=int, help="time gradviz run on a chain of this many ops instead")
     parser.add_argument("--baseline", help="--chain: another checkout to time alongside")
+    parser.add_argument("--format", default="svg", choices=("svg", "png", "pdf"), help="gradviz's pictures")
     args = parser.parse_args()
     if args.chain:
         bench_chain(args.chain, args.rounds, args.baseline)
         return
     import torch
 
-    print(f"CPU seconds (process + dot), medians of {args.rounds} rounds; torch {torch.__version__}, 1 thread; "
+    print(f"CPU seconds (process + dot), medians of {args.rounds} rounds; gradviz's pictures as {args.format}; "
+          f"torch {torch.__version__}, 1 thread; "
           f"cores: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
     headers = ["model", "step", "torchviz", "gradviz file", "gradviz run (files + page)"]
-    rows = [measure(name, MODELS[name], args.rounds) for name in args.models.split(",")]
+    rows = [measure(name, MODELS[name], args.rounds, args.format) for name in args.models.split(",")]
     widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
     for row in [headers] + rows:
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)), flush=True)
