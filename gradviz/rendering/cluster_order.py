@@ -28,9 +28,11 @@ def _declared(source):
 def in_declared_order(svg, source):
     """One graph's ``svg`` (bytes, as ``dot -Tsvg`` wrote it from ``source``) with its cluster elements in the
     order ``source`` declares them. Unchanged when a cluster is not found in ``source`` (not DOT from ``to_dot``)."""
-    starts = list(_CLUSTER.finditer(svg))
-    if len(starts) < 2:
+    firsts = [at for at in (svg.find(b' class="node">'), svg.find(b' class="edge">')) if at >= 0]
+    limit = min(firsts) if firsts else len(svg)  # the clusters come first: only that part is read
+    if svg.count(b' class="cluster">', 0, limit) < 2:
         return svg
+    starts = list(_CLUSTER.finditer(svg, 0, limit))
     order = _declared(source)
     ids = [html.unescape(found.group(1).decode("utf-8", "replace")) for found in starts]
     if any(i not in order for i in ids):
