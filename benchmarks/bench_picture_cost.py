@@ -3,6 +3,7 @@
     python benchmarks/bench_picture_cost.py --rounds 5          # mlp, transformer, cnn
     python benchmarks/bench_picture_cost.py --models mlp --rounds 9
     python benchmarks/bench_picture_cost.py --format png --rounds 5     # gradviz's pictures as PNG
+    python benchmarks/bench_picture_cost.py --format png --rounds 6 --turns 3 --baseline /tmp/base   # A/B
     python benchmarks/bench_picture_cost.py --chain 10000 --rounds 3 --baseline /tmp/base   # gradviz run's CPU
 
 For each model (CPU, float32, torch intra-op threads 1, SGD), in one process, in rounds whose order rotates:
@@ -15,6 +16,9 @@ For each model (CPU, float32, torch intra-op threads 1, SGD), in one process, in
 - **gradviz run**: everything ``gradviz run`` draws once the step is traced: ``artifacts.write_all`` with pictures
   less the same call with ``draw=False`` (report.json and report.html are written by both; the difference is the
   picture files and the page's views: the overview and every box's inside).
+
+``--baseline CHECKOUT`` (without ``--chain``) times only gradviz's drawing step (``write_all`` with pictures less
+without) on each model, this checkout and the baseline's alternately, ``--turns`` fresh processes each.
 
 ``--chain N`` times ``gradviz run`` (a fresh process each, ``--engine gradviz``) on a script multiplying a
 tensor N times in a chain, with pictures and with ``--no-render``, this checkout and ``--baseline``'s alternately.
@@ -32,7 +36,8 @@ import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's gradviz
+if "--drawing-only" not in sys.argv:  # (a --baseline turn imports the gradviz its PYTHONPATH names)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's gradviz
 
 
 def cpu():
@@ -111,7 +116,7 @@ def contenders(make, fmt="svg"):
         write_all(dict(doc), out, fmt=fmt, draw=draw)
         shutil.rmtree(out, ignore_errors=True)
 
-    return {"step": step, "torchviz": torchviz, "gradviz file": gradviz_file,
+    return {"step": step, "torchviz": torchviz, "gradviz file": gradviz_file, "document": lambda: doc,
             "gradviz run": lambda: gradviz_run(True), "gradviz run, no pictures": lambda: gradviz_run(False)}, work
 
 
@@ -120,6 +125,7 @@ def measure(name, make, rounds, fmt="svg"):
 
     torch.set_num_threads(1)
     fns, work = contenders(make, fmt)
+    fns.pop("document")
     names = list(fns)
     for fn in fns.values():  # warm up: imports, caches, dot's first start
         fn()
@@ -189,6 +195,59 @@ def bench_chain(steps, rounds, baseline):
         print(f"{key:<9} {path}: with pictures {drawn:.2f} s, --no-render {plain:.2f} s, drawing {drawn - plain:.2f} s")
 
 
+def drawing_only(fmt, rounds):
+    """Print {model: median CPU seconds of the drawing step} as JSON, for ``--baseline``'s turns."""
+    import json
+
+    import torch
+
+    torch.set_num_threads(1)
+    from gradviz.cli.artifacts import write_all
+
+    out = {}
+    for name, make in MODELS.items():
+        fns, work = contenders(make, fmt)
+        times = {True: [], False: []}
+        try:
+            for round_ in range(rounds + 1):  # the first round warms up
+                for draw in ((True, False) if round_ % 2 else (False, True)):
+                    folder = tempfile.mkdtemp(dir=work)
+                    start = cpu()
+                    write_all(dict(fns["document"]()), folder, fmt=fmt, draw=draw)
+                    if round_:
+                        times[draw].append(cpu() - start)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        out[name] = statistics.median(times[True]) - statistics.median(times[False])
+    import gradviz
+
+    out["gradviz"] = os.path.dirname(os.path.dirname(os.path.abspath(gradviz.__file__)))  # which one ran
+    print(json.dumps(out))
+
+
+def bench_ab(fmt, rounds, turns, baseline):
+    """The drawing step of this checkout and ``baseline``'s, in fresh processes, alternately."""
+    import json
+    import subprocess
+
+    checkouts = {"this": os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "baseline": baseline}
+    seen = {key: [] for key in checkouts}
+    for turn in range(turns):
+        for key in (list(checkouts) if turn % 2 == 0 else list(checkouts)[::-1]):
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--drawing-only", "--format", fmt,
+                                   "--rounds", str(rounds)], env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                                      [checkouts[key]] + [p for p in [os.environ.get("PYTHONPATH")] if p])),
+                                  capture_output=True, text=True, check=True)
+            seen[key].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            if os.path.realpath(seen[key][-1]["gradviz"]) != os.path.realpath(checkouts[key]):
+                raise SystemExit(f"{key}: gradviz came from {seen[key][-1]['gradviz']}, not {checkouts[key]}")
+    print(f"drawing step ({fmt}), CPU ms with dot: median of {rounds} rounds per process, {turns} processes per "
+          f"checkout, alternately; cores: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
+    for key, path in checkouts.items():
+        print(f"{key:<9} {path}: " + ", ".join(
+            f"{name} " + "/".join(f"{turn[name] * 1e3:.0f}" for turn in seen[key]) for name in MODELS))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -196,9 +255,17 @@ def main():
     parser.add_argument("--chain", type=int, help="time gradviz run on a chain of this many ops instead")
     parser.add_argument("--baseline", help="--chain: another checkout to time alongside")
     parser.add_argument("--format", default="svg", choices=("svg", "png", "pdf"), help="gradviz's pictures")
+    parser.add_argument("--turns", type=int, default=3, help="--baseline: fresh processes per checkout")
+    parser.add_argument("--drawing-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.chain:
         bench_chain(args.chain, args.rounds, args.baseline)
+        return
+    if args.drawing_only:
+        drawing_only(args.format, args.rounds)
+        return
+    if args.baseline:
+        bench_ab(args.format, args.rounds, args.turns, args.baseline)
         return
     import torch
 
