@@ -58,49 +58,54 @@ class Guard(Observer):
 
 def guarded(guard, name, target):
     """Callback ``name`` of ``guard``: ``target`` (the adapter's method) with the guard's work around it."""
-    builder = guard.builder
-    scope = {"guard": guard, "target": target, "builder": builder, "adapter": guard.adapter,
-             "acquire": builder.lock.acquire, "release": builder.lock.release, "failed": builder.internal_error,
-             "get_ident": get_ident, "name": name, "defaults": _DEFAULTS[name]}
-    exec(_CODES[name], scope)  # noqa: S102 (our own template, filled with Observer's parameter names)
-    return scope[name]
+    return _MAKERS[name](guard, target, name, _DEFAULTS[name])
 
 
 # The callback's text, made once per Observer method with that method's own parameters: a callback taking
-# ``*args, **kwargs`` cost ~200 ns more a call than the adapter's method alone (a dict made per call, and a call
-# the interpreter cannot inline); with the method's own parameters, ~70 ns (measured on CPython 3.11).
-# Compiled as this file's lines below (padded to them): the frames read as gradviz's own, tracebacks show them.
+# ``*args, **kwargs`` cost ~170 ns more a call than the adapter's method alone (a dict made per call, and a call
+# the interpreter cannot inline); with the method's own parameters, ~50 ns (benchmarks/bench_guard.py, CPython
+# 3.11). Compiled once at import as this file's lines below (padded to them): the frames read as gradviz's own
+# and tracebacks show these lines; each trace start only calls ``make``.
 _TEMPLATE_LINE = sys._getframe().f_lineno + 2
 _TEMPLATE = """\
-def {name}({params}):
-    if guard.solo:  # the usual case: active, one thread, nothing to lock or switch
-        try:
-            target({args})
-        except Exception as exc:
-            failed(name, exc)
-        return
-    if guard.active:
-        acquire()
-        try:
-            if guard.active:  # again, under the lock: a stop() may have come in between
-                me = get_ident()
-                if builder.thread_ident != me:
-                    builder.switch_thread()
-                if adapter.thread_ident != me:
-                    adapter.switch_thread()
+def make(guard, target, name, defaults):
+    builder = guard.builder
+    adapter = guard.adapter
+    acquire = builder.lock.acquire
+    release = builder.lock.release
+    failed = builder.internal_error
+
+    def {name}({params}):
+        if guard.solo:  # the usual case: active, one thread, nothing to lock or switch
+            try:
                 target({args})
-        except Exception as exc:
-            failed(name, exc)
-        finally:
-            release()
+            except Exception as exc:
+                failed(name, exc)
+            return
+        if guard.active:
+            acquire()
+            try:
+                if guard.active:  # again, under the lock: a stop() may have come in between
+                    me = get_ident()
+                    if builder.thread_ident != me:
+                        builder.switch_thread()
+                    if adapter.thread_ident != me:
+                        adapter.switch_thread()
+                    target({args})
+            except Exception as exc:
+                failed(name, exc)
+            finally:
+                release()
+
+    return {name}
 """
 
 
 def _source(name):
-    """The callback's text for Observer method ``name``, and its parameters' defaults (read from ``defaults``)."""
+    """The callback maker's text for Observer method ``name``, and its parameters' defaults."""
     params = list(inspect.signature(getattr(Observer, name)).parameters.values())[1:]  # (not self)
     clash = {p.name for p in params} & {"guard", "target", "builder", "adapter", "acquire", "release", "failed",
-                                         "get_ident", "name", "defaults", "exc", "me"}
+                                         "get_ident", "name", "defaults", "exc", "me", "make"}
     assert not clash, f"Observer.{name}'s parameters {sorted(clash)} would hide the callback's own names"
     defaults = {p.name: p.default for p in params if p.default is not p.empty}
     heads = [f"{p.name}=defaults[{p.name!r}]" if p.name in defaults else p.name for p in params]
@@ -108,8 +113,14 @@ def _source(name):
     return _TEMPLATE.format(name=name, params=", ".join(heads), args=", ".join(args)), defaults
 
 
-_CODES = {}
+def _maker(name, text):
+    scope = {"get_ident": get_ident}
+    exec(compile("\n" * (_TEMPLATE_LINE - 1) + text, __file__, "exec"), scope)  # noqa: S102 (our template)
+    return scope["make"]
+
+
+_MAKERS = {}
 _DEFAULTS = {}
 for _name in CALLBACKS:
     _text, _DEFAULTS[_name] = _source(_name)
-    _CODES[_name] = compile("\n" * (_TEMPLATE_LINE - 1) + _text, __file__, "exec")
+    _MAKERS[_name] = _maker(_name, _text)
