@@ -113,7 +113,7 @@ def _source(name):
     return _TEMPLATE.format(name=name, params=", ".join(heads), args=", ".join(args)), defaults
 
 
-def _maker(name, text):
+def _maker(text):
     scope = {"get_ident": get_ident}
     exec(compile("\n" * (_TEMPLATE_LINE - 1) + text, __file__, "exec"), scope)  # noqa: S102 (our template)
     return scope["make"]
@@ -123,4 +123,4 @@ _MAKERS = {}
 _DEFAULTS = {}
 for _name in CALLBACKS:
     _text, _DEFAULTS[_name] = _source(_name)
-    _MAKERS[_name] = _maker(_name, _text)
+    _MAKERS[_name] = _maker(_text)
