@@ -3,6 +3,11 @@
 
     git archive <commit> gradviz | tar -x -C /tmp/before
     python benchmarks/bench_engine_ab.py --before /tmp/before [--after .] [--turns 7]
+    python benchmarks/bench_engine_ab.py --before /tmp/before --tree /tmp/mid1 --tree /tmp/mid2 --calls --turns 1
+
+``--tree`` adds trees between the two (in the order given: commits in between, to find which one cost what).
+``--calls`` also counts the Python function calls of one call of each case (cProfile's total, per op or per step)
+after its warm-up: deterministic, so unchanged by the load of a shared machine, where CPU time still varies.
 
 Each turn runs every case once per tree, in a fresh process that imports gradviz from that tree (its folder first
 on PYTHONPATH; the child prints which gradviz it loaded), alternating which tree goes first. A case's figure for a
@@ -32,7 +37,7 @@ CASES = {  # name -> (calls timed, warm-up calls)
 TINY_STEPS = 20  # tiny steps per timed call: one trace start and stop shared by them
 
 
-def child(case):
+def child(case, calls=False):
     import time
 
     sys.path.insert(0, str(HERE))
@@ -52,7 +57,20 @@ def child(case):
         fn, per = bench_engine.chain_contenders(bench_engine.CHAIN_LENGTH)["gradviz fwd+bwd"], bench_engine.CHAIN_LENGTH
     timed, warmup = CASES[case]
     samples = common.run_rounds({case: fn}, rounds=timed, inner=1, warmup=warmup, clock=time.thread_time)[case]
-    print(json.dumps({"gradviz": gradviz.__file__, "seconds": statistics.median(samples) / per}))
+    result = {"gradviz": gradviz.__file__, "seconds": statistics.median(samples) / per}
+    if calls:
+        result["calls"] = count_calls(fn) / per
+    print(json.dumps(result))
+
+
+def count_calls(fn):
+    """The Python and builtin function calls one call of ``fn`` makes (after the warm-up: caches filled)."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.runcall(fn)
+    return pstats.Stats(profile).total_calls
 
 
 def traced_case(case):
@@ -86,47 +104,64 @@ def traced_case(case):
     return traced, per * steps
 
 
-def measure(tree, case):
+def measure(tree, case, calls=False):
+    """(seconds per unit, calls per unit or None) of ``case`` in a fresh process importing ``tree``'s gradviz."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, __file__, "--child", case], env=env, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run([sys.executable, __file__, "--child", case, *(["--calls"] if calls else [])], env=env,
+                         capture_output=True, text=True, check=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
     loaded = Path(result["gradviz"]).resolve().parent.parent
     if loaded != Path(tree).resolve():
         raise SystemExit(f"the child loaded gradviz from {loaded}, not {tree}")
-    return result["seconds"]
+    return result["seconds"], result.get("calls")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", help="the folder holding the 'before' tree's gradviz package")
     parser.add_argument("--after", default=str(HERE.parent), help="the 'after' tree (default: this checkout)")
+    parser.add_argument("--tree", action="append", default=[], help="a tree between the two (repeatable)")
     parser.add_argument("--turns", type=int, default=7)
     parser.add_argument("--only", default="", help="run the cases whose name contains this text")
+    parser.add_argument("--calls", action="store_true", help="also count each case's Python calls per unit")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child)
+        child(args.child, args.calls)
         return
     if not args.before:
         parser.error("--before FOLDER is required")
-    trees = {"before": args.before, "after": args.after}
+    names = ["before", *(Path(t).name for t in args.tree), "after"]
+    trees = dict(zip(names, [args.before, *args.tree, args.after]))
+    if len(trees) != len(names):
+        parser.error("each --tree needs a folder name of its own")
     cases = [case for case in CASES if args.only in case]
     figures = {(case, which): [] for case in cases for which in trees}
+    calls = {}
     for turn in range(args.turns):
         order = list(trees) if turn % 2 == 0 else list(reversed(trees))
         for case in cases:
             for which in order:
-                figures[case, which].append(measure(trees[which], case))
-                print(f"turn {turn + 1}: {case}, {which}: {figures[case, which][-1]:.6g} s", file=sys.stderr,
+                seconds, count = measure(trees[which], case, args.calls and turn == 0)
+                figures[case, which].append(seconds)
+                if count is not None:
+                    calls[case, which] = count
+                print(f"turn {turn + 1}: {case}, {which}: {seconds:.6g} s", file=sys.stderr,
                       flush=True)  # each figure as it comes: a long run on a loaded machine shows where it is
     print(f"{args.turns} turns, each case once per tree per turn (median of its timed calls, thread CPU time)")
-    print(f"{'case':48}  {'before':>10}  {'after':>10}  {'after/before':>12}")
     for case in cases:
-        before = statistics.median(figures[case, "before"])
-        after = statistics.median(figures[case, "after"])
         unit, scale = ("µs", 1e6) if "per op" in case or "tiny" in case else ("ms", 1e3)
-        print(f"{case:48}  {before * scale:8.2f}{unit}  {after * scale:8.2f}{unit}  {after / before:11.3f}×")
+        per = "op" if "per op" in case else "step"
+        print(f"\n{case}")
+        head = f"  {'tree':12}  {'CPU':>10}  {'/before':>8}"
+        print(head + (f"  {'calls/' + per:>11}  {'/before':>8}" if calls else ""))
+        base = statistics.median(figures[case, "before"])
+        for which in trees:
+            median = statistics.median(figures[case, which])
+            line = f"  {which:12}  {median * scale:8.2f}{unit}  {median / base:7.3f}×"
+            if calls:
+                line += f"  {calls[case, which]:11.1f}  {calls[case, which] / calls[case, 'before']:7.3f}×"
+            print(line)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -62,83 +63,56 @@ def train(rank, world_size, steps=3):
 """
 
 
+def _loop(model, after_backward, imports="import torch.distributed as dist\n"):
+    """A scenario's script: ``train`` fits ``model`` (an expression) for ``steps`` SGD steps on 2-layer data, and
+    runs ``after_backward`` (lines, indented into the loop) between each backward and its step."""
+    return f"""\
+import torch
+{imports}import torch.nn as nn
+
+
+def train(rank, world_size, steps=3):
+    torch.manual_seed(0)
+    model = {model}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        x = torch.randn(16, 4) + rank
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+{textwrap.indent(textwrap.dedent(after_backward), " " * 8)}        opt.step()
+"""
+
+
+SEQUENTIAL = "nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))"
 # rank 0 halves one layer's gradient after DDP's all-reduce: a rank-local write the mismatch must name
-LOCAL_WRITE = """\
-import torch
-import torch.nn as nn
-from torch.nn.parallel import DistributedDataParallel
-
-
-def train(rank, world_size, steps=3):
-    torch.manual_seed(0)
-    model = DistributedDataParallel(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(steps):
-        x = torch.randn(16, 4) + rank
-        opt.zero_grad()
-        loss = model(x).pow(2).mean()
-        loss.backward()
-        if rank == 0:
-            model.module[0].weight.grad.mul_(0.5)
-        opt.step()
-"""
-
+LOCAL_WRITE = _loop(f"DistributedDataParallel({SEQUENTIAL})", """\
+    if rank == 0:
+        model.module[0].weight.grad.mul_(0.5)
+""", imports="from torch.nn.parallel import DistributedDataParallel\n")
 # data parallel by hand, no DDP: the loop reduces the first layer's gradients only (EVERY: all of them)
-BY_HAND = """\
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-
-
-def train(rank, world_size, steps=3):
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(steps):
-        x = torch.randn(16, 4) + rank
-        opt.zero_grad()
-        loss = model(x).pow(2).mean()
-        loss.backward()
-        for p in model[0].parameters():
-            dist.all_reduce(p.grad)
-            p.grad /= world_size
-        opt.step()
-"""
+BY_HAND = _loop(SEQUENTIAL, """\
+    for p in model[0].parameters():
+        dist.all_reduce(p.grad)
+        p.grad /= world_size
+""")
 # the same loop through a name imported before the trace started (ddp_ranks.py runs the module first)
 BY_HAND_IMPORTED = BY_HAND.replace("import torch.distributed as dist\n", "from torch.distributed import all_reduce\n") \
     .replace("dist.all_reduce(p.grad)", "all_reduce(p.grad)")
-
 # bucketed: the first layer's gradients flattened into one buffer, reduced at once and copied back (the last
 # layer's forgotten); COALESCED: every gradient in one all_reduce_coalesced (silent)
-BY_HAND_FLAT = """\
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
-
-
-def train(rank, world_size, steps=3):
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(steps):
-        x = torch.randn(16, 4) + rank
-        opt.zero_grad()
-        loss = model(x).pow(2).mean()
-        loss.backward()
-        grads = [p.grad for p in model[0].parameters()]
-        flat = _flatten_dense_tensors(grads)
-        dist.all_reduce(flat)
-        for grad, synced in zip(grads, _unflatten_dense_tensors(flat, grads)):
-            grad.copy_(synced / world_size)
-        opt.step()
-"""
-BY_HAND_COALESCED = BY_HAND.replace("""        for p in model[0].parameters():
-            dist.all_reduce(p.grad)
-            p.grad /= world_size
-""", """        grads = [p.grad for p in model.parameters()]
-        dist.all_reduce_coalesced(grads)
-        torch._foreach_div_(grads, world_size)
+BY_HAND_FLAT = _loop(SEQUENTIAL, """\
+    grads = [p.grad for p in model[0].parameters()]
+    flat = _flatten_dense_tensors(grads)
+    dist.all_reduce(flat)
+    for grad, synced in zip(grads, _unflatten_dense_tensors(flat, grads)):
+        grad.copy_(synced / world_size)
+""", imports="import torch.distributed as dist\n"
+                                "from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors\n")
+BY_HAND_COALESCED = _loop(SEQUENTIAL, """\
+    grads = [p.grad for p in model.parameters()]
+    dist.all_reduce_coalesced(grads)
+    torch._foreach_div_(grads, world_size)
 """)
 INLINE = {"ddp_branches.py": BRANCHES, "ddp_local_write.py": LOCAL_WRITE, "ddp_by_hand.py": BY_HAND,
           "ddp_by_hand_every.py": BY_HAND.replace("model[0].parameters()", "model.parameters()"),

@@ -15,9 +15,12 @@ That work is written once, here (``guarded``), and wraps every callback; the ada
 callback into facts. While the traced code runs no other thread (``solo``: none when the trace started, none
 started since — threads.py calls ``many_threads`` before a new thread runs, which turns it off for good), a
 callback skips the lock and the thread checks and costs one frame more than the adapter's method: the engine
-calls the guard's closure (stored on the instance: no bound method made per call), which calls the method.
+calls the guard's closure (stored on the instance: no bound method made per call), which calls the method with
+the same parameters the Observer method names (each callback is made from one template, see ``_TEMPLATE``).
 """
 
+import inspect
+import sys
 from threading import get_ident
 
 from ...autograd.observer import Observer
@@ -55,17 +58,27 @@ class Guard(Observer):
 
 def guarded(guard, name, target):
     """Callback ``name`` of ``guard``: ``target`` (the adapter's method) with the guard's work around it."""
+    return _MAKERS[name](guard, target, name, _DEFAULTS[name])
+
+
+# The callback's text, made once per Observer method with that method's own parameters: a callback taking
+# ``*args, **kwargs`` cost ~170 ns more a call than the adapter's method alone (a dict made per call, and a call
+# the interpreter cannot inline); with the method's own parameters, ~50 ns (benchmarks/bench_guard.py, CPython
+# 3.11). Compiled once at import as this file's lines below (padded to them): the frames read as gradviz's own
+# and tracebacks show these lines; each trace start only calls ``make``.
+_TEMPLATE_LINE = sys._getframe().f_lineno + 2
+_TEMPLATE = """\
+def make(guard, target, name, defaults):
     builder = guard.builder
     adapter = guard.adapter
-    lock = builder.lock
-    acquire = lock.acquire
-    release = lock.release
+    acquire = builder.lock.acquire
+    release = builder.lock.release
     failed = builder.internal_error
 
-    def callback(*args, **kwargs):
+    def {name}({params}):
         if guard.solo:  # the usual case: active, one thread, nothing to lock or switch
             try:
-                target(*args, **kwargs)
+                target({args})
             except Exception as exc:
                 failed(name, exc)
             return
@@ -78,11 +91,36 @@ def guarded(guard, name, target):
                         builder.switch_thread()
                     if adapter.thread_ident != me:
                         adapter.switch_thread()
-                    target(*args, **kwargs)
+                    target({args})
             except Exception as exc:
                 failed(name, exc)
             finally:
                 release()
 
-    callback.__name__ = name
-    return callback
+    return {name}
+"""
+
+
+def _source(name):
+    """The callback maker's text for Observer method ``name``, and its parameters' defaults."""
+    params = list(inspect.signature(getattr(Observer, name)).parameters.values())[1:]  # (not self)
+    clash = {p.name for p in params} & {"guard", "target", "builder", "adapter", "acquire", "release", "failed",
+                                         "get_ident", "name", "defaults", "exc", "me", "make"}
+    assert not clash, f"Observer.{name}'s parameters {sorted(clash)} would hide the callback's own names"
+    defaults = {p.name: p.default for p in params if p.default is not p.empty}
+    heads = [f"{p.name}=defaults[{p.name!r}]" if p.name in defaults else p.name for p in params]
+    args = [f"{p.name}={p.name}" if p.name in defaults else p.name for p in params]
+    return _TEMPLATE.format(name=name, params=", ".join(heads), args=", ".join(args)), defaults
+
+
+def _maker(text):
+    scope = {"get_ident": get_ident}
+    exec(compile("\n" * (_TEMPLATE_LINE - 1) + text, __file__, "exec"), scope)  # noqa: S102 (our template)
+    return scope["make"]
+
+
+_MAKERS = {}
+_DEFAULTS = {}
+for _name in CALLBACKS:
+    _text, _DEFAULTS[_name] = _source(_name)
+    _MAKERS[_name] = _maker(_text)

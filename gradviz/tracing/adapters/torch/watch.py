@@ -51,7 +51,7 @@ class TorchWatch:
         self._patched = []  # (owner, name, what it had in its own __dict__, or _MISSING)
         self._targets = None
         self._out_wrapped = {}  # (id(owner), name) -> its out= wrapper, made once
-        self._out_targets = None  # (len(sys.modules), [(owner, name, wrapper)]) of the last install
+        self._out_targets = None  # (the modules loaded then, [(owner, name, wrapper)]) of the last install
 
     # ----- is this call the user's, on the light thread? ------------------------------------------------------
     def watching(self):
@@ -117,9 +117,12 @@ class TorchWatch:
 
     def _out_wrappers(self):
         """(owner, name, wrapper) for the functions the user's files call with ``out=`` (read again at each
-        install when a module was imported since, which may call others; otherwise the last install's: looking
-        through ``sys.modules`` again, two thousand modules with torch loaded, was most of a switch to light)."""
-        modules = len(sys.modules)
+        install when ``sys.modules`` holds other module objects than at the last, which may call others;
+        otherwise the last install's: classifying two thousand modules again was most of a switch to light).
+
+        The key is the module objects themselves, compared by identity (held, so no id is reused): a count
+        missed a module replaced by another, and the user's files depend on the objects only, not their names."""
+        modules = list(sys.modules.values())
         if self._out_targets is not None and self._out_targets[0] == modules:
             return self._out_targets[1]
         torch = self.torch
