@@ -23,6 +23,7 @@ import warnings
 
 from . import ddp as torch_ddp
 from .compat import HookCount, apply_function, probe
+from .relu_watch import relu_call, relu_functions
 
 _forked = [False]  # set in a forked child: it records nothing
 _current = [None]  # the attached TorchAdapter (the wrapped functions find it here)
@@ -163,6 +164,8 @@ def special_functions(torch):
         torch.autograd.backward: lambda a, f, args, kw: a.backward(f, args, kw, "backward"),
         torch.autograd.grad: lambda a, f, args, kw: a.backward(f, args, kw, "grad"),
     }
+    for func in relu_functions(torch):  # dead units counted on full iterations (dead-relu)
+        special[func] = relu_call
     # the profiler marks torch.optim's step makes around each step (``record_function``), before our pre-step hook
     # quiets the thread: no tensor in or out, nothing to report, so they skip the op path
     profiler = getattr(getattr(torch, "ops", None), "profiler", None)
