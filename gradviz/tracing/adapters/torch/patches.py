@@ -161,6 +161,7 @@ def special_functions(torch):
         T.register_hook: lambda a, f, args, kw: a.hook_register(f, args, kw, False),
         T.retain_grad: lambda a, f, args, kw: a.hook_register(f, args, kw, True),
         T.backward: lambda a, f, args, kw: a.backward(f, args, kw, "method"),
+        T.requires_grad_: _requires_grad_call,
         torch.autograd.backward: lambda a, f, args, kw: a.backward(f, args, kw, "backward"),
         torch.autograd.grad: lambda a, f, args, kw: a.backward(f, args, kw, "grad"),
     }
@@ -182,6 +183,17 @@ def special_functions(torch):
 
 def _call_through(adapter, func, args, kwargs):
     return func(*args, **kwargs)
+
+
+def _requires_grad_call(adapter, func, args, kwargs):
+    """``t.requires_grad_(flag)`` on a full iteration: an op as any other, and a parameter's freeze noted
+    (``frozen_watch``; the light watch's wrapper notes it on light iterations)."""
+    result = adapter.op(func, args, kwargs)
+    frozen = getattr(adapter.training_watch, "frozen", None)
+    if frozen is not None and args:
+        flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+        frozen.noted(args[0], flag)
+    return result
 
 
 _mode_class = []

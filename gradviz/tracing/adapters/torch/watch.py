@@ -237,10 +237,14 @@ class TorchWatch:
     def _requires_grad_(self, original):
         watch = self
 
+        frozen = getattr(self.adapter.training_watch, "frozen", None)
+
         def requires_grad_(t, requires_grad=True):
             result = original(t, requires_grad)
             if requires_grad and watch.memory.aliases and watch.watching():
                 watch.bridged(t, t)
+            if frozen is not None:  # a parameter frozen (or unfrozen) here (frozen_watch)
+                frozen.noted(t, requires_grad)
             return result
 
         requires_grad_.__name__ = "requires_grad_"
