@@ -101,3 +101,36 @@ def test_in_place_updates_that_are_meant_are_silent(tmp_path):
     # index; nothing else is noted
     noted = (doc.get("training") or {}).get("dataset_mutated_inplace") or []
     assert [f["location"]["text"].split("#")[0].strip() for f in noted] == ["counts[c] += 1"]
+
+
+def test_only_a_fresh_view_of_the_same_part_on_a_later_iteration_counts():
+    """CacheWrites alone: the same view object written again (a state buffer), or the same part written twice in
+    one iteration (a chain of in-place ops) is not a revisit; a new view of that part on a later iteration is."""
+    import torch
+
+    from gradviz.tracing.cache_writes import CacheWrites
+
+    cache, base = CacheWrites(), torch.zeros(4, 3)
+    described = []
+
+    def describe():
+        described.append(1)
+        return tuple(base.shape), ("data", "made"), ("x", "taken")
+
+    def write(view, iteration, location="L"):
+        region = (view.storage_offset(), tuple(view.shape), view.stride())
+        cache.write(location, "mul_", view, base, region, iteration, describe)
+
+    held = base[1]
+    write(held, 0)
+    write(held, 1)  # the same object: a buffer updated through the tensor that holds it
+    write(base[2], 1)
+    write(base[2], 1)  # a new view, but the same iteration
+    assert cache.found == {} and described == []
+    write(base[2], 2)  # read again and modified again
+    write(base[2], 3, location="M")  # another line: its own region record
+    write(base[2], 4)
+    [entry] = cache.found.values()
+    assert (entry["location"], entry["iteration"], entry["last_iteration"], entry["revisits"]) == ("L", 2, 4, 2)
+    assert (entry["view_shape"], entry["base_shape"], entry["cached"], entry["view"]) == ([3], [4, 3], "data", "x")
+    assert described == [1]  # the names are looked up once, at the finding

@@ -24,7 +24,7 @@ READS_OLD = frozenset((  # in-place ops whose result depends on the old value an
     "sin_", "cos_", "square_", "fmod_", "remainder_", "addmm_", "addmv_", "baddbmm_", "subtract_", "multiply_",
     "divide_", "xlogy_", "expm1_", "erf_", "atan_", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__idiv__",
     "__ifloordiv__", "__ipow__", "__imod__"))
-REGION_LIMIT = 1 << 16  # parts of cached tensors followed (a data set of more items is followed on its first ones)
+REGION_LIMIT = 1 << 14  # parts of cached tensors followed (a data set of more items is followed on its first ones)
 FOUND_LIMIT = 16
 
 
