@@ -24,9 +24,10 @@ def relu_call(adapter, func, args, kwargs):
 
 def _measure(adapter, x, out):
     Tensor = adapter._Tensor
-    if not isinstance(out, Tensor) or out.dim() < 2 or out.shape[0] < 2 or not out.is_floating_point():
-        return
     torch = adapter.torch
+    if (not isinstance(out, Tensor) or out.dim() < 2 or out.shape[0] < 2 or not out.is_floating_point()
+            or out.layout is not torch.strided or out.is_meta):
+        return
     n = out.shape[0]
     units = out.numel() // n
     if not units:
