@@ -24,8 +24,9 @@ def relu_call(adapter, func, args, kwargs):
 
 def _measure(adapter, x, out):
     Tensor = adapter._Tensor
+    facts = getattr(adapter.builder, "training", None)  # (a builder without the training facts: nothing kept)
     torch = adapter.torch
-    if (not isinstance(out, Tensor) or out.dim() < 2 or out.shape[0] < 2 or not out.is_floating_point()
+    if facts is None or (not isinstance(out, Tensor) or out.dim() < 2 or out.shape[0] < 2 or not out.is_floating_point()
             or out.layout is not torch.strided or out.is_meta):
         return
     n = out.shape[0]
@@ -41,7 +42,7 @@ def _measure(adapter, x, out):
         stack = builder.module_stack
         path = stack[-1] if stack else None
         cls = builder.modules.get(path) if path is not None else None
-        builder.training.dead_units.call(location, path, cls, _feeder(adapter, x), units, units - alive,
+        facts.dead_units.call(location, path, cls, _feeder(adapter, x), units, units - alive,
                                          builder.current_iteration())
 
 
