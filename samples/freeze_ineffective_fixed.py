@@ -1,6 +1,6 @@
 """The fixed twin of `freeze_ineffective.py`: `backbone.requires_grad_(False)` sets every backbone parameter's
 flag, so they get no gradient and the optimizer skips them; only the new head trains. The first task keeps its
-test accuracy (0.99; 0.52 when the backbone trains). The second task reaches 0.73 on the frozen features (0.98
+test accuracy (0.99; 0.56 when the backbone trains). The second task reaches 0.70 on the frozen features (0.97
 when the backbone is trained too, which is what unfreezing on purpose would buy).
 
 `gradviz run` reports nothing (clean).
@@ -35,9 +35,9 @@ def accuracy(head, labels):
         return (head(backbone(points[1200:])).argmax(1) == labels[1200:]).float().mean().item()
 
 
-fit(head_a, task_a, list(backbone.parameters()) + list(head_a.parameters()), 300, 0.05)  # pretraining
+fit(head_a, task_a, list(backbone.parameters()) + list(head_a.parameters()), 80, 0.05)  # pretraining
 print(f"task A accuracy after pretraining {accuracy(head_a, task_a):.2f}")
 
 backbone.requires_grad_(False)
-fit(head_b, task_b, list(backbone.parameters()) + list(head_b.parameters()), 600, 0.2)  # fine-tuning
+fit(head_b, task_b, list(backbone.parameters()) + list(head_b.parameters()), 100, 0.2)  # fine-tuning
 print(f"task B accuracy {accuracy(head_b, task_b):.2f}, task A accuracy now {accuracy(head_a, task_a):.2f}")

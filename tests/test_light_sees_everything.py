@@ -2,9 +2,11 @@
 
 Two ways of asking it. The late mistakes (``tests/late_mistakes/``): each script makes one mistake once, at an
 iteration the schedule does not sample (45, 53, 60, 61, 77, 97), and the default mode must name it at its marked
-line on both engines, as the full trace does. And the corpus: every sample and every real-PyTorch script of the
-tests, traced in full and with every iteration light that the schedule allows (``full_steps=0``), must give the
-same (code, file, line) set.
+line on both engines, as the full trace does; a loss-shape mistake (loss-broadcast, softmax-wrong-dim) first made
+on a light iteration is named at its line once the iterations after it are full, and one made on that light
+iteration only is listed in ``unseen`` (its line was not recorded; real PyTorch). And the corpus: every sample
+and every real-PyTorch script of the tests, traced in full and with every iteration light that the schedule
+allows (``full_steps=0``), must give the same (code, file, line) set.
 """
 
 import contextlib
@@ -86,6 +88,43 @@ def test_a_mistake_made_once_late_is_named_at_its_line_by_the_default_mode(name,
     # the iteration was light: the watch saw it, and the iterations after it were traced in full
     assert light["schedule"]["light_iterations"] > 30
     assert any(r["why"] == "finding" or r["why"] == "nonfinite" for r in light["schedule"]["full"])
+
+
+LOSS_SHAPES = {"loss_broadcast": ("loss-broadcast", "a (16, 1) value broadcast to (16, 16) by SubBackward0"),
+               "softmax_wrong_dim": ("softmax-wrong-dim", "LogSoftmaxBackward0 over dim 0 (the batch) of a (16, 3)")}
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_SHAPES))
+def test_a_loss_shape_mistake_from_a_late_light_iteration_on_is_named_at_its_line(name):
+    """The branch is taken from step 77 on, a light iteration: the default mode sees it near the loss, makes the
+    iterations after it full, and names it at the line --full names."""
+    pytest.importorskip("torch")
+    path = LATE / f"{name}_from_77.py"
+    code = LOSS_SHAPES[name][0]
+    light, full = traced(path, "torch", light=True), traced(path, "torch", light=False)
+    assert (code, path.name, marked_line(path, "# MARK")) in found(full)
+    assert found(light) == found(full)
+    assert any(r["first"] == 78 and r["why"] == "finding" for r in light["schedule"]["full"])
+    assert light["internal_errors"] == []
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_SHAPES))
+def test_a_loss_shape_mistake_made_once_on_a_light_iteration_is_listed_as_unseen(name):
+    """The branch is taken at step 77 only: --full names its line; the default mode, which recorded no op of
+    that iteration, says in ``unseen`` what it saw there and how to get the line, instead of nothing."""
+    pytest.importorskip("torch")
+    path = LATE / f"{name}_at_77.py"
+    code, what = LOSS_SHAPES[name]
+    light, full = traced(path, "torch", light=True), traced(path, "torch", light=False)
+    if name == "loss_broadcast":  # (--full keeps iteration 77's graph: a new structure, its shapes differ)
+        assert [(c, line) for c, _, line in found(full)] == [(code, marked_line(path, "# MARK"))]
+    assert [d["code"] for d in light["diagnostics"]] == []
+    (entry,) = [u for u in light["unseen"] if u["kind"] == "not-recorded"]
+    assert entry["what"].startswith(f"the line of {what}") and entry["what"].endswith(", at iteration 77")
+    assert entry["how"] == f"{code}: a light iteration records no op's line"
+    assert entry["location"]["line"] == marked_line(path, "loss.backward()")
+    assert entry["advice"].startswith("`--trace-steps 77:77` (or `--full`) records that iteration")
+    assert not [u for u in full["unseen"] if u["kind"] == "not-recorded"]
 
 
 def test_the_stale_version_found_late_names_the_saving_node_and_the_failed_backward():

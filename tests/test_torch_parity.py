@@ -32,6 +32,11 @@ DIFFERENCES = {
     "freeze_keeps_grad.py": "A frozen parameter an optimizer step still changes (freeze-ineffective) is watched on "
                             "PyTorch only (tracing/adapters/frozen_watch.py): gradviz's engine tells its step "
                             "after the update, and nothing there copies the frozen parameters before it.",
+    "dataset_mutated_inplace.py": "A cached tensor's view written again in place (dataset-mutated-inplace) is "
+                                  "followed on PyTorch only (tracing/adapters/torch/cache_watch.py): gradviz's "
+                                  "engine adapter does not hand its in-place writes to CacheWrites yet.",
+    "dead_relu.py": "Dead ReLU units (dead-relu) are counted on PyTorch only (tracing/adapters/torch/relu_watch.py): "
+                    "gradviz's engine adapter does not measure ReLU outputs yet.",
 }
 
 

@@ -14,6 +14,9 @@ switches share one ``order`` counter, so rules can tell what came first: a run s
 at ``end`` (the counter's value when it was closed; a switch after it has a higher ``order``).
 """
 
+from .cache_writes import CacheWrites
+from .dead_units import DeadUnits
+
 RUN_LIMIT = 32  # first and last runs kept per module
 SWITCH_LIMIT = 64  # first and last switches kept
 OPTIMIZER_LIMIT = 32  # first and last optimizer constructions kept
@@ -66,6 +69,8 @@ class TrainingFacts:
         self.frozen = {}  # ``module.requires_grad = False`` location -> freeze-ineffective's entry
         self.moved = {}  # (freeze location, step location) -> frozen parameters an optimizer step still changed
         self.losses = {}  # backward location -> the course of its loss (loss-diverging)
+        self.dead_units = DeadUnits()  # ReLU units zero for the whole batch, on full iterations (dead-relu)
+        self.cache_writes = CacheWrites()  # views of cached tensors written in place again (dataset-mutated-inplace)
         self._last_optimizer = None  # the last optimizer built: class, line, learning rate
         self.order = 0
         self.namer = None
@@ -407,8 +412,11 @@ class TrainingFacts:
         id of the live variable with that key, or None."""
         schedulers = self._scheduler_findings(loc)
         diverging = self._diverging(loc)
+        mutated = self.cache_writes.section(loc)
+        dead = self.dead_units.section(loc)
         if not (self.modules or self.switches or self.dropouts or self.optimizers or self.cleared or self.clips
-                or self.carries or self.leaks or schedulers or self.unscaled or self.frozen or self.moved or diverging):
+                or self.carries or self.leaks or schedulers or self.unscaled or self.frozen or self.moved or diverging
+                or mutated or dead):
             return None
         name = self.namer or (lambda key: None)
         modules = []
@@ -452,7 +460,8 @@ class TrainingFacts:
                                        for f in self.frozen.values()],
                 "frozen_still_changing": [dict(f, location=loc(f["location"]), step_location=loc(f["step_location"]))
                                           for f in self.moved.values()],
-                "loss_diverging": diverging}
+                "loss_diverging": diverging, "dataset_mutated_inplace": mutated,
+                "dead_relu": dead}
 
 
 def _run(run, loc):

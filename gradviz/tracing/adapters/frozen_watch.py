@@ -5,9 +5,12 @@ frozen with its gradient left set (frozen after a backward, or with ``zero_grad(
 leaves zeros) is still moved: by the stale gradient, by momentum (SGD, Adam's running averages) or by weight
 decay (AdamW). The watch:
 
-- notes each ``requires_grad`` set to False on a parameter, with the user's line: the attribute (a data
-  descriptor put on ``nn.Parameter`` while attached, which calls the tensor's own) and ``requires_grad_`` (which
-  ``module.requires_grad_(False)`` calls for each parameter); True again forgets it;
+- notes each ``requires_grad`` set to False on a parameter, with the user's line (``noted``), from the calls
+  already watched: ``requires_grad_`` (which ``module.requires_grad_(False)`` calls for each parameter) by the
+  light watch's wrapper on light iterations and by the mode's handler on full ones; the attribute
+  (``p.requires_grad = False``), which nothing else sees on a light iteration, by the one patch made here: a
+  ``property`` on ``nn.Parameter`` whose getter is the tensor's own C getter (a read runs no Python frame; the
+  setter, rare, is Python). True again forgets it;
 - at an optimizer step's start (``before_step``, light iterations included), looks only at the parameters noted
   frozen: those still frozen, holding a gradient and held by the stepping optimizer are copied;
 - after the step (a global step post hook) compares the copies: a value that changed is reported, with the freeze's
@@ -20,19 +23,15 @@ FROZEN_LIMIT = 4096  # frozen parameters followed
 COPY_BYTES = 1 << 26  # the copies of one step's suspects, at most
 
 
-class _Flag:
-    """``nn.Parameter.requires_grad`` while attached: the tensor's own descriptor, with each set noted."""
+def flag(base, note):
+    """``nn.Parameter.requires_grad`` while attached: read by the tensor's own getter, each set noted."""
+    put = base.__set__
 
-    def __init__(self, base, note):
-        self.base = base
-        self.note = note
+    def set_requires_grad(param, value):
+        put(param, value)
+        note(param, value)
 
-    def __get__(self, obj, cls=None):
-        return self if obj is None else self.base.__get__(obj, cls)
-
-    def __set__(self, obj, value):
-        self.base.__set__(obj, value)
-        self.note(obj, value)
+    return property(base.__get__, set_requires_grad, None, base.__doc__)
 
 
 class FrozenWatch:
@@ -58,21 +57,7 @@ class FrozenWatch:
     def install(self):
         if self._installed or self.facts is None:
             return
-        cls = self.parameter_class
-        note = self.noted
-        cls.requires_grad = _Flag(self.base, note)
-        parent = cls.__bases__[0]  # (looked up at each call: the light watch wraps the tensor's while light)
-        original = parent.requires_grad_
-
-        def requires_grad_(t, requires_grad=True):
-            result = parent.requires_grad_(t, requires_grad)
-            note(t, requires_grad)
-            return result
-
-        requires_grad_.__name__ = "requires_grad_"
-        requires_grad_.__doc__ = original.__doc__
-        requires_grad_.__wrapped__ = original
-        cls.requires_grad_ = requires_grad_
+        self.parameter_class.requires_grad = flag(self.base, self.noted)
         self._handle = self.register_post_hook(self.after_step)
         self._installed = True
 
@@ -80,9 +65,8 @@ class FrozenWatch:
         if not self._installed:
             return
         cls = self.parameter_class
-        for name in ("requires_grad", "requires_grad_"):
-            if name in cls.__dict__:
-                delattr(cls, name)
+        if "requires_grad" in cls.__dict__:
+            delattr(cls, "requires_grad")
         self._handle.remove()
         self._handle = None
         self._installed = False
@@ -90,6 +74,10 @@ class FrozenWatch:
         self.copies = []
 
     def noted(self, param, value):
+        """``param.requires_grad`` set to ``value`` (the attribute or ``requires_grad_``); anything else that is
+        not a parameter is ignored."""
+        if not isinstance(param, self.parameter_class) or not self._installed:
+            return
         try:
             if value:
                 self.frozen.pop(id(param), None)

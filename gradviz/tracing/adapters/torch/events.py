@@ -15,6 +15,7 @@ from ...frames import location_at, names_in_frame
 from ..handouts import HandoutWatch
 from ..skeleton import EventSkeleton
 from . import graph as tg
+from .cache_watch import cache_write
 from .compat import STALE_DEFAULT, outside_functorch, stale_versions
 from .frames import caller_is_internal, user_frame
 from .patches import _forked, forked, step_aside, step_back
@@ -276,6 +277,8 @@ class TorchEvents(EventSkeleton):
             else _node_name_of(func)
         self.builder.inplace(key, old_version, t._version, counter, location, node=node, op=op, base=base_key,
                              base_node=base_node, storage=storage)
+        if not internal and base is not None:
+            cache_write(self.builder, t, getattr(func, "__name__", None), location)
 
     def _silent_write(self, t, skey, from_data, func, args):
         """Whether writing ``t`` (on storage ``skey``) changed a value a live node saved without moving that

@@ -21,6 +21,7 @@ from ...frames import location_at
 from ...light_steps import LightSteps
 from . import graph as tg
 from .frames import user_frame
+from .loss_shapes import sightings
 from .nan import data_line, nonfinite_culprit
 from .patches import _forked
 from .watch import TorchWatch
@@ -46,6 +47,7 @@ class TorchLight(LightSteps):
         self.watch = TorchWatch(self)  # the rare calls where mistakes happen, wrapped while light
         self.full_backward = False  # the watch asks for the next backward to be traced in full
         self.forward_calls = 0  # module calls since the last backward: a forward is in flight
+        self.loss_shapes_seen = set()  # keys of loss-shape mistakes seen (loss_shapes.sightings)
 
     def finding(self):
         """The watch saw a mistake's call: the facts it records belong to this iteration; the next ones are full."""
@@ -182,15 +184,41 @@ class TorchLight(LightSteps):
                 self.nonfinite_root(value, frame, culprit, data)
         # how many backward calls per step, on what loss and its value (accumulation-not-scaled, loss-diverging)
         frame = user_frame(0)
+        self._loss_shapes(roots, frame)
         single = roots[0] if len(roots) == 1 and isinstance(roots[0], Tensor) else None
         adapter.optimizer_watch.backward(None if frame is None else location_at(frame.f_code, frame.f_lineno),
                                          None if single is None else tg.grad_fn_of(single),
                                          value if single is not None and isinstance(value, float) else None)
 
     def note_roots(self, roots):
-        """The node classes of a backward's roots, for the signature (full iterations too)."""
+        """The node classes of a backward's roots, for the signature (full iterations too); and the loss-shape
+        mistakes near them, which the full iteration names (``loss_shapes``): known, not sighted again."""
         for r in roots:
-            self.note_root(tg.grad_fn_of(r))
+            fn = tg.grad_fn_of(r)
+            self.note_root(fn)
+            if fn is not None:
+                try:
+                    self.loss_shapes_seen.update([key for _, key, _ in sightings(fn)])
+                except Exception as exc:  # our bookkeeping, never the script's problem
+                    self.adapter.internal_error("loss shapes", exc)
+
+    def _loss_shapes(self, roots, frame):
+        """A loss-shape mistake near a light backward's roots not seen on a full iteration: the next iterations
+        are full (where the rule names its line), and the document says which iteration's line was not seen."""
+        for r in roots:
+            fn = tg.grad_fn_of(r) if isinstance(r, self.adapter._Tensor) else None
+            for code, key, what in (() if fn is None else sightings(fn)):
+                if key in self.loss_shapes_seen:
+                    continue
+                self.loss_shapes_seen.add(key)
+                iteration = self.builder.current_iteration()
+                location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+                with self.lock:
+                    self.builder.light_finding()
+                    self.builder.unseen("not-recorded", f"the line of {what}, at iteration {iteration}",
+                                        how=f"{code}: a light iteration records no op's line", location=location,
+                                        advice=f"`--trace-steps {iteration}:{iteration}` (or `--full`) records that "
+                                               "iteration and names the line")
 
     def freed(self, roots):
         """A non-retaining backward ran: the light graphs it went through hold no saved bytes any more."""

@@ -23,6 +23,7 @@ import warnings
 
 from . import ddp as torch_ddp
 from .compat import HookCount, apply_function, probe
+from .relu_watch import relu_call, relu_functions
 
 _forked = [False]  # set in a forked child: it records nothing
 _current = [None]  # the attached TorchAdapter (the wrapped functions find it here)
@@ -160,9 +161,12 @@ def special_functions(torch):
         T.register_hook: lambda a, f, args, kw: a.hook_register(f, args, kw, False),
         T.retain_grad: lambda a, f, args, kw: a.hook_register(f, args, kw, True),
         T.backward: lambda a, f, args, kw: a.backward(f, args, kw, "method"),
+        T.requires_grad_: _requires_grad_call,
         torch.autograd.backward: lambda a, f, args, kw: a.backward(f, args, kw, "backward"),
         torch.autograd.grad: lambda a, f, args, kw: a.backward(f, args, kw, "grad"),
     }
+    for func in relu_functions(torch):  # dead units counted on full iterations (dead-relu)
+        special[func] = relu_call
     # the profiler marks torch.optim's step makes around each step (``record_function``), before our pre-step hook
     # quiets the thread: no tensor in or out, nothing to report, so they skip the op path
     profiler = getattr(getattr(torch, "ops", None), "profiler", None)
@@ -179,6 +183,17 @@ def special_functions(torch):
 
 def _call_through(adapter, func, args, kwargs):
     return func(*args, **kwargs)
+
+
+def _requires_grad_call(adapter, func, args, kwargs):
+    """``t.requires_grad_(flag)`` on a full iteration: an op as any other, and a parameter's freeze noted
+    (``frozen_watch``; the light watch's wrapper notes it on light iterations)."""
+    result = adapter.op(func, args, kwargs)
+    frozen = getattr(adapter.training_watch, "frozen", None)
+    if frozen is not None and args:
+        flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+        frozen.noted(args[0], flag)
+    return result
 
 
 _mode_class = []

@@ -30,6 +30,7 @@ from ...frames import location_at
 from ...light_watch import WatchMemory
 from ...out_calls import names_called_with_out, user_files
 from . import graph as tg
+from .cache_watch import cache_write
 from .frames import user_frame
 from .patches import _forked
 
@@ -239,10 +240,14 @@ class TorchWatch:
     def _requires_grad_(self, original):
         watch = self
 
+        frozen = getattr(self.adapter.training_watch, "frozen", None)
+
         def requires_grad_(t, requires_grad=True):
             result = original(t, requires_grad)
             if requires_grad and watch.memory.aliases and watch.watching():
                 watch.bridged(t, t)
+            if frozen is not None:  # a parameter frozen (or unfrozen) here (frozen_watch)
+                frozen.noted(t, requires_grad)
             return result
 
         requires_grad_.__name__ = "requires_grad_"
@@ -391,6 +396,7 @@ class TorchWatch:
             self._silent(t, found[0], op, old, location)
             return
         memory.wrote(t, op, old, new, location)
+        cache_write(self.adapter.builder, t, op, location)  # (a view of a cached tensor written again?)
 
     def _silent(self, t, source, op, old, location):
         """A write through ``.data`` of ``source`` while its graph may still need the value: recorded as the full
