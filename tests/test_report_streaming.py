@@ -1,9 +1,11 @@
 """report.html is written a piece at a time (rendering/html.html_parts, cli/artifacts._write_reports): the same
 bytes as the page built whole, without holding the whole page, its escaped data and its encoded bytes at once."""
 
+import io
+import json
 import tracemalloc
 
-from gradviz.cli import artifacts
+from gradviz.cli import artifacts, pipeline
 from gradviz.rendering.html import html_parts, html_report, json_for_script, json_pieces_for_script
 from tests.synthetic_docs import hostile_doc, loop_doc
 
@@ -53,3 +55,30 @@ def test_writing_a_long_runs_page_costs_little_beyond_building_its_pieces(tmp_pa
     written = _peak(_written, doc, tmp_path, pictures)
     # built whole, the page was also its joined text and its encoded bytes (~1.5x its size on top, here)
     assert written < built + size / 2, f"writing peaked at {written:,} bytes, building at {built:,}; page {size:,}"
+
+
+class _Sink:
+    """A stream that keeps nothing (a pipe read as it is written)."""
+
+    def write(self, text):
+        return len(text)
+
+
+def _indented_json_peak(write, doc):
+    tracemalloc.start()
+    try:
+        write(_Sink(), doc)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_json_only_writes_the_indented_document_in_batches():
+    doc = loop_doc(3000)
+    out = io.StringIO()
+    pipeline.write_indented_json(out, doc)
+    text = json.dumps(doc, indent=1) + "\n"  # what --json-only printed, whole
+    assert out.getvalue() == text
+    peak = _indented_json_peak(pipeline.write_indented_json, doc)
+    # whole, json.dumps kept each of the encoder's small pieces before joining them: several times the text
+    assert peak < len(text) / 2, f"peak {peak:,} bytes for {len(text):,} characters of JSON"
