@@ -18,7 +18,9 @@ compiled): with ``PYTHONDONTWRITEBYTECODE=1`` an editable checkout would compile
 0.2 s that no installed gradviz pays. ``full-iteration step``: the scripts time
 each iteration; the median time of the iterations the default run traced in full (report.json's
 ``schedule.full``) over the plain run's median for the same iterations, beside anomaly mode's for the same
-iterations: the cost of a full iteration against anomaly mode's.
+iterations: the cost of a full iteration against anomaly mode's. ``--before CHECKOUT`` adds ``gradviz run`` of
+another checkout (``git worktree add /tmp/before <commit>``) to the same rounds: before and after side by side,
+under the same load.
 """
 
 import argparse
@@ -179,10 +181,11 @@ LAUNCH = ("import runpy, sys, torch\n"
           "runpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
-def run(argv, cwd, times_path):
+def run(argv, cwd, times_path, path=HERE):
     """(wall seconds, peak RSS bytes, per-iteration seconds, CPU seconds) of one process (CPU: user + system,
-    its waited-for children such as `dot` included: steadier than wall time on a shared machine)."""
-    env = dict(os.environ, PYTHONPATH=HERE, OMP_NUM_THREADS="1", BENCH_STEP_TIMES=times_path)
+    its waited-for children such as `dot` included: steadier than wall time on a shared machine). ``path``: the
+    gradviz checkout it imports."""
+    env = dict(os.environ, PYTHONPATH=path, OMP_NUM_THREADS="1", BENCH_STEP_TIMES=times_path)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # (see the docstring: bytecode as installed)
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -202,7 +205,7 @@ def full_iterations(report):
     return [i for r in schedule.get("full", ()) for i in range(r["first"], r["last"] + 1)]
 
 
-def measure(name, source, folder, repeat, configs):
+def measure(name, source, folder, repeat, configs, before=None):
     script = os.path.join(folder, f"{name}.py")
     with open(script, "w") as f:
         f.write(source)
@@ -213,12 +216,16 @@ def measure(name, source, folder, repeat, configs):
         "gradviz run": [sys.executable, "-m", "gradviz", "run", "-q", "--fail-on", "never", "--out", out, script],
         "--no-render": [sys.executable, "-m", "gradviz", "run", "-q", "--fail-on", "never", "--no-render", "--out",
                         out + "-nr", script],
+        "run, before": [sys.executable, "-m", "gradviz", "run", "-q", "--fail-on", "never", "--out", out + "-before",
+                        script],
     }
+    paths = {"run, before": before}
     results = {c: [] for c in configs}
     for round_ in range(repeat):
         order = configs[round_ % len(configs):] + configs[:round_ % len(configs)]
         for config in order:
-            results[config].append(run(argvs[config], folder, os.path.join(folder, f"{name}-times.json")))
+            results[config].append(run(argvs[config], folder, os.path.join(folder, f"{name}-times.json"),
+                                       paths.get(config) or HERE))
     full = full_iterations(os.path.join(out, "report.json"))
     figures = {}
     for config, runs in results.items():
@@ -314,8 +321,13 @@ def main():
                         help="with --steps: also the minimal recorder (a tag and a frame per new node)")
     parser.add_argument("--no-render-too", action="store_true",
                         help="also `gradviz run --no-render` (the report without pictures)")
+    parser.add_argument("--no-anomaly", action="store_true", help="leave anomaly mode out (the slowest)")
+    parser.add_argument("--before", metavar="CHECKOUT",
+                        help="also `gradviz run` of another gradviz checkout (a `git worktree` of the commit to "
+                             "compare with), interleaved with this one's in the same rounds")
     args = parser.parse_args()
-    configs = ["plain", "gradviz run", "anomaly"] + (["--no-render"] if args.no_render_too else [])
+    configs = ["plain", "gradviz run"] + (["run, before"] if args.before else []) + \
+        ([] if args.no_anomaly else ["anomaly"]) + (["--no-render"] if args.no_render_too else [])
     import platform
 
     print(f"python {platform.python_version()}, {os.cpu_count()} cores, load average "
@@ -333,11 +345,13 @@ def main():
         return
     import compileall
 
-    compileall.compile_dir(os.path.join(HERE, "gradviz"), quiet=1)  # as pip does when it installs gradviz
+    for checkout in (HERE, args.before) if args.before else (HERE,):  # as pip does when it installs gradviz
+        compileall.compile_dir(os.path.join(os.path.abspath(checkout), "gradviz"), quiet=1)
     with tempfile.TemporaryDirectory() as folder:
         for name in args.workload or ["mlp", "reinforce", "lstm"]:
             title, source = WORKLOADS[name]
-            figures, sizes, full = measure(name, source, folder, args.repeat, configs)
+            figures, sizes, full = measure(name, source, folder, args.repeat, configs,
+                                           os.path.abspath(args.before) if args.before else None)
             plain = figures["plain"]
             print(f"\n{title}: plain {plain[0]:.2f} s, {plain[1] / mib:.0f} MiB; report.json "
                   f"{sizes['report.json'] / mib:.2f} MiB, report.html {sizes['report.html'] / mib:.2f} MiB; "

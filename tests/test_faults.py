@@ -622,7 +622,7 @@ def test_a_failure_building_report_html_still_writes_report_json(tmp_path, monke
     def broken(*args, **kwargs):
         raise KeyError("oops")
 
-    monkeypatch.setattr(gradviz.rendering.html, "html_report", broken)
+    monkeypatch.setattr(gradviz.rendering.html, "html_parts", broken)  # what artifacts writes the page from
     write_script(tmp_path, ONE_STRUCTURE)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["run", "--format", "dot", "--out", "out", "script.py"])

@@ -160,8 +160,11 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, vie
             staged[-1].sync()
         path = os.path.join(out_dir, "report.html")
         staged.append(Staged(path, "wb"))
-        # names from a non-UTF-8 file system arrive as lone surrogates: shown as \udcxx rather than failing
-        staged[-1].file.write(page.encode("utf-8", "backslashreplace"))
+        file = staged[-1].file
+        page.reverse()
+        while page:  # a piece at a time, each let go once written: the page is never whole in memory
+            # names from a non-UTF-8 file system arrive as lone surrogates: shown as \udcxx rather than failing
+            file.write(page.pop().encode("utf-8", "backslashreplace"))
         for item in staged:
             item.sync()
         for item in staged:
@@ -183,13 +186,13 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, vie
 
 
 def _page(doc, pictures, written, pending, view_options=None):
-    """report.html's text. Should building it fail (a bug of gradviz's, never the run's fault), the page says
-    so in one line and the failure is recorded in ``internal_errors``: report.json is still written."""
-    from ..rendering.html import html_report
+    """report.html's text, a list of pieces to write in order (``rendering.html.html_parts``). Should building it
+    fail (a bug of gradviz's, never the run's fault), the page says so in one line and the failure is recorded in
+    ``internal_errors``: report.json is still written."""
+    from ..rendering.html import html_parts
 
     try:
-        return html_report(doc, pictures, skipped=written.skipped, pending=pending,
-                           view_options=view_options)
+        return html_parts(doc, pictures, skipped=written.skipped, pending=pending, view_options=view_options)
     except Exception as exc:
         import html
 
@@ -197,9 +200,9 @@ def _page(doc, pictures, written, pending, view_options=None):
         record = {"where": "report.html", "type": type(exc).__name__, "message": reason_of(exc)}
         if record not in doc.setdefault("internal_errors", []):  # the page is built twice when pictures are drawn
             doc["internal_errors"].append(record)
-        return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>gradviz report</title></head>'
+        return ['<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>gradviz report</title></head>'
                 f"<body><p>gradviz could not build this page ({html.escape(reason)}); report.json beside it has "
-                "the whole trace.</p></body></html>\n")
+                "the whole trace.</p></body></html>\n"]
 
 
 def _draw(doc, path, picture, fmt, written, options, budget, laid):

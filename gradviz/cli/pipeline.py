@@ -208,14 +208,32 @@ def print_sarif(output, sarif, sarif_error):
 
 def print_json(output, traced, fail_on):
     """``--json-only``: the document on stdout, nothing else; returns the exit status."""
-    import json
+    import sys
 
     from .output import broken_pipe_safe
 
     with broken_pipe_safe():
         report_script_failure(output, traced.result)
-        output.raw(json.dumps(traced.doc, indent=1))
+        write_indented_json(sys.stdout, traced.doc)
+        sys.stdout.flush()
     return exit_code(output, traced.doc, traced.result, fail_on, announce=False)
+
+
+def write_indented_json(stream, doc, batch=1 << 16):
+    """``json.dumps(doc, indent=1)`` and a newline into ``stream``, a batch of about ``batch`` characters at a
+    time. With an indent, ``json.dumps`` runs the Python encoder and keeps every one of its small pieces (a
+    number, a comma, a key) until it joins them: several times the text's size, a long run's peak."""
+    import json
+
+    pieces, size = [], 0
+    for piece in json.JSONEncoder(indent=1).iterencode(doc):
+        pieces.append(piece)
+        size += len(piece)
+        if size >= batch:
+            stream.write("".join(pieces))
+            pieces, size = [], 0
+    pieces.append("\n")
+    stream.write("".join(pieces))
 
 
 def print_run(output, traced, written, folder_error, out_dir, fail_on, sarif=None, sarif_error=None):

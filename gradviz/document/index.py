@@ -27,6 +27,11 @@ def same_line(a, b):
     return bool(a and b and a.get("file") == b.get("file") and a.get("line") == b.get("line"))
 
 
+def _line_of(location):
+    """What ``same_line`` compares, as a key."""
+    return location.get("file"), location.get("line")
+
+
 def where(location):
     """``file:line`` for messages (``?`` when unknown)."""
     if not location:
@@ -298,9 +303,12 @@ class DocIndex:
             return self._cuts
         cuts = {}
         detaches = self.events_of("detach")
+        on_line = {}  # (file, line) -> the detach events there, in order: a long run has thousands of each
         for e in detaches:
             if e.get("result") is not None and e.get("result") != e.get("source"):
                 cuts[e["result"]] = (e.get("source"), e.get("how"), e.get("location"))
+            if e.get("location") and e.get("source") is not None:
+                on_line.setdefault(_line_of(e["location"]), []).append(e)
         for v in self.variables.values():
             vid = v["id"]
             if vid in cuts:
@@ -312,9 +320,8 @@ class DocIndex:
                 cuts[vid] = (self._cut_root(source, cuts), how, v.get("location"))
             elif origin in ("new", "numpy") and v.get("location"):
                 # A Variable built on the line where a value left the graph re-wraps that value.
-                for e in detaches:
-                    if e.get("source") is not None and same_line(e.get("location"), v["location"]) \
-                            and e.get("iteration") == self._iteration_of(v) and e["source"] != vid:
+                for e in on_line.get(_line_of(v["location"]), ()):
+                    if e.get("iteration") == self._iteration_of(v) and e["source"] != vid:
                         cuts[vid] = (e["source"], e.get("how"), v["location"])
                         break
         for vid, (source, how, location) in list(cuts.items()):

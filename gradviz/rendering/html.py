@@ -31,6 +31,16 @@ def json_for_script(data):
     return text
 
 
+def json_pieces_for_script(data):
+    """``json_for_script(data)`` of a dict with string keys, one key at a time: the same text in pieces, so a
+    long run's page data is never one string and, while it is escaped, a copy of it."""
+    yield "{"
+    for number, (key, value) in enumerate(data.items()):
+        yield f"{',' if number else ''}{json_for_script(key)}:"
+        yield json_for_script(value)
+    yield "}"
+
+
 def _finite(x):
     """A number to print, or None: NaN/Inf (in a document, the strings "nan", "inf") print nothing."""
     if not isinstance(x, (int, float)) or x != x or x in (float("inf"), float("-inf")):
@@ -360,6 +370,7 @@ def _pictures_from_svgs(svgs):
 
 
 def _view_templates(views):
+    """One ``<template>`` per drawn view, each its own piece of the page."""
     blocks = []
     for view in views:
         if view.same_as or view.packed is not None:  # packed views are in the data (``_view_data``)
@@ -373,7 +384,7 @@ def _view_templates(views):
         else:
             body = f'<div class="nopic">No picture: {html.escape(view.error or "not drawn")}</div>'
         blocks.append(f'<template id="tpl-{html.escape(view.key)}">{body}</template>')
-    return "".join(blocks)
+    return blocks
 
 
 def _structure_label(structure):
@@ -508,13 +519,20 @@ def _summary(doc):
 
 
 def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_options=None):
-    """The whole report page as a string.
+    """The whole report page as a string (``html_parts`` joined).
 
     ``svgs``: {title: svg text} pictures shown as they are (no module views); ``views``: ``views.View``s; by
     default the page draws its own (``views.page_views``: depth fitted to a node budget, collapsed modules
     opening on click; ``view_options`` go to ``page_views``). ``skipped``: [{"file", "picture", "reason"}]
     pictures that could not be drawn; ``pending``: the pictures are still to be drawn (the page says so).
     """
+    return "".join(html_parts(doc, svgs, skipped, pending, views, view_options))
+
+
+def html_parts(doc, svgs=None, skipped=(), pending=False, views=None, view_options=None):
+    """The report page as a list of strings to write one after the other (``html_report``'s arguments): the
+    pictures' templates and the data's keys are pieces of their own, so writing the page never holds it whole,
+    nor its encoded bytes."""
     notes = []
     if views is None:
         if svgs is not None:
@@ -538,7 +556,7 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
                  '<p class="muted" id="no-graph">The graphs were not drawn for this page (<code>gradviz run '
                  '--no-render</code>); report.json has them.</p>')
     script = _asset("vendor/svg-pan-zoom.min.js") + "\n" + _asset("report.js") + "\n" + _asset("viewer.js")
-    return (
+    head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
@@ -559,10 +577,9 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
         'norm; a module box opens its inside. Keys: / search, j/k diagnostics, n/p their nodes, +/− zoom, 0 fit, '
         'Esc back.</p></div></aside></main>'
         f'<section id="details">{ranks_section(doc)}<h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
-        f'<h2>Parameters</h2>{_parameter_table(doc)}</section>'
-        f'{_view_templates(views)}'
-        f'<script type="application/json" id="gv-data">{json_for_script(data)}</script>'
-        f"<script>{script}</script></body></html>\n")
+        f'<h2>Parameters</h2>{_parameter_table(doc)}</section>')
+    return [head, *_view_templates(views), '<script type="application/json" id="gv-data">',
+            *json_pieces_for_script(data), "</script>", f"<script>{script}</script></body></html>\n"]
 
 
 def notebook_fragment(doc, budget=4.0, **options):

@@ -3,7 +3,10 @@ the order of backward, ``zero_grad``, ``step`` and gradient clipping (``zero_gra
 ``clip_order``). The engine's ``Optimizer.__init__`` and clipping functions are wrapped while the trace is
 attached. One record per construction, with the user's line, so a parameter made after the optimizer (a head
 replaced) or held where the optimizer never looked (layers in a Python list) can be told from one left out on
-purpose (param-not-in-optimizer). Learning-rate schedulers are followed the same way: each construction and
+purpose (param-not-in-optimizer). An optimizer built before the trace started is adopted: those the entering
+frame names at the start (``opt = Adam(...)`` above ``with gradviz.trace():``, so the first backward already
+knows the loop has an optimizer), any other at its first ``zero_grad`` or ``step``; its record has no line.
+Learning-rate schedulers are followed the same way: each construction and
 each ``step()`` called by the user (not the ones a scheduler makes itself, when built or inside
 ``SequentialLR``), with the learning rate it set (scheduler-misuse)."""
 
@@ -12,7 +15,7 @@ import sys
 import warnings
 import weakref
 
-from ..frames import location_at
+from ..frames import _CO_OPTIMIZED, _locals, location_at
 from .grad_leak_watch import LeakWatch
 
 CLIPS = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm")
@@ -60,6 +63,7 @@ class OptimizerWatch:
         self.mean_loss = mean_loss  # a backward root's node -> whether it is a loss averaged over its batch
         self._scheduler_methods = []  # (class, name, original) while wrapped
         self._scheduler_depth = 0  # scheduler calls in progress: only the outermost is the user's
+        self._known = weakref.WeakSet()  # the optimizers recorded, built under the trace or adopted
 
     def install(self):
         if self.facts is None or self._original is not None:
@@ -76,6 +80,7 @@ class OptimizerWatch:
                     watch.adapter.builder.internal_error("optimizer", exc)
 
         self.optimizer_class.__init__ = functools.wraps(original)(__init__)
+        self._adopt_named()
         wrapped = {}
         for namespace in self.clip_modules:
             for name in CLIPS:
@@ -163,15 +168,40 @@ class OptimizerWatch:
             setattr(cls, name, function)
         self._scheduler_methods = []
 
+    def _adopt_named(self):
+        """The optimizers the frame entering the trace names (its locals, its module's globals)."""
+        try:
+            frame = self.find_frame()
+            if frame is None:
+                return
+            values = list(frame.f_globals.values())
+            if frame.f_code.co_flags & _CO_OPTIMIZED:
+                values += [value for _, value in _locals(frame)]
+            del frame
+            for value in values:
+                if isinstance(value, self.optimizer_class):
+                    self.adopt(value)
+        except Exception as exc:  # our bookkeeping, never the script's problem
+            self.adapter.builder.internal_error("optimizer", exc)
+
+    def adopt(self, optimizer):
+        """Record ``optimizer`` as built before the trace (no line), unless it is recorded already."""
+        if optimizer not in self._known:
+            self._record(optimizer, None)
+
     def zero_grad(self, owner):
         """``owner.zero_grad()``: an optimizer's, or a module's (clearing every optimizer's gradients)."""
         if self.facts is not None and self._original is not None:
+            if isinstance(owner, self.optimizer_class) and owner not in self._known:
+                self.adopt(owner)
             key = id(owner) if hasattr(owner, "param_groups") else None
             self.facts.zero_grad(key, type(owner).__name__, self._location)
             self._leaks("zero_grad", owner)
 
     def step(self, optimizer):
         if self.facts is not None and self._original is not None:
+            if optimizer not in self._known and isinstance(optimizer, self.optimizer_class):
+                self.adopt(optimizer)
             self.facts.step(id(optimizer), type(optimizer).__name__, self._location,
                             self.adapter.builder.current_iteration())
             modes = getattr(self.adapter, "training_watch", None)
@@ -213,7 +243,10 @@ class OptimizerWatch:
 
     def built(self, optimizer):
         frame = self.find_frame()
-        location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
+        self._record(optimizer, None if frame is None else location_at(frame.f_code, frame.f_lineno))
+
+    def _record(self, optimizer, location):
+        self._known.add(optimizer)
         builder = self.adapter.builder
         with builder.lock:
             last = max((r.id for r in builder.live_variables.values()), default=-1)

@@ -80,6 +80,7 @@ def install(adapter):
         for name in ("checkpoint", "checkpoint_sequential"):
             if callable(getattr(checkpointing, name, None)):
                 _replace(checkpointing, name, _noted_checkpoint(getattr(checkpointing, name)))
+    adapter.rule_map_filled = _rule_map_filled()
     adapter.mode = observing_mode(adapter)
     adapter.mode_thread = threading.get_ident()
     adapter.mode.__enter__()
@@ -109,6 +110,31 @@ def uninstall(adapter):
                     delattr(owner, name)
                 else:
                     setattr(owner, name, value)
+            _forget_rule_map(adapter)
+
+
+def _rule_map():
+    """Dynamo's cached map of torch functions to tracing rules, when dynamo is loaded (None otherwise)."""
+    import sys
+
+    rules = sys.modules.get("torch._dynamo.trace_rules")
+    found = getattr(rules, "get_torch_obj_rule_map", None)
+    return found if callable(getattr(found, "cache_clear", None)) else None
+
+
+def _rule_map_filled():
+    cached = _rule_map()
+    return cached is not None and cached.cache_info().currsize > 0
+
+
+def _forget_rule_map(adapter):
+    """Dynamo loads on a script's first optimizer (``add_param_group``) and caches its rule map then, keyed by
+    the functions it finds: ours, when the trace was attached. That cache would keep the wrappers, and through
+    them the whole trace, alive to the end of the process (and hand dynamo our wrappers instead of torch's own
+    functions): filled while attached, it is cleared, to be made again from the restored functions."""
+    cached = _rule_map()
+    if cached is not None and not getattr(adapter, "rule_map_filled", True):
+        cached.cache_clear()
 
 
 # torch.compile(module) warns when global module hooks exist: ours, not the user's, while attached
