@@ -4,6 +4,7 @@ merged report. The scripts are samples/distributed/*.py."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -125,8 +126,9 @@ def test_a_rank_that_crashes_leaves_its_document_and_the_report_says_where_each_
     lines = result.stdout.splitlines()
     assert lines[0].startswith("Job failed first on rank 1 at ") and lines[0].endswith(
         "ddp_rank_crash.py:18: RuntimeError: rank 1 gives up at step 1")
-    assert [line.split(":")[0] for line in lines[1:nproc]] == ["  then"] * len(others)
-    assert lines[1].startswith("  then: rank 0")
+    # the knock-on failures come in the order they happened (a race between the ranks): each rank once
+    then = [re.match(r"  then: rank (\d+)[ :]", line) for line in lines[1:nproc]]
+    assert all(then) and sorted(int(m.group(1)) for m in then) == others, lines[1:nproc]
 
 
 @pytest.mark.parametrize("nproc", [2, 4])
@@ -144,7 +146,8 @@ def test_a_rank_killed_outright_is_named_first_and_the_others_failures_follow(tm
     lines = result.stdout.splitlines()
     assert lines[0] == ("Job failed first on rank 1: it left no document: killed by SIGKILL (the OOM killer, "
                         "`kill -9`) or ended by os._exit")
-    assert lines[1].startswith("  then: rank 0") and "ddp_rank_killed.py:19: " in lines[1], lines[1]
+    [then_0] = [line for line in lines[1:nproc] if line.startswith("  then: rank 0 ")]
+    assert "ddp_rank_killed.py:19: " in then_0, then_0
 
 
 def test_a_rank_stopped_by_sigterm_from_outside_is_named_first_with_its_line_and_who_sent_it(tmp_path):
