@@ -585,10 +585,7 @@ class TorchAdapter(TorchEvents):
                     fn = result.grad_fn
                 except RuntimeError:  # (see tg.grad_fn_of)
                     fn = None
-                if fn is not None:
-                    if fn.metadata.get(tg.KEY) is None and self._usual_op(fn, tensors, result, before):
-                        return
-                elif not result.requires_grad and self._no_grad_op(func, args, tensors, before, result):
+                if fn is not None and fn.metadata.get(tg.KEY) is None and self._usual_op(fn, tensors, result, before):
                     return
             outs = (result,)
         elif isinstance(result, Tensor):
@@ -636,21 +633,6 @@ class TorchAdapter(TorchEvents):
             self.unrecorded(func, tensors, outs, location)
         for i in changed:  # (a tuple site: torch's own Python code made the write, as gradcheck's perturbations)
             self.inplace(func, tensors[i], before[i], location, args, internal=type(site) is tuple)
-
-    def _no_grad_op(self, func, args, tensors, before, out):
-        """A call whose one new tensor has no node and needs no gradient, none of whose arguments needs one or was
-        changed in place (``torch.tensor(state)``, ``x.unsqueeze(0)`` of data, a sample): what the general path
-        does for it, without its lists and walks. Returns False for anything else, for the general path."""
-        for t in tensors:
-            if t.requires_grad:
-                return False
-        if before:
-            for t, v in zip(tensors, before):
-                if t._version != v:
-                    return False
-        if not tensors:
-            self.created(func, args, (out,))
-        return True
 
     def _usual_op(self, fn, tensors, out, before):
         """The usual op, in one go: one new node (every input a known node, a leaf's accumulator or nothing), one
