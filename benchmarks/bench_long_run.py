@@ -3,6 +3,7 @@ schedule) and anomaly mode, as ratios of the plain run, in one run of this scrip
 
     python benchmarks/bench_long_run.py [--repeat R] [--workload mlp|reinforce|lstm ...] [--no-render-too]
     python benchmarks/bench_long_run.py --steps [--floor] [--repeat R] [--workload ...]
+    python benchmarks/bench_long_run.py --calls [--workload ...]
 
 Workloads (CPU, small, written for this benchmark): a 1,000-step MLP training (784-128-10, batch 64, SGD); a
 1,000-episode REINFORCE-style run (a 4-128-2 policy with dropout, one action sampled per environment step from a
@@ -16,11 +17,15 @@ system, ``wait4``), peak RSS (``wait4``), and report.json's size. gradviz's modu
 the processes may read and write Python's bytecode cache, as after ``pip install`` (torch's wheel ships
 compiled): with ``PYTHONDONTWRITEBYTECODE=1`` an editable checkout would compile gradviz on every run, about
 0.2 s that no installed gradviz pays. ``full-iteration step``: the scripts time
-each iteration; the median time of the iterations the default run traced in full (report.json's
-``schedule.full``) over the plain run's median for the same iterations, beside anomaly mode's for the same
-iterations: the cost of a full iteration against anomaly mode's. ``--before CHECKOUT`` adds ``gradviz run`` of
-another checkout (``git worktree add /tmp/before <commit>``) to the same rounds: before and after side by side,
+each iteration in CPU time (``time.thread_time``: what the iteration's own thread got, not what the other
+processes of a shared machine took from it); the median time of the iterations the default run traced in full
+(report.json's ``schedule.full``) over the plain run's median for the same iterations, beside anomaly mode's for
+the same iterations: the cost of a full iteration against anomaly mode's. ``--before CHECKOUT`` adds ``gradviz run``
+of another checkout (``git worktree add /tmp/before <commit>``) to the same rounds: before and after side by side,
 under the same load.
+
+``--calls`` counts instead what load cannot move: the Python calls (``cProfile`` totals) of one step traced in full,
+per step and per graph node the step built.
 """
 
 import argparse
@@ -34,7 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# every workload records its iterations' times (perf_counter) to $BENCH_STEP_TIMES
+# every workload records its iterations' CPU times (thread_time) to $BENCH_STEP_TIMES
 TIMES = """\
 import atexit, json, os, time
 _times = []
@@ -164,9 +169,9 @@ def step(n):
 LOOP = """
 if __name__ == "__main__":
     for n in range(STEPS):
-        started = time.perf_counter()
+        started = time.thread_time()
         step(n)
-        _times.append(time.perf_counter() - started)
+        _times.append(time.thread_time() - started)
 """
 MLP, REINFORCE, LSTM = (w.replace("{LOOP}", LOOP) for w in (MLP, REINFORCE, LSTM))
 
@@ -310,6 +315,37 @@ def step_costs(name, source, folder, rounds, per_block, floor=False):
     return {c: statistics.median(v) / per_block for c, v in samples.items()}
 
 
+def step_calls(name, source, folder, steps=5):
+    """Python calls of the workload's ``step`` traced in full (``cProfile`` totals, after 3 traced warm-up steps),
+    and the graph nodes those steps built (the node keys the adapter gave out; a leaf's accumulator has none):
+    (calls per step, nodes per step)."""
+    import cProfile
+    import pstats
+    import runpy
+
+    import gradviz
+
+    script = os.path.join(folder, f"{name}_calls.py")
+    with open(script, "w") as f:
+        f.write(source)
+    step = runpy.run_path(script, run_name="workload")["step"]
+    trace = gradviz.trace(engine="torch").start()
+    try:
+        keys = trace.adapters[0]._keys  # (an itertools.count: reading it takes one key, never given to a node)
+        for n in range(3):
+            step(n)
+        before = next(keys)
+        profile = cProfile.Profile()
+        profile.enable()
+        for n in range(3, 3 + steps):
+            step(n)
+        profile.disable()
+        built = next(keys) - before - 1
+    finally:
+        trace.stop()
+    return pstats.Stats(profile).total_calls / steps, built / steps
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each configuration, medians (default 3)")
@@ -319,6 +355,8 @@ def main():
                         help="instead: per-step CPU time in one process, plain / anomaly / full / light")
     parser.add_argument("--floor", action="store_true",
                         help="with --steps: also the minimal recorder (a tag and a frame per new node)")
+    parser.add_argument("--calls", action="store_true",
+                        help="instead: the Python calls of a full step, per step and per node (cProfile)")
     parser.add_argument("--no-render-too", action="store_true",
                         help="also `gradviz run --no-render` (the report without pictures)")
     parser.add_argument("--no-anomaly", action="store_true", help="leave anomaly mode out (the slowest)")
@@ -333,6 +371,13 @@ def main():
     print(f"python {platform.python_version()}, {os.cpu_count()} cores, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; medians of {args.repeat} runs, each its own process")
     mib = 2**20
+    if args.calls:
+        with tempfile.TemporaryDirectory() as folder:
+            for name in args.workload or ["mlp", "reinforce", "lstm"]:
+                calls, nodes = step_calls(name, WORKLOADS[name][1], folder)
+                print(f"{WORKLOADS[name][0]}, one step traced in full: {calls:,.0f} Python calls, {nodes:,.0f} "
+                      f"nodes, {calls / nodes:,.0f} calls per node", flush=True)
+        return
     if args.steps:
         with tempfile.TemporaryDirectory() as folder:
             for name in args.workload or ["mlp", "reinforce", "lstm"]:

@@ -279,7 +279,10 @@ class TorchAdapter(TorchEvents):
             nbytes = t.nbytes
         except RuntimeError:
             nbytes = 0
-        return _fact(OutputFact, (key, tuple(t.shape), dtype_name(t.dtype), nbytes, t.requires_grad, is_leaf, None,
+        dtype = t.dtype
+        name = _dtype_names.get(dtype)  # (dtype_name, inline: once per output)
+        return _fact(OutputFact, (key, tuple(t.shape), dtype_name(dtype) if name is None else name, nbytes,
+                                  t.requires_grad, is_leaf, None,
                                   "cpu" if t.is_cpu and self._cpu_seen else self.device(t), ref))
 
     def device(self, t):
@@ -302,8 +305,11 @@ class TorchAdapter(TorchEvents):
         return node.metadata[tg.KEY].id
 
     def _tag(self, node):
-        tag = tg.NodeTag(next(self._keys), self)
-        node.metadata[tg.KEY] = tag
+        tag = _new_tag(NodeTag)  # NodeTag(key, self), without a Python __init__ frame
+        tag.id = next(self._keys)
+        tag.owner = self
+        tag.leaf = tag.spans = None
+        node.metadata[_KEY] = tag
         ref = _Ref(tag, self._node_gone)
         ref.key = tag.id
         return tag, ref
@@ -428,13 +434,14 @@ class TorchAdapter(TorchEvents):
         ``bias=None``). The root node of a call lists the arguments that feed none of its inputs after them (an
         index, a running mean); an inner node of one call (``F.cross_entropy``'s NLL after its log-softmax) only
         the arguments that feed it."""
+        live = self.builder.live_variables
         var = self.var
         if is_root:
             if len(tensors) == len(edges) and _lined_up(edges, tensors):
-                return [var(t) for t in tensors]  # the usual case: one argument per input, in order
+                return [id(t) if id(t) in live else var(t) for t in tensors]  # one argument per input, in order
             extra = self._in_order(edges, tensors)
             if extra is not None:
-                return [var(t) for t in tensors] + [None] * extra
+                return [id(t) if id(t) in live else var(t) for t in tensors] + [None] * extra
         known = self._arguments
         if known is not None and known[0] is tensors:  # the next node of the same call (MHA builds thirty)
             unique, own = known[1], known[2]
@@ -447,9 +454,17 @@ class TorchAdapter(TorchEvents):
             own = [_edge_of(self, t) for t in unique]
             self._arguments = (tensors, unique, own)
         fed, rest = tg.align_inputs(edges, own, is_root)
-        keys = [None if j is None else var(unique[j]) for j in fed]
+        keys = []
+        for j in fed:  # (var's known case inline, in a loop: no frame per argument)
+            if j is None:
+                keys.append(None)
+            else:
+                k = id(unique[j])
+                keys.append(k if k in live else var(unique[j]))
         if is_root:
-            keys.extend(var(unique[j]) for j in rest)
+            for j in rest:
+                k = id(unique[j])
+                keys.append(k if k in live else var(unique[j]))
         return keys
 
     def _in_order(self, edges, tensors):
@@ -486,6 +501,7 @@ class TorchAdapter(TorchEvents):
         facts = []
         spans = []
         args = None
+        live = self.builder.live_variables
         cpu_seen = self._cpu_seen
         Tensor = self._Tensor
         read = tg.read_saved  # this torch's way (torch/compat): SavedTensor.data, or unpacking _saved_*
@@ -520,11 +536,16 @@ class TorchAdapter(TorchEvents):
                 vkey = None
                 if kind == "input":
                     if args is None:
-                        args = [(a.untyped_storage().data_ptr(), a) for a in tensors]
+                        args = []
+                        for a in tensors:  # (a loop, not a comprehension: no extra frame per op)
+                            args.append((a.untyped_storage().data_ptr(), a))
                     for ptr, a in args:
                         if ptr == address and (a.is_cpu if counter[0] == "cpu" else a.device.type == counter[0]):
-                            vkey = self.var(a)
-                            if _is_parameter_storage(a):
+                            vkey = id(a) if id(a) in live else self.var(a)
+                            base = a._base  # (_is_parameter_storage, inline)
+                            if base is None:
+                                base = a
+                            if base.is_leaf and base.requires_grad:
                                 block = None
                             break
                 try:
@@ -585,10 +606,7 @@ class TorchAdapter(TorchEvents):
                     fn = result.grad_fn
                 except RuntimeError:  # (see tg.grad_fn_of)
                     fn = None
-                if fn is not None:
-                    if fn.metadata.get(tg.KEY) is None and self._usual_op(fn, tensors, result, before):
-                        return
-                elif not result.requires_grad and self._no_grad_op(func, args, tensors, before, result):
+                if fn is not None and fn.metadata.get(tg.KEY) is None and self._usual_op(fn, tensors, result, before):
                     return
             outs = (result,)
         elif isinstance(result, Tensor):
@@ -604,7 +622,10 @@ class TorchAdapter(TorchEvents):
                     changed.append(i)
         roots = []
         for o in outs:
-            fn = tg.grad_fn_of(o)
+            try:
+                fn = o.grad_fn  # (tg.grad_fn_of, inline: once per output of every call)
+            except RuntimeError:
+                fn = None
             if fn is not None:
                 tag = fn.metadata.get(tg.KEY)
                 if tag is None or tag.owner is not self:
@@ -636,21 +657,6 @@ class TorchAdapter(TorchEvents):
             self.unrecorded(func, tensors, outs, location)
         for i in changed:  # (a tuple site: torch's own Python code made the write, as gradcheck's perturbations)
             self.inplace(func, tensors[i], before[i], location, args, internal=type(site) is tuple)
-
-    def _no_grad_op(self, func, args, tensors, before, out):
-        """A call whose one new tensor has no node and needs no gradient, none of whose arguments needs one or was
-        changed in place (``torch.tensor(state)``, ``x.unsqueeze(0)`` of data, a sample): what the general path
-        does for it, without its lists and walks. Returns False for anything else, for the general path."""
-        for t in tensors:
-            if t.requires_grad:
-                return False
-        if before:
-            for t, v in zip(tensors, before):
-                if t._version != v:
-                    return False
-        if not tensors:
-            self.created(func, args, (out,))
-        return True
 
     def _usual_op(self, fn, tensors, out, before):
         """The usual op, in one go: one new node (every input a known node, a leaf's accumulator or nothing), one
@@ -841,11 +847,6 @@ def _numel(shape):
     return n
 
 
-def _is_parameter_storage(t):
-    base = t._base if t._base is not None else t
-    return base.is_leaf and base.requires_grad
-
-
 def _saved_outputs_named(facts, outputs):
     """``facts`` with each saved result that is one of the op's ``outputs`` (same memory, same shape: ReLU's,
     softmax's) pointing at that output's Variable, as a saved input points at its argument; a result the node
@@ -875,10 +876,13 @@ def _lined_up(edges, tensors):
 def _edge_of(adapter, t):
     """The edge a node taking ``t`` has to it: ``(node key, output_nr)``, ``(leaf key, LEAF)``, or None when ``t``
     needs no gradient (or was made by a node we do not know)."""
-    fn = tg.grad_fn_of(t)
+    try:
+        fn = t.grad_fn  # (tg.grad_fn_of and tg.tag_of, inline: once per argument of every call that built nodes)
+    except RuntimeError:
+        fn = None
     if fn is not None:
-        tag = tg.tag_of(fn, adapter)
-        if tag is None:
+        tag = fn.metadata.get(_KEY)
+        if tag is None or tag.owner is not adapter:
             return None
         return (tag.id, LEAF) if tag.leaf is not None else (tag.id, t.output_nr)
     return (id(t), LEAF) if t.requires_grad else None

@@ -99,8 +99,10 @@ def new_nodes(root, owner):
     """The nodes reachable from ``root`` through ``next_functions`` that ``owner`` has not tagged, inputs first
     (an op like ``F.cross_entropy`` builds two; a custom ``Function`` or a compiled region shows up as one)."""
     for child, _ in root.next_functions:  # the usual case: every input is known (or a leaf's accumulator)
-        if child is not None and tag_of(child, owner) is None:
-            break
+        if child is not None:
+            tag = child.metadata.get(KEY)  # (tag_of, inline: this loop runs for every call that built nodes)
+            if tag is None or tag.owner is not owner:
+                break
     else:
         return [root]
     order, pending, seen = [], [(root, False)], set()
@@ -117,7 +119,10 @@ def new_nodes(root, owner):
         seen.add(id(node))
         pending.append((node, True))
         for child, _ in node.next_functions:
-            if child is None or id(child) in seen or tag_of(child, owner) is not None:
+            if child is None or id(child) in seen:
+                continue
+            tag = child.metadata.get(KEY)
+            if tag is not None and tag.owner is owner:
                 continue
             held.append(child)
             pending.append((child, False))
