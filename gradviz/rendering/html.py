@@ -557,7 +557,8 @@ def html_parts(doc, svgs=None, skipped=(), pending=False, views=None, view_optio
         empty = ('<p class="muted" id="no-graph">No graph was recorded.</p>' if not doc.get("graphs") else
                  '<p class="muted" id="no-graph">The graphs were not drawn for this page (<code>gradviz run '
                  '--no-render</code>); report.json has them.</p>')
-    script = _asset("vendor/svg-pan-zoom.min.js") + "\n" + _asset("report.js") + "\n" + _asset("viewer.js")
+    script = _asset("vendor/svg-pan-zoom.min.js") + "\n" + _asset("report.js") + "\n" + _asset("layout.js") + "\n" + \
+        _asset("viewer.js")
     head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
