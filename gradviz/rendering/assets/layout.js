@@ -234,6 +234,7 @@
     }
     g.rows = kept;
     positions(g);
+    g.rows.forEach(function (row) { row.forEach(function (v, i) { v.slot = i; }); });
     g.crossings = best;
   }
 
@@ -428,12 +429,17 @@
     var pts = e.points.map(function (v) { return [v.x, v.y]; }), tail = e.points[0], head = e.points[e.points.length - 1];
     if (e.reversed) { pts.reverse(); tail = e.points[e.points.length - 1]; head = e.points[0]; }
     var arrow = e.arrowhead !== "none" ? ARROW : 0, tip, base, path;
-    if (e.flat) {
-      if (tail === head) { return; }  // (a node feeding itself: nothing to draw in a graph of ops)
+    if (e.flat && tail === head) { return; }  // (a node feeding itself: nothing to draw in a graph of ops)
+    if (e.flat && Math.abs(tail.slot - head.slot) === 1) {  // neighbours in their row: side to side
       var dir = head.x >= tail.x ? 1 : -1;
       var start = [tail.x + dir * tail.w / 2, tail.y];
       tip = [head.x - dir * head.w / 2, head.y]; base = [tip[0] - dir * arrow, tip[1]];
       path = "M" + num(start[0]) + "," + num(start[1]) + "L" + num(base[0]) + "," + num(base[1]);
+    } else if (e.flat) {  // others between them: over their tops, so it cannot read as a chain through them
+      var side = tail.x + (head.x >= tail.x ? 0.3 : -0.3) * tail.w, y0 = tail.y - tail.h / 2, lift = Math.min(RANK_SEP, 6 + Math.abs(head.x - tail.x) / 8);
+      tip = [head.x, head.y - head.h / 2]; base = [tip[0], tip[1] - arrow];
+      path = "M" + num(side) + "," + num(y0) + "C" + num(side) + "," + num(Math.min(y0, base[1]) - lift) + " " +
+        num(base[0]) + "," + num(Math.min(y0, base[1]) - lift) + " " + num(base[0]) + "," + num(base[1]);
     } else {
       var s = pts[1][1] > pts[0][1] ? 1 : -1, last = pts.length - 1;
       pts[0] = [pts[0][0], pts[0][1] + s * tail.h / 2];
