@@ -10,7 +10,6 @@ from gradviz.rendering.estimate import drawn_size
 from gradviz.rendering.graph import build_graph
 from gradviz.rendering.layout import dot_available, run_dot
 from gradviz.rendering.overview import compact, pinned_nodes
-from tests.synthetic_docs import DocBuilder
 from tests.test_overview_folding import stack_doc
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
