@@ -665,3 +665,88 @@ def test_done_when_on_real_pytorch_models(browser, tmp_path, name):
     chart = browser.find_element(By.ID, "memory-chart")
     assert int(chart.get_attribute("data-peak-bytes")) == doc["memory"]["peak_retained_bytes"] > 0
     assert severe(browser) == []
+
+
+def page_graphs(path):
+    """{view key: graph data} of the part views a page lays out itself (views.py embeds them packed)."""
+    import base64
+    import zlib
+
+    page = path.read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="gv-data">(.*?)</script>', page, re.S).group(1))
+    return {v["key"]: json.loads(zlib.decompress(base64.b64decode(data["packed"][v["key"]])).decode("utf-8"))
+            for v in data["views"] if v.get("layout") == "page"}
+
+
+def drawn_geometry(browser):
+    """The view on screen's nodes and module boxes as {id: (x, y, width, height)} in the drawing's units, and
+    its edges' ids."""
+    return browser.execute_script("""
+        function boxes(selector) {
+          var out = {};
+          document.querySelectorAll('#stage ' + selector).forEach(function (g) {
+            var b = g.querySelector(':scope > :is(path, ellipse, polygon)').getBBox();
+            out[g.id] = [b.x, b.y, b.width, b.height];
+          });
+          return out;
+        }
+        return {nodes: boxes('g.node'), clusters: boxes('g.cluster'),
+                edges: Array.from(document.querySelectorAll('#stage g.edge')).map(function (g) { return g.id; })};
+    """)
+
+
+def overlap(a, b):
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def inside(a, box):
+    return box[0] <= a[0] and a[0] + a[2] <= box[0] + box[2] and box[1] <= a[1] and a[1] + a[3] <= box[1] + box[3]
+
+
+def test_part_views_are_laid_out_in_the_page_readably_and_search_lands_inside_a_closed_box(browser, tmp_path):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from viewer_models import transformer_doc
+
+    doc = transformer_doc()
+    path = open_report(browser, tmp_path, doc)
+    graphs = page_graphs(path)
+    assert len(graphs) >= 3   # the layers' fold unfolded, each layer, its attention: none laid out by dot
+    wait_unpacked(browser)
+    for key, graph in graphs.items():
+        browser.execute_script("window.gradvizViewer.mount(arguments[0])", key)
+        drawn = drawn_geometry(browser)
+        # every node and edge of the view's data, under the ids dot's views carry
+        assert sorted(drawn["nodes"]) == sorted(n[0] for n in graph["nodes"]), key
+        assert drawn["edges"] == [f"edge{i + 1}" for i, e in enumerate(graph["edges"]) if e[0] != e[1]], key
+        assert sorted(drawn["clusters"]) == sorted(c[1] for c in graph["clusters"]), key
+        nodes = list(drawn["nodes"].items())
+        assert [(a, b) for i, (a, p) in enumerate(nodes) for b, q in nodes[i + 1:] if overlap(p, q)] == [], key
+        # edges flow up the page (rankdir BT, as the top view): a head above its tail unless they share a row
+        by_name = {n[1]: drawn["nodes"][n[0]] for n in graph["nodes"]}
+        for tail, head, *_, constraint, minlen, _ in graph["edges"]:
+            if constraint and minlen:
+                assert by_name[head][1] + by_name[head][3] <= by_name[tail][1], (key, tail, head)
+        # each node inside its module box, each box inside its parent's, sibling boxes apart
+        boxes = {c[0]: (drawn["clusters"][c[1]], c[2]) for c in graph["clusters"]}
+        for node in graph["nodes"]:
+            if node[12]:
+                assert inside(drawn["nodes"][node[0]], boxes[node[12]][0]), (key, node[0])
+        for name, (box, parent) in boxes.items():
+            if parent:
+                assert inside(box, boxes[parent][0]), (key, name)
+            siblings = [b for other, (b, p) in boxes.items() if p == parent and other != name]
+            assert not [b for b in siblings if overlap(box, b)], (key, name)
+    # search lands on an op drawn only inside a box that is closed on the first screen, opening its view
+    browser.get(path.as_uri())
+    wait_unpacked(browser)
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
+    attention = next(n["id"] for n in doc["nodes"] if n["op"].startswith("ScaledDotProduct"))
+    assert not browser.find_elements(By.CSS_SELECTOR, f'#stage [id="gv-n{attention}"]')
+    browser.find_element(By.ID, "search").send_keys("ScaledDotProduct")
+    browser.find_element(By.ID, "search").send_keys("\ue007")          # Enter: the first match
+    assert selected_ids(browser) == [f"gv-n{attention}"] and in_stage(browser, f"gv-n{attention}")
+    assert browser.execute_script("return window.gradvizViewer.current().key") in graphs
+    assert severe(browser) == []
