@@ -498,7 +498,6 @@
       .forEach(function (c) { if (isFinite(c.x0) && isFinite(c.y0)) { drawCluster(c, root); } });
     g.edges.forEach(function (e) { drawEdge(e, root); });
     g.nodes.forEach(function (v) { if (!v.dummy) { drawNode(v, root); } });
-    svg.gradvizLayout = {crossings: g.crossings, nodes: g.nodes.filter(function (v) { return !v.dummy; }).length};
     return svg;
   }
 
