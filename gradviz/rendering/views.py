@@ -61,7 +61,7 @@ class View:
     key: str  # "g3", or "g3-b2" for what element gv-b2 of view g3 opens
     graph: int
     title: str
-    svg: str | None = None  # None: see ``source`` or ``error``
+    svg: str | None = None  # None: see ``graph_data`` (a part view), ``source`` or ``error``
     source: str | None = None  # DOT source when Graphviz is missing
     error: str | None = None
     parent: str | None = None  # the view whose element opens this one
