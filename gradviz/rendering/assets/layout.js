@@ -220,7 +220,11 @@
         v.chain.forEach(function (c) { totals[c.index][0] += b === null ? v.pos : b; totals[c.index][1]++; });
       });
       boxKey = totals.map(function (t) { return t[1] ? t[0] / t[1] : 0.5; });
-      var down = sweep % 2 === 0;
+      var down = sweep % 2 === 0, start = g.rows[down ? 0 : g.rows.length - 1];
+      // the sweep's first row keeps its order but takes the boxes' new order too: every row of a sweep puts
+      // sibling boxes in one order, or their borders' constraints (xs) would go round in a circle
+      sortRow(start, function (v) { return v.pos; }, boxKey);
+      start.forEach(function (v, i) { v.pos = start.length > 1 ? i / (start.length - 1) : 0.5; });
       for (var k = 1; k < g.rows.length; k++) {
         var r = down ? k : g.rows.length - 1 - k, row = g.rows[r];
         sortRow(row, function (v) {
