@@ -9,7 +9,9 @@ browser, alternately, so machine noise hits both alike.
 
 Load time is the browser's own: navigation start to the viewer's ``ready`` mark (the first view drawn, pan/zoom
 on), or to the load event for a page without it; "all ms" to its ``unpacked`` mark (every packed view inflated,
-so every box opens at once). Each figure is the median over rounds.
+so every box opens at once). "open ms": then every view below the top ones is opened in turn (its first
+opening: the page lays a part view out then, an older page clones dot's SVG), the median and the longest over
+the views. Each figure is the median over rounds.
 
 ``--run`` times what ``gradviz run`` does once the script has been traced: ``artifacts.write_all`` (report.json,
 the picture files, report.html with its views), in a fresh process per round, this checkout's and the baseline's
@@ -109,6 +111,21 @@ def load_ms(driver, page):
         "return [load, load];")
 
 
+def open_ms(driver):
+    """ms each view below the top ones takes to open the first time (``mount``), on the page just loaded."""
+    return driver.execute_script(
+        "var out = [];"
+        "window.gradvizReport.data.views.forEach(function (v) {"
+        "  if (!v.parent || v.same_as) { return; }"
+        "  var t = performance.now(); window.gradvizViewer.mount(v.key); out.push(performance.now() - t); });"
+        "return out;")
+
+
+def opening(rounds):
+    """(median over rounds of the views' median opening ms, of their longest) from ``open_ms``'s rounds."""
+    return statistics.median(statistics.median(o) for o in rounds), statistics.median(max(o) for o in rounds)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -141,8 +158,8 @@ def main():
         return
     driver = browser()
     print(f"chromium headless 1440x900, {args.rounds} rounds, medians; cores: {os.cpu_count()}")
-    print(f"{'case':<15}{'nodes':>7}{'page':>10}{'write s':>9}{'load ms':>9}{'all ms':>8}"
-          + (f"{'base page':>11}{'base ms':>9}{'ratio':>7}" if args.baseline else ""))
+    print(f"{'case':<15}{'nodes':>7}{'page':>10}{'write s':>9}{'load ms':>9}{'all ms':>8}{'open ms':>9}{'max':>6}"
+          + (f"{'base page':>11}{'base ms':>9}{'ratio':>7}{'base open':>11}{'max':>6}" if args.baseline else ""))
     try:
         for name, (maker, kwargs) in cases.items():
             doc = makers[maker](**kwargs)
@@ -154,17 +171,20 @@ def main():
             if args.baseline:
                 pages["base"] = os.path.join(work, f"{name}-base.html")
                 write_page(args.baseline, doc_path, pages["base"])
-            times = {key: [] for key in pages}
+            times, opens = {key: [] for key in pages}, {key: [] for key in pages}
             for round_ in range(args.rounds):
                 for key in (list(pages) if round_ % 2 == 0 else list(pages)[::-1]):
                     times[key].append(load_ms(driver, pages[key]))
+                    opens[key].append(open_ms(driver) or [0.0])
+
             new = statistics.median(t[0] for t in times["new"])
             every = statistics.median(t[1] for t in times["new"])
             line = (f"{name:<15}{len(doc['nodes']):>7}{os.path.getsize(pages['new']) / 1e6:>8.2f}MB{wrote:>9.1f}"
-                    f"{new:>9.0f}{every:>8.0f}")
+                    f"{new:>9.0f}{every:>8.0f}{opening(opens['new'])[0]:>9.0f}{opening(opens['new'])[1]:>6.0f}")
             if args.baseline:
                 base = statistics.median(t[0] for t in times["base"])
-                line += f"{os.path.getsize(pages['base']) / 1e6:>9.2f}MB{base:>9.0f}{new / base:>7.2f}"
+                line += (f"{os.path.getsize(pages['base']) / 1e6:>9.2f}MB{base:>9.0f}{new / base:>7.2f}"
+                         f"{opening(opens['base'])[0]:>11.0f}{opening(opens['base'])[1]:>6.0f}")
             print(line, flush=True)
     finally:
         driver.quit()

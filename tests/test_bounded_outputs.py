@@ -272,12 +272,13 @@ def test_resolution_keeps_a_big_layout_under_the_pixel_cap_and_a_small_one_at_96
 
 @NEEDS_DOT
 def test_a_png_past_its_drawing_budget_is_written_as_svg_with_a_note(cli, tmp_path, monkeypatch):
-    real = raster.draw
+    real, sources = raster.draw, []
 
-    def slow_png(laid, fmt, timeout):
+    def slow_png(laid, fmt, timeout, source=None):
         if fmt == "png":
             raise raster.RasterTimeout(f"drawing the laid-out graph as PNG took longer than {timeout:.1f} s")
-        return real(laid, fmt, timeout)
+        sources.append((fmt, source))
+        return real(laid, fmt, timeout, source)
 
     monkeypatch.setattr(raster, "draw", slow_png)
     result = cli("run", "--torch", "--format", "png", "--out", "out", "rl.py", "1", "60", "-1")
@@ -288,6 +289,8 @@ def test_a_png_past_its_drawing_budget_is_written_as_svg_with_a_note(cli, tmp_pa
         "file": "structure-0-iter0.png", "written": "structure-0-iter0.svg", "picture": "structure 0, iteration 0",
         "reason": "drawing the laid-out graph as PNG took longer than 4.0 s; written as SVG instead"}]
     assert "structure-0-iter0.svg" in manifest["files"] and "structure-0-iter0.png" not in manifest["files"]
+    # the SVG is drawn with the DOT it was laid out from, so its clusters come in the DOT's order (cluster_order)
+    assert sources and sources[0][0] == "svg" and sources[0][1].startswith("digraph {")
     assert re.search(r"gradviz: picture structure-0-iter0\.png \(structure 0, iteration 0\): drawing the laid-out "
                      r"graph as PNG took longer than 4\.0 s; written as SVG instead \(structure-0-iter0\.svg\)",
                      result.stderr)

@@ -665,3 +665,145 @@ def test_done_when_on_real_pytorch_models(browser, tmp_path, name):
     chart = browser.find_element(By.ID, "memory-chart")
     assert int(chart.get_attribute("data-peak-bytes")) == doc["memory"]["peak_retained_bytes"] > 0
     assert severe(browser) == []
+
+
+def page_graphs(path):
+    """{view key: graph data} of the part views a page lays out itself (views.py embeds them packed)."""
+    import base64
+    import zlib
+
+    page = path.read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="gv-data">(.*?)</script>', page, re.S).group(1))
+    return {v["key"]: json.loads(zlib.decompress(base64.b64decode(data["packed"][v["key"]])).decode("utf-8"))
+            for v in data["views"] if v.get("layout") == "page"}
+
+
+def drawn_geometry(browser):
+    """The view on screen's nodes and module boxes as {id: (x, y, width, height)} in the drawing's units, and
+    its edges' ids."""
+    return browser.execute_script("""
+        function boxes(selector) {
+          var out = {};
+          document.querySelectorAll('#stage ' + selector).forEach(function (g) {
+            var b = g.querySelector(':scope > :is(path, ellipse, polygon)').getBBox();
+            out[g.id] = [b.x, b.y, b.width, b.height];
+          });
+          return out;
+        }
+        return {nodes: boxes('g.node'), clusters: boxes('g.cluster'),
+                edges: Array.from(document.querySelectorAll('#stage g.edge')).map(function (g) { return g.id; })};
+    """)
+
+
+def overlap(a, b):
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def inside(a, box):
+    return box[0] <= a[0] and a[0] + a[2] <= box[0] + box[2] and box[1] <= a[1] and a[1] + a[3] <= box[1] + box[3]
+
+
+def test_part_views_are_laid_out_in_the_page_readably_and_search_lands_inside_a_closed_box(browser, tmp_path):
+    pytest.importorskip("torch")
+    from selenium.webdriver.common.by import By
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from viewer_models import transformer_doc
+
+    doc = transformer_doc()
+    path = open_report(browser, tmp_path, doc)
+    graphs = page_graphs(path)
+    assert len(graphs) >= 3   # the layers' fold unfolded, each layer, its attention: none laid out by dot
+    wait_unpacked(browser)
+    for key, graph in graphs.items():
+        browser.execute_script("window.gradvizViewer.mount(arguments[0])", key)
+        drawn = drawn_geometry(browser)
+        # every node and edge of the view's data, under the ids dot's views carry
+        assert sorted(drawn["nodes"]) == sorted(n[0] for n in graph["nodes"]), key
+        assert drawn["edges"] == [f"edge{i + 1}" for i, e in enumerate(graph["edges"]) if e[0] != e[1]], key
+        assert sorted(drawn["clusters"]) == sorted(c[1] for c in graph["clusters"]), key
+        nodes = list(drawn["nodes"].items())
+        assert [(a, b) for i, (a, p) in enumerate(nodes) for b, q in nodes[i + 1:] if overlap(p, q)] == [], key
+        # edges flow up the page (rankdir BT, as the top view): a head above its tail unless they share a row
+        by_name = {n[1]: drawn["nodes"][n[0]] for n in graph["nodes"]}
+        for tail, head, *_, constraint, minlen, _ in graph["edges"]:
+            if constraint and minlen:
+                assert by_name[head][1] + by_name[head][3] <= by_name[tail][1], (key, tail, head)
+        # each node inside its module box, each box inside its parent's, sibling boxes apart
+        boxes = {c[0]: (drawn["clusters"][c[1]], c[2]) for c in graph["clusters"]}
+        for node in graph["nodes"]:
+            if node[12]:
+                assert inside(drawn["nodes"][node[0]], boxes[node[12]][0]), (key, node[0])
+        for name, (box, parent) in boxes.items():
+            if parent:
+                assert inside(box, boxes[parent][0]), (key, name)
+            siblings = [b for other, (b, p) in boxes.items() if p == parent and other != name]
+            assert not [b for b in siblings if overlap(box, b)], (key, name)
+    # search lands on an op drawn only inside a box that is closed on the first screen, opening its view
+    browser.get(path.as_uri())
+    wait_unpacked(browser)
+    assert browser.execute_script("return window.gradvizViewer.current().key") == "g0"
+    attention = next(n["id"] for n in doc["nodes"] if n["op"].startswith("ScaledDotProduct"))
+    assert not browser.find_elements(By.CSS_SELECTOR, f'#stage [id="gv-n{attention}"]')
+    browser.find_element(By.ID, "search").send_keys("ScaledDotProduct")
+    browser.find_element(By.ID, "search").send_keys("\ue007")          # Enter: the first match
+    assert selected_ids(browser) == [f"gv-n{attention}"] and in_stage(browser, f"gv-n{attention}")
+    assert browser.execute_script("return window.gradvizViewer.current().key") in graphs
+    assert severe(browser) == []
+
+
+# random graphs for layout.js, made in the page (a fixed seed): nodes in nested boxes, edges any way round (cycles,
+# same-row edges, edges left out of the ranking); returns what breaks the layout's promises, as text
+LAYOUT_FUZZ = """
+var seed = 7, broken = [];
+function rnd() { seed = (seed * 16807) % 2147483647; return seed / 2147483647; }
+for (var trial = 0; trial < arguments[0]; trial++) {
+  var n = 1 + Math.floor(rnd() * 40), nc = Math.floor(rnd() * 6), clusters = [], nodes = [], edges = [];
+  for (var c = 0; c < nc; c++) {
+    clusters.push(["c" + c, "gv-c" + c, c && rnd() < 0.5 ? "c" + Math.floor(rnd() * c) : null,
+                   [["box " + c, 1, 10, ""]], "rounded", "#ffffff", "#888888"]);
+  }
+  for (var i = 0; i < n; i++) {
+    nodes.push(["gv-n" + i, "n" + i, "op", rnd() < 0.2 ? "ellipse" : "box", "filled", "#eeeeee", "#555555", 1, 1,
+                11, [["Op" + i, 1, 0, ""], ["(4)", 0, 9, ""]], "", nc && rnd() < 0.7 ? "c" + Math.floor(rnd() * nc)
+                : null]);
+  }
+  for (var e = 0; e < n * 1.5; e++) {
+    edges.push(["n" + Math.floor(rnd() * n), "n" + Math.floor(rnd() * n), "solid", "#555555", 1, "",
+                rnd() < 0.9 ? 1 : 0, rnd() < 0.15 ? 0 : 1, "normal"]);
+  }
+  var g = window.gradvizLayout.layout({title: "t", subtitle: [], rankdir: rnd() < 0.5 ? "BT" : "TB", legend: [],
+                                       nodes: nodes, edges: edges, clusters: clusters});
+  var real = g.nodes.filter(function (v) { return !v.dummy; });
+  real.forEach(function (u, p) {
+    if (!isFinite(u.x) || !isFinite(u.y)) { broken.push(trial + ": " + u.id + " has no place"); }
+    real.slice(p + 1).forEach(function (v) {
+      if (Math.abs(u.x - v.x) < (u.w + v.w) / 2 && Math.abs(u.y - v.y) < (u.h + v.h) / 2) {
+        broken.push(trial + ": " + u.id + " overlaps " + v.id);
+      }
+    });
+  });
+  g.clusters.forEach(function (c) {
+    if (!isFinite(c.lo)) { return; }
+    c.nodes.forEach(function (v) {
+      if (v.x - v.w / 2 < c.x0 || v.x + v.w / 2 > c.x1 || v.y - v.h / 2 < c.y0 || v.y + v.h / 2 > c.y1) {
+        broken.push(trial + ": " + v.id + " outside " + c.name);
+      }
+    });
+    g.clusters.forEach(function (d) {
+      if (d.index > c.index && d.parent === c.parent && isFinite(d.lo) &&
+          c.x0 < d.x1 && d.x0 < c.x1 && c.y0 < d.y1 && d.y0 < c.y1) {
+        broken.push(trial + ": " + c.name + " meets " + d.name);
+      }
+    });
+  });
+}
+return broken.slice(0, 5).concat([broken.length + " broken"]);
+"""
+
+
+def test_the_page_layout_keeps_its_promises_on_random_graphs(browser, tmp_path):
+    # nodes apart, each inside its module box, sibling boxes apart, on 400 random graphs with nested boxes and
+    # cycles (sibling boxes in one order on every row, or their constraints go round and nodes overlap)
+    open_report(browser, tmp_path, chained_models_doc())
+    assert browser.execute_script(LAYOUT_FUZZ, 400) == ["0 broken"]

@@ -154,8 +154,8 @@ def test_a_5000_node_run_fits_the_page_budget_with_every_module_open():
     assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', overview))) == 1   # the overview: net
     (net,) = [v for v in data["views"] if v["parent"] == "g0"]
     assert net["title"] == "net" and top["boxes"] == [net["box"]]
-    net_svg = unpacked(data, net["key"])
-    assert len(set(re.findall(r'id="gv&#45;(b\d+)" class="node"', net_svg))) == 50   # a box per block
+    boxes = [i for i in drawn_ids(data, net["key"]) if re.fullmatch(r"gv-b\d+", i)]
+    assert len(set(boxes)) == 50   # a box per block
     inside = [v for v in data["views"] if v["parent"] == net["key"]]
     assert sorted(v["title"] for v in inside) == sorted(f"net.block{i}" for i in range(50))   # every one opens
     assert sorted(net["boxes"]) == sorted(v["box"] for v in inside)
@@ -168,29 +168,30 @@ def test_a_5000_node_run_fits_the_page_budget_with_every_module_open():
 
 
 @needs_dot
-def test_with_the_byte_cap_spent_by_the_pictures_no_inside_view_is_laid_out(monkeypatch):
-    # a long run's big pictures can fill the cap alone: the views their boxes open are counted, not drawn and
+def test_with_the_byte_cap_spent_by_the_pictures_no_inside_view_is_built(monkeypatch):
+    # a long run's big pictures can fill the cap alone: the views their boxes open are counted, not built and
     # then thrown away (reinforce.py's page: 42 such views took 3 s and 100 MiB)
     import gradviz.rendering.views as views
 
     doc = big_doc(blocks=6, ops=100)
-    laid_out = []
-    lay_out_many = views._Drawer.lay_out_many
-    monkeypatch.setattr(views._Drawer, "lay_out_many", lambda self, items: laid_out.append(len(items)) or
-                        lay_out_many(self, items))
+    built = []
+    prepare = views._Drawer._prepare
+    monkeypatch.setattr(views._Drawer, "_prepare", lambda self, job: built.append(job[2].title) or
+                        prepare(self, job))
     shown, notes = page_views(doc)
     # the overview would be one box, net: it is drawn one level deeper, a box per block, each opening
     assert [v.title for v in shown if v.parent] == [f"net.block{i}" for i in range(6)]
-    # the blocks differ only in their numbers: those whose ids have as many digits share one layout (alike.py)
-    assert sum(laid_out) == 3
+    assert built == [f"net.block{i}" for i in range(6)]   # each built once, as graph data (the page lays it out)
     for view in shown[1:]:
         mine = {n["id"] for n in doc["nodes"] if view.title in n["module"]}
-        assert {int(i) for i in re.findall(r'id="gv&#45;n(\d+)"', view.svg)} == mine
-        assert f">{view.title}.weight</text>" in view.svg
-    laid_out.clear()
+        graph = json.loads(view.graph_data)
+        assert {int(n[0][4:]) for n in graph["nodes"] if n[0].startswith("gv-n")} == mine
+        assert [f"{view.title}.weight", 1, 0, ""] in [row for n in graph["nodes"] for row in n[10]]
+        assert view.svg is None
+    built.clear()
     monkeypatch.setattr(views, "SVG_BYTES_CAP", len(shown[0].svg) + views.SMALLEST_VIEW - 1)
     shown, notes = page_views(doc)
-    assert [v.key for v in shown] == ["g0"] and laid_out == []
+    assert [v.key for v in shown] == ["g0"] and built == []
     assert notes == ["6 views not embedded to keep the page small (their boxes stay closed); `gradviz graph "
                      "--depth` draws them"]
 
@@ -204,8 +205,13 @@ def reachable(doc, data):
 
 
 def unpacked(data, key):
-    """A packed view's SVG text, as the page's script inflates it."""
+    """A packed view's text (a part view's graph data as JSON), as the page's script inflates it."""
     return zlib.decompress(base64.b64decode(data["packed"][key])).decode("utf-8")
+
+
+def drawn_ids(data, key):
+    """The element ids of the nodes a part view draws (its graph data, which the page lays out)."""
+    return [node[0] for node in json.loads(unpacked(data, key))["nodes"]]
 
 
 def chain_doc(ops=150):
@@ -230,7 +236,7 @@ def test_the_nodes_past_max_nodes_are_drawn_in_the_view_the_more_box_opens():
     assert reachable(doc, data) == {n["id"] for n in doc["nodes"]}
     first_op = next(n["id"] for n in doc["nodes"] if n["op"] == "Op0Backward0")   # the farthest from the root
     assert data["where"][f"n{first_op}"] == "g0-more-more"
-    assert f'id="gv&#45;n{first_op}"' in unpacked(data, "g0-more-more")
+    assert f"gv-n{first_op}" in drawn_ids(data, "g0-more-more")
 
 
 @needs_dot
@@ -245,9 +251,9 @@ def test_a_folded_loop_opens_unfolded_and_each_step_is_drawn_there():
     assert reachable(doc, data) == {n["id"] for n in doc["nodes"]}
     last_step = max(n["id"] for n in doc["nodes"] if n["op"] == "TanhBackward")
     assert data["where"][f"n{last_step}"] == loops[0]["key"]      # drawn in the unfolded view, not the fold
-    svg = unpacked(data, loops[0]["key"])
+    ids = drawn_ids(data, loops[0]["key"])
     tanh = {n["id"] for n in doc["nodes"] if n["op"] == "TanhBackward"}
-    assert {int(i) for i in re.findall(r'id="gv&#45;n(\d+)"', svg)} >= tanh and len(tanh) == 12   # every step
+    assert {int(i[4:]) for i in ids if re.fullmatch(r"gv-n\d+", i)} >= tanh and len(tanh) == 12   # every step
 
 
 def test_without_graphviz_the_page_shows_each_pictures_dot_source(monkeypatch):

@@ -26,10 +26,20 @@ def chain_doc(steps):
 
 
 def svg_of(view):
+    """A view's SVG (a top view) or graph data (a part view, which the page lays out), as embedded."""
     import base64
     import zlib
 
     return view.svg if view.svg is not None else zlib.decompress(base64.b64decode(view.packed)).decode("utf-8")
+
+
+def drawn_nodes(view):
+    """The document node ids a view draws under their own id: from its SVG, or from its graph data."""
+    import json
+
+    if view.svg is not None:
+        return [int(i) for i in _DRAWN.findall(view.svg)]
+    return [int(n[0][4:]) for n in json.loads(svg_of(view))["nodes"] if re.fullmatch(r"gv-n\d+", n[0])]
 
 
 @needs_dot
@@ -38,7 +48,7 @@ def test_a_long_chain_is_drawn_window_after_window_each_node_once_and_every_box_
     ops = {n["id"] for n in doc["nodes"]}
     views, notes = page_views(doc)
     assert notes == [] and all(v.error is None for v in views)
-    drawn = {v.key: [int(i) for i in _DRAWN.findall(svg_of(v))] for v in views}
+    drawn = {v.key: drawn_nodes(v) for v in views}
     below = [v for v in views if v.parent is not None]
     # every op drawn under its own id, in one view only below the top one: 2,601 ops in 6 windows of <= 500
     assert set().union(*map(set, drawn.values())) == ops
@@ -131,11 +141,12 @@ def test_a_layout_past_its_time_in_a_session_is_a_layout_timeout_and_its_dot_is_
 
 
 @needs_dot
-def test_a_page_lays_out_all_its_views_with_a_few_dot_processes(monkeypatch):
+def test_a_page_lays_out_only_its_top_view_and_leaves_the_views_below_to_the_page(monkeypatch):
     started = _counting_popen(monkeypatch)
     views, _ = page_views(chain_doc(1400))
-    assert len(views) == 3 and all(v.svg for v in views)
-    assert 1 <= len(started) <= 5                 # at most one per thread laying out views at once, not per view
+    assert len(views) == 3 and views[0].svg and views[0].graph_data is None
+    assert all(v.svg is None and v.graph_data for v in views[1:])   # laid out by the page when opened
+    assert [args[1:] for args in started] == [["-Tsvg"]]            # one dot, for the top view
 
 
 def module_doc(ops=24):
@@ -152,11 +163,11 @@ def module_doc(ops=24):
 
 
 @needs_dot
-def test_the_box_holding_the_whole_model_opens_the_picture_files_own_layout(tmp_path, monkeypatch):
+def test_the_box_holding_the_whole_model_opens_its_graph_and_the_run_lays_out_only_the_picture(tmp_path,
+                                                                                                  monkeypatch):
     import json
 
     from gradviz.cli.artifacts import write_all
-    from gradviz.rendering.views import slim
 
     started = _counting_popen(monkeypatch)
     write_all(module_doc(), str(tmp_path), fmt="svg")
@@ -167,9 +178,12 @@ def test_the_box_holding_the_whole_model_opens_the_picture_files_own_layout(tmp_
     assert (top, top_title, inside_title, inner) == ("g0", "structure 0, iteration 0 · graph 0", "net", [])
     # one box, the model's, whose view is keyed by it (its number is the page's count of boxes so far)
     assert len(boxes) == 1 and inside == "g0-" + boxes[0].removeprefix("gv-")
-    box = [v for v in page_views_of(data) if v[0] == inside][0][1]
-    assert box == slim((tmp_path / "structure-0-iter0.svg").read_text(encoding="utf-8"))   # the file, as it is
-    assert len(started) == 1                                     # the file and the page: one dot process
+    box = json.loads(dict(page_views_of(data))[inside])   # graph data, laid out by the page when opened
+    in_file = set(_DRAWN.findall((tmp_path / "structure-0-iter0.svg").read_text(encoding="utf-8")))
+    in_net = {str(n["id"]) for n in module_doc()["nodes"] if n.get("module") == ["net"]}
+    drawn = {n[0][4:] for n in box["nodes"] if re.fullmatch(r"gv-n\d+", n[0])}
+    assert drawn == in_net and in_net <= in_file             # every op of the box, as the picture file has them
+    assert len(started) == 1                                 # the file and the page's overview: one dot process
 
 
 def page_views_of(data):

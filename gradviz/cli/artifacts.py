@@ -238,7 +238,8 @@ def _draw_raster(doc, path, picture, fmt, written, options, budget, laid):
         data = raster.draw(text, fmt, budget)
     except raster.RasterTimeout as exc:
         fallback = os.path.splitext(path)[0] + ".svg"
-        write_bytes(fallback, raster.draw(text, "svg", budget))
+        # (with the DOT laid out: its clusters then come in the DOT's order, as in every other SVG of a run)
+        write_bytes(fallback, raster.draw(text, "svg", budget, about.get("source")))
         written.as_svg.append({"file": os.path.basename(path), "written": os.path.basename(fallback),
                                "picture": picture.about, "reason": f"{reason_of(exc)}; written as SVG instead"})
         return fallback

@@ -131,28 +131,14 @@ class Session:
 
 def _one(process, graph, deadline, end=_ENDS["svg"]):
     """One graph's output from ``process``, read until it ends with ``end``; None when the process exits first."""
-    try:
-        process.stdin.write(graph.encode("utf-8") if graph.endswith("\n") else (graph + "\n").encode("utf-8"))
-        process.stdin.flush()
-    except OSError:  # it exited (an earlier error)
-        return None
-    text, fd = bytearray(), process.stdout.fileno()
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while not text.rstrip().endswith(end):  # (dot escapes text: only the output's end reads so)
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                raise Timeout()
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return None
-            text += chunk
-    return bytes(text)
+    parts = _drawings(process, graph, deadline, [end])
+    return None if parts is None else parts[0]
 
 
 def _drawings(process, graph, deadline, ends):
     """The outputs of one graph from ``process``, one per end marker in ``ends`` (dot writes each format's
-    drawing in turn), or None when the process exits first."""
+    drawing in turn; dot escapes text, so a marker is only found at a drawing's end), or None when the process
+    exits first."""
     try:
         process.stdin.write(graph.encode("utf-8") if graph.endswith("\n") else (graph + "\n").encode("utf-8"))
         process.stdin.flush()
@@ -169,7 +155,8 @@ def _drawings(process, graph, deadline, ends):
                     break
                 parts.append(bytes(text[start:at + len(end)]))
                 start = at + len(end)
-            if len(parts) == len(ends) and start == len(text):
+            if len(parts) == len(ends) and not text[start:].strip():  # (dot ends a text output with a newline)
+                parts[-1] += bytes(text[start:])
                 return parts
             left = deadline - time.monotonic()
             if left <= 0 or not selector.select(left):

@@ -410,10 +410,12 @@ def _view_data(views, doc):
                     "structure": view.structure,
                     "iteration": view.iteration, "which": view.which, "parent": view.parent, "box": view.box,
                     "same_as": view.same_as, "alias": {str(k): v for k, v in view.alias.items()},
-                    "boxes": view.boxes, "opens": view.opens, "drawn": view.svg is not None, "kind": view.kind,
+                    "boxes": view.boxes, "opens": view.opens,
+                    "drawn": view.svg is not None or view.graph_data is not None,
+                    "layout": "page" if view.graph_data is not None else "", "kind": view.kind,
                     "holds": {elem: ids for elem, ids in view.stands}, "error": view.error,
                     "note": view.note})
-        for kind, number in _DRAWN_ID.findall(view.svg or view.source or ""):
+        for kind, number in _DRAWN_ID.findall(view.svg or view.source or view.graph_data or ""):
             where.setdefault(f"{kind}{number}", view.key)
         if view.packed is not None:
             packed[view.key] = view.packed
@@ -555,7 +557,8 @@ def html_parts(doc, svgs=None, skipped=(), pending=False, views=None, view_optio
         empty = ('<p class="muted" id="no-graph">No graph was recorded.</p>' if not doc.get("graphs") else
                  '<p class="muted" id="no-graph">The graphs were not drawn for this page (<code>gradviz run '
                  '--no-render</code>); report.json has them.</p>')
-    script = _asset("vendor/svg-pan-zoom.min.js") + "\n" + _asset("report.js") + "\n" + _asset("viewer.js")
+    script = _asset("vendor/svg-pan-zoom.min.js") + "\n" + _asset("report.js") + "\n" + _asset("layout.js") + "\n" + \
+        _asset("viewer.js")
     head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -1,11 +1,13 @@
 """What report.html's graph viewer shows: one view per picture (a structure's first and last graph), each drawn
-at the module depth that fits a node budget, plus a pre-rendered view behind every element that stands for
+at the module depth that fits a node budget, plus a view behind every element that stands for
 several nodes, recursively, within a byte cap: the inside of a collapsed module box, a folded loop unfolded, and
 the nodes past ``max_nodes`` (the "… more" box). So every node of a drawn graph is drawn in some view, and search
-or a deep link lands on it. Reads the document only; Graphviz lays out each view, several at a time.
+or a deep link lands on it. Reads the document only.
 
-Views below the top ones are embedded deflated (``View.packed``, base64): dot's SVG of a module repeats the same
-attributes on every element and shrinks about tenfold, so every module of a 5,000-node run opens within 5 MiB.
+Only the top views are laid out here (by ``dot``, or taken from the picture files). The views below them are
+embedded as graph data (``view_graph``: nodes, edges, clusters), deflated (``View.packed``, base64), and the page
+lays each out when it is first opened (``assets/layout.js``): writing the report costs a build per part view,
+no layout.
 
 A structure's last graph is usually drawn exactly like its first (same ops, same shapes, other ids): it is then
 embedded once, and the last graph's nodes are mapped onto the first one's (``alias``), so deep links, search and
@@ -13,8 +15,8 @@ diagnostics still land on the node that stands for them.
 
 Each node is laid out once below a picture: a folded loop or a "… more" box opens a window of its nodes (the
 2 × ``max_nodes`` nearest the root, unfolded) whose own "… more" box holds the rest, so a long chain costs one
-small build and layout per window; a loop inside another opens the outer one's view; a box holding every op in
-a module opens the picture file's own layout (``laid``); and every layout goes to the run's ``dot_session``.
+small build per window; a loop inside another opens the outer one's view; and the top views' layouts go to the
+run's ``dot_session``.
 """
 
 import base64
@@ -26,9 +28,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..document.index import DocIndex
-from .alike import key as alike_key
-from .alike import translated
-from .dot import to_dot
 from .graph import READABLE_NODES, choose_depth
 from .overview import (
     MAX_OVERVIEW_NODES,
@@ -40,17 +39,14 @@ from .overview import (
     text_px_at_fit,
 )
 from .pictures import pictures_to_draw
+from .view_graph import view_graph_text
 
 NODE_BUDGET = READABLE_NODES  # nodes per view, as the picture files: readable at one zoom step on a laptop
 SVG_BYTES_CAP = 3 * 1024 * 1024  # all views as embedded (top ones as text, the others packed); page <= 5 MiB
 MAX_LEVELS = 8  # nested views below a picture (a "… more" box's next window does not count: see ``window``)
 MORE_WINDOW = 2  # a "… more" box's view is built from this many times max_nodes of its nodes, nearest the root
 SMALLEST_VIEW = 1024  # bytes of the smallest packed view (two nodes): with less of the cap left, none is laid out
-VIEW_ITEMS_PER_BUDGET = 400  # nodes + edges of a part view laid out within the page's budget; more get more time
-MAX_VIEW_BUDGET = 30.0  # seconds: the most a part view may take
-WORKERS = 4  # views laid out at once: ``dot`` runs as a subprocess, so they overlap
-ITEMS_PER_RUN = 1500  # nodes + edges of a level's views per dot run at least: starting a dot costs ~12 ms of CPU,
-# what laying out some 300 items does, so views are only spread over more runs when that saves real time
+WORKERS = 4  # top views laid out at once: ``dot`` runs as a subprocess, so they overlap
 LEAF_KINDS = ("leaf", "const", "ghost")  # spec node kinds of leaves (a ghost: a leaf drawn again at a use)
 _HEADING_NODES = re.compile(r"· ([\d,]+) nodes$")  # a picture's heading ends with its node count
 _TOO_LARGE = re.compile(r"too large to draw whole: ([\d,]+) nodes")
@@ -65,7 +61,7 @@ class View:
     key: str  # "g3", or "g3-b2" for what element gv-b2 of view g3 opens
     graph: int
     title: str
-    svg: str | None = None  # None: see ``source`` or ``error``
+    svg: str | None = None  # None: see ``graph_data`` (a part view), ``source`` or ``error``
     source: str | None = None  # DOT source when Graphviz is missing
     error: str | None = None
     parent: str | None = None  # the view whose element opens this one
@@ -76,7 +72,8 @@ class View:
     same_as: str | None = None  # key of the view drawn identically (this one is not embedded)
     alias: dict = field(default_factory=dict)  # {node id of this graph: node id drawn in same_as}
     boxes: list = field(default_factory=list)  # element ids of this view that open another view
-    packed: str | None = None  # the SVG deflated and base64-encoded (views below the top ones)
+    packed: str | None = None  # ``graph_data`` deflated and base64-encoded (views below the top ones)
+    graph_data: str | None = None  # a part view's graph as JSON (``view_graph``): the page lays it out
     stands: list = field(default_factory=list)  # [(element id, [document node ids it stands for])], 2+ ids
     kind: str = ""  # what opened it: "module", "loop" (unfolded) or "more" (past max_nodes)
     opens: dict = field(default_factory=dict)  # {element id: view key} of elements opening another's view
@@ -185,15 +182,6 @@ def _count_the_rest(spec, tail, nodes):
     return [(old, new) for old, new in changed if old != new]
 
 
-def _relabelled(svg, changed):
-    """``svg`` with the texts ``_count_the_rest`` changed in its spec changed as well (a view built again)."""
-    import html
-
-    for old, new in changed:
-        svg = svg.replace(html.escape(old, quote=False), html.escape(new, quote=False))
-    return svg
-
-
 def _outer_loops(openings):
     """{element id: element id} of the folded loops whose nodes all lie in another, larger folded loop of the same
     view (a loop of loops): each to the largest holding it, whose unfolded view draws the inner one too."""
@@ -223,7 +211,6 @@ class _Drawer:
         self.capped = 0  # views left out by the byte cap
         self.notes = []  # what the page says under the graph about a view (a depth asked for, not legible)
         self.sources = {}  # graph id -> DOT source of its top-level view
-        self.shared = {}  # alike.key(source) -> (source, svg text) of a view laid out as built
 
     def top(self, graph):
         """(svg, spec, DOT source) of a picture: as ``gradviz graph`` draws it (its depth fitted to the node
@@ -272,9 +259,8 @@ class _Drawer:
         return slim(svg), spec, source
 
     def prepare(self, doc, graph, at_least=0, extra=None):
-        """(spec, DOT source, options) of part of ``graph`` (``doc`` restricted to it) at the depth that fits the
-        node budget, ``at_least`` that; not laid out yet."""
-        from .dot import to_dot
+        """The spec of part of ``graph`` (``doc`` restricted to it) at the depth that fits the node budget,
+        ``at_least`` that."""
         from .graph import build_graph, working_graph
 
         options = dict(self.options, **(extra or {}))
@@ -288,39 +274,7 @@ class _Drawer:
                                  fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True,
                                  index=index, base=base)
         options.update(graphs=[graph], depth=depth)
-        spec = build_graph(doc, index=index, base=base, **options)
-        return spec, to_dot(spec), options
-
-    def lay_out_many(self, items):
-        """Each item's [spec, source, options, doc, node ids past its window] laid out as SVG: one ``dot`` run for
-        all of them (a small view costs dot more to start than to lay out); should that fail or pass the items'
-        time, each on its own with ``lay_out``'s cheaper fallbacks.
-        Returns [(spec, svg text) or the exception] in order."""
-        from .layout import lay_out, run_dot
-
-        try:  # the sources as built (never built again): one dot run, with the full settings' share of the time
-            data = run_dot("".join(item[1] + "\n" for item in items), "svg",
-                           0.45 * sum(self.budget_for(item[0]) for item in items))
-            parts = data.decode("utf-8").split("<?xml")[1:]
-            if len(parts) == len(items):
-                return [(item[0], "<?xml" + part) for item, part in zip(items, parts)]
-        except Exception:  # then each view is laid out on its own below, where a failure is only its own
-            pass
-        out = []
-        for spec, _, options, doc, tail in items:
-            try:  # (built again with cheaper settings: its "… more" box counts the nodes past the window again)
-                spec, _, data = lay_out(doc, "svg", self.budget_for(spec), **options)
-                changed = _count_the_rest(spec, tail, self.nodes) if tail else []
-                out.append((spec, _relabelled(data.decode("utf-8"), changed)))
-            except Exception as exc:
-                out.append(exc)
-        return out
-
-    def budget_for(self, spec):
-        """The seconds ``dot`` may take on a part view: the page's budget, more for a big one (dot's time grows
-        with nodes and edges), at most ``MAX_VIEW_BUDGET``."""
-        size = len(spec.nodes) + len(spec.edges)
-        return min(MAX_VIEW_BUDGET, max(self.budget, self.budget * size / VIEW_ITEMS_PER_BUDGET))
+        return build_graph(doc, index=index, base=base, **options)
 
     def leaves_of(self, node_ids):
         """The AccumulateGrad nodes (parameters, leaves) that ``node_ids`` read and do not hold: a part view draws
@@ -342,8 +296,7 @@ class _Drawer:
         return min(depths) + 1 if depths else 0
 
     def _prepare(self, job):
-        """(child view, its doc, [spec, source, options, doc, node ids past its window] or None when building it
-        failed)."""
+        """(child view, its doc, its spec or None when building it failed)."""
         view, doc, opening = job
         child = View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key,
                      box=opening.elem, kind=opening.kind)
@@ -353,39 +306,18 @@ class _Drawer:
             (nodes, child.tail), extra = self.window(opening.nodes), dict(extra, fold_loops=False)
         sub = _restricted(self.doc, view.graph, nodes + self.leaves_of(nodes))
         try:
-            spec, source, options = self.prepare(sub, view.graph, floor, extra)
+            spec = self.prepare(sub, view.graph, floor, extra)
             if child.tail and not any(node.kind == "more" for node in spec.nodes):
                 # the window fit whole (its modules collapsed, say): no box to hold the rest, so all of it here
                 nodes, child.tail = opening.nodes, []
                 sub = _restricted(self.doc, view.graph, nodes + self.leaves_of(nodes))
-                spec, source, options = self.prepare(sub, view.graph, floor, extra)
+                spec = self.prepare(sub, view.graph, floor, extra)
             if child.tail:
                 _count_the_rest(spec, child.tail, self.nodes)
-                source = to_dot(spec)
         except Exception as exc:  # this view only: the page still shows the others
             child.error = str(exc) or type(exc).__name__
             return child, sub, None
-        return child, sub, [spec, source, options, sub, child.tail]
-
-    def picture_file(self, view, doc, opening):
-        """(spec, svg) of the picture file ``gradviz run`` drew of the graph, when ``opening`` is a module box of
-        the graph's first view holding every op that is in a module (an MLP's "model" box: its inside is that
-        picture, the ops outside the model, such as the loss, beside it); else None."""
-        laid = self.laid.get(view.graph)
-        if opening.kind != "module" or view.parent is not None or laid is None or laid[3] != "svg":
-            return None
-        held = set(opening.nodes)
-        graph = next((g for g in self.doc.get("graphs", []) if g["id"] == view.graph), {})
-        if any(n not in held and (self.nodes.get(n) or {}).get("module") for n in graph.get("nodes") or ()):
-            return None
-        return laid[0], slim(laid[2])
-
-    @staticmethod
-    def _file_view(job, found):
-        """(child view, the whole document, None) of a box whose view is the picture file (``picture_file``)."""
-        view, doc, opening = job
-        return View(f"{view.key}-{opening.elem[3:]}", view.graph, opening.title, parent=view.key, box=opening.elem,
-                    kind=opening.kind), doc, None
+        return child, sub, spec
 
     def window(self, node_ids):
         """(window, rest) of the nodes a "… more" box stands for, nearest the root first (as ``max_nodes``
@@ -413,58 +345,16 @@ class _Drawer:
                     queue.append(source)
         return order + [n for n in sorted(inside - seen, reverse=True)]
 
-    def _children(self, pool, jobs):
-        """[(child view, its doc, its spec or None)] for ``jobs``: the picture file's layout where it serves
-        (``picture_file``), the others built in ``pool`` and laid out in at most ``WORKERS`` batches."""
-        files = [self.picture_file(*job) for job in jobs]
-        prepared = _map(pool, lambda pair: self._file_view(*pair) if pair[1] else self._prepare(pair[0]),
-                        list(zip(jobs, files)))
-        specs = {}
-        for number, found in enumerate(files):
-            if found is not None:  # the picture file's layout: not laid out again
-                child = prepared[number][0]
-                specs[number], child.svg = found
-                child.packed, child.stands = pack(child.svg), _stands(found[0])
-        ready = [number for number, (_, _, item) in enumerate(prepared) if item is not None]
-        alike = {}  # views drawn alike but for their digits: one laid out, the others translated (``alike``)
-        for number in ready:
-            alike.setdefault(alike_key(prepared[number][2][1]), []).append(number)
-        for number in ready:
-            found = self.shared.get(alike_key(prepared[number][2][1]))
-            svg = found and translated(found[1], found[0], prepared[number][2][1])
-            if svg is not None:
-                self._done(prepared[number], specs, number, (prepared[number][2][0], svg))
-        ready = [number for number in ready if number not in specs and
-                 alike[alike_key(prepared[number][2][1])][0] == number]
-        size = sum(len(prepared[n][2][0].nodes) + len(prepared[n][2][0].edges) for n in ready)
-        runs = min(WORKERS, -(-size // ITEMS_PER_RUN))  # small views: one dot, which costs less than starting more
-        batches = [ready[start::runs] for start in range(runs) if ready[start::runs]]
-        for batch, results in zip(batches, _map(pool, lambda b: self.lay_out_many([prepared[n][2] for n in b]),
-                                                    batches)):
-            for number, result in zip(batch, results):
-                self._done(prepared[number], specs, number, result)
-                if not isinstance(result, Exception) and result[0] is prepared[number][2][0]:  # as built
-                    self.shared[alike_key(prepared[number][2][1])] = (prepared[number][2][1], result[1])
-        for number, (_, _, item) in enumerate(prepared):  # the views alike the ones just laid out
-            if item is not None and number not in specs and number not in ready:
-                found = self.shared.get(alike_key(item[1]))
-                svg = found and translated(found[1], found[0], item[1])
-                if svg is not None:
-                    self._done(prepared[number], specs, number, (item[0], svg))
-                else:  # (its words do not map one way, or the first one failed): laid out on its own
-                    self._done(prepared[number], specs, number, self.lay_out_many([item])[0])
-        return [(child, sub, specs.get(number)) for number, (child, sub, _) in enumerate(prepared)]
-
-    @staticmethod
-    def _done(prepared, specs, number, result):
-        """Record a view's layout ``result`` ((spec, svg text) or the exception) on its child view."""
-        child = prepared[0]
-        if isinstance(result, Exception):
-            child.error = str(result) or type(result).__name__
-            return
-        specs[number], child.svg = result[0], slim(result[1])
-        child.packed = pack(child.svg)
-        child.stands = _stands(result[0])
+    def _children(self, jobs):
+        """[(child view, its doc, its spec or None)] for ``jobs``: each child carries its graph data
+        (``view_graph``) for the page to lay out when it is opened, not a layout (nothing runs ``dot``)."""
+        out = []
+        for child, sub, spec in map(self._prepare, jobs):
+            if spec is not None:
+                child.graph_data = view_graph_text(spec)
+                child.packed, child.stands = pack(child.graph_data), _stands(spec)
+            out.append((child, sub, spec))
+        return out
 
     def below(self, roots, out):
         """The views opened from the elements of ``roots`` ([(view, doc, spec)]), level by level, while the
@@ -496,18 +386,17 @@ class _Drawer:
                 self.capped += len(jobs)
                 return
             level = []
-            with ThreadPoolExecutor(WORKERS) as pool:
-                for job, (child, sub, child_spec) in zip(jobs, self._children(pool, jobs)):
-                    view = job[0]
-                    cost = len(child.packed or "")
-                    if self.bytes + cost > SVG_BYTES_CAP:
-                        self.capped += 1
-                        continue
-                    self.bytes += cost
-                    out.append(child)
-                    view.boxes.append(child.box)
-                    if child_spec is not None:
-                        level.append((child, sub, child_spec))
+            for job, (child, sub, child_spec) in zip(jobs, self._children(jobs)):
+                view = job[0]
+                cost = len(child.packed or "")
+                if self.bytes + cost > SVG_BYTES_CAP:
+                    self.capped += 1
+                    continue
+                self.bytes += cost
+                out.append(child)
+                view.boxes.append(child.box)
+                if child_spec is not None:
+                    level.append((child, sub, child_spec))
             for view, _, _ in jobs:  # an inner loop opens its outer loop's view, when that one is embedded
                 for elem, key in list(view.opens.items()):
                     if elem not in view.boxes and key.removeprefix(view.key + "-") in \

@@ -1,4 +1,5 @@
-// gradviz report: the graph viewer. One view on screen at a time (cloned from its <template>), pan and zoom by
+// gradviz report: the graph viewer. One view on screen at a time (cloned from its <template>, or laid out by
+// layout.js from its graph data when it is a part view), pan and zoom by
 // svg-pan-zoom, module boxes that open their inside, search, the diagnostics bar, keys and deep links
 // (#diag-2, #node-g0-n17). All user text goes through textContent.
 (function () {
@@ -13,7 +14,7 @@
 
   // ----- packed views: the views below the top ones come deflated; all are inflated once, after the first view
   // is on screen (a view asked for before then is shown when it is ready) --------------------------------------
-  var unpacked = {}, pending = Object.keys(data.packed || {}).length, waiting = [];
+  var unpacked = {}, graphs = {}, pending = Object.keys(data.packed || {}).length, waiting = [];
   function inflate(b64) {
     var bin = atob(b64), bytes = new Uint8Array(bin.length);
     for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
@@ -23,6 +24,7 @@
   function unpackAll() {
     var jobs = Object.keys(data.packed || {}).map(function (key) {
       return inflate(data.packed[key]).then(function (text) {
+        if (views[key] && views[key].layout === "page") { graphs[key] = JSON.parse(text); return; }
         var doc = new DOMParser().parseFromString(text, "image/svg+xml");
         unpacked[key] = doc.documentElement.nodeName === "svg" ? doc.documentElement : null;
       });
@@ -40,7 +42,15 @@
   function viewContent(key) {
     var tpl = document.getElementById("tpl-" + key);
     if (tpl) { return tpl.content.cloneNode(true); }
-    return unpacked[key] ? document.importNode(unpacked[key], true) : null;
+    if (!unpacked[key] && graphs[key]) {  // a part view's graph: laid out here when first opened, then kept
+      try { unpacked[key] = window.gradvizLayout.draw(graphs[key]); } catch (err) {
+        var failed = document.createElement("div");
+        failed.className = "nopic";
+        failed.textContent = "No picture: this view could not be laid out (" + err + ")";
+        return failed;
+      }
+    }
+    return unpacked[key] ? unpacked[key].cloneNode(true) : null;
   }
 
   // ----- views ------------------------------------------------------------------------------------------------
