@@ -265,6 +265,7 @@ class TorchWatch:
     def _inplace(self, original, name, qualname, writes_tensor):
         """An in-place method or function: run unchanged; while watching, the write is noted (``written``)."""
         watch = self
+        stored = name == "__setitem__"  # (``t[i] = value``: the value, for ``cache_write``)
 
         def inplace(t, *args, **kwargs):
             if not watch.watching() or not writes_tensor(t):
@@ -274,7 +275,7 @@ class TorchWatch:
             except RuntimeError:  # an inference tensor has no version counter
                 return original(t, *args, **kwargs)
             result = original(t, *args, **kwargs)
-            watch.written(t, name, old)
+            watch.written(t, name, old, args[1] if stored and len(args) > 1 else None)
             return result
 
         inplace.__name__ = name
@@ -376,8 +377,9 @@ class TorchWatch:
             adapter.internal_error("light numpy write", exc)
         self.light.full_backward = True  # (this backward: its record says which saved values it freed)
 
-    def written(self, t, op, old):
-        """An in-place write by the user's code (``old``: the version before it)."""
+    def written(self, t, op, old, stored=None):
+        """An in-place write by the user's code (``old``: the version before it; ``stored``: what
+        ``t[index] = stored`` stored)."""
         try:
             new = t._version
         except RuntimeError:
@@ -396,7 +398,7 @@ class TorchWatch:
             self._silent(t, found[0], op, old, location)
             return
         memory.wrote(t, op, old, new, location)
-        cache_write(self.adapter.builder, t, op, location)  # (a view of a cached tensor written again?)
+        cache_write(self.adapter.builder, t, op, location, stored)  # (a view of a cached tensor written again?)
 
     def _silent(self, t, source, op, old, location):
         """A write through ``.data`` of ``source`` while its graph may still need the value: recorded as the full
