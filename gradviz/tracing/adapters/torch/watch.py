@@ -52,7 +52,7 @@ class TorchWatch:
         self._patched = []  # (owner, name, what it had in its own __dict__, or _MISSING)
         self._targets = None
         self._out_wrapped = {}  # (id(owner), name) -> its out= wrapper, made once
-        self._out_targets = None  # (the modules loaded then, [(owner, name, wrapper)]) of the last install
+        self._out_targets = None  # (its key, [(owner, name, wrapper)]) of the last install
 
     # ----- is this call the user's, on the light thread? ------------------------------------------------------
     def watching(self):
@@ -118,13 +118,14 @@ class TorchWatch:
 
     def _out_wrappers(self):
         """(owner, name, wrapper) for the functions the user's files call with ``out=`` (read again at each
-        install when ``sys.modules`` holds other module objects than at the last, which may call others;
-        otherwise the last install's: classifying two thousand modules again was most of a switch to light).
+        install when code may have been loaded since the last: otherwise the last install's, as classifying two
+        thousand modules again was most of a switch to light).
 
-        The key is the module objects themselves, compared by identity (held, so no id is reused): a count
-        missed a module replaced by another, and the user's files depend on the objects only, not their names."""
-        modules = list(sys.modules.values())
-        if self._out_targets is not None and self._out_targets[0] == modules:
+        The key is ``sys.modules``' size and how many code objects ``exec`` has run (``_code_runs``: an audit
+        hook; every module's body runs through it, an import's or a loader's called by hand): a module replaced
+        by another at the same size ran its new body, and a count alone missed that."""
+        key = (len(sys.modules), _code_runs())
+        if self._out_targets is not None and self._out_targets[0] == key:
             return self._out_targets[1]
         torch = self.torch
         wrapped = self._out_wrapped
@@ -138,7 +139,7 @@ class TorchWatch:
                 if wrapper is None:
                     wrapper = wrapped[(id(owner), name)] = self._with_out(original, name)
                 targets.append((owner, name, wrapper))
-        self._out_targets = (modules, targets)
+        self._out_targets = (key, targets)
         return targets
 
     def _with_out(self, original, name):
@@ -456,6 +457,26 @@ class TorchWatch:
         if not saved_by:
             return
         builder.watched_inplace(adapter.var(t), best.op, best.old, best.new, best.location, saved_by)
+
+
+_executed = [0]  # code objects run by ``exec`` since the hook was added (a module's body among them)
+
+
+def _count_exec(event, args):
+    if event == "exec":
+        _executed[0] += 1
+
+
+def _code_runs():
+    """How many code objects ``exec`` has run: the audit hook is added at the first call (once per process; an
+    audit hook cannot be removed, and it does one string compare per audited event)."""
+    if not _hooked:
+        _hooked.append(True)
+        sys.addaudithook(_count_exec)
+    return _executed[0]
+
+
+_hooked = []
 
 
 def _version(t):
