@@ -24,6 +24,7 @@ A finding also makes the next iterations full (``TraceBuilder.light_finding``), 
 """
 
 import sys
+import threading
 from threading import get_ident as _ident
 
 from ...frames import location_at
@@ -239,12 +240,23 @@ class TorchWatch:
         return detach
 
     def _requires_grad_(self, original):
+        """``requires_grad_`` while light. A parameter's freeze is noted here on light iterations and by the mode's
+        handler (``patches._requires_grad_call``) on full ones: this wrapper is installed only while light, and the
+        mode passes every call through while light. A thread that keeps its mode (not the light one) reaches this
+        wrapper twice for one call: torch hands the mode ``Tensor.requires_grad_`` looked up by name (this
+        wrapper), which the mode calls through; only the outer call notes."""
         watch = self
-
         frozen = getattr(self.adapter.training_watch, "frozen", None)
+        inside = threading.local()
 
         def requires_grad_(t, requires_grad=True):
-            result = original(t, requires_grad)
+            if getattr(inside, "call", False):
+                return original(t, requires_grad)
+            inside.call = True
+            try:
+                result = original(t, requires_grad)
+            finally:
+                inside.call = False
             if requires_grad and watch.memory.aliases and watch.watching():
                 watch.bridged(t, t)
             if frozen is not None:  # a parameter frozen (or unfrozen) here (frozen_watch)
