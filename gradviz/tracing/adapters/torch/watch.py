@@ -29,7 +29,7 @@ from threading import get_ident as _ident
 
 from ...frames import location_at
 from ...light_watch import WatchMemory
-from ...out_calls import names_called_with_out, user_files
+from ...out_calls import names_called_with_out, user_files, user_modules
 from . import graph as tg
 from .cache_watch import cache_write
 from .frames import user_frame
@@ -53,7 +53,7 @@ class TorchWatch:
         self._patched = []  # (owner, name, what it had in its own __dict__, or _MISSING)
         self._targets = None
         self._out_wrapped = {}  # (id(owner), name) -> its out= wrapper, made once
-        self._out_targets = None  # (its key, [(owner, name, wrapper)]) of the last install
+        self._out_targets = None  # (its key, [(owner, name, wrapper)], the user's modules) of the last install
 
     # ----- is this call the user's, on the light thread? ------------------------------------------------------
     def watching(self):
@@ -119,15 +119,16 @@ class TorchWatch:
 
     def _out_wrappers(self):
         """(owner, name, wrapper) for the functions the user's files call with ``out=`` (read again at each
-        install when code may have been loaded since the last: otherwise the last install's, as classifying two
-        thousand modules again was most of a switch to light).
+        install when other code may have been loaded since the last: otherwise the last install's, as classifying
+        two thousand modules again was most of a switch to light).
 
-        The key is ``sys.modules``' size and how many code objects ``exec`` has run (``_code_runs``: an audit
-        hook; every module's body runs through it, an import's or a loader's called by hand): a module replaced
-        by another at the same size ran its new body, and a count alone missed that."""
-        key = (len(sys.modules), _code_runs())
-        if self._out_targets is not None and self._out_targets[0] == key:
-            return self._out_targets[1]
+        The key: ``sys.modules``' size, the imports looked up since (``_imports``, a finder first on
+        ``sys.meta_path``: a reload too, which keeps the module object), and the user's own modules by identity
+        (a handful; one replaced by another at the same size, loaded by hand, is a new object)."""
+        key = (len(sys.modules), _imports())
+        last = self._out_targets
+        if last is not None and last[0] == key and all(sys.modules.get(name) is module for name, module in last[2]):
+            return last[1]
         torch = self.torch
         wrapped = self._out_wrapped
         targets = []
@@ -140,7 +141,7 @@ class TorchWatch:
                 if wrapper is None:
                     wrapper = wrapped[(id(owner), name)] = self._with_out(original, name)
                 targets.append((owner, name, wrapper))
-        self._out_targets = (key, targets)
+        self._out_targets = (key, targets, user_modules())
         return targets
 
     def _with_out(self, original, name):
@@ -471,24 +472,22 @@ class TorchWatch:
         builder.watched_inplace(adapter.var(t), best.op, best.old, best.new, best.location, saved_by)
 
 
-_executed = [0]  # code objects run by ``exec`` since the hook was added (a module's body among them)
+class _ImportCounter:
+    """First on ``sys.meta_path``: counts the modules looked up by the import system (a new import, a reload) and
+    lets the other finders find them. Added once per process: one Python call per import that is not cached."""
+
+    count = 0
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        cls.count += 1
+        return None
 
 
-def _count_exec(event, args):
-    if event == "exec":
-        _executed[0] += 1
-
-
-def _code_runs():
-    """How many code objects ``exec`` has run: the audit hook is added at the first call (once per process; an
-    audit hook cannot be removed, and it does one string compare per audited event)."""
-    if not _hooked:
-        _hooked.append(True)
-        sys.addaudithook(_count_exec)
-    return _executed[0]
-
-
-_hooked = []
+def _imports():
+    if _ImportCounter not in sys.meta_path:
+        sys.meta_path.insert(0, _ImportCounter)
+    return _ImportCounter.count
 
 
 def _version(t):
