@@ -49,14 +49,15 @@ def _measure(adapter, x, out):
 
 
 def _read_counts(counts):
-    """The counts (0-dim integer tensors) as ints: one stack and one copy to the host per device."""
+    """The counts (0-dim integer tensors) as ints: one stack and one copy to the host per device. Unobserved: the
+    section may be written while the trace's mode is still on this thread's stack (a snapshot)."""
     import torch
 
     by_device = {}
     for i, c in enumerate(counts):
         by_device.setdefault(c.device, []).append(i)
     values = [0] * len(counts)
-    with torch.no_grad():
+    with torch.no_grad(), torch._C.DisableTorchFunction():
         for indices in by_device.values():
             for i, v in zip(indices, torch.stack([counts[i] for i in indices]).tolist()):
                 values[i] = v
