@@ -100,7 +100,19 @@ def test_in_place_updates_that_are_meant_are_silent(tmp_path):
     # the counter is a fact of the trace (a view written again), left out by the rule: an element updated by its
     # index; nothing else is noted
     noted = (doc.get("training") or {}).get("dataset_mutated_inplace") or []
-    assert [f["location"]["text"].split("#")[0].strip() for f in noted] == ["counts[c] += 1"]
+    assert [(f["location"]["text"].split("#")[0].strip(), f["indexed"]) for f in noted] == [("counts[c] += 1", True)]
+
+
+@pytest.mark.parametrize("mode", ["--light", "--full"])
+def test_an_update_by_index_is_told_by_the_trace_not_by_the_line_text(mode, tmp_path):
+    """``stats.get("counts")[c] += 1`` stores the updated element back (``__setitem__``): a counter, whatever the
+    line looks like (the rule once matched the line's text, and took this one for the mistake)."""
+    setup = 'stats = {"counts": torch.zeros(3)}'
+    body = 'for c in labels[4 * i:4 * i + 4].tolist():\n        stats.get("counts")[c] += 1  # MARK'
+    doc = run(_script(tmp_path, body, setup), tmp_path / "out", "torch", mode)
+    assert doc["diagnostics"] == [], [d["message"] for d in doc["diagnostics"]]
+    [noted] = doc["training"]["dataset_mutated_inplace"]
+    assert (noted["location"]["line"], noted["indexed"]) == (line_of(tmp_path / "loop.py", "# MARK"), True)
 
 
 def test_only_a_fresh_view_of_the_same_part_on_a_later_iteration_counts():
@@ -134,3 +146,29 @@ def test_only_a_fresh_view_of_the_same_part_on_a_later_iteration_counts():
     assert (entry["location"], entry["iteration"], entry["last_iteration"], entry["revisits"]) == ("L", 2, 4, 2)
     assert (entry["view_shape"], entry["base_shape"], entry["cached"], entry["view"]) == ([3], [4, 3], "data", "x")
     assert described == [1]  # the names are looked up once, at the finding
+    assert cache.section(lambda where: where)[0]["indexed"] is False
+
+
+def test_a_view_stored_back_into_what_it_was_taken_from_is_an_indexed_update():
+    """``counts[c] += 1``: the view written, then ``counts.__setitem__(c, view)``; only the view written last,
+    stored into the tensor (or a view of the tensor) it was taken from, counts."""
+    import torch
+
+    from gradviz.tracing.cache_writes import CacheWrites
+
+    cache, counts, other = CacheWrites(), torch.zeros(4), torch.zeros(4)
+
+    def bump(iteration, location, store_into=None):
+        view = counts[1]
+        cache.write(location, "__iadd__", view, counts, (1, (), ()), iteration, lambda: ((4,), None, None))
+        if store_into is not None:
+            cache.stored_back(store_into, view)
+
+    for it in range(3):
+        bump(it, "counter", store_into=counts)
+        bump(it, "elsewhere", store_into=other)  # stored into another tensor: a copy, not an update by index
+        bump(it, "view", store_into=counts[:2])  # into a view of the same tensor: still by index
+        bump(it, "plain")
+    cache.stored_back(counts, counts[1])  # a view never written: nothing
+    assert {f["location"]: f["indexed"] for f in cache.section(lambda where: where)} == {
+        "counter": True, "elsewhere": False, "view": True, "plain": False}

@@ -81,3 +81,19 @@ def test_a_functional_relu_killed_by_its_bias_is_named_in_the_forward(relu, tmp_
 @pytest.mark.parametrize("relu", ["F.relu(self.fc1(x))", "F.leaky_relu(self.fc1(x))"])
 def test_a_healthy_network_is_silent(relu, tmp_path):
     assert run(_script(tmp_path, relu), tmp_path / "out")["diagnostics"] == []
+
+
+def test_the_counts_are_read_once_an_iteration_not_once_a_relu_call(tmp_path, monkeypatch):
+    """Three ReLU calls a step, every step full: each count stays on the device until the iteration's counts are
+    read together (one host sync an iteration), and the figures are those of every call."""
+    from gradviz.tracing.adapters.torch import relu_watch
+
+    reads = []
+    read = relu_watch._read_counts
+    monkeypatch.setattr(relu_watch, "_read_counts", lambda counts: reads.append(len(counts)) or read(counts))
+    script = _script(tmp_path, "F.relu(F.relu(self.fc1(x)) - 100.0) + F.relu(self.fc1(x))")
+    doc = run(script, tmp_path / "out", "torch", "--full")
+    assert reads == [3] * 40
+    calls = {(r["location"]["line"], r["calls"], r["iterations"], r["mostly_dead"])
+             for r in doc["training"]["dead_relu"]}
+    assert calls == {(line_of(script, "# RELU"), 120, 40, 40)}  # (one line: the three calls are one entry)

@@ -138,3 +138,33 @@ def test_one_patch_per_call_while_attached():
         p.requires_grad = False
         assert p.requires_grad is False and base.__get__(p) is False
     assert "requires_grad" not in torch.nn.Parameter.__dict__
+
+
+def test_a_freeze_is_noted_once_per_call_on_a_thread_that_keeps_its_mode(monkeypatch):
+    """While the tracing thread is light, another thread keeps the mode, which hands ``requires_grad_`` back to
+    the light watch's wrapper (torch looks the method up by name): one call, one note, on either thread."""
+    import threading
+
+    import torch
+
+    import gradviz
+    from gradviz.tracing.adapters.frozen_watch import FrozenWatch
+
+    notes = []
+    noted = FrozenWatch.noted
+    monkeypatch.setattr(FrozenWatch, "noted", lambda self, p, value: notes.append(
+        (threading.current_thread() is threading.main_thread(), value)) or noted(self, p, value))
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gradviz.trace(engine="torch", light=True, trace_steps=(1000, 1000)):
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(4, 3)).sum().backward()
+            opt.step()
+        assert hasattr(torch.Tensor.requires_grad_, "__wrapped__")  # light: the watch's wrapper is installed
+        model.bias.requires_grad_(False)
+        worker = threading.Thread(target=lambda: model.weight.requires_grad_(False))
+        worker.start()
+        worker.join()
+        model.weight.requires_grad_(True)
+    assert notes == [(True, False), (False, False), (True, True)]

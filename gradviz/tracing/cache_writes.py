@@ -13,7 +13,10 @@ is reached and written:
   the same object every time.
 
 The adapter hands each such write in (``write``) with neutral keys: the base tensor's identity, the written
-region and the view, both held weakly (a base that died and whose id was reused starts over).
+region and the view, both held weakly (a base that died and whose id was reused starts over). An element updated
+by its index (``counts[c] += 1``: Python reads ``counts[c]``, a new view, updates it, then stores it back with
+``counts[c] = view``) is told by that store (``stored_back``): the finding says so (``indexed``), and the rule
+leaves such an update alone (a counter, a buffer).
 """
 
 import weakref
@@ -34,12 +37,15 @@ class CacheWrites:
     def __init__(self):
         self.regions = {}  # (location, id(base), region) -> [weak view, weak base, iteration]
         self.found = {}  # (location, id(base)) -> the finding's entry
+        self.indexed = set()  # (location, id(base)) whose views were stored back by ``__setitem__``
+        self._last = None  # (location, id(base)), weak view: the last write, for ``stored_back``
 
     def write(self, location, op, view, base, region, iteration, describe):
         """``view`` (a view of ``base``, neither requiring grad) was written by ``op`` at ``location``; ``region``:
         which part of ``base`` (offset, shape, strides). ``describe()``: ``(base shape, (name, location) of the
         line that bound ``base``, the same for ``view``)`` (None where no frame binds it), asked once per finding."""
         key = (location, id(base), region)
+        self._last = (key[:2], weakref.ref(view))
         regions = self.regions
         seen = regions.get(key)
         if seen is None or seen[1]() is not base:
@@ -64,6 +70,19 @@ class CacheWrites:
                                "view": None if taken is None else taken[0],
                                "view_location": None if taken is None else taken[1]}
 
+    def stored_back(self, target, value):
+        """``target[index] = value`` ran: when ``value`` is the view written last, taken from ``target``'s memory,
+        that write was an augmented assignment through an index (``target[index] += v``)."""
+        last = self._last
+        if last is None or last[1]() is not value:
+            return
+        self._last = None
+        held = target._base if target._base is not None else target
+        if value._base is held and len(self.indexed) < REGION_LIMIT:
+            self.indexed.add(last[0])
+
     def section(self, loc):
+        indexed = self.indexed
         return [dict(f, location=loc(f["location"]), cached_location=loc(f["cached_location"]),
-                     view_location=loc(f["view_location"])) for f in self.found.values()]
+                     view_location=loc(f["view_location"]), indexed=key in indexed)
+                for key, f in self.found.items()]

@@ -49,6 +49,11 @@ def user_files():
     return files
 
 
+def user_modules():
+    """``[(name, module)]`` of the modules ``user_files`` last found to be the user's."""
+    return [(name, known[0]) for name, known in list(_classified.items()) if known[1] is not None]
+
+
 def _scan(filename):
     source = "".join(linecache.getlines(filename))
     if "out" not in source:

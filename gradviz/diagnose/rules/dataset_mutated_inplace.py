@@ -42,7 +42,6 @@ The fix: transform a copy, or out of place (a new tensor; the cache stays as loa
 
 _METHOD_CHAIN = re.compile(r"^(\w+)\.\w+_\(")
 _AUGMENTED = re.compile(r"^(\w+)\s*(\+|-|\*|/|//|\*\*|%)=\s*(.+)$")
-_INDEXED_UPDATE = re.compile(r"^[\w.]+\[.*\]\s*(\+|-|\*|/|//|\*\*|%)=")  # ``counts[c] += 1``: meant
 _INPLACE_CALL = re.compile(r"\.(\w+)_\(")
 _BINDING = re.compile(r"^(\w+)\s*=\s*(.+)$")
 
@@ -54,9 +53,9 @@ def dataset_mutated_inplace(ctx, out):
         loc, cached_at, taken_at = f.get("location"), f.get("cached_location"), f.get("view_location")
         if taken_at and loc and taken_at.get("line") == loc.get("line"):
             taken_at = None  # (``x *= 2`` binds ``x`` again: not where the view was taken)
+        if f.get("indexed"):
+            continue  # an element updated by its index (``counts[c] += 1``), on purpose: a counter, a buffer
         text = code_text(loc) or f"x.{f['op']}(…)"
-        if _INDEXED_UPDATE.match(text):
-            continue  # an element updated by its index, on purpose (a counter, a buffer)
         cached = f"`{f['cached']}`" if f.get("cached") else "a cached tensor"
         made = f" (bound at {index.where(cached_at)})" if cached_at else ""
         view = f"`{f['view']}`" if f.get("view") else "a view"

@@ -7,10 +7,15 @@ from ...data_origin import data_origin
 from .frames import user_frame
 
 
-def cache_write(builder, t, op, location):
+def cache_write(builder, t, op, location, stored=None):
     """``t`` was written in place by ``op`` at ``location``: handed to the builder's
-    ``CacheWrites`` when it is a view of a tensor that needs no gradient and the op re-reads the old value."""
+    ``CacheWrites`` when it is a view of a tensor that needs no gradient and the op re-reads the old value.
+    ``stored``: for ``__setitem__``, the value stored (a view just written, stored back: ``t[i] += v``)."""
     if op not in READS_OLD:
+        if stored is not None and op == "__setitem__":
+            facts = getattr(builder, "training", None)
+            if facts is not None and getattr(stored, "_base", None) is not None:
+                facts.cache_writes.stored_back(t, stored)
         return
     base = t._base
     if base is None or t.requires_grad or base.requires_grad or t.numel() >= base.numel():

@@ -277,8 +277,9 @@ class TorchEvents(EventSkeleton):
             else _node_name_of(func)
         self.builder.inplace(key, old_version, t._version, counter, location, node=node, op=op, base=base_key,
                              base_node=base_node, storage=storage)
-        if not internal and base is not None:
-            cache_write(self.builder, t, getattr(func, "__name__", None), location)
+        if not internal:  # (a view of a cached tensor written again, or stored back by ``t[i] += v``)
+            name = getattr(func, "__name__", None)
+            cache_write(self.builder, t, name, location, args[2] if name == "__setitem__" and len(args) > 2 else None)
 
     def _silent_write(self, t, skey, from_data, func, args):
         """Whether writing ``t`` (on storage ``skey``) changed a value a live node saved without moving that

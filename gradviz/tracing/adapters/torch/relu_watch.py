@@ -1,6 +1,8 @@
 """ReLU calls on full iterations, on PyTorch (``tracing/dead_units.py`` says what is kept): the mode's handler
 for ``F.relu``, ``torch.relu`` and ``Tensor.relu`` (and their in-place forms) runs the call as any op, then
-counts the units of the output that are non-zero somewhere in the batch (one reduction, one host sync)."""
+counts the units of the output that are non-zero somewhere in the batch (one reduction). The counts stay on the
+device until the iteration's calls are read together (``DeadUnits.later``: one host sync an iteration, where
+reading each would wait for the device at every ReLU call)."""
 
 from ...frames import location_at
 from . import graph as tg
@@ -34,7 +36,7 @@ def _measure(adapter, x, out):
     if not units:
         return
     with torch.no_grad():
-        alive = int(torch.count_nonzero(out.detach().reshape(n, units).any(0)))
+        alive = torch.count_nonzero(out.detach().reshape(n, units).any(0))
     frame = user_frame(0)
     location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
     builder = adapter.builder
@@ -42,8 +44,24 @@ def _measure(adapter, x, out):
         stack = builder.module_stack
         path = stack[-1] if stack else None
         cls = builder.modules.get(path) if path is not None else None
-        facts.dead_units.call(location, path, cls, _feeder(adapter, x), units, units - alive,
-                                         builder.current_iteration())
+        facts.dead_units.later(location, path, cls, _feeder(adapter, x), units, alive, builder.current_iteration(),
+                               _read_counts)
+
+
+def _read_counts(counts):
+    """The counts (0-dim integer tensors) as ints: one stack and one copy to the host per device. Unobserved: the
+    section may be written while the trace's mode is still on this thread's stack (a snapshot)."""
+    import torch
+
+    by_device = {}
+    for i, c in enumerate(counts):
+        by_device.setdefault(c.device, []).append(i)
+    values = [0] * len(counts)
+    with torch.no_grad(), torch._C.DisableTorchFunction():
+        for indices in by_device.values():
+            for i, v in zip(indices, torch.stack([counts[i] for i in indices]).tolist()):
+                values[i] = v
+    return values
 
 
 def _feeder(adapter, x):

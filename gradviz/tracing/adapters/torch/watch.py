@@ -24,11 +24,12 @@ A finding also makes the next iterations full (``TraceBuilder.light_finding``), 
 """
 
 import sys
+import threading
 from threading import get_ident as _ident
 
 from ...frames import location_at
 from ...light_watch import WatchMemory
-from ...out_calls import names_called_with_out, user_files
+from ...out_calls import names_called_with_out, user_files, user_modules
 from . import graph as tg
 from .cache_watch import cache_write
 from .frames import user_frame
@@ -52,7 +53,7 @@ class TorchWatch:
         self._patched = []  # (owner, name, what it had in its own __dict__, or _MISSING)
         self._targets = None
         self._out_wrapped = {}  # (id(owner), name) -> its out= wrapper, made once
-        self._out_targets = None  # (the modules loaded then, [(owner, name, wrapper)]) of the last install
+        self._out_targets = None  # (its key, [(owner, name, wrapper)], the user's modules) of the last install
 
     # ----- is this call the user's, on the light thread? ------------------------------------------------------
     def watching(self):
@@ -118,14 +119,16 @@ class TorchWatch:
 
     def _out_wrappers(self):
         """(owner, name, wrapper) for the functions the user's files call with ``out=`` (read again at each
-        install when ``sys.modules`` holds other module objects than at the last, which may call others;
-        otherwise the last install's: classifying two thousand modules again was most of a switch to light).
+        install when other code may have been loaded since the last: otherwise the last install's, as classifying
+        two thousand modules again was most of a switch to light).
 
-        The key is the module objects themselves, compared by identity (held, so no id is reused): a count
-        missed a module replaced by another, and the user's files depend on the objects only, not their names."""
-        modules = list(sys.modules.values())
-        if self._out_targets is not None and self._out_targets[0] == modules:
-            return self._out_targets[1]
+        The key: ``sys.modules``' size, the imports looked up since (``_imports``, a finder first on
+        ``sys.meta_path``: a reload too, which keeps the module object), and the user's own modules by identity
+        (a handful; one replaced by another at the same size, loaded by hand, is a new object)."""
+        key = (len(sys.modules), _imports())
+        last = self._out_targets
+        if last is not None and last[0] == key and all(sys.modules.get(name) is module for name, module in last[2]):
+            return last[1]
         torch = self.torch
         wrapped = self._out_wrapped
         targets = []
@@ -138,7 +141,7 @@ class TorchWatch:
                 if wrapper is None:
                     wrapper = wrapped[(id(owner), name)] = self._with_out(original, name)
                 targets.append((owner, name, wrapper))
-        self._out_targets = (modules, targets)
+        self._out_targets = (key, targets, user_modules())
         return targets
 
     def _with_out(self, original, name):
@@ -238,12 +241,23 @@ class TorchWatch:
         return detach
 
     def _requires_grad_(self, original):
+        """``requires_grad_`` while light. A parameter's freeze is noted here on light iterations and by the mode's
+        handler (``patches._requires_grad_call``) on full ones: this wrapper is installed only while light, and the
+        mode passes every call through while light. A thread that keeps its mode (not the light one) reaches this
+        wrapper twice for one call: torch hands the mode ``Tensor.requires_grad_`` looked up by name (this
+        wrapper), which the mode calls through; only the outer call notes."""
         watch = self
-
         frozen = getattr(self.adapter.training_watch, "frozen", None)
+        inside = threading.local()
 
         def requires_grad_(t, requires_grad=True):
-            result = original(t, requires_grad)
+            if getattr(inside, "call", False):
+                return original(t, requires_grad)
+            inside.call = True
+            try:
+                result = original(t, requires_grad)
+            finally:
+                inside.call = False
             if requires_grad and watch.memory.aliases and watch.watching():
                 watch.bridged(t, t)
             if frozen is not None:  # a parameter frozen (or unfrozen) here (frozen_watch)
@@ -265,6 +279,7 @@ class TorchWatch:
     def _inplace(self, original, name, qualname, writes_tensor):
         """An in-place method or function: run unchanged; while watching, the write is noted (``written``)."""
         watch = self
+        stored = name == "__setitem__"  # (``t[i] = value``: the value, for ``cache_write``)
 
         def inplace(t, *args, **kwargs):
             if not watch.watching() or not writes_tensor(t):
@@ -274,7 +289,7 @@ class TorchWatch:
             except RuntimeError:  # an inference tensor has no version counter
                 return original(t, *args, **kwargs)
             result = original(t, *args, **kwargs)
-            watch.written(t, name, old)
+            watch.written(t, name, old, args[1] if stored and len(args) > 1 else None)
             return result
 
         inplace.__name__ = name
@@ -376,8 +391,9 @@ class TorchWatch:
             adapter.internal_error("light numpy write", exc)
         self.light.full_backward = True  # (this backward: its record says which saved values it freed)
 
-    def written(self, t, op, old):
-        """An in-place write by the user's code (``old``: the version before it)."""
+    def written(self, t, op, old, stored=None):
+        """An in-place write by the user's code (``old``: the version before it; ``stored``: what
+        ``t[index] = stored`` stored)."""
         try:
             new = t._version
         except RuntimeError:
@@ -396,7 +412,7 @@ class TorchWatch:
             self._silent(t, found[0], op, old, location)
             return
         memory.wrote(t, op, old, new, location)
-        cache_write(self.adapter.builder, t, op, location)  # (a view of a cached tensor written again?)
+        cache_write(self.adapter.builder, t, op, location, stored)  # (a view of a cached tensor written again?)
 
     def _silent(self, t, source, op, old, location):
         """A write through ``.data`` of ``source`` while its graph may still need the value: recorded as the full
@@ -454,6 +470,24 @@ class TorchWatch:
         if not saved_by:
             return
         builder.watched_inplace(adapter.var(t), best.op, best.old, best.new, best.location, saved_by)
+
+
+class _ImportCounter:
+    """First on ``sys.meta_path``: counts the modules looked up by the import system (a new import, a reload) and
+    lets the other finders find them. Added once per process: one Python call per import that is not cached."""
+
+    count = 0
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        cls.count += 1
+        return None
+
+
+def _imports():
+    if _ImportCounter not in sys.meta_path:
+        sys.meta_path.insert(0, _ImportCounter)
+    return _ImportCounter.count
 
 
 def _version(t):
