@@ -41,6 +41,5 @@ def make_guard(solo, fail=False):
     """An active guard over a ``FakeAdapter`` and a ``FakeBuilder``, alone on its thread (``solo``) or not."""
     adapter, builder = FakeAdapter(fail), FakeBuilder()
     guard = Guard(adapter, builder)
-    guard.active = True
-    guard.set_solo(solo)
+    guard.start(solo)
     return guard, adapter, builder

@@ -32,7 +32,7 @@ def test_alone_the_engine_calls_the_adapters_own_methods_and_sharing_puts_the_lo
     for name in CALLBACKS:
         assert getattr(guard, name) == getattr(adapter, name), name  # the bound method itself: no frame between
     guard.many_threads()  # a thread starts: every callback takes the lock from now on
-    assert guard.solo is False
+    assert guard.solo is False and guard.active is True
     for name in CALLBACKS:
         callback = getattr(guard, name)
         assert callback.__name__ == name and callback.__code__.co_filename.endswith("adapters/guard.py"), name
@@ -65,8 +65,9 @@ def test_an_adapter_error_inside_an_op_is_recorded_once_and_the_op_goes_on(solo)
 
 def test_a_stopped_guard_calls_nothing():
     guard, adapter, builder = fakes.make_guard(solo=True, fail=True)
-    guard.set_solo(False)
-    guard.active = False  # what detach does: stopped in every context it is still attached in
+    guard.many_threads()
+    guard.stop()  # what detach does: stopped in every context it is still attached in
+    assert all(getattr(guard, name) != getattr(adapter, name) for name in CALLBACKS)
     with observing(guard):
         assert _op() == [3.0, 6.0]
     guard.on_hook("v", "h", "call")

@@ -18,8 +18,10 @@ them first):
   good): the adapter's own bound methods. No lock to take, no thread to switch, and no Python frame between the
   engine and the adapter; an adapter's exception is caught where the engine made the call and handed to
   ``callback_failed`` (observer.py), which records it.
-- **shared** (otherwise: several threads, or the trace stopped): ``shared``'s closures, which check ``active``,
-  take the lock, switch the thread's state and record the adapter's errors themselves.
+- **shared** (the trace is active and several threads may call): ``shared``'s closures, which check ``active``,
+  take the lock, switch the thread's state and record the adapter's errors themselves; made the first time.
+- **stopped** (before the trace starts and after it stops): one function that does nothing, for every callback
+  (a context the guard is still attached in may call).
 """
 
 from threading import get_ident
@@ -39,14 +41,31 @@ class Guard(Observer):
         self.active = False
         self.solo = False  # the adapter's methods are installed (see the module docstring)
         self._alone = {name: getattr(adapter, name) for name in CALLBACKS}
-        self._shared = {name: shared(self, name, method) for name, method in self._alone.items()}
-        vars(self).update(self._shared)
+        self._shared = None  # made when first needed (most traces never run a second thread)
+        vars(self).update(_STOPPED)
+
+    def start(self, solo):
+        """The trace starts, its thread alone (``solo``) or not. Call from the thread that runs the traced code,
+        before the guard is attached."""
+        self.active = True
+        self.set_solo(solo)
+
+    def stop(self):
+        """The trace stops, in every context the guard is still attached in (call with the builder's lock held)."""
+        self.solo = False
+        self.active = False  # (a shared callback already past its first check sees it under the lock)
+        vars(self).update(_STOPPED)
 
     def set_solo(self, solo):
-        """Install the callbacks for a trace whose thread is alone (``solo``) or not. Call with the trace active
-        for ``solo``; from the thread that runs the traced code, before any other thread can call back."""
+        """Install the callbacks for an active trace whose thread is alone (``solo``) or not: from the thread
+        that runs the traced code, before any other thread can call back."""
         self.solo = solo
-        vars(self).update(self._alone if solo else self._shared)
+        if solo:
+            vars(self).update(self._alone)
+            return
+        if self._shared is None:
+            self._shared = {name: shared(self, name, method) for name, method in self._alone.items()}
+        vars(self).update(self._shared)
 
     def callback_failed(self, callback, exc):
         """The adapter's method raised (called alone, without a frame of the guard's around it): recorded."""
@@ -55,7 +74,8 @@ class Guard(Observer):
     def many_threads(self):
         """A thread is starting while the trace is active (threads.py): from now on every callback takes the
         lock (and so does an adapter that skips it while its thread is alone, told by its ``many_threads()``)."""
-        self.set_solo(False)
+        if self.active:
+            self.set_solo(False)
         hook = getattr(self.adapter, "many_threads", None)
         if hook is not None:
             hook()
@@ -66,6 +86,13 @@ class Guard(Observer):
 
     def __repr__(self):
         return f"<gradviz trace guard {'active' if self.active else 'stopped'} for {type(self.adapter).__name__}>"
+
+
+def _ignore(*args, **kwargs):
+    """Every callback of a stopped guard."""
+
+
+_STOPPED = dict.fromkeys(CALLBACKS, _ignore)
 
 
 def shared(guard, name, target):

@@ -162,7 +162,7 @@ class GradvizAdapter(Observer, EventSkeleton):
         """Start watching: in this context, and in every thread started from now on."""
         from ....autograd.observer import attach
 
-        self.guard.active = True
+        self.guard.start(threading.active_count() == 1)  # (before any engine call can reach it)
         light = self.light_steps
         schedule = getattr(self.builder, "schedule", None)  # (a builder stand-in may have none: all full)
         light.enabled = schedule is not None and schedule.light
@@ -171,7 +171,6 @@ class GradvizAdapter(Observer, EventSkeleton):
         else:
             light.enter()
         threads.adopt(self.guard)
-        self.guard.set_solo(threading.active_count() == 1)
         self.training_watch.install()
         self.optimizer_watch.install()
 
@@ -180,8 +179,7 @@ class GradvizAdapter(Observer, EventSkeleton):
         with the builder's lock held (no callback is half way)."""
         from ....autograd.observer import detach
 
-        self.guard.set_solo(False)
-        self.guard.active = False
+        self.guard.stop()
         detach(self.guard)
         self.training_watch.uninstall()
         self.optimizer_watch.uninstall()
