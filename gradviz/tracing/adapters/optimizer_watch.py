@@ -247,9 +247,11 @@ class _SchedulerHooks:
         base = getattr(module, "LRScheduler", None)
         if base is None:
             return
+        seen = set()
         for cls in list(vars(module).values()):
-            if not (isinstance(cls, type) and issubclass(cls, base)):
-                continue
+            if not (isinstance(cls, type) and issubclass(cls, base)) or cls in seen:
+                continue  # (a class under two names, ``_LRScheduler = LRScheduler``, is wrapped once)
+            seen.add(cls)
             for name in ("__init__", "step"):
                 original = cls.__dict__.get(name)
                 if original is not None:
