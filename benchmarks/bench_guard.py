@@ -2,59 +2,45 @@
 
     python benchmarks/bench_guard.py [--rounds 15] [--calls 200000]
 
-Three ways the engine could reach the same adapter method, timed in interleaved rounds (CPU time of the process):
-the method itself (no guard: what the engine would pay with the guard's work pasted into the method), the guard's
-callback (``gradviz.tracing.adapters.guard``, active and alone on its thread: the usual case), and a callback of
-the same work forwarding ``*args, **kwargs`` (the guard's shape before it took each Observer method's parameters).
-The table gives the median per call and what each adds over the method alone.
+Ways the engine can reach the same adapter method, timed in interleaved rounds (CPU time of the process): the
+method itself; the guard's callback while the traced thread is alone (``gradviz.tracing.adapters.guard``: the
+usual case, now the method itself, called by the engine inside a ``try``); the guard's callback when threads share
+the trace (a closure taking the lock); and the shape the alone callback had before (a closure with the method's
+own parameters, a frame between the engine and the method). The table gives the median per call and what each adds
+over the method alone.
 """
 
 import argparse
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-
-from gradviz.autograd.observer import Observer  # noqa: E402
-from gradviz.tracing.adapters.guard import Guard  # noqa: E402
+from guard_fakes import make_guard  # noqa: E402
 
 
-class _Builder:
-    """The builder's part the guard touches."""
+def framed(guard, target, failed):
+    """The guard's alone callback before it was the adapter's method itself: one frame more, and its own try."""
 
-    def __init__(self):
-        self.lock = threading.RLock()
-        self.thread_ident = threading.get_ident()
-        self.errors = []
-
-    def internal_error(self, name, exc):
-        self.errors.append((name, exc))
-
-
-class _Adapter(Observer):
-    """An adapter whose callbacks do nothing: what is left is the cost of reaching them."""
-
-    thread_ident = threading.get_ident()
-
-    def on_function(self, node, inputs, outputs):
-        pass
-
-
-def forwarding(guard, target, failed):
-    """The guard's solo path, forwarding any arguments (the shape the guard had before)."""
-
-    def callback(*args, **kwargs):
+    def on_function(node, inputs, outputs):
         if guard.solo:
             try:
-                target(*args, **kwargs)
+                target(node, inputs, outputs)
             except Exception as exc:
                 failed("on_function", exc)
             return
 
-    return callback
+    return on_function
+
+
+def engine_call(o, calls):
+    """What the engine does per callback (function.py): the call inside a ``try`` that hands errors on."""
+    for _ in range(calls):
+        try:
+            o.on_function(None, (), ())
+        except Exception as failure:
+            o.callback_failed("on_function", failure)
 
 
 def main(argv=None):
@@ -62,18 +48,17 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=200_000, help="callbacks per timed block")
     args = parser.parse_args(argv)
-    builder, adapter = _Builder(), _Adapter()
-    guard = Guard(adapter, builder)
-    guard.active = guard.solo = True
-    ways = {"adapter method alone": adapter.on_function, "guard callback": guard.on_function,
-            "*args forwarding callback": forwarding(guard, adapter.on_function, builder.internal_error)}
+    guard, adapter, builder = make_guard(solo=True)
+    shared, _, shared_builder = make_guard(solo=False)
     calls = args.calls
-    contenders = {}
-    for name, fn in ways.items():
-        def block(fn=fn):
-            for _ in range(calls):
-                fn(None, (), ())
-        contenders[name] = block
+
+    class Framed:  # an observer whose on_function is the old alone callback
+        on_function = staticmethod(framed(guard, adapter.on_function, builder.internal_error))
+        callback_failed = guard.callback_failed
+
+    ways = {"adapter method alone": adapter, "guard, thread alone (now)": guard,
+            "guard, threads sharing the trace": shared, "guard, thread alone (main 80fb8e8: a frame)": Framed()}
+    contenders = {name: (lambda o=o: engine_call(o, calls)) for name, o in ways.items()}
     samples = common.run_rounds(contenders, rounds=args.rounds, warmup=1, clock=time.process_time)
     alone = common.median(samples["adapter method alone"]) / calls
     rows = []
@@ -83,7 +68,7 @@ def main(argv=None):
                      f"{common.spread(samples[name]) * 100:.0f}%"])
     print(common.table(f"{args.rounds} rounds of {calls:,} calls each, interleaved (process CPU time)", rows,
                        ["way", "per call", "over the method", "spread"]))
-    assert not builder.errors
+    assert not builder.errors and not shared_builder.errors
 
 
 if __name__ == "__main__":

@@ -46,7 +46,10 @@ def _make(array, requires_grad=False, origin="factory"):
     obs = observer._observers.get()
     if obs:
         for o in obs:
-            o.on_variable(v, origin)
+            try:
+                o.on_variable(v, origin)
+            except Exception as failure:
+                o.callback_failed("on_variable", failure)
     return v
 
 

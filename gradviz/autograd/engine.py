@@ -84,8 +84,14 @@ def _refused(roots, grad_tensors, exc):
     observers must see: the debugger explains exactly these. ``retain_graph`` is None: it never began."""
     obs = _observers.get()
     for o in obs:
-        o.on_backward_begin(tuple(roots), tuple(grad_tensors), None, None)
-        o.on_backward_end(tuple(roots), exc)
+        try:
+            o.on_backward_begin(tuple(roots), tuple(grad_tensors), None, None)
+        except Exception as failure:
+            o.callback_failed("on_backward_begin", failure)
+        try:
+            o.on_backward_end(tuple(roots), exc)
+        except Exception as failure:
+            o.callback_failed("on_backward_end", failure)
     return exc
 
 
@@ -95,8 +101,11 @@ def _run(roots, root_grads, retain_graph, targets):
     obs = _observers.get()
     if obs:
         for o in obs:
-            o.on_backward_begin(tuple(roots), tuple(root_grads), retain_graph,
-                                None if targets is None else tuple(targets))
+            try:
+                o.on_backward_begin(tuple(roots), tuple(root_grads), retain_graph,
+                                    None if targets is None else tuple(targets))
+            except Exception as failure:
+                o.callback_failed("on_backward_begin", failure)
     try:
         # Like PyTorch, backward produces inf/nan silently (the debugger's nan-inf check reports them).
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -104,11 +113,17 @@ def _run(roots, root_grads, retain_graph, targets):
     except BaseException as exc:
         if obs:
             for o in obs:
-                o.on_backward_end(tuple(roots), exc)
+                try:
+                    o.on_backward_end(tuple(roots), exc)
+                except Exception as failure:
+                    o.callback_failed("on_backward_end", failure)
         raise
     if obs:
         for o in obs:
-            o.on_backward_end(tuple(roots), None)
+            try:
+                o.on_backward_end(tuple(roots), None)
+            except Exception as failure:
+                o.callback_failed("on_backward_end", failure)
     return captured
 
 
@@ -153,7 +168,10 @@ def _execute(roots, root_grads, retain_graph, targets, obs):
                 results = _call_backward(node, grads)
             if obs:
                 for o in obs:
-                    o.on_backward_step(node, tuple(grads), results)
+                    try:
+                        o.on_backward_step(node, tuple(grads), results)
+                    except Exception as failure:
+                        o.callback_failed("on_backward_step", failure)
         else:
             results = (None,) * len(node._next)
         in_meta = node._in_meta
@@ -255,7 +273,10 @@ def _call_hook(handle, fn, grad):
     obs = _observers.get()
     if obs:
         for o in obs:
-            o.on_hook(var, fn, "call", grad=arg, result=result)
+            try:
+                o.on_hook(var, fn, "call", grad=arg, result=result)
+            except Exception as failure:
+                o.callback_failed("on_hook", failure)
     if result is None:
         return grad
     data = result._data if isinstance(result, Variable) else np.asarray(result)
@@ -305,14 +326,20 @@ def _accumulate(leaf, grad, obs, owned=False):
         leaf._grad = g
         if obs:
             for o in obs:
-                o.on_variable(g, "grad")
+                try:
+                    o.on_variable(g, "grad")
+                except Exception as failure:
+                    o.callback_failed("on_variable", failure)
     elif current._data.shape == grad.shape and current._data.flags.writeable:
         np.add(current._data, grad, out=current._data)
     else:
         current._data = current._data + grad
     if obs:
         for o in obs:
-            o.on_accumulate(leaf, grad)
+            try:
+                o.on_accumulate(leaf, grad)
+            except Exception as failure:
+                o.callback_failed("on_accumulate", failure)
 
 
 def _copy_like(grad, like):

@@ -143,7 +143,10 @@ class Function:
             obs = _observers.get()
             if obs:
                 for o in obs:
-                    o.on_buffers_freed(self)
+                    try:
+                        o.on_buffers_freed(self)
+                    except Exception as failure:
+                        o.callback_failed("on_buffers_freed", failure)
 
     def __repr__(self):
         return f"<{self.name()}>"
@@ -249,7 +252,10 @@ class Function:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_function(ctx, args, outputs)
+                try:
+                    o.on_function(ctx, args, outputs)
+                except Exception as failure:
+                    o.callback_failed("on_function", failure)
         return outputs if multi else outputs[0]
 
 

@@ -56,7 +56,10 @@ def apply_inplace(cls, target, *args, **kwargs):
     obs = _observers.get()
     if obs:
         for o in obs:
-            o.on_inplace(target, node, old, old + 1)
+            try:
+                o.on_inplace(target, node, old, old + 1)
+            except Exception as failure:
+                o.callback_failed("on_inplace", failure)
     return target
 
 

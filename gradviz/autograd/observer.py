@@ -1,7 +1,9 @@
 """The one way into the engine for anything that watches it (the tracer, profilers, tests).
 
 The engine calls the methods of every attached ``Observer`` at a few fixed points and knows nothing else about
-them. With no observer attached, each of those points costs one context-variable read and a falsy check.
+them. With no observer attached, each of those points costs one context-variable read and a falsy check. An
+exception a callback raises goes to that observer's ``callback_failed`` (caught where the engine made the call, so
+an observer needs no wrapper of its own, and no Python frame, to keep its errors out of the user's code).
 Observers must not keep strong references to engine objects they do not own (use weak references or
 copies), or they would keep graphs alive and change the very memory figures they report; nor the gradient arrays
 backward shows them: a leaf may keep such an array as its ``.grad`` and update it in place.
@@ -19,6 +21,13 @@ _quiet = contextvars.ContextVar("gradviz_quiet", default=None)
 
 class Observer:
     """Base class: every callback is a no-op; override the ones you need."""
+
+    def callback_failed(self, callback, exc):
+        """Callback ``callback`` (its name, ``"on_function"``…) raised ``exc``, an ``Exception``: the engine hands
+        it here, where the call was made, instead of letting it leave the callback. This default raises it on
+        into the engine's caller; an observer that must never disturb the program it watches (the tracer's)
+        records it and returns, and the engine goes on as if the callback had returned."""
+        raise exc
 
     def on_variable(self, variable, origin):
         """A Variable not produced by an op was created: ``origin`` is one of ``"new"`` (constructor,

@@ -58,7 +58,10 @@ class RemovableHandle:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_hook(var, self.fn, "remove")
+                try:
+                    o.on_hook(var, self.fn, "remove")
+                except Exception as failure:
+                    o.callback_failed("on_hook", failure)
 
 
 def _to_array(data, dtype=None, copy=False):
@@ -127,7 +130,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_variable(self, "new")
+                try:
+                    o.on_variable(self, "new")
+                except Exception as failure:
+                    o.callback_failed("on_variable", failure)
 
     def _init(self, array):
         """Fast constructor used by ops: no checks, no observer call."""
@@ -153,7 +159,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_detach(self, v, "data")
+                try:
+                    o.on_detach(self, v, "data")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return v
 
     @data.setter
@@ -210,7 +219,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_grad_read(self, g)
+                try:
+                    o.on_grad_read(self, g)
+                except Exception as failure:
+                    o.callback_failed("on_grad_read", failure)
         return g
 
     @grad.setter
@@ -227,7 +239,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_grad_write(self, value)
+                try:
+                    o.on_grad_write(self, value)
+                except Exception as failure:
+                    o.callback_failed("on_grad_write", failure)
 
     @property
     def grad_fn(self):
@@ -303,7 +318,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_hook(self, None, "register")
+                try:
+                    o.on_hook(self, None, "register")
+                except Exception as failure:
+                    o.callback_failed("on_hook", failure)
 
     def register_hook(self, hook):
         if not self.requires_grad:
@@ -323,7 +341,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_hook(self, hook, "register")
+                try:
+                    o.on_hook(self, hook, "register")
+                except Exception as failure:
+                    o.callback_failed("on_hook", failure)
         return handle
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -338,7 +359,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_detach(self, v, "detach")
+                try:
+                    o.on_detach(self, v, "detach")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return v
 
     def detach_(self):
@@ -349,7 +373,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_detach(self, self, "detach")
+                try:
+                    o.on_detach(self, self, "detach")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return self
 
     # ----- plain values ------------------------------------------------------------------------------
@@ -360,7 +387,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_detach(self, self._data, "numpy")
+                try:
+                    o.on_detach(self, self._data, "numpy")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -370,7 +400,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_detach(self, self._data, "numpy")
+                try:
+                    o.on_detach(self, self._data, "numpy")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):
@@ -380,7 +413,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_detach(self, value, "item")
+                try:
+                    o.on_detach(self, value, "item")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return value
 
     def tolist(self):
@@ -388,7 +424,10 @@ class Variable:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_detach(self, value, "tolist")
+                try:
+                    o.on_detach(self, value, "tolist")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return value
 
     def __float__(self):

@@ -83,7 +83,10 @@ class Module:
     def _observed_call(self, obs, args, kwargs):
         """The call with hooks and observers: enter, pre-hooks, forward, hooks, exit (even on error)."""
         for o in obs:
-            o.on_module_call(self, "enter", args)  # positional: (inputs, output) cost no keyword matching
+            try:
+                o.on_module_call(self, "enter", args)  # positional: (inputs, output) cost no keyword matching
+            except Exception as failure:
+                o.callback_failed("on_module_call", failure)
         out = None
         try:
             if self._forward_pre_hooks:  # (no list made when there are none: the observed path, every call)
@@ -100,7 +103,10 @@ class Module:
             return out
         finally:
             for o in obs:
-                o.on_module_call(self, "exit", None, out)
+                try:
+                    o.on_module_call(self, "exit", None, out)
+                except Exception as failure:
+                    o.callback_failed("on_module_call", failure)
 
     def register_forward_hook(self, hook):
         """``hook(module, args, output)`` runs after forward; a non-None result replaces the output."""
@@ -318,7 +324,10 @@ class Module:
             for p in self.parameters():
                 _clear_grad(p, set_to_none)
         for o in obs:
-            o.on_optimizer(self, "zero_grad")
+            try:
+                o.on_optimizer(self, "zero_grad")
+            except Exception as failure:
+                o.callback_failed("on_optimizer", failure)
 
     def apply(self, fn):
         """Call ``fn`` on every child (recursively), then on this module; returns self."""

@@ -26,7 +26,10 @@ class Parameter(Variable):
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_variable(self, "parameter")
+                try:
+                    o.on_variable(self, "parameter")
+                except Exception as failure:
+                    o.callback_failed("on_variable", failure)
 
     def __repr__(self):
         return "Parameter containing:\n" + format_variable(self)

@@ -106,7 +106,10 @@ class Optimizer:
         obs = _observers.get()
         if obs:
             for o in obs:
-                o.on_optimizer(self, event)
+                try:
+                    o.on_optimizer(self, event)
+                except Exception as failure:
+                    o.callback_failed("on_optimizer", failure)
 
     # ----- state ------------------------------------------------------------------------------------
     def state_dict(self):
@@ -197,7 +200,10 @@ def bump_version(param):
         owner = _quiet.get()  # observer.quiet_owner(), without the call: once per parameter per step
         optimizer = owner if isinstance(owner, Optimizer) else None
         for o in obs:
-            o.on_parameter_update(optimizer, param, old, old + 1)
+            try:
+                o.on_parameter_update(optimizer, param, old, old + 1)
+            except Exception as failure:
+                o.callback_failed("on_parameter_update", failure)
 
 
 def grads_with_decay(group):

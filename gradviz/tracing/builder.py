@@ -39,6 +39,7 @@ Conventions shared by the fact methods:
 
 import itertools
 import threading
+from operator import attrgetter
 from threading import get_ident
 
 from .checks import BackwardChecks
@@ -133,9 +134,13 @@ class TraceBuilder:
         self.thread_book = ThreadBook()  # every thread's state, the threads seen and not seen
         self.threads = self.thread_book.threads
         cls = type(self)
-        for name, fact in _FACTS.items():
-            if getattr(cls, name) is fact:  # not replaced on the class: the collaborator's method itself
-                setattr(self, name, getattr(getattr(self, fact.collaborator), name))
+        on_class = _ON_CLASS(cls)  # the class's fact methods now (a test or a subclass may replace one)
+        wiring = _WIRING.get(cls)
+        if wiring is None or wiring[0] != on_class:
+            wiring = _WIRING[cls] = (on_class, _wiring(cls))
+        own = vars(self)
+        for collaborator, names, methods in wiring[1]:  # one C call per collaborator (a trace starts per step)
+            own.update(zip(names, methods(own[collaborator])))
         # threads: the lock around facts
         self.lock = threading.RLock()
         if cls.release is TraceBuilder.release:  # the lock's own: no Python frame per fact
@@ -331,7 +336,7 @@ class TraceBuilder:
     backward_begin = _fact("grads", GradFacts.backward_begin)
     backward_step = _fact("grads", GradFacts.backward_step)
     accumulate = _fact("grads", GradFacts.accumulate)
-    buffers_freed = _fact("grads", GradFacts.buffers_freed)
+    buffers_freed = _fact("saved_memory", SavedMemory.buffers_freed)
     backward_end = _fact("grads", GradFacts.backward_end)
     nonfinite_output = _fact("grads", GradFacts.nonfinite_output)
     nonfinite_data = _fact("grads", GradFacts.nonfinite_data)
@@ -410,3 +415,22 @@ class TraceBuilder:
 
 
 _FACTS = {name: value for name, value in vars(TraceBuilder).items() if hasattr(value, "collaborator")}
+_ON_CLASS = attrgetter(*_FACTS)  # a class -> its attributes of those names, in one call
+_WIRING = {}  # builder class -> (_ON_CLASS(class), _wiring(class)) as last worked out
+
+
+def _wiring(cls):
+    """``(collaborator, names, attrgetter of those names)`` for each collaborator owning fact methods that
+    ``cls`` did not replace (what ``__init__`` binds on each instance); worked out once per class."""
+    names = {}
+    for name, fact in _FACTS.items():
+        if getattr(cls, name) is fact:
+            names.setdefault(fact.collaborator, []).append(name)
+    return tuple((collaborator, tuple(found), attrgetter(*found) if len(found) > 1 else _one(found[0]))
+                 for collaborator, found in names.items())
+
+
+def _one(name):
+    """An ``attrgetter`` of one name that gives a 1-tuple, like that of several names gives a tuple."""
+    get = attrgetter(name)
+    return lambda obj: (get(obj),)

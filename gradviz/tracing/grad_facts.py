@@ -21,7 +21,6 @@ class GradFacts:
         self.groups = trace.groups
         self.versions = trace.versions
         self.silent_pending = trace.versions.silent_pending
-        self.freed = trace.saved_memory.freed  # bound once: once per node per backward
         self.ledger_pending = trace.grad_ledger.pending  # its list of this backward's accumulations
         self.first_nonfinite = None
         # beyond the first NaN/Inf (often a harmless -inf of an attention mask in iteration 0), the first
@@ -104,21 +103,6 @@ class GradFacts:
             trace.visited.append(acc)
             if norm is not None:
                 trace.grad_norms[acc] = norm
-
-    def buffers_freed(self, node):
-        """Backward released node ``node``'s saved tensors (no ``retain_graph``)."""
-        rec = self.live_nodes.get(node)
-        if rec is None:
-            return
-        self.freed(rec)
-        b = self.trace.backward
-        if b is not None and rec.freed_by is None:
-            rec.freed_by = bid = b["id"]
-            b["freed_nodes"] += 1
-            graph = rec.graph
-            if graph is not None and graph.freed_by is None:
-                graph.freed_by = bid
-                graph.freed_at_iteration = self.groups.iteration
 
     def backward_end(self, error=None):
         """Backward finished. ``error`` describes what it raised, or is None: ``{"type", "message"}`` plus, when

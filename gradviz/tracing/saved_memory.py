@@ -1,9 +1,10 @@
 """``SavedMemory``: what live nodes saved for backward, the memory that holds, and who saved which storage.
 
-A ``TraceBuilder`` collaborator (builder.py), owner of the saver indexes and of the charging of saved memory to
-graphs (``Grouping.memory``, a ``MemoryBook``). A node's saved tensors arrive as ``SavedFact``s (facts.py) and
-are kept on its record as tuples of ids and sizes; the indexes say which live, unfreed nodes saved a version
-counter or a storage, what an in-place change (version_facts.py) asks to predict a stale or silent read.
+A ``TraceBuilder`` collaborator (builder.py), owner of the saver indexes, of which backward freed a node's saved
+tensors (``buffers_freed``: one call per node per backward) and of the charging of saved memory to graphs
+(``Grouping.memory``, a ``MemoryBook``). A node's saved tensors arrive as ``SavedFact``s (facts.py) and are kept on
+its record as tuples of ids and sizes; the indexes say which live, unfreed nodes saved a version counter or a
+storage, what an in-place change (version_facts.py) asks to predict a stale or silent read.
 
 The indexes are brought up to date when read (``counters``, ``storages``): a node's saved tensors wait in a queue
 (``unindexed``) and are indexed only if the node is still unfreed then. A training step's nodes are saved in
@@ -13,11 +14,12 @@ forward and freed by backward before anything asks, so most never enter the inde
 
 class SavedMemory:
     """The saved-tensor side of the records: ``hold`` (once per op that saved something), ``describe`` (a node's
-    saved tensors reported again), ``freed`` (backward let them go), ``release``/``forget`` (the node died)."""
+    saved tensors reported again), ``buffers_freed`` (backward let them go), ``release``/``forget`` (the node died)."""
 
     def __init__(self, trace):
         self.trace = trace
         self.live_variables = trace.live_variables
+        self.live_nodes = trace.live_nodes
         self.groups = trace.groups
         # version-counter key -> {node id: NodeRecord} of the live, unfreed nodes that saved that storage
         self.by_counter = {}
@@ -195,8 +197,12 @@ class SavedMemory:
         return found
 
 
-    def freed(self, rec):
-        """Backward released node ``rec``'s saved tensors: its memory is no longer charged, it saves nothing now."""
+    def buffers_freed(self, node):
+        """Backward released node ``node``'s saved tensors (no ``retain_graph``): its memory is no longer charged,
+        it saves nothing now, and the backward in progress freed it (the graph too, the first time)."""
+        rec = self.live_nodes.get(node)
+        if rec is None:
+            return
         rec.freed = True
         owners = rec.owners
         if owners:  # release and MemoryBook.release, inline: once per node per backward
@@ -215,7 +221,14 @@ class SavedMemory:
                 rec.counters = rec.storages = None
             else:
                 self.forget(rec)
-
+        b = self.trace.backward  # (per thread: on the builder)
+        if b is not None and rec.freed_by is None:
+            rec.freed_by = bid = b["id"]
+            b["freed_nodes"] += 1
+            graph = rec.graph
+            if graph is not None and graph.freed_by is None:
+                graph.freed_by = bid
+                graph.freed_at_iteration = self.groups.iteration
 
 
 def _unindex(index, entries, rid):

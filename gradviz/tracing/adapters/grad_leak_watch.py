@@ -23,30 +23,37 @@ class LeakWatch:
         self.facts = facts
         self.location = location
         self.iteration = iteration
-        self._live = weakref.WeakValueDictionary()  # optimizer key -> optimizer
+        # optimizer key -> weak reference to the optimizer, dropped when it dies: a plain dict, so that "fewer than
+        # two optimizers alive, nothing to watch" (every step of most loops) is one C call, len(watch.live)
+        self.live = {}
         self._reset = {}  # optimizer key -> order of its last zero_grad
         self._stepped = {}  # optimizer key -> order of its last step
         self._marks = {}  # optimizer key -> (giver class, giver step location, order, [weak refs to gradients])
 
     def built(self, optimizer):
-        self._live[id(optimizer)] = optimizer
+        live, key = self.live, id(optimizer)
+        live[key] = weakref.ref(optimizer, lambda ref: live.pop(key, None) if live.get(key) is ref else None)
+
+    def _optimizers(self):
+        """(key, optimizer) of each live optimizer."""
+        return [(key, o) for key, o in ((key, ref()) for key, ref in list(self.live.items())) if o is not None]
 
     def zero_grad(self, owner):
         """An optimizer's ``zero_grad``, or a module's (the optimizers holding its parameters)."""
-        if len(self._live) < 2:
+        if len(self.live) < 2:
             return
         order = self.facts.order
         if hasattr(owner, "param_groups"):
             keys = [id(owner)]
         else:
             mine = {id(p) for p in owner.parameters()}
-            keys = [k for k, o in list(self._live.items()) if any(id(p) in mine for p in _params(o))]
+            keys = [k for k, o in self._optimizers() if any(id(p) in mine for p in _params(o))]
         for key in keys:
             self._reset[key] = order
             self._marks.pop(key, None)
 
     def step(self, optimizer):
-        if len(self._live) < 2:
+        if len(self.live) < 2:
             return
         facts, key = self.facts, id(optimizer)
         backward = facts.backward_order
@@ -61,7 +68,7 @@ class LeakWatch:
             self._stepped[key] = facts.order
             return  # no backward since this optimizer's last step: nothing of its loss to leave elsewhere
         here = None
-        for other_key, other in list(self._live.items()):
+        for other_key, other in self._optimizers():
             reset = self._reset.get(other_key)
             if other_key == key or reset is None or reset < self._stepped.get(other_key, 0) or reset > backward:
                 continue

@@ -1,26 +1,29 @@
 """``Guard``: what the engine actually calls when a trace watches gradviz's engine. It makes one adapter safe to
 call from any thread, at any time, from inside the user's code.
 
-Each observer callback of the guard
-- returns at once unless the trace is active (``active``: a flag, so ``stop()`` from another thread stops every
+The guard
+- calls nothing unless the trace is active (``active``: a flag, so ``stop()`` from another thread stops every
   context the guard is attached in, not only the caller's);
-- holds the builder's lock while the adapter turns the callback into facts (facts from several threads never
+- holds the builder's lock while the adapter turns a callback into facts (facts from several threads never
   interleave; the lock is re-entrant, see builder.py), and when the calling thread is not the one whose state
   is loaded, switches the builder's and the adapter's per-thread state (``switch_thread``: a thread's backward
   in progress, module calls…) — rare (at most once per thread switch), so the hot paths read plain attributes;
-- never raises into the user's code: an exception inside the adapter is recorded in the document's
+- never lets an error reach the user's code: an exception inside the adapter is recorded in the document's
   ``internal_errors`` and the user's op goes on (KeyboardInterrupt and other BaseExceptions pass through).
 
-That work is written once, here (``guarded``), and wraps every callback; the adapter's methods only turn a
-callback into facts. While the traced code runs no other thread (``solo``: none when the trace started, none
-started since — threads.py calls ``many_threads`` before a new thread runs, which turns it off for good), a
-callback skips the lock and the thread checks and costs one frame more than the adapter's method: the engine
-calls the guard's closure (stored on the instance: no bound method made per call), which calls the method with
-the same parameters the Observer method names (each callback is made from one template, see ``_TEMPLATE``).
+Two sets of callbacks, one installed at a time on the instance (where the engine's ``o.on_function(...)`` finds
+them first):
+- **alone** (``solo``: the trace is active and the traced code runs no other thread — none when the trace
+  started, none started since; threads.py calls ``many_threads`` before a new thread runs, which ends it for
+  good): the adapter's own bound methods. No lock to take, no thread to switch, and no Python frame between the
+  engine and the adapter; an adapter's exception is caught where the engine made the call and handed to
+  ``callback_failed`` (observer.py), which records it.
+- **shared** (the trace is active and several threads may call): ``shared``'s closures, which check ``active``,
+  take the lock, switch the thread's state and record the adapter's errors themselves; made the first time.
+- **stopped** (before the trace starts and after it stops): one function that does nothing, for every callback
+  (a context the guard is still attached in may call).
 """
 
-import inspect
-import sys
 from threading import get_ident
 
 from ...autograd.observer import Observer
@@ -36,14 +39,43 @@ class Guard(Observer):
         self.adapter = adapter
         self.builder = builder
         self.active = False
-        self.solo = False  # active, and no other thread has existed since the trace started (see the docstring)
-        for name in CALLBACKS:
-            setattr(self, name, guarded(self, name, getattr(adapter, name)))
+        self.solo = False  # the adapter's methods are installed (see the module docstring)
+        self._alone = {name: getattr(adapter, name) for name in CALLBACKS}
+        self._shared = None  # made when first needed (most traces never run a second thread)
+        vars(self).update(_STOPPED)
+
+    def start(self, solo):
+        """The trace starts, its thread alone (``solo``) or not. Call from the thread that runs the traced code,
+        before the guard is attached."""
+        self.active = True
+        self.set_solo(solo)
+
+    def stop(self):
+        """The trace stops, in every context the guard is still attached in (call with the builder's lock held)."""
+        self.solo = False
+        self.active = False  # (a shared callback already past its first check sees it under the lock)
+        vars(self).update(_STOPPED)
+
+    def set_solo(self, solo):
+        """Install the callbacks for an active trace whose thread is alone (``solo``) or not: from the thread
+        that runs the traced code, before any other thread can call back."""
+        self.solo = solo
+        if solo:
+            vars(self).update(self._alone)
+            return
+        if self._shared is None:
+            self._shared = {name: shared(self, name, method) for name, method in self._alone.items()}
+        vars(self).update(self._shared)
+
+    def callback_failed(self, callback, exc):
+        """The adapter's method raised (called alone, without a frame of the guard's around it): recorded."""
+        self.builder.internal_error(callback, exc)
 
     def many_threads(self):
         """A thread is starting while the trace is active (threads.py): from now on every callback takes the
         lock (and so does an adapter that skips it while its thread is alone, told by its ``many_threads()``)."""
-        self.solo = False
+        if self.active:
+            self.set_solo(False)
         hook = getattr(self.adapter, "many_threads", None)
         if hook is not None:
             hook()
@@ -56,34 +88,26 @@ class Guard(Observer):
         return f"<gradviz trace guard {'active' if self.active else 'stopped'} for {type(self.adapter).__name__}>"
 
 
-def guarded(guard, name, target):
-    """Callback ``name`` of ``guard``: ``target`` (the adapter's method) with the guard's work around it."""
-    return _MAKERS[name](guard, target, name, _DEFAULTS[name])
+def _ignore(*args, **kwargs):
+    """Every callback of a stopped guard."""
 
 
-# The callback's text, made once per Observer method with that method's own parameters: a callback taking
-# ``*args, **kwargs`` cost ~170 ns more a call than the adapter's method alone (a dict made per call, and a call
-# the interpreter cannot inline); with the method's own parameters, ~50 ns (benchmarks/bench_guard.py, CPython
-# 3.11). Compiled once at import as this file's lines below (padded to them): the frames read as gradviz's own
-# and tracebacks show these lines; each trace start only calls ``make``.
-_TEMPLATE_LINE = sys._getframe().f_lineno + 2
-_TEMPLATE = """\
-def make(guard, target, name, defaults):
+_STOPPED = dict.fromkeys(CALLBACKS, _ignore)
+
+
+def shared(guard, name, target):
+    """Callback ``name`` of ``guard`` while threads share the trace: ``target`` (the adapter's method) under the
+    builder's lock, in the calling thread's state, its errors recorded. (It forwards ``*args, **kwargs``: ~90 ns
+    more a call than the method's own parameters would cost, next to a lock taken on every call.)"""
     builder = guard.builder
     adapter = guard.adapter
-    acquire = builder.lock.acquire
-    release = builder.lock.release
+    lock = builder.lock
     failed = builder.internal_error
 
-    def {name}({params}):
-        if guard.solo:  # the usual case: active, one thread, nothing to lock or switch
-            try:
-                target({args})
-            except Exception as exc:
-                failed(name, exc)
+    def callback(*args, **kwargs):
+        if not guard.active:
             return
-        if guard.active:
-            acquire()
+        with lock:
             try:
                 if guard.active:  # again, under the lock: a stop() may have come in between
                     me = get_ident()
@@ -91,36 +115,9 @@ def make(guard, target, name, defaults):
                         builder.switch_thread()
                     if adapter.thread_ident != me:
                         adapter.switch_thread()
-                    target({args})
+                    target(*args, **kwargs)
             except Exception as exc:
                 failed(name, exc)
-            finally:
-                release()
 
-    return {name}
-"""
-
-
-def _source(name):
-    """The callback maker's text for Observer method ``name``, and its parameters' defaults."""
-    params = list(inspect.signature(getattr(Observer, name)).parameters.values())[1:]  # (not self)
-    clash = {p.name for p in params} & {"guard", "target", "builder", "adapter", "acquire", "release", "failed",
-                                         "get_ident", "name", "defaults", "exc", "me", "make"}
-    assert not clash, f"Observer.{name}'s parameters {sorted(clash)} would hide the callback's own names"
-    defaults = {p.name: p.default for p in params if p.default is not p.empty}
-    heads = [f"{p.name}=defaults[{p.name!r}]" if p.name in defaults else p.name for p in params]
-    args = [f"{p.name}={p.name}" if p.name in defaults else p.name for p in params]
-    return _TEMPLATE.format(name=name, params=", ".join(heads), args=", ".join(args)), defaults
-
-
-def _maker(text):
-    scope = {"get_ident": get_ident}
-    exec(compile("\n" * (_TEMPLATE_LINE - 1) + text, __file__, "exec"), scope)  # noqa: S102 (our template)
-    return scope["make"]
-
-
-_MAKERS = {}
-_DEFAULTS = {}
-for _name in CALLBACKS:
-    _text, _DEFAULTS[_name] = _source(_name)
-    _MAKERS[_name] = _maker(_text)
+    callback.__name__ = callback.__qualname__ = name
+    return callback

@@ -61,8 +61,7 @@ class OptimizerWatch:
                                                                adapter.builder.current_iteration)
         self.schedulers = schedulers
         self.mean_loss = mean_loss  # a backward root's node -> whether it is a loss averaged over its batch
-        self._scheduler_methods = []  # (class, name, original) while wrapped
-        self._scheduler_depth = 0  # scheduler calls in progress: only the outermost is the user's
+        self._scheduler_hooks = None  # the schedulers' wrapped methods (_SchedulerHooks) while installed
         self._known = weakref.WeakSet()  # the optimizers recorded, built under the trace or adopted
 
     def install(self):
@@ -94,45 +93,9 @@ class OptimizerWatch:
         self._wrap_schedulers()
 
     def _wrap_schedulers(self):
-        module = self.schedulers
-        base = None if module is None else getattr(module, "LRScheduler", None)
-        if base is None:
-            return
-        for cls in list(vars(module).values()):
-            if not (isinstance(cls, type) and issubclass(cls, base)):
-                continue
-            for name, report in (("__init__", self._scheduler_built), ("step", self._scheduler_stepped)):
-                original = cls.__dict__.get(name)
-                if original is not None:
-                    self._scheduler_methods.append((cls, name, original))
-                    setattr(cls, name, self._wrap_scheduler_method(original, report))
-
-    def _wrap_scheduler_method(self, original, report):
-        watch = self
-
-        def method(scheduler, *args, **kwargs):
-            outermost = watch._scheduler_depth == 0
-            watch._scheduler_depth += 1
-            try:
-                if not outermost:
-                    return original(scheduler, *args, **kwargs)
-                # the scheduler's own warnings (``stacklevel=2``: "step() before optimizer.step()") would name
-                # this wrapper: they are caught and given again at the user's line
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    result = original(scheduler, *args, **kwargs)
-            finally:
-                watch._scheduler_depth -= 1
-            if caught:
-                _warn_at(caught, sys._getframe(1))
-            if watch._scheduler_depth == 0 and watch._original is not None:
-                try:
-                    report(scheduler)
-                except Exception as exc:  # our bookkeeping, never the script's problem
-                    watch.adapter.builder.internal_error("lr_scheduler", exc)
-            return result
-
-        return functools.wraps(original)(method)
+        if self.schedulers is not None:
+            self._scheduler_hooks = _scheduler_hooks(self.schedulers)
+            self._scheduler_hooks.add(self)
 
     def _scheduler_built(self, scheduler):
         optimizer = getattr(scheduler, "optimizer", None)
@@ -164,9 +127,9 @@ class OptimizerWatch:
         for namespace, name, function in reversed(self._clips):
             setattr(namespace, name, function)
         self._clips = []
-        for cls, name, function in reversed(self._scheduler_methods):
-            setattr(cls, name, function)
-        self._scheduler_methods = []
+        if self._scheduler_hooks is not None:
+            self._scheduler_hooks.remove(self)
+            self._scheduler_hooks = None
 
     def _adopt_named(self):
         """The optimizers the frame entering the trace names (its locals, its module's globals)."""
@@ -196,7 +159,8 @@ class OptimizerWatch:
                 self.adopt(owner)
             key = id(owner) if hasattr(owner, "param_groups") else None
             self.facts.zero_grad(key, type(owner).__name__, self._location)
-            self._leaks("zero_grad", owner)
+            if len(self.leaks.live) > 1:  # (one optimizer, most loops: nothing to check, no call)
+                self._leaks("zero_grad", owner)
 
     def step(self, optimizer):
         if self.facts is not None and self._original is not None:
@@ -207,7 +171,8 @@ class OptimizerWatch:
             modes = getattr(self.adapter, "training_watch", None)
             if modes is not None:  # a module "frozen" by a plain attribute: do its parameters still train?
                 modes.stepped(optimizer, self._location)
-            self._leaks("step", optimizer)
+            if len(self.leaks.live) > 1:
+                self._leaks("step", optimizer)
 
     def _leaks(self, event, owner):
         try:
@@ -257,6 +222,86 @@ class OptimizerWatch:
         self.facts.optimizer_built(type(optimizer).__name__, weakref.ref(optimizer), groups, location,
                                    builder.current_iteration(), last, lr=_first_lr(optimizer))
         self.leaks.built(optimizer)
+
+
+_HOOKS = {}  # an engine's lr_scheduler module -> its _SchedulerHooks
+
+
+def _scheduler_hooks(module):
+    hooks = _HOOKS.get(module)
+    if hooks is None:
+        hooks = _HOOKS[module] = _SchedulerHooks(module)
+    return hooks
+
+
+class _SchedulerHooks:
+    """The ``__init__`` and ``step`` of an engine's scheduler classes, wrapped while at least one watch is
+    installed; each outermost call is reported to every installed watch. The classes are found and the wrappers
+    made once (an "mlp step" case starts a trace per step: wrapping anew at each start cost ~300 calls)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.watches = []  # the installed OptimizerWatches, in the order they came
+        self.depth = 0  # scheduler calls in progress: only the outermost is the user's
+        self.methods = []  # [class, name, original, wrapper] of each method wrapped
+        base = getattr(module, "LRScheduler", None)
+        if base is None:
+            return
+        seen = set()
+        for cls in list(vars(module).values()):
+            if not (isinstance(cls, type) and issubclass(cls, base)) or cls in seen:
+                continue  # (a class under two names, ``_LRScheduler = LRScheduler``, is wrapped once)
+            seen.add(cls)
+            for name in ("__init__", "step"):
+                original = cls.__dict__.get(name)
+                if original is not None:
+                    self.methods.append([cls, name, original, self._wrap(original, name)])
+
+    def add(self, watch):
+        if not self.watches:
+            for entry in self.methods:
+                cls, name, original, _ = entry
+                now = cls.__dict__.get(name)
+                if now is not original:  # replaced by someone else since: wrap what is there now
+                    entry[2], entry[3] = now, self._wrap(now, name)
+                setattr(cls, name, entry[3])
+        self.watches.append(watch)
+
+    def remove(self, watch):
+        if watch in self.watches:
+            self.watches.remove(watch)
+            if not self.watches:
+                for cls, name, original, _ in reversed(self.methods):
+                    setattr(cls, name, original)
+
+    def _wrap(self, original, name):
+        hooks = self
+        built = name == "__init__"
+
+        def method(scheduler, *args, **kwargs):
+            outermost = hooks.depth == 0
+            hooks.depth += 1
+            try:
+                if not outermost:
+                    return original(scheduler, *args, **kwargs)
+                # the scheduler's own warnings (``stacklevel=2``: "step() before optimizer.step()") would name
+                # this wrapper: they are caught and given again at the user's line
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    result = original(scheduler, *args, **kwargs)
+            finally:
+                hooks.depth -= 1
+            if caught:
+                _warn_at(caught, sys._getframe(1))
+            for watch in list(hooks.watches):
+                if watch._original is not None:
+                    try:
+                        (watch._scheduler_built if built else watch._scheduler_stepped)(scheduler)
+                    except Exception as exc:  # our bookkeeping, never the script's problem
+                        watch.adapter.builder.internal_error("lr_scheduler", exc)
+            return result
+
+        return functools.wraps(original)(method)
 
 
 def _first_lr(optimizer):

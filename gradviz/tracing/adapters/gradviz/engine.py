@@ -9,7 +9,7 @@ Per op: one cached frame walk (none inside gradviz's own modules: the user frame
 module was called is reused), one fact, and one BLAS dot product for the NaN/Inf check.
 
 Threads: the engine calls a ``Guard`` (guard.py), which holds the builder's lock around each callback here
-(none while the traced code runs no other thread: ``Guard.solo``),
+(while the traced code runs no other thread, ``Guard.solo``, the engine calls these methods themselves),
 switches the per-thread state of the builder and of this adapter when the calling thread changes (the module
 calls in progress with their user frame, the ``.grad`` backward just made, the last op's class, the root module
 being called: see ``switch_thread``), and records what fails here instead of raising it. Threads started while
@@ -162,7 +162,7 @@ class GradvizAdapter(Observer, EventSkeleton):
         """Start watching: in this context, and in every thread started from now on."""
         from ....autograd.observer import attach
 
-        self.guard.active = True
+        self.guard.start(threading.active_count() == 1)  # (before any engine call can reach it)
         light = self.light_steps
         schedule = getattr(self.builder, "schedule", None)  # (a builder stand-in may have none: all full)
         light.enabled = schedule is not None and schedule.light
@@ -171,7 +171,6 @@ class GradvizAdapter(Observer, EventSkeleton):
         else:
             light.enter()
         threads.adopt(self.guard)
-        self.guard.solo = threading.active_count() == 1
         self.training_watch.install()
         self.optimizer_watch.install()
 
@@ -180,8 +179,7 @@ class GradvizAdapter(Observer, EventSkeleton):
         with the builder's lock held (no callback is half way)."""
         from ....autograd.observer import detach
 
-        self.guard.solo = False
-        self.guard.active = False
+        self.guard.stop()
         detach(self.guard)
         self.training_watch.uninstall()
         self.optimizer_watch.uninstall()

@@ -59,6 +59,11 @@ class GradvizLight(LightSteps, Observer):
             _observer.attach(self.adapter.guard)
 
     # ----- the light observer -------------------------------------------------------------------------------------
+    def callback_failed(self, callback, exc):
+        """A callback here (or the adapter's full handler it passed the event to: called without the guard's
+        frame while the trace's thread is alone) raised: recorded, as the guard records the adapter's errors."""
+        self.builder.internal_error(callback, exc)
+
     def on_module_call(self, module, phase, inputs=None, output=None):
         if phase == "enter":
             self.forward_calls += 1
