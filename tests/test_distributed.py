@@ -19,8 +19,13 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples" / "distributed"
 
 
-def gradviz(tmp, *args, timeout=240):
+def gradviz(tmp, *args, timeout=240, own_tmpdir=True):
+    """``python -m gradviz ARGS`` in ``tmp``; with ``own_tmpdir`` its TMPDIR is in ``tmp`` too, so that what
+    torchelastic and torch.multiprocessing leave in the temporary folder goes with the test's files (not for
+    torch.compile, whose cache lives there)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1")
+    if own_tmpdir:
+        env["TMPDIR"] = str(tmp)
     return subprocess.run([sys.executable, "-m", "gradviz", *args], cwd=tmp, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -178,7 +183,7 @@ def test_a_rank_killed_outright_is_named_first_and_the_others_failures_follow(tm
 
 def test_a_rank_stopped_by_sigterm_from_outside_is_named_first_with_its_line_and_who_sent_it(tmp_path):
     pid_file = tmp_path / "rank1.pid"
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
     job = subprocess.Popen([sys.executable, "-m", "gradviz", "torchrun", "--no-render", "--timeout", "240", "--out",
                             "out", "--standalone", "--nproc-per-node", "2", str(SAMPLES / "ddp_rank_terminated.py"),
                             str(pid_file)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -385,7 +390,8 @@ for _ in range(3):
 
 def test_torch_compiles_helper_processes_are_one_line_that_says_what_they_are(tmp_path):
     (tmp_path / "compiled.py").write_text(COMPILED)
-    result = gradviz(tmp_path, "run", "--engine", "torch", "--no-render", "--out", "out", "compiled.py", timeout=600)
+    result = gradviz(tmp_path, "run", "--engine", "torch", "--no-render", "--out", "out", "compiled.py", timeout=600,
+                     own_tmpdir=False)
     assert result.returncode == 0, result.stderr
     doc = report(tmp_path / "out")
     helpers = [e for e in doc["unseen"] if e["kind"] == "child-process"]
