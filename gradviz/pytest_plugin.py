@@ -23,7 +23,8 @@ _ENGINES = ("auto", "gradviz", "torch")
 _FOUND = "gradviz"  # the user_properties key: the diagnostics' lines travel with the report (xdist too)
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser, pluginmanager):
+    _rewrite_only_this_module(pluginmanager)
     group = parser.getgroup("gradviz", "gradviz: autograd diagnostics for each test")
     group.addoption("--gradviz", action="store_true", default=False,
                     help="Trace each test's call with gradviz and report its autograd diagnostics in the summary.")
@@ -38,6 +39,23 @@ def pytest_addoption(parser):
                     help="Write report.json and report.html of each test with diagnostics into DIR/<test>/.")
 
 
+def _rewrite_only_this_module(pluginmanager):
+    """pytest marks every package of a plugin's distribution for assert rewriting: with this plugin installed, each
+    run would rewrite all of gradviz's modules (again on every run where bytecode is not cached, e.g. under
+    PYTHONDONTWRITEBYTECODE), though only test files need it. Keep the mark on this module alone; gradviz's own
+    code has no asserts a test reads. pytest has no public way to unmark, so any change of its internals leaves
+    the marks as they were."""
+    hook = getattr(pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    cache = getattr(hook, "_marked_for_rewrite_cache", None)
+    if not isinstance(marked, set) or not isinstance(cache, dict) or _PACKAGE not in marked:
+        return
+    marked.discard(_PACKAGE)
+    marked.add(__name__)
+    cache.clear()
+
+
+_PACKAGE = __name__.partition(".")[0]
 _LINES = pytest.StashKey()  # on an item: its diagnostics, one line each
 
 

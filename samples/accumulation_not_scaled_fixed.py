@@ -1,6 +1,6 @@
 """The fixed twin of `accumulation_not_scaled.py`: each of the 8 accumulated losses divided by 8 before
 `backward()`, so a step applies the gradient of the mean over the 8 batches. Same data, same steps: final test
-loss 0.0345 (nan without the division).
+loss 0.1443 after one epoch (nan without the division).
 
 `gradviz run` reports nothing (clean).
 """
@@ -19,7 +19,7 @@ model = nn.Sequential(nn.Linear(8, 64), nn.Tanh(), nn.Linear(64, 1))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.3)
 accumulation = 8
 
-for epoch in range(4):
+for epoch in range(1):
     order = torch.randperm(1792)
     for i, start in enumerate(range(0, 1792, 16)):
         batch = order[start:start + 16]

@@ -21,7 +21,7 @@ model = nn.Sequential(nn.Linear(16, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropo
                       nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 4))
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
 
-for epoch in range(8):
+for epoch in range(4):
     model.train()
     order = torch.randperm(800)
     for start in range(0, 800, 80):

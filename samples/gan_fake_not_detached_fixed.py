@@ -15,7 +15,7 @@ opt_g = torch.optim.Adam(generator.parameters(), lr=2e-3, betas=(0.5, 0.999))
 opt_d = torch.optim.Adam(discriminator.parameters(), lr=2e-3, betas=(0.5, 0.999))
 ones, zeros = torch.ones(128, 1), torch.zeros(128, 1)
 
-for step in range(600):
+for step in range(300):
     real = 4.0 + 1.25 * torch.randn(128, 1)
     opt_d.zero_grad()
     opt_g.zero_grad()

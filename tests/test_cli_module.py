@@ -82,7 +82,7 @@ def make_package(root, name="mypkg", main_module=None):
 
 
 def gradviz(cwd, *args):
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="", TMPDIR=str(cwd))  # torchelastic's leftovers go with cwd
     env.pop("PYTHONPATH", None)
     return subprocess.run([GRADVIZ, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
 

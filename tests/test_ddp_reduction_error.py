@@ -37,7 +37,8 @@ LAUNCHES = {
 @pytest.mark.parametrize("launch", sorted(LAUNCHES))
 def test_the_reduction_error_of_a_rank_is_explained_once_at_the_skipped_line(launch, tmp_path):
     args, mode = LAUNCHES[launch]
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1")
+    # TMPDIR: torchelastic's log folders and mp.spawn's error files go with the test's files
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-m", "gradviz", *args, str(SAMPLE)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode != 0, done.stdout

@@ -163,7 +163,7 @@ for step in range(4):
 def test_gradviz_run_of_a_one_rank_ddp_script_that_dies_of_the_reduction_error(tmp_path):
     script = tmp_path / "one_rank.py"
     script.write_text(ONE_RANK_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-m", "gradviz", "run", "--no-render", "--out", "out", str(script)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 1, done.stderr

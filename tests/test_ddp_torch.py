@@ -121,7 +121,8 @@ INLINE = {"ddp_branches.py": BRANCHES, "ddp_local_write.py": LOCAL_WRITE, "ddp_b
 
 
 def _run_ranks(out, nprocs, names):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    # TMPDIR: mp.spawn's error files go with the test's files
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", TMPDIR=str(out))
     scripts = []
     for n in names:
         if n in INLINE:

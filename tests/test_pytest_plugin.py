@@ -188,6 +188,29 @@ def test_the_plugin_loads_nothing_heavy():
     assert out.stdout.strip() == "[]", out.stderr
 
 
+def test_pytest_rewrites_the_asserts_of_test_files_and_the_plugin_not_of_gradviz(pytester):
+    """pytest marks a plugin's whole distribution for assert rewriting: with the mark kept, every run (of any
+    project with gradviz installed) rewrites gradviz's hundreds of modules, and again on every run where bytecode
+    is not cached."""
+    pytester.makepyfile(test_loaders='''
+import sys
+from _pytest.assertion.rewrite import AssertionRewritingHook
+
+import gradviz.tracing
+
+
+def rewritten(name):
+    return isinstance(sys.modules[name].__loader__, AssertionRewritingHook)
+
+
+def test_loaders():
+    print("REWRITTEN", rewritten(__name__), rewritten("gradviz.pytest_plugin"), rewritten("gradviz.tracing"))
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")  # a fresh process: nothing imported yet
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*REWRITTEN True True False*"])
+
+
 def test_the_gradviz_skip_marker_leaves_a_test_untraced(pytester):
     pytester.makepyfile(test_marked='''
 import pytest

@@ -28,7 +28,8 @@ def line_of(text):
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rpc")
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1")
+    # TMPDIR: mp.spawn's error files go with the test's files
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", OMP_NUM_THREADS="1", TMPDIR=str(tmp))
     result = subprocess.run([sys.executable, "-m", "gradviz", "run", "--engine", "torch", "--no-render", "--out",
                              "out", str(SAMPLE), str(STEPS)], cwd=tmp, env=env, capture_output=True, text=True,
                             timeout=240)

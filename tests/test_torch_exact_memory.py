@@ -21,6 +21,7 @@ from gradviz.tracing.adapters.torch import compat as torch_compat  # noqa: E402
 
 from . import test_diagnose_e2e as e2e  # noqa: E402
 from .test_torch_parity import SAMPLES, _samples, summary, to_torch  # noqa: E402
+from .torch_default_traces import default_torch_trace, trace_source  # noqa: E402
 
 _MISSING = torch_compat.probe(torch).exact  # the internals --exact-memory needs that this torch lacks (2.4)
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning"),
@@ -553,16 +554,7 @@ def test_the_cli_flag(command, tmp_path):
 
 # ----- the same diagnostics as the default mode -----------------------------------------------------------------
 def _trace(path, source, exact):
-    code = compile(source, str(path), "exec")
-    tr = gradviz.trace(engine="torch", exact_memory=exact)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            with tr:
-                exec(code, {"__name__": "__main__", "__file__": str(path)})
-        except Exception:
-            pass
-    return tr.to_dict()
+    return trace_source(path, source, "torch", exact_memory=exact)
 
 
 @pytest.mark.parametrize("name,expected", _samples(), ids=[n for n, _ in _samples()])
@@ -570,7 +562,7 @@ def test_samples_give_the_same_diagnostics_as_the_default_mode(name, expected):
     path = os.path.join(SAMPLES, name)
     with open(path) as f:
         source = to_torch(f.read())
-    default = _trace(path, source, False)
+    default = default_torch_trace(path, source)  # shared with test_torch_parity
     exact = _trace(path, source, True)
     assert not exact["internal_errors"] and not default["internal_errors"]
     assert sorted(summary(exact)) == sorted(summary(default))

@@ -9,15 +9,14 @@ import json
 import os
 import re
 import textwrap
-import warnings
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-import gradviz  # noqa: E402
 
 from . import test_diagnose_e2e as e2e  # noqa: E402
+from .torch_default_traces import default_torch_trace, trace_source  # noqa: E402
 
 pytestmark = [pytest.mark.oracle, pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")]
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
@@ -47,20 +46,6 @@ def to_torch(source):
     return re.sub(r"^from gradviz(\.| )", lambda m: "from torch" + m.group(1), source, flags=re.M)
 
 
-def trace_source(path, source, engine):
-    code = compile(source, str(path), "exec")
-    tr = gradviz.trace(engine=engine)
-    scope = {"__name__": "__main__", "__file__": str(path)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            with tr:
-                exec(code, scope)
-        except Exception:
-            pass  # the trace records what ended the block, as `gradviz run` does
-    return tr.to_dict()
-
-
 def summary(doc):
     return [(d["code"], d["severity"], (d.get("location") or {}).get("line")) for d in doc["diagnostics"]]
 
@@ -82,7 +67,7 @@ def test_samples_give_the_same_diagnostics_on_both_engines(name, expected):
             on_gradviz = trace_source(path, source, "gradviz")
     else:
         on_gradviz = trace_source(path, source, "gradviz")
-    on_torch = trace_source(path, to_torch(source), "torch")
+    on_torch = default_torch_trace(path, to_torch(source))
     assert [c for c, _, _ in summary(on_gradviz)] == sorted(expected["codes"], key=expected["codes"].index) or \
         sorted(c for c, _, _ in summary(on_gradviz)) == sorted(expected["codes"])
     assert on_torch["engine"]["name"] == "torch" and not on_torch["internal_errors"]

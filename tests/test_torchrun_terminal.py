@@ -44,7 +44,8 @@ WHOLE = re.compile(r"rank [01] line \d+ of the chatty job x{30}")
 
 def job(tmp_path, *options):
     (tmp_path / "chatty.py").write_text(CHATTY)
-    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="80", OMP_NUM_THREADS="1")
+    # TMPDIR: torchelastic's log folders go with the test's files
+    env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="80", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
     return subprocess.run([sys.executable, "-m", "gradviz", "torchrun", "--no-render", "--out", "out", *options,
                            "--standalone", "--nproc-per-node", "2", "chatty.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
