@@ -212,11 +212,13 @@ def test_a_label_too_long_for_dot_is_a_skipped_picture(tmp_path):
 
 # ----- a full disk ------------------------------------------------------------------------------------------------
 def _mount_small_tmpfs(folder):
-    # room for the small run's report (report.html inlines its viewer script, ~70 kB), not for the big one's
+    # room for the small run's report (report.html inlines its viewer and layout scripts, ~100 kB, and is written
+    # twice: before the pictures, then with them, the second beside the first), not for the big one's (its
+    # report.json alone is ~480 kB)
     os.makedirs(folder, exist_ok=True)
     if shutil.which("mount") is None or os.geteuid() != 0:
         return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", str(folder)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=320k", "tmpfs", str(folder)], capture_output=True)
     return done.returncode == 0
 
 
