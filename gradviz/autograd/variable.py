@@ -57,11 +57,7 @@ class RemovableHandle:
         var = self.variable()
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_hook(var, self.fn, "remove")
-                except Exception as failure:
-                    o.callback_failed("on_hook", failure)
+            observer.notify(obs, "on_hook", var, self.fn, "remove")
 
 
 def _to_array(data, dtype=None, copy=False):
@@ -158,11 +154,7 @@ class Variable:
         v._init(self._data)
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_detach(self, v, "data")
-                except Exception as failure:
-                    o.callback_failed("on_detach", failure)
+            observer.notify(obs, "on_detach", self, v, "data")
         return v
 
     @data.setter
@@ -238,11 +230,7 @@ class Variable:
         self._grad = value
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_grad_write(self, value)
-                except Exception as failure:
-                    o.callback_failed("on_grad_write", failure)
+            observer.notify(obs, "on_grad_write", self, value)
 
     @property
     def grad_fn(self):
@@ -317,11 +305,7 @@ class Variable:
         fn._retain[self._output_nr] = weakref.ref(self)
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_hook(self, None, "register")
-                except Exception as failure:
-                    o.callback_failed("on_hook", failure)
+            observer.notify(obs, "on_hook", self, None, "register")
 
     def register_hook(self, hook):
         if not self.requires_grad:
@@ -340,11 +324,7 @@ class Variable:
             registry.append((handle, hook))
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_hook(self, hook, "register")
-                except Exception as failure:
-                    o.callback_failed("on_hook", failure)
+            observer.notify(obs, "on_hook", self, hook, "register")
         return handle
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -358,11 +338,7 @@ class Variable:
         v._vc = self._vc
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_detach(self, v, "detach")
-                except Exception as failure:
-                    o.callback_failed("on_detach", failure)
+            observer.notify(obs, "on_detach", self, v, "detach")
         return v
 
     def detach_(self):
@@ -372,11 +348,7 @@ class Variable:
         self._requires_grad = False
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_detach(self, self, "detach")
-                except Exception as failure:
-                    o.callback_failed("on_detach", failure)
+            observer.notify(obs, "on_detach", self, self, "detach")
         return self
 
     # ----- plain values ------------------------------------------------------------------------------
@@ -386,11 +358,7 @@ class Variable:
                                "instead.")
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_detach(self, self._data, "numpy")
-                except Exception as failure:
-                    o.callback_failed("on_detach", failure)
+            observer.notify(obs, "on_detach", self, self._data, "numpy")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -399,11 +367,7 @@ class Variable:
                                "instead.")
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_detach(self, self._data, "numpy")
-                except Exception as failure:
-                    o.callback_failed("on_detach", failure)
+            observer.notify(obs, "on_detach", self, self._data, "numpy")
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):
@@ -412,22 +376,14 @@ class Variable:
         value = self._data.reshape(()).item()
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_detach(self, value, "item")
-                except Exception as failure:
-                    o.callback_failed("on_detach", failure)
+            observer.notify(obs, "on_detach", self, value, "item")
         return value
 
     def tolist(self):
         value = self._data.tolist()
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_detach(self, value, "tolist")
-                except Exception as failure:
-                    o.callback_failed("on_detach", failure)
+            observer.notify(obs, "on_detach", self, value, "tolist")
         return value
 
     def __float__(self):

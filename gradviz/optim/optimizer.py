@@ -105,11 +105,7 @@ class Optimizer:
     def _notify(self, event):
         obs = _observers.get()
         if obs:
-            for o in obs:
-                try:
-                    o.on_optimizer(self, event)
-                except Exception as failure:
-                    o.callback_failed("on_optimizer", failure)
+            observer.notify(obs, "on_optimizer", self, event)
 
     # ----- state ------------------------------------------------------------------------------------
     def state_dict(self):
