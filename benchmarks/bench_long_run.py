@@ -3,7 +3,7 @@ schedule) and anomaly mode, as ratios of the plain run, in one run of this scrip
 
     python benchmarks/bench_long_run.py [--repeat R] [--workload mlp|reinforce|lstm ...] [--no-render-too]
     python benchmarks/bench_long_run.py --steps [--floor] [--repeat R] [--workload ...]
-    python benchmarks/bench_long_run.py --calls [--workload ...]
+    python benchmarks/bench_long_run.py --calls [--opcodes] [--workload ...]
 
 Workloads (CPU, small, written for this benchmark): a 1,000-step MLP training (784-128-10, batch 64, SGD); a
 1,000-episode REINFORCE-style run (a 4-128-2 policy with dropout, one action sampled per environment step from a
@@ -25,7 +25,8 @@ of another checkout (``git worktree add /tmp/before <commit>``) to the same roun
 under the same load.
 
 ``--calls`` counts instead what load cannot move: the Python calls (``cProfile`` totals) of one step traced in full,
-per step and per graph node the step built.
+per step and per graph node the step built; with ``--opcodes`` also the bytecode instructions the interpreter ran
+for one full step (``sys.settrace`` opcode events), which weigh what each call does.
 """
 
 import argparse
@@ -346,6 +347,42 @@ def step_calls(name, source, folder, steps=5):
     return pstats.Stats(profile).total_calls / steps, built / steps
 
 
+def step_opcodes(name, source, folder, steps=3):
+    """Bytecode instructions the interpreter ran in the workload's ``step`` traced in full (``sys.settrace``'s
+    opcode events, after 3 traced warm-up steps), per step: as deterministic as the call count, and closer to the
+    CPU time (most of a full step's time is the interpreter's, not torch's kernels) since it also weighs what each
+    call does."""
+    import runpy
+
+    import gradviz
+
+    script = os.path.join(folder, f"{name}_opcodes.py")
+    with open(script, "w") as f:
+        f.write(source)
+    step = runpy.run_path(script, run_name="workload")["step"]
+    count = [0]
+
+    def tracer(frame, event, arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            count[0] += 1
+        return tracer
+
+    trace = gradviz.trace(engine="torch").start()
+    try:
+        for n in range(3):
+            step(n)
+        sys.settrace(tracer)
+        try:
+            for n in range(3, 3 + steps):
+                step(n)
+        finally:
+            sys.settrace(None)
+    finally:
+        trace.stop()
+    return count[0] / steps
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each configuration, medians (default 3)")
@@ -357,6 +394,8 @@ def main():
                         help="with --steps: also the minimal recorder (a tag and a frame per new node)")
     parser.add_argument("--calls", action="store_true",
                         help="instead: the Python calls of a full step, per step and per node (cProfile)")
+    parser.add_argument("--opcodes", action="store_true",
+                        help="with --calls: also the bytecode instructions of a full step (sys.settrace)")
     parser.add_argument("--no-render-too", action="store_true",
                         help="also `gradviz run --no-render` (the report without pictures)")
     parser.add_argument("--no-anomaly", action="store_true", help="leave anomaly mode out (the slowest)")
@@ -377,6 +416,9 @@ def main():
                 calls, nodes = step_calls(name, WORKLOADS[name][1], folder)
                 print(f"{WORKLOADS[name][0]}, one step traced in full: {calls:,.0f} Python calls, {nodes:,.0f} "
                       f"nodes, {calls / nodes:,.0f} calls per node", flush=True)
+                if args.opcodes:
+                    opcodes = step_opcodes(name, WORKLOADS[name][1], folder)
+                    print(f"  {opcodes:,.0f} bytecode instructions, {opcodes / nodes:,.0f} per node", flush=True)
         return
     if args.steps:
         with tempfile.TemporaryDirectory() as folder:

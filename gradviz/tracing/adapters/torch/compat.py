@@ -310,6 +310,18 @@ def _compiler_tracing(torch):
     return compiler_tracing
 
 
+def compiler_checks(torch):
+    """``_compiler_tracing``'s two checks apart, for a caller that makes them inline (the function mode, once
+    per torch call: one Python frame less): ``(flag, get_mode, fake)``, compiling when ``flag()`` or
+    ``get_mode(fake) is not None``. On a torch without the infra-mode keys ``get_mode`` is a dict's ``get``,
+    which finds nothing."""
+    get_mode = getattr(torch._C, "_get_dispatch_mode", None)
+    fake = getattr(getattr(torch._C, "_TorchDispatchModeKey", None), "FAKE", None)
+    if get_mode is None or fake is None:
+        return _is_compiling(torch), {}.get, None
+    return _is_compiling(torch), get_mode, fake
+
+
 # ----- the accelerator --------------------------------------------------------------------------------------
 def accelerator(torch):
     """``{"built": "cuda 13.0" or None, "available": bool, "devices": n}``: what this torch wheel was built for,

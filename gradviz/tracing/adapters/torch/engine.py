@@ -583,6 +583,21 @@ class TorchAdapter(TorchEvents):
         except RuntimeError:  # an inference tensor has no version counter
             before = None
         result = func(*args, **kwargs)
+        if type(result) is Tensor and tensors and before is not None:
+            # plain data (a REINFORCE episode's returns and comparisons: half of its calls): no argument requiring
+            # grad, none changed in place, a result without a node; _after_op would report nothing, so neither the
+            # lock nor it is taken
+            i = 0
+            for t in tensors:  # (loops, not helpers: no frame per call)
+                if t.requires_grad or t._version != before[i]:
+                    break
+                i += 1
+            else:
+                try:
+                    if result.grad_fn is None:
+                        return result
+                except RuntimeError:  # (see tg.grad_fn_of)
+                    pass
         builder, tls = self.builder, self.tls
         builder.acquire()  # ``with self.lock``, inline: this runs for every op
         tls.quiet += 1
@@ -646,7 +661,7 @@ class TorchAdapter(TorchEvents):
                 if not tensors:
                     self.created(func, args, outs)
                 return
-        frame, site = where()
+        frame, site = where(2)  # (this frame and op's)
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         if roots:
             facts = {"tensors": tensors, "outputs": outs, "lasti": site,
@@ -684,7 +699,7 @@ class TorchAdapter(TorchEvents):
         start = self._start_seq
         if start and 0 <= fn._sequence_nr() < start.get(_get_ident(), -1):
             return False  # built before the trace: an external node
-        frame, site = where()
+        frame, site = where(3)  # (this frame, _after_op's and op's)
         location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
         tag = _new_tag(NodeTag)  # NodeTag(key, self), without a Python __init__ frame
         tag.id = key = next(self._keys)

@@ -29,12 +29,13 @@ def user_frame(depth):
     return _user_frame(depth + 2)
 
 
-def where():
+def where(ours=0):
     """``(user frame, call site)`` of a call into PyTorch, in one walk outwards from the caller. The site tells
     two calls on one user line apart: the user frame's instruction and, when torch's own Python code made the
     call (an op inside ``nn.MultiheadAttention.forward``, where every op shares the user's line), the innermost
-    torch frame's code and instruction and how deep it is."""
-    f = sys._getframe(1)
+    torch frame's code and instruction and how deep it is. ``ours``: how many frames, the caller's first, are
+    gradviz's for certain (the adapter's own call chain), stepped over without looking at them."""
+    f = sys._getframe(1 + ours)
     internal = _internal
     ours = _ours
     while f is not None:

@@ -22,7 +22,7 @@ import threading
 import warnings
 
 from . import ddp as torch_ddp
-from .compat import HookCount, apply_function, probe
+from .compat import HookCount, apply_function, compiler_checks
 from .relu_watch import relu_call, relu_functions
 
 _forked = [False]  # set in a forked child: it records nothing
@@ -237,7 +237,9 @@ def _make_mode_class():
     from torch.overrides import TorchFunctionMode
 
     special, passthrough = special_functions(torch)
-    is_compiling = probe(torch).is_compiling
+    # the compiler's check, inline (compat.compiler_checks): dynamo's flag first, the function dynamo folds to True
+    # when it traces this method
+    compiling, get_mode, fake = compiler_checks(torch)
 
     class GradvizMode(TorchFunctionMode):
         def __init__(self, adapter):
@@ -248,7 +250,8 @@ def _make_mode_class():
             if kwargs is None:
                 kwargs = {}
             adapter = self.adapter
-            if not adapter.attached or _forked[0] or is_compiling() or adapter.tls.quiet or adapter.light_steps.on:
+            if not adapter.attached or _forked[0] or compiling() or get_mode(fake) is not None or adapter.tls.quiet \
+                    or adapter.light_steps.on:
                 return func(*args, **kwargs)
             handler = special.get(func)
             if handler is not None:
