@@ -326,3 +326,24 @@ def residual_doc(blocks=2):
     loss = b.op("MeanBackward0", [out], [], name="loss", line=30, text="loss = net(x).mean()")
     b.backward(loss, line=31)
     return b.finish()
+
+
+def block_chain(script, blocks, ops):
+    """``blocks`` module calls under ``net``, each a parameter's ``MulBackward0`` then ``ops - 2`` distinct ops,
+    chained one into the next, and a loss summing the last: the shape the viewer's tests grow to any size (nothing
+    folds). Returns the builder, for diagnostics and ``finish``, and each block's op ids in order."""
+    b = DocBuilder(script)
+    b.module("net", "Net")
+    y = b.leaf("x", (4,), requires_grad=False)
+    made = []
+    for i in range(blocks):
+        b.module(f"net.block{i}", "Block")
+        y = b.op("MulBackward0", [y, b.leaf(f"net.block{i}.weight", (4,), parameter=True)], (4,),
+                 module=["net", f"net.block{i}"])
+        block = [y]
+        for j in range(ops - 2):
+            y = b.op(f"Op{j}Backward0", [y], (4,), module=["net", f"net.block{i}"])
+            block.append(y)
+        made.append(block)
+    b.backward(b.op("SumBackward0", [y], ()))
+    return b, made

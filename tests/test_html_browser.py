@@ -15,7 +15,7 @@ import pytest
 
 from gradviz.rendering.html import html_report
 from gradviz.rendering.layout import dot_available
-from tests.synthetic_docs import DocBuilder, chained_models_doc, hostile_doc
+from tests.synthetic_docs import DocBuilder, block_chain, chained_models_doc, hostile_doc
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -481,18 +481,8 @@ def test_search_lands_on_an_op_inside_an_unrolled_lstm_opening_what_encloses_it(
 def diagnosed_blocks_doc(blocks=10, ops=12):
     """``blocks`` module calls of ``ops`` distinct ops under one ``net``, too big to read at fit; a diagnostic
     on an op inside block 6."""
-    b = DocBuilder("blocks.py")
-    b.module("net", "Net")
-    y, inside = b.leaf("x", (4,), requires_grad=False), None
-    for i in range(blocks):
-        b.module(f"net.block{i}", "Block")
-        y = b.op("MulBackward0", [y, b.leaf(f"net.block{i}.weight", (4,), parameter=True)], (4,),
-                 module=["net", f"net.block{i}"])
-        for j in range(ops - 2):
-            y = b.op(f"Op{j}Backward0", [y], (4,), module=["net", f"net.block{i}"])
-            if i == 6 and j == 3:
-                inside = y
-    b.backward(b.op("SumBackward0", [y], ()))
+    b, made = block_chain("blocks.py", blocks, ops)
+    inside = made[6][4]   # block 6's fourth distinct op
     b.diagnostic("nan-inf", "warning", "`y` overflows", nodes=[inside], line=3, text="y = f(y)")
     return b.finish(), inside
 

@@ -15,7 +15,7 @@ import pytest
 from gradviz.rendering.html import diagnostic_order, html_report, with_code
 from gradviz.rendering.layout import dot_available
 from gradviz.rendering.views import SVG_BYTES_CAP, page_views
-from tests.synthetic_docs import DocBuilder, chained_models_doc, hostile_doc
+from tests.synthetic_docs import DocBuilder, block_chain, chained_models_doc, hostile_doc
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
 
@@ -129,17 +129,7 @@ def test_a_structures_last_graph_drawn_like_its_first_is_embedded_once_with_its_
 
 def big_doc(blocks=50, ops=100):
     """5,000 nodes in 50 module calls, no two alike (nothing folds): the worst case for the page's size."""
-    b = DocBuilder("big.py")
-    b.module("net", "Net")
-    y = b.leaf("x", (4,), requires_grad=False)
-    for i in range(blocks):
-        b.module(f"net.block{i}", "Block")
-        y = b.op("MulBackward0", [y, b.leaf(f"net.block{i}.weight", (4,), parameter=True)], (4,),
-                 module=["net", f"net.block{i}"])
-        for j in range(ops - 2):
-            y = b.op(f"Op{j}Backward0", [y], (4,), module=["net", f"net.block{i}"])
-    b.backward(b.op("SumBackward0", [y], ()))
-    return b.finish()
+    return block_chain("big.py", blocks, ops)[0].finish()
 
 
 @needs_dot

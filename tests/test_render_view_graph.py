@@ -9,24 +9,13 @@ import zlib
 from gradviz.rendering.graph import build_graph
 from gradviz.rendering.html import html_report
 from gradviz.rendering.view_graph import NODE_FIELDS, view_graph, view_graph_text
-from tests.synthetic_docs import DocBuilder, hostile_doc
+from tests.synthetic_docs import block_chain, hostile_doc
 
 
 def nested_doc(blocks=4, ops=15):
-    """``blocks`` module calls inside ``net``, each with a parameter and a chain of distinct ops, and a skip edge
-    from the input to the loss: too big for one view, so the page opens each block's inside."""
-    b = DocBuilder("nested.py")
-    b.module("net", "Net")
-    x = b.leaf("x", (4,), requires_grad=False)
-    y = x
-    for i in range(blocks):
-        b.module(f"net.block{i}", "Block")
-        y = b.op("MulBackward0", [y, b.leaf(f"net.block{i}.weight", (4,), parameter=True)], (4,),
-                 module=["net", f"net.block{i}"])
-        for j in range(ops - 2):
-            y = b.op(f"Op{j}Backward0", [y], (4,), module=["net", f"net.block{i}"])
-    b.backward(b.op("SumBackward0", [y], ()))
-    return b.finish()
+    """``blocks`` module calls inside ``net``, each with a parameter and a chain of distinct ops: too big for one
+    view, so the page opens each block's inside."""
+    return block_chain("nested.py", blocks, ops)[0].finish()
 
 
 def page_data(doc, **options):
