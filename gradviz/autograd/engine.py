@@ -83,9 +83,15 @@ def _refused(roots, grad_tensors, exc):
     """A backward refused before it started (no grad_fn, non-scalar root) is still a backward call that
     observers must see: the debugger explains exactly these. ``retain_graph`` is None: it never began."""
     obs = _observers.get()
-    for o in obs:  # each observer sees its begin, then its end
-        observer.notify((o,), "on_backward_begin", tuple(roots), tuple(grad_tensors), None, None)
-        observer.notify((o,), "on_backward_end", tuple(roots), exc)
+    for o in obs:
+        try:
+            o.on_backward_begin(tuple(roots), tuple(grad_tensors), None, None)
+        except Exception as failure:
+            o.callback_failed("on_backward_begin", failure)
+        try:
+            o.on_backward_end(tuple(roots), exc)
+        except Exception as failure:
+            o.callback_failed("on_backward_end", failure)
     return exc
 
 
@@ -94,18 +100,30 @@ def _run(roots, root_grads, retain_graph, targets):
     when given, gradients are captured there and no leaf ``.grad`` is touched."""
     obs = _observers.get()
     if obs:
-        observer.notify(obs, "on_backward_begin", tuple(roots), tuple(root_grads), retain_graph,
-                        None if targets is None else tuple(targets))
+        for o in obs:
+            try:
+                o.on_backward_begin(tuple(roots), tuple(root_grads), retain_graph,
+                                    None if targets is None else tuple(targets))
+            except Exception as failure:
+                o.callback_failed("on_backward_begin", failure)
     try:
         # Like PyTorch, backward produces inf/nan silently (the debugger's nan-inf check reports them).
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             captured = _execute(roots, root_grads, retain_graph, targets, obs)
     except BaseException as exc:
         if obs:
-            observer.notify(obs, "on_backward_end", tuple(roots), exc)
+            for o in obs:
+                try:
+                    o.on_backward_end(tuple(roots), exc)
+                except Exception as failure:
+                    o.callback_failed("on_backward_end", failure)
         raise
     if obs:
-        observer.notify(obs, "on_backward_end", tuple(roots), None)
+        for o in obs:
+            try:
+                o.on_backward_end(tuple(roots), None)
+            except Exception as failure:
+                o.callback_failed("on_backward_end", failure)
     return captured
 
 
@@ -254,7 +272,11 @@ def _call_hook(handle, fn, grad):
     result = fn(arg)
     obs = _observers.get()
     if obs:
-        observer.notify(obs, "on_hook", var, fn, "call", arg, result)
+        for o in obs:
+            try:
+                o.on_hook(var, fn, "call", grad=arg, result=result)
+            except Exception as failure:
+                o.callback_failed("on_hook", failure)
     if result is None:
         return grad
     data = result._data if isinstance(result, Variable) else np.asarray(result)

@@ -19,16 +19,6 @@ _observers = contextvars.ContextVar("gradviz_observers", default=())
 _quiet = contextvars.ContextVar("gradviz_quiet", default=None)
 
 
-def notify(observers, callback, *args):
-    """Call method ``callback`` of each observer with ``args``, handing what it raises to its ``callback_failed``.
-    The engine's rare events go through here; its per-op ones write the same loop inline to save this frame."""
-    for o in observers:
-        try:
-            getattr(o, callback)(*args)
-        except Exception as failure:
-            o.callback_failed(callback, failure)
-
-
 class Observer:
     """Base class: every callback is a no-op; override the ones you need."""
 

@@ -57,7 +57,11 @@ class RemovableHandle:
         var = self.variable()
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_hook", var, self.fn, "remove")
+            for o in obs:
+                try:
+                    o.on_hook(var, self.fn, "remove")
+                except Exception as failure:
+                    o.callback_failed("on_hook", failure)
 
 
 def _to_array(data, dtype=None, copy=False):
@@ -154,7 +158,11 @@ class Variable:
         v._init(self._data)
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_detach", self, v, "data")
+            for o in obs:
+                try:
+                    o.on_detach(self, v, "data")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return v
 
     @data.setter
@@ -230,7 +238,11 @@ class Variable:
         self._grad = value
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_grad_write", self, value)
+            for o in obs:
+                try:
+                    o.on_grad_write(self, value)
+                except Exception as failure:
+                    o.callback_failed("on_grad_write", failure)
 
     @property
     def grad_fn(self):
@@ -305,7 +317,11 @@ class Variable:
         fn._retain[self._output_nr] = weakref.ref(self)
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_hook", self, None, "register")
+            for o in obs:
+                try:
+                    o.on_hook(self, None, "register")
+                except Exception as failure:
+                    o.callback_failed("on_hook", failure)
 
     def register_hook(self, hook):
         if not self.requires_grad:
@@ -324,7 +340,11 @@ class Variable:
             registry.append((handle, hook))
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_hook", self, hook, "register")
+            for o in obs:
+                try:
+                    o.on_hook(self, hook, "register")
+                except Exception as failure:
+                    o.callback_failed("on_hook", failure)
         return handle
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -338,7 +358,11 @@ class Variable:
         v._vc = self._vc
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_detach", self, v, "detach")
+            for o in obs:
+                try:
+                    o.on_detach(self, v, "detach")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return v
 
     def detach_(self):
@@ -348,7 +372,11 @@ class Variable:
         self._requires_grad = False
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_detach", self, self, "detach")
+            for o in obs:
+                try:
+                    o.on_detach(self, self, "detach")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return self
 
     # ----- plain values ------------------------------------------------------------------------------
@@ -358,7 +386,11 @@ class Variable:
                                "instead.")
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_detach", self, self._data, "numpy")
+            for o in obs:
+                try:
+                    o.on_detach(self, self._data, "numpy")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -367,7 +399,11 @@ class Variable:
                                "instead.")
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_detach", self, self._data, "numpy")
+            for o in obs:
+                try:
+                    o.on_detach(self, self._data, "numpy")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):
@@ -376,14 +412,22 @@ class Variable:
         value = self._data.reshape(()).item()
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_detach", self, value, "item")
+            for o in obs:
+                try:
+                    o.on_detach(self, value, "item")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return value
 
     def tolist(self):
         value = self._data.tolist()
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_detach", self, value, "tolist")
+            for o in obs:
+                try:
+                    o.on_detach(self, value, "tolist")
+                except Exception as failure:
+                    o.callback_failed("on_detach", failure)
         return value
 
     def __float__(self):

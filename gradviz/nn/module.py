@@ -323,7 +323,11 @@ class Module:
         else:
             for p in self.parameters():
                 _clear_grad(p, set_to_none)
-        observer.notify(obs, "on_optimizer", self, "zero_grad")
+        for o in obs:
+            try:
+                o.on_optimizer(self, "zero_grad")
+            except Exception as failure:
+                o.callback_failed("on_optimizer", failure)
 
     def apply(self, fn):
         """Call ``fn`` on every child (recursively), then on this module; returns self."""

@@ -105,7 +105,11 @@ class Optimizer:
     def _notify(self, event):
         obs = _observers.get()
         if obs:
-            observer.notify(obs, "on_optimizer", self, event)
+            for o in obs:
+                try:
+                    o.on_optimizer(self, event)
+                except Exception as failure:
+                    o.callback_failed("on_optimizer", failure)
 
     # ----- state ------------------------------------------------------------------------------------
     def state_dict(self):
