@@ -3,6 +3,8 @@
 and only iteration, and the plugin records every op by default (``light`` is off unless --gradviz-light)."""
 
 import json
+import os
+import pathlib
 
 import pytest
 
@@ -188,10 +190,13 @@ def test_the_plugin_loads_nothing_heavy():
     assert out.stdout.strip() == "[]", out.stderr
 
 
-def test_pytest_rewrites_the_asserts_of_test_files_and_the_plugin_not_of_gradviz(pytester):
+def test_pytest_rewrites_the_asserts_of_test_files_and_the_plugin_not_of_gradviz(pytester, monkeypatch):
     """pytest marks a plugin's whole distribution for assert rewriting: with the mark kept, every run (of any
     project with gradviz installed) rewrites gradviz's hundreds of modules, and again on every run where bytecode
-    is not cached."""
+    is not cached. pytest's rewriter finds a module only on ``sys.path``, as a regular install puts gradviz (an
+    editable install's finder hides it from the rewriter): so the subprocess finds gradviz there."""
+    root = pathlib.Path(gradviz.__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
     pytester.makepyfile(test_loaders='''
 import sys
 from _pytest.assertion.rewrite import AssertionRewritingHook
