@@ -151,24 +151,29 @@ def test_only_a_fresh_view_of_the_same_part_on_a_later_iteration_counts():
 
 def test_a_view_stored_back_into_what_it_was_taken_from_is_an_indexed_update():
     """``counts[c] += 1``: the view written, then ``counts.__setitem__(c, view)``; only the view written last,
-    stored into the tensor (or a view of the tensor) it was taken from, counts."""
+    stored into the tensor (or a view of the tensor) it was taken from, counts. Through the torch adapter's
+    ``cache_write``, which tells a view of the target's memory from a copy."""
+    import types
+
     import torch
 
+    from gradviz.tracing.adapters.torch.cache_watch import cache_write
     from gradviz.tracing.cache_writes import CacheWrites
 
     cache, counts, other = CacheWrites(), torch.zeros(4), torch.zeros(4)
+    builder = types.SimpleNamespace(training=types.SimpleNamespace(cache_writes=cache))
 
     def bump(iteration, location, store_into=None):
         view = counts[1]
         cache.write(location, "__iadd__", view, counts, (1, (), ()), iteration, lambda: ((4,), None, None))
         if store_into is not None:
-            cache.stored_back(store_into, view)
+            cache_write(builder, store_into, "__setitem__", location, view)
 
     for it in range(3):
         bump(it, "counter", store_into=counts)
         bump(it, "elsewhere", store_into=other)  # stored into another tensor: a copy, not an update by index
         bump(it, "view", store_into=counts[:2])  # into a view of the same tensor: still by index
         bump(it, "plain")
-    cache.stored_back(counts, counts[1])  # a view never written: nothing
+    cache_write(builder, counts, "__setitem__", "plain", counts[1])  # a view never written: nothing
     assert {f["location"]: f["indexed"] for f in cache.section(lambda where: where)} == {
         "counter": True, "elsewhere": False, "view": True, "plain": False}

@@ -70,15 +70,14 @@ class CacheWrites:
                                "view": None if taken is None else taken[0],
                                "view_location": None if taken is None else taken[1]}
 
-    def stored_back(self, target, value):
-        """``target[index] = value`` ran: when ``value`` is the view written last, taken from ``target``'s memory,
-        that write was an augmented assignment through an index (``target[index] += v``)."""
+    def stored_back(self, value):
+        """``target[index] = value`` ran with ``value`` a view of ``target``'s memory (the adapter tells): when it
+        is the view written last, that write was an augmented assignment through an index (``target[index] += v``)."""
         last = self._last
         if last is None or last[1]() is not value:
             return
         self._last = None
-        held = target._base if target._base is not None else target
-        if value._base is held and len(self.indexed) < REGION_LIMIT:
+        if len(self.indexed) < REGION_LIMIT:
             self.indexed.add(last[0])
 
     def section(self, loc):

@@ -14,8 +14,9 @@ def cache_write(builder, t, op, location, stored=None):
     if op not in READS_OLD:
         if stored is not None and op == "__setitem__":
             facts = getattr(builder, "training", None)
-            if facts is not None and getattr(stored, "_base", None) is not None:
-                facts.cache_writes.stored_back(t, stored)
+            held = t._base if t._base is not None else t
+            if facts is not None and getattr(stored, "_base", None) is held:  # a view of what it is stored into
+                facts.cache_writes.stored_back(stored)
         return
     base = t._base
     if base is None or t.requires_grad or base.requires_grad or t.numel() >= base.numel():
