@@ -129,6 +129,9 @@ class TorchAdapter(TorchEvents):
         self._thresholds = None  # the collector's thresholds to put back at detach (see _collect_less)
         self._Tensor = torch.Tensor
         self._Parameter = torch.nn.Parameter
+        # results that hold no tensor (t.size(), t.dim(), bool(t), torch._C._set_grad_enabled's None): a call
+        # returning one reports nothing unless it wrote an argument in place
+        self._no_tensor = frozenset((int, float, bool, type(None), torch.Size))
         # the weak references' callbacks, bound once: the builder's own, which take its lock (no torch call
         # runs there, so the thread need not be made quiet)
         self._var_gone = builder.variable_handle_died
@@ -598,6 +601,18 @@ class TorchAdapter(TorchEvents):
                         return result
                 except RuntimeError:  # (see tg.grad_fn_of)
                     pass
+        elif type(result) in self._no_tensor:
+            # no tensor out (a REINFORCE episode's size(), dim() and bool() calls): _after_op reports only an
+            # argument changed in place, so without one neither the lock nor it is taken
+            if before is None:
+                return result
+            i = 0
+            for t in tensors:
+                if t._version != before[i]:
+                    break
+                i += 1
+            else:
+                return result
         builder, tls = self.builder, self.tls
         builder.acquire()  # ``with self.lock``, inline: this runs for every op
         tls.quiet += 1
