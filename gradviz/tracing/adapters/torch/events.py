@@ -17,7 +17,7 @@ from ..skeleton import EventSkeleton
 from . import graph as tg
 from .cache_watch import cache_write
 from .compat import STALE_DEFAULT, compiler_checks, outside_functorch, stale_versions
-from .frames import caller_is_internal, user_frame
+from .frames import caller_is_internal, user_caller, user_frame
 from .patches import _forked, forked, step_aside, step_back
 
 _CUT_MEMORY = 256  # how many recent cuts (.data/.detach/.numpy) are remembered to spot re-wrapping
@@ -122,6 +122,11 @@ def _here():
     return frame, (None if frame is None else location_at(frame.f_code, frame.f_lineno))
 
 
+def _location(frame):
+    """``_here()``'s line, of a user frame found already (``user_caller``)."""
+    return None if frame is None else location_at(frame.f_code, frame.f_lineno)
+
+
 class _KeyRef(weakref.ref):
     """A weak reference that knows the key of what it refers to."""
 
@@ -213,10 +218,11 @@ class TorchEvents(EventSkeleton):
     # ----- forward side ----------------------------------------------------------------------------------------
     def created(self, func, args, outs):
         """A tensor made from nothing (a factory, ``torch.tensor``) by the user's code."""
-        if caller_is_internal():
+        internal, frame = user_caller()
+        if internal:
             return
         origin = "new" if getattr(func, "__name__", "") in _NEW else "factory"
-        _, location = _here()
+        location = _location(frame)
         live = self.builder.live_variables
         for o in outs:
             if id(o) in live:
@@ -335,11 +341,14 @@ class TorchEvents(EventSkeleton):
     # ----- cuts, hooks, .grad -------------------------------------------------------------------------------
     def cut(self, func, args, kwargs, how):
         result = func(*args, **kwargs)
-        if not self.attached or caller_is_internal(func):  # func: Tensor.__array__ is Python code of torch's
+        if not self.attached:
+            return result
+        internal, frame = user_caller(func)  # func: Tensor.__array__ is Python code of torch's
+        if internal:
             return result
         with self.facts["cut"]:
             source = args[0]
-            _, location = _here()
+            location = _location(frame)
             skey = self.var(source)
             rkey = None
             if isinstance(result, self._Tensor):
@@ -415,9 +424,11 @@ class TorchEvents(EventSkeleton):
 
     def grad_get(self, func, args, kwargs):
         t = args[0]
-        if not self.attached or caller_is_internal():
+        if not self.attached:
             return func(*args, **kwargs)
-        frame = user_frame(0)
+        internal, frame = user_caller()
+        if internal:
+            return func(*args, **kwargs)
         if t.is_leaf or t.retains_grad:
             grad = func(*args, **kwargs)
         else:  # PyTorch warns here; under a mode the warning would point at our line: re-issue it at the user's
@@ -438,10 +449,13 @@ class TorchEvents(EventSkeleton):
 
     def grad_set(self, func, args, kwargs):
         result = func(*args, **kwargs)
-        if not self.attached or caller_is_internal():
+        if not self.attached:
+            return result
+        internal, frame = user_caller()
+        if internal:
             return result
         with self.facts["grad_write"]:
-            _, location = _here()
+            location = _location(frame)
             self.builder.grad_write(self.var(args[0]), location, is_none=args[1] is None)
         return result
 

@@ -13,7 +13,7 @@ from ...frames import _PACKAGE_DIR as _GRADVIZ_DIR
 from ...frames import _held, _internal, add_internal_dir, is_internal
 from ...frames import user_frame as _user_frame
 
-__all__ = ["caller_is_internal", "is_internal", "set_torch_dir", "user_frame", "where"]
+__all__ = ["caller_is_internal", "is_internal", "set_torch_dir", "user_caller", "user_frame", "where"]
 
 _ours = {}  # id(code) -> True when it belongs to gradviz (the code objects are held by frames._held)
 
@@ -67,14 +67,35 @@ def caller_is_internal(func=None):
     """Whether the code that called ``func`` (the first frame outside gradviz, and outside ``func`` itself when it
     is a Python method such as ``Tensor.register_hook``, looking outwards from here) is torch's own (an optimizer
     reading ``p.grad``, ``zero_grad`` writing it): such reads and writes are not the user's."""
+    f = _caller(func)
+    if f is None:
+        return False
+    flag = _internal.get(id(f.f_code))  # (decided once per code object: is_internal's path check is a few µs)
+    return is_internal(f.f_code) if flag is None else flag
+
+
+def user_caller(func=None):
+    """``caller_is_internal`` and ``user_frame(0)`` of the same caller in one walk: ``(True, None)`` when the code
+    that called ``func`` is torch's own, else ``(False, the user's frame or None)``. Every frame the walk steps over
+    (gradviz's, ``func``'s, torch's ``handle_torch_function``) is internal, so a caller that is not is the frame
+    ``user_frame`` would find."""
+    f = _caller(func)
+    if f is None:
+        return False, None
+    flag = _internal.get(id(f.f_code))
+    if flag is None:
+        flag = is_internal(f.f_code)
+    return (True, None) if flag else (False, f)
+
+
+def _caller(func):
+    """The first frame, from the caller's caller outwards, that is not gradviz's, ``func``'s or torch's
+    ``handle_torch_function``; None when there is none."""
     own = getattr(func, "__code__", None)
-    f = sys._getframe(1)
+    f = sys._getframe(2)
     while f is not None:
         code = f.f_code
         if not (code is own or code.co_filename.startswith(_GRADVIZ_DIR) or code.co_name == "handle_torch_function"):
             break
         f = f.f_back
-    if f is None:
-        return False
-    flag = _internal.get(id(f.f_code))  # (decided once per code object: is_internal's path check is a few µs)
-    return is_internal(f.f_code) if flag is None else flag
+    return f
