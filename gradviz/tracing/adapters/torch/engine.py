@@ -440,7 +440,7 @@ class TorchAdapter(TorchEvents):
         live = self.builder.live_variables
         var = self.var
         if is_root:
-            if len(tensors) == len(edges) and _lined_up(edges, tensors):
+            if len(tensors) == len(edges) and _lined_up(self, edges, tensors):
                 return [id(t) if id(t) in live else var(t) for t in tensors]  # one argument per input, in order
             extra = self._in_order(edges, tensors)
             if extra is not None:
@@ -724,7 +724,7 @@ class TorchAdapter(TorchEvents):
         ref = _Ref(tag, self._node_gone)
         ref.key = key
         try:
-            if len(tensors) == len(edges) and _lined_up(edges, tensors):
+            if len(tensors) == len(edges) and _lined_up(self, edges, tensors):
                 live = self.builder.live_variables
                 in_keys = []
                 for t in tensors:
@@ -894,11 +894,15 @@ def _saved_outputs_named(facts, outputs):
     return facts if named is None else named
 
 
-def _lined_up(edges, tensors):
-    """Whether each argument can be the input at its position: an edge where it requires grad, none where not
-    (an argument list with a keyword-passed weight or an index in it does not line up)."""
+def _lined_up(adapter, edges, tensors):
+    """Whether each argument is the input at its position: the argument's own edge where it requires grad, none
+    where not (an argument list with a keyword-passed weight or an index in it does not line up, nor does
+    ``F.linear``'s (x, W, b), whose node takes (b, x, W's transpose))."""
     for edge, t in zip(edges, tensors):
-        if (edge is None) == t.requires_grad:
+        if edge is None:
+            if t.requires_grad:
+                return False
+        elif edge != _edge_of(adapter, t):
             return False
     return True
 
