@@ -26,7 +26,7 @@ from .frames import user_frame
 from .loss_shapes import sightings
 from .nan import data_line, nonfinite_culprit
 from .patches import _forked
-from .watch import TorchWatch
+from .watch import TorchWatch, forget_imports
 
 LIGHT_KEY = "gradviz_light"  # the tag in a light root's grad_fn.metadata
 
@@ -171,7 +171,10 @@ class TorchLight(LightSteps):
                 self.torch._C._push_on_torch_function_stack(mode)
 
     def restore(self):
+        """Full again, or the trace detached (``adapter.attached`` is False by then: the import counter goes)."""
         self.watch.uninstall()
+        if not self.adapter.attached:
+            forget_imports()
         self.full_backward = False
         self._calls_full()
         if self._originals is not None:
