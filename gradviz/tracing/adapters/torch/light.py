@@ -296,13 +296,13 @@ def _light_module_call(light, original):
     work; a compiled region's (dynamo folds ``is_compiling``), a forked child's and a call after the trace went
     full again (a bound ``__call__`` kept from a light iteration) run as they are."""
     adapter = light.adapter
-    compile_flag, get_mode, fake = adapter._compile_flag, adapter._get_mode, adapter._fake  # (inline: no frame)
+    is_compiling = adapter._is_compiling
     Tensor = adapter._Tensor
     modes = adapter.training_watch
     kinds = modes.kinds  # module class -> mode-dependent or recurrent (None: not classified yet)
 
     def __call__(module, *args, **kwargs):
-        if compile_flag() or get_mode(fake) is not None or not light.on or _forked[0]:
+        if is_compiling() or not light.on or _forked[0]:
             return original(module, *args, **kwargs)
         if _ident() != adapter.mode_thread:
             return light.other_thread_call(original, module, args, kwargs)
