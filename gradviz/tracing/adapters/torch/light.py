@@ -22,6 +22,7 @@ from threading import get_ident as _ident  # (called twice per module call while
 from ...frames import location_at
 from ...light_steps import LightSteps
 from . import graph as tg
+from .compat import _is_compiling
 from .frames import user_frame
 from .loss_shapes import sightings
 from .nan import data_line, nonfinite_culprit
@@ -296,7 +297,10 @@ def _light_module_call(light, original):
     work; a compiled region's (dynamo folds ``is_compiling``), a forked child's and a call after the trace went
     full again (a bound ``__call__`` kept from a light iteration) run as they are."""
     adapter = light.adapter
-    is_compiling = adapter._is_compiling
+    # dynamo's flag alone (it folds it while tracing: our bookkeeping is never traced into a compiled graph); not
+    # the fake-tensor check of the adapter's _is_compiling, which guards ops recorded into a graph: nothing here
+    # runs an op, and a later stage's call of the compiled module on fake tensors only adds to the signature
+    is_compiling = _is_compiling(adapter.torch)
     Tensor = adapter._Tensor
     modes = adapter.training_watch
     kinds = modes.kinds  # module class -> mode-dependent or recurrent (None: not classified yet)
