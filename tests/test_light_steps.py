@@ -166,7 +166,10 @@ def test_a_500_step_episode_traced_in_full_in_a_light_run_stays_one_iteration():
     assert len(doc["iterations"]) == 5 if isinstance(doc["iterations"], list) else doc["iterations"] == 5
 
 
-def test_light_iterations_swap_in_the_light_module_hooks_in_place_and_put_the_full_ones_back():
+def test_light_iterations_take_the_global_module_hooks_out_and_put_them_back_in_their_places():
+    """While light no global module hook of the trace's is in torch's tables (any one sends every module call down
+    _call_impl's slow path): Module.__call__ is wrapped instead. Full again, the hooks are back where they were,
+    before a user's global hook registered while they were out, and Module.__call__ is torch's own."""
     torch = pytest.importorskip("torch")
     from torch.nn.modules import module as torch_module
 
@@ -174,24 +177,28 @@ def test_light_iterations_swap_in_the_light_module_hooks_in_place_and_put_the_fu
     model = torch.nn.Linear(3, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x = torch.randn(2, 3)
+    torch_call = torch.nn.Module.__call__
     seen = {}
+    user_calls = []
     with gradviz.trace(engine="torch", light=True, trace_steps=(2, 2)) as tr:
         adapter = tr.adapters[0]
-        light = adapter.light_steps
         for step in range(5):
+            if step == 1:  # registered while the trace's hooks are out: after them when they are back
+                user = torch_module.register_module_forward_pre_hook(lambda m, a: user_calls.append(len(seen) - 1))
             pre = list(torch_module._global_forward_pre_hooks.values())
             post = list(torch_module._global_forward_hooks.values())
-            seen[step] = (pre.index(light._light_enter) if light._light_enter in pre else None,
-                          light._light_exit in post, adapter.module_enter in pre, adapter.module_exit in post)
+            seen[step] = (pre.index(adapter.module_enter) if adapter.module_enter in pre else None,
+                          adapter.module_exit in post, torch.nn.Module.__call__ is torch_call)
             opt.zero_grad()
             model(x).pow(2).sum().backward()
             opt.step()
-    place = seen[0][0]
-    assert place is not None
-    light_steps = (place, True, False, False)
-    assert seen == {0: light_steps, 1: light_steps, 2: (None, False, True, True), 3: light_steps, 4: light_steps}
-    assert light._light_enter not in torch_module._global_forward_pre_hooks.values()  # gone with the trace
+    user.remove()
+    light = (None, False, False)
+    assert seen == {0: light, 1: light, 2: (0, True, True), 3: light, 4: light}
+    assert user_calls == [1, 2, 3, 4]  # the user's hook ran on every call, light or full
+    assert torch.nn.Module.__call__ is torch_call  # gone with the trace
     assert adapter.module_enter not in torch_module._global_forward_pre_hooks.values()
+    assert not torch_module._global_forward_hooks_always_called
     doc = tr.to_dict()
     assert sorted({g["iteration"] for g in doc["graphs"]}) == [2]  # the full iteration, recorded as before
     assert len(doc["schedule"]["light"]["grad_norms"]) == 2  # the light ones still saw the gradients

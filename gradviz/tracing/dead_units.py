@@ -3,40 +3,20 @@
 A unit whose pre-activation is negative for every example gets no gradient through its ReLU, so nothing moves
 it back: once most of a layer's units are dead (a large negative bias, a learning rate that pushed them there),
 the layer stays that way. The adapter measures it on full iterations only, one reduction per ReLU call (which
-units are non-zero anywhere in the batch, counted), and hands each call in (``call``); kept per ReLU line and
-module, with the layer that fed it. The count may be handed in unread (``later``: a device value, whose read
-waits for the device): the pending counts are read together, by one call of the adapter's reader, when a later
-iteration's first count arrives or the section is written (one wait per iteration, not one per ReLU call).
+units are non-zero anywhere in the batch, counted), and hands each call in as numbers (``call``); kept per ReLU
+line and module, with the layer that fed it. An adapter that holds counts unread (a device value, whose read
+waits for the device: PyTorch's reads an iteration's together) sets ``settle``, which hands them in before the
+section is written.
 """
 
 DEAD_SHARE = 0.9  # a call with at least this share of its units zero for the whole batch is "mostly dead"
 ENTRY_LIMIT = 64
-PENDING_LIMIT = 4096  # counts held unread, at most (then read at once)
 
 
 class DeadUnits:
     def __init__(self):
         self.relus = {}  # (location, module path) -> entry
-        self._pending = []  # (location, path, cls, feeder, units, the count of units alive unread, iteration)
-        self._read = None  # the adapter's reader of those counts: [count] -> [int]
-
-    def later(self, location, path, cls, feeder, units, alive, iteration, read):
-        """As ``call``, with ``alive`` (units non-zero somewhere in the batch) not read yet: ``read([alive, ...])``
-        gives the numbers, for the whole iteration at once."""
-        pending = self._pending
-        if pending and (pending[-1][6] != iteration or len(pending) >= PENDING_LIMIT):
-            self.settle()
-        self._read = read
-        self._pending.append((location, path, cls, feeder, units, alive, iteration))
-
-    def settle(self):
-        """Read the pending counts (one call of the reader) and hand each in as a ``call``."""
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        for (location, path, cls, feeder, units, _, iteration), alive in zip(
-                pending, self._read([p[5] for p in pending])):
-            self.call(location, path, cls, feeder, units, units - alive, iteration)
+        self.settle = None  # the adapter's: hands in (``call``) the calls whose counts it still holds unread
 
     def call(self, location, path, cls, feeder, units, dead, iteration):
         """A ReLU call at ``location`` (inside module ``path`` of class ``cls``, or None) left ``dead`` of its
@@ -60,7 +40,8 @@ class DeadUnits:
             entry["last_iteration"] = iteration
 
     def section(self, loc):
-        self.settle()
+        if self.settle is not None:
+            self.settle()
         found = []
         for e in self.relus.values():
             feeder = e["feeder"]

@@ -23,12 +23,16 @@ class LeakWatch:
         self.facts = facts
         self.location = location
         self.iteration = iteration
-        # optimizer key -> weak reference to the optimizer, dropped when it dies: a plain dict, so that "fewer than
-        # two optimizers alive, nothing to watch" (every step of most loops) is one C call, len(watch.live)
+        # optimizer key -> weak reference to the optimizer, dropped when it dies: its size says ``watching``
         self.live = {}
         self._reset = {}  # optimizer key -> order of its last zero_grad
         self._stepped = {}  # optimizer key -> order of its last step
         self._marks = {}  # optimizer key -> (giver class, giver step location, order, [weak refs to gradients])
+
+    @property
+    def watching(self):
+        """Two optimizers or more alive: a leak needs a giver and a taker (most loops have one: nothing to do)."""
+        return len(self.live) > 1
 
     def built(self, optimizer):
         live, key = self.live, id(optimizer)
@@ -40,7 +44,7 @@ class LeakWatch:
 
     def zero_grad(self, owner):
         """An optimizer's ``zero_grad``, or a module's (the optimizers holding its parameters)."""
-        if len(self.live) < 2:
+        if not self.watching:
             return
         order = self.facts.order
         if hasattr(owner, "param_groups"):
@@ -53,7 +57,7 @@ class LeakWatch:
             self._marks.pop(key, None)
 
     def step(self, optimizer):
-        if len(self.live) < 2:
+        if not self.watching:
             return
         facts, key = self.facts, id(optimizer)
         backward = facts.backward_order

@@ -8,9 +8,10 @@ Each adapter builds one with its engine's classes: ``torch_watch(adapter)``, ``g
 - ``nn.Module.train`` is wrapped while the trace is attached: the outermost call (``model.eval()`` is
   ``model.train(False)``, which sets every submodule through ``train`` too) is a switch, with the user's line
   and the mode-dependent modules it set.
-- A recurrent module's (RNN, LSTM, GRU and their cells) outputs are looked at after each call (PyTorch: a global
-  forward hook; gradviz's engine: a forward hook on the module, a module-level function so that ``deepcopy`` and
-  pickling of the module never reach the watch, removed at detach): a call whose state argument is an output of
+- A recurrent module's (RNN, LSTM, GRU and their cells) outputs are looked at after each call (a forward hook on
+  the module, registered at its first call, a module-level function so that ``deepcopy`` and pickling of the
+  module never reach the watch, removed at detach; not a global hook, which would send every module call of
+  PyTorch's down ``_call_impl``'s slow path): a call whose state argument is an output of
   its own previous call, made before a backward and still attached to that graph, with grad on, is a hidden state
   carried across iterations without ``detach()`` (``carry``: the next backward reaches every earlier iteration
   through it).
@@ -44,8 +45,7 @@ def torch_watch(adapter):
                          lambda: user_frame(0), is_internal, lambda f: location_at(f.f_code, f.f_lineno))
     return ModeWatch(adapter, nn.Module, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm),
                      torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional,
-                     recurrent=((nn.RNNBase, nn.RNNCellBase), torch.Tensor,
-                                nn.modules.module.register_module_forward_hook), frozen=frozen)
+                     recurrent=((nn.RNNBase, nn.RNNCellBase), torch.Tensor), frozen=frozen)
 
 
 def gradviz_watch(adapter):
@@ -59,7 +59,7 @@ def gradviz_watch(adapter):
     from ..frames import _is_internal, user_frame
 
     return ModeWatch(adapter, Module, (Dropout, _BatchNorm), is_grad_enabled, lambda: user_frame(1), _is_internal,
-                     functional, recurrent=((RNNBase, RNNCellBase), Variable, None))
+                     functional, recurrent=((RNNBase, RNNCellBase), Variable))
 
 
 class ModeWatch:
@@ -67,11 +67,11 @@ class ModeWatch:
     module classes; ``grad_enabled()``; ``find_frame()``: the innermost user frame; ``internal(code)``: whether a
     code object is the engine's or gradviz's; ``functional``: the engine's ``nn.functional``, whose dropout
     functions are wrapped while attached (a call with ``training`` left at its default, True, from the ``forward``
-    of a module in eval mode: dropout-in-eval); ``recurrent``: (the recurrent module classes, the tensor class,
-    the engine's global forward-hook registration or None); ``frozen``: the engine's ``FrozenWatch``, or None."""
+    of a module in eval mode: dropout-in-eval); ``recurrent``: (the recurrent module classes, the tensor class);
+    ``frozen``: the engine's ``FrozenWatch``, or None."""
 
     def __init__(self, adapter, module_class, bases, grad_enabled, find_frame, internal, functional=None,
-                 recurrent=((), None, None), frozen=None):
+                 recurrent=((), None), frozen=None):
         self.adapter = adapter
         self.module_class = module_class
         self.grad_enabled = grad_enabled
@@ -81,15 +81,14 @@ class ModeWatch:
         self._bases = bases
         self.functional = functional
         self._dropouts = {}  # name -> the functional dropout it wraps, while installed
-        self._kinds = {}  # module class -> True when its behaviour depends on ``training``
+        self.kinds = {}  # module class -> True when its behaviour depends on ``training``, RECURRENT, or False
         self._refs = {}  # module key -> weak reference, for naming it when the document is made
         self._original = None
         self._setattr = None  # the engine's Module.__setattr__, while wrapped
         self._frozen = []  # (module weakref, location, iteration) of ``module.requires_grad = False`` not judged yet
         self._depth = 0
-        self._recurrent, self._tensor, self._register_global = recurrent
-        self._global = None  # the global forward hook's handle, while attached
-        self._hooked = {}  # recurrent module key -> its own forward hook's handle (no global hooks), while attached
+        self._recurrent, self._tensor = recurrent
+        self._hooked = {}  # recurrent module key -> its own forward hook's handle, while attached
         self._outputs = {}  # recurrent module key -> (weak refs to its last call's outputs, order, iteration)
         self.frozen = frozen
         if self.facts is not None:
@@ -117,8 +116,6 @@ class ModeWatch:
 
         Module.train = functools.wraps(original)(train)
         _WATCHES.append(self)
-        if self._recurrent and self._register_global is not None:
-            self._global = self._register_global(self._global_exit)
         self._wrap_setattr()
         if self.frozen is not None:
             self.frozen.install()
@@ -159,9 +156,6 @@ class ModeWatch:
         for handle in self._hooked.values():
             handle.remove()
         self._hooked = {}
-        if self._global is not None:
-            self._global.remove()
-            self._global = None
         if self in _WATCHES:
             _WATCHES.remove(self)
         self._outputs = {}
@@ -170,13 +164,13 @@ class ModeWatch:
     def call(self, module):
         """A module call (full or light): cheap unless a mode-dependent module's mode or grad mode changed."""
         cls = type(module)
-        kind = self._kinds.get(cls)
+        kind = self.kinds.get(cls)
         if kind is None:
-            kind = self._kinds[cls] = self._kind_of(cls)
+            kind = self.kinds[cls] = self._kind_of(cls)
         if not kind or self.facts is None:
             return
         if kind is RECURRENT:
-            if self._global is None and id(module) not in self._hooked and self._original is not None:
+            if id(module) not in self._hooked and self._original is not None:
                 self._hooked[id(module)] = module.register_forward_hook(_recurrent_hook)
             return
         training = module.training
@@ -197,7 +191,7 @@ class ModeWatch:
             self.facts.backward(self.adapter.builder.current_iteration())
 
     def switch(self, module, mode):
-        kinds = self._kinds
+        kinds = self.kinds
         touches = []
         for m in module.modules():
             cls = type(m)
@@ -219,10 +213,6 @@ class ModeWatch:
         if issubclass(cls, self._bases):
             return True
         return RECURRENT if self._recurrent and issubclass(cls, self._recurrent) else False
-
-    def _global_exit(self, module, args, output):
-        if self._kinds.get(type(module)) is RECURRENT:
-            self._recurrent_exit(module, args, output)
 
     def _recurrent_exit(self, module, args, output):
         """A recurrent module's forward hook: its state arguments against its previous call's outputs."""

@@ -159,7 +159,7 @@ class OptimizerWatch:
                 self.adopt(owner)
             key = id(owner) if hasattr(owner, "param_groups") else None
             self.facts.zero_grad(key, type(owner).__name__, self._location)
-            if len(self.leaks.live) > 1:  # (one optimizer, most loops: nothing to check, no call)
+            if self.leaks.watching:
                 self._leaks("zero_grad", owner)
 
     def step(self, optimizer):
@@ -171,7 +171,7 @@ class OptimizerWatch:
             modes = getattr(self.adapter, "training_watch", None)
             if modes is not None:  # a module "frozen" by a plain attribute: do its parameters still train?
                 modes.stepped(optimizer, self._location)
-            if len(self.leaks.live) > 1:
+            if self.leaks.watching:
                 self._leaks("step", optimizer)
 
     def _leaks(self, event, owner):

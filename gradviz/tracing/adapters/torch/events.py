@@ -16,7 +16,7 @@ from ..handouts import HandoutWatch
 from ..skeleton import EventSkeleton
 from . import graph as tg
 from .cache_watch import cache_write
-from .compat import STALE_DEFAULT, compiler_checks, outside_functorch, stale_versions
+from .compat import STALE_DEFAULT, outside_functorch, stale_versions
 from .frames import caller_is_internal, user_caller, user_frame
 from .patches import _forked, forked, step_aside, step_back
 
@@ -207,8 +207,6 @@ class TorchEvents(EventSkeleton):
         self.facts = {where: Guarded(self, where) for where in _GUARDED}
         self.failures = {where: Recorded(self, where) for where in _RECORDED}
         self._is_compiling = self.compat.is_compiling  # (torch/compat: the one dynamo folds while tracing)
-        # its two checks apart, for the module hooks (once per module call): dynamo's flag, the fake-mode lookup
-        self._compile_flag, self._get_mode, self._fake = compiler_checks(self.torch)
         _stale_pattern[0] = self.compat.stale
 
     def observing(self):
@@ -492,7 +490,7 @@ class TorchEvents(EventSkeleton):
 
     # module_enter / module_exit run for every module call: ``observing()`` and ``with self.lock`` inline
     def module_enter(self, module, inputs):
-        if not self.attached or _forked[0] or self._compile_flag() or self._get_mode(self._fake) is not None:
+        if not self.attached or _forked[0] or self._is_compiling():
             return None
         self.training_watch.call(module)  # train/eval mode facts (torch_training), full or light
         light = self.light_steps
@@ -532,8 +530,7 @@ class TorchEvents(EventSkeleton):
         return None
 
     def module_exit(self, module, inputs, output):
-        if not self.attached or _forked[0] or self._compile_flag() or self._get_mode(self._fake) is not None or \
-                (self.light_steps.on and not self.tls.calls):
+        if not self.attached or _forked[0] or self._is_compiling() or (self.light_steps.on and not self.tls.calls):
             return None
         builder, tls = self.builder, self.tls
         try:

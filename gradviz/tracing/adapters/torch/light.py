@@ -3,7 +3,9 @@
 On a light iteration the adapter's ``TorchFunctionMode`` is off the thread's stack (no op, ``.grad`` read, cut or
 hook reaches it), no node is tagged and no prehook registered. What still runs:
 
-- the global module hooks, which only note ``(module, input shapes)`` for the iteration's signature;
+- module calls, through a wrapper of ``nn.Module.__call__`` (the global module hooks are out of torch's tables,
+  which keeps ``_call_impl``'s fast path): ``(module, input shapes)`` for the iteration's signature, the
+  mode-dependent modules' runs, and whether a forward is in flight;
 - ``torch.autograd.backward`` / ``torch.autograd.grad``, wrapped while light: the roots' NaN/Inf (one host sync
   per scalar root) and a small tag in each root's ``grad_fn.metadata`` whose weak reference says when that graph
   died (graphs alive, not nodes: retained-graph growth);
@@ -20,11 +22,12 @@ from threading import get_ident as _ident  # (called twice per module call while
 from ...frames import location_at
 from ...light_steps import LightSteps
 from . import graph as tg
+from .compat import _is_compiling
 from .frames import user_frame
 from .loss_shapes import sightings
 from .nan import data_line, nonfinite_culprit
 from .patches import _forked
-from .watch import TorchWatch
+from .watch import TorchWatch, forget_imports
 
 LIGHT_KEY = "gradviz_light"  # the tag in a light root's grad_fn.metadata
 
@@ -48,6 +51,9 @@ class TorchLight(LightSteps):
         self.full_backward = False  # the watch asks for the next backward to be traced in full
         self.forward_calls = 0  # module calls since the last backward: a forward is in flight
         self.loss_shapes_seen = set()  # keys of loss-shape mistakes seen (loss_shapes.sightings)
+        self._taken = None  # while light: [(handle id, [(torch's table, what it held)])] of the global hooks out
+        self._module_call = None  # while light: (Module.__call__ as it was, its light wrapper)
+        self.exit_hook_out = False  # the exit hook is out too (no traced module call was open on this thread)
 
     def finding(self):
         """The watch saw a mistake's call: the facts it records belong to this iteration; the next ones are full."""
@@ -63,38 +69,61 @@ class TorchLight(LightSteps):
         Tensor = self.adapter._Tensor  # (a torch.Size is a tuple: hashed and compared as one)
         self.note_call(module, tuple([a.shape if isinstance(a, Tensor) else None for a in inputs]))
 
-    # ----- the global module hooks while light: the signature only, on this thread -------------------------------
-    def _light_enter(self, module, inputs):
-        adapter = self.adapter
-        if _ident() != adapter.mode_thread or _forked[0] or adapter._is_compiling():
-            return adapter.module_enter(module, inputs)  # other threads stay full
-        adapter.training_watch.call(module)
-        self.count += 1
-        self.forward_calls += 1
-        Tensor = adapter._Tensor
-        self.calls.add((id(module), tuple([a.shape if isinstance(a, Tensor) else None for a in inputs])))
-        return None
-
-    def _light_exit(self, module, inputs, output):
-        if _ident() != self.adapter.mode_thread:
-            return self.adapter.module_exit(module, inputs, output)
-        return None
-
-    def _swap_hooks(self, light):
-        """Put the light handlers in the global module hooks' places (their order kept), or the full ones back.
-        The exit hook is swapped only when this thread is inside no traced module call (none to close)."""
+    # ----- module calls while light: Module.__call__ wrapped, no global module hook ---------------------------
+    # Any global module hook sends every module call down ``nn.Module._call_impl``'s slow path (~5 us a call with
+    # the adapter's pair, more than the signature's own bookkeeping): while light they are taken out of torch's
+    # tables and one wrapper of ``Module.__call__`` notes the call before ``_call_impl``'s fast path runs.
+    def _calls_light(self):
+        """Take the adapter's global module hooks out (their ids kept, to be put back in their places) and wrap
+        ``Module.__call__``. The exit hook stays while this thread is inside a traced module call (it closes it)."""
         adapter = self.adapter
         handles = adapter.handles[:2]
-        if len(handles) < 2:
+        if len(handles) < 2 or self._taken is not None:
             return
-        if light:
-            hooks = (self._light_enter, None if adapter.tls.calls else self._light_exit)
-        else:
-            hooks = (adapter.module_enter, adapter.module_exit)
-        for handle, hook in zip(handles, hooks):
-            table = handle.hooks_dict_ref() if hasattr(handle, "hooks_dict_ref") else None
-            if hook is not None and table is not None and handle.id in table:
-                table[handle.id] = hook
+        taken = []
+        for handle in handles:
+            if handle is handles[1] and adapter.tls.calls:
+                continue
+            table = handle.hooks_dict_ref()
+            if table is None or handle.id not in table:
+                continue
+            extras = [d for d in (ref() for ref in handle.extra_dict_ref) if d is not None and handle.id in d]
+            taken.append((handle.id, [(d, d.pop(handle.id)) for d in [table] + extras]))
+        self._taken = taken
+        self.exit_hook_out = len(taken) == 2
+        Module = self.torch.nn.Module
+        original = Module.__dict__["__call__"]
+        self._module_call = (original, _light_module_call(self, original))
+        Module.__call__ = self._module_call[1]
+
+    def _calls_full(self):
+        """The global module hooks back where they were, ``Module.__call__`` as it was."""
+        if self._taken is None:
+            return
+        taken, self._taken = self._taken, None
+        self.exit_hook_out = False
+        for key, entries in taken:
+            for table, value in entries:
+                _put_back(table, key, value)
+        original, wrapper = self._module_call
+        self._module_call = None
+        Module = self.torch.nn.Module
+        if Module.__dict__.get("__call__") is wrapper:  # (else someone patched it since: theirs stays)
+            Module.__call__ = original
+
+    def other_thread_call(self, original, module, args, kwargs):
+        """A module call on another thread while this trace's thread is light: that thread stays full, so the
+        full hooks' work runs around it (the exit's even when the call raises, as the exit hook's always_call)."""
+        adapter = self.adapter
+        exit_out = self.exit_hook_out
+        adapter.module_enter(module, args)
+        output = None
+        try:
+            output = original(module, *args, **kwargs)
+            return output
+        finally:
+            if exit_out:  # (else the exit hook, still in torch's table, closes it)
+                adapter.module_exit(module, args, output)
 
     # ----- switching ------------------------------------------------------------------------------------------
     def enter(self):
@@ -121,7 +150,7 @@ class TorchLight(LightSteps):
         self.on = True
         self.watch.install()
         if not self.pop_later and mode is not None and adapter.mode_thread == _ident():
-            self._swap_hooks(True)
+            self._calls_light()
 
     def leave(self):
         """Go full again: the mode back on this thread's stack, backward and grad as they were."""
@@ -143,9 +172,12 @@ class TorchLight(LightSteps):
                 self.torch._C._push_on_torch_function_stack(mode)
 
     def restore(self):
+        """Full again, or the trace detached (``adapter.attached`` is False by then: the import counter goes)."""
         self.watch.uninstall()
+        if not self.adapter.attached:
+            forget_imports()
         self.full_backward = False
-        self._swap_hooks(False)
+        self._calls_full()
         if self._originals is not None:
             autograd = self.torch.autograd
             autograd.backward, autograd.grad = self._originals
@@ -256,6 +288,57 @@ class TorchLight(LightSteps):
         if grads:
             norms = torch.stack(torch._foreach_norm(grads)).tolist()
             self.gradient_norms([(key, name, n) for (key, name), n in zip(found, norms)], lambda: user_frame(0))
+
+
+def _light_module_call(light, original):
+    """``nn.Module.__call__`` while light: the module's call noted for the iteration's signature (which module,
+    on which input shapes), its mode-dependent runs (``training_watch``) and a forward in flight, then
+    ``original``, whose ``_call_impl`` keeps its fast path. Another thread's call goes through the full hooks'
+    work; a compiled region's (dynamo folds ``is_compiling``), a forked child's and a call after the trace went
+    full again (a bound ``__call__`` kept from a light iteration) run as they are."""
+    adapter = light.adapter
+    # dynamo's flag alone (it folds it while tracing: our bookkeeping is never traced into a compiled graph); not
+    # the fake-tensor check of the adapter's _is_compiling, which guards ops recorded into a graph: nothing here
+    # runs an op, and a later stage's call of the compiled module on fake tensors only adds to the signature
+    is_compiling = _is_compiling(adapter.torch)
+    Tensor = adapter._Tensor
+    modes = adapter.training_watch
+    kinds = modes.kinds  # module class -> mode-dependent or recurrent (None: not classified yet)
+
+    def __call__(module, *args, **kwargs):
+        if is_compiling() or not light.on or _forked[0]:
+            return original(module, *args, **kwargs)
+        if _ident() != adapter.mode_thread:
+            return light.other_thread_call(original, module, args, kwargs)
+        try:
+            if kinds.get(type(module), True):  # (most modules are neither: no call)
+                modes.call(module)
+            light.count += 1
+            light.forward_calls += 1
+            if len(args) == 1:  # (most calls: no list made)
+                a = args[0]
+                light.calls.add((id(module), (a.shape if isinstance(a, Tensor) else None,)))
+            else:
+                light.calls.add((id(module), tuple([a.shape if isinstance(a, Tensor) else None for a in args])))
+        except Exception as exc:  # our bookkeeping, never the script's problem
+            adapter.internal_error("module", exc)
+        return original(module, *args, **kwargs)
+
+    __call__.__wrapped__ = original
+    __call__.__doc__ = original.__doc__
+    __call__.__name__ = original.__name__
+    __call__.__qualname__ = original.__qualname__
+    return __call__
+
+
+def _put_back(table, key, value):
+    """Put a hook's entry back in torch's ordered table where its handle's id puts it: ids grow with each
+    registration, so a table's order is its ids' (hooks registered while ours was out come after it)."""
+    table[key] = value
+    if any(k > key for k in table):
+        items = sorted(table.items())
+        table.clear()
+        table.update(items)
 
 
 def _wrap(light, original, kind):

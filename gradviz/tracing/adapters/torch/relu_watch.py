@@ -1,8 +1,8 @@
 """ReLU calls on full iterations, on PyTorch (``tracing/dead_units.py`` says what is kept): the mode's handler
 for ``F.relu``, ``torch.relu`` and ``Tensor.relu`` (and their in-place forms) runs the call as any op, then
 counts the units of the output that are non-zero somewhere in the batch (one reduction). The counts stay on the
-device until the iteration's calls are read together (``DeadUnits.later``: one host sync an iteration, where
-reading each would wait for the device at every ReLU call)."""
+device, here, until the iteration's calls are read together (``ReluCounts``: one host sync an iteration, where
+reading each would wait for the device at every ReLU call); the trace's ``DeadUnits`` gets numbers."""
 
 from ...frames import location_at
 from . import graph as tg
@@ -44,8 +44,38 @@ def _measure(adapter, x, out):
         stack = builder.module_stack
         path = stack[-1] if stack else None
         cls = builder.modules.get(path) if path is not None else None
-        facts.dead_units.later(location, path, cls, _feeder(adapter, x), units, alive, builder.current_iteration(),
-                               _read_counts)
+        counts = getattr(adapter, "relu_counts", None)
+        if counts is None:
+            counts = adapter.relu_counts = ReluCounts(facts.dead_units)
+        counts.add(location, path, cls, _feeder(adapter, x), units, alive, builder.current_iteration())
+
+
+PENDING_LIMIT = 4096  # counts held unread, at most (then read at once)
+
+
+class ReluCounts:
+    """One adapter's ReLU calls whose count of live units is still a device tensor: read together, by one call of
+    ``_read_counts``, when a later iteration's first count arrives or the trace's ``DeadUnits`` writes its section
+    (its ``settle``), and handed in as numbers."""
+
+    def __init__(self, dead_units):
+        self.dead_units = dead_units
+        self.pending = []  # (location, path, cls, feeder, units, the count of units alive unread, iteration)
+        dead_units.settle = self.settle
+
+    def add(self, location, path, cls, feeder, units, alive, iteration):
+        pending = self.pending
+        if pending and (pending[-1][6] != iteration or len(pending) >= PENDING_LIMIT):
+            self.settle()
+        self.pending.append((location, path, cls, feeder, units, alive, iteration))
+
+    def settle(self):
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        for (location, path, cls, feeder, units, _, iteration), alive in zip(
+                pending, _read_counts([p[5] for p in pending])):
+            self.dead_units.call(location, path, cls, feeder, units, units - alive, iteration)
 
 
 def _read_counts(counts):

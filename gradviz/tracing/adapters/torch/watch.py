@@ -473,8 +473,9 @@ class TorchWatch:
 
 
 class _ImportCounter:
-    """First on ``sys.meta_path``: counts the modules looked up by the import system (a new import, a reload) and
-    lets the other finders find them. Added once per process: one Python call per import that is not cached."""
+    """First on ``sys.meta_path`` while a trace is attached (``forget_imports`` takes it off when it ends): counts
+    the modules looked up by the import system (a new import, a reload) and lets the other finders find them. One
+    Python call per import that is not cached."""
 
     count = 0
 
@@ -488,6 +489,13 @@ def _imports():
     if _ImportCounter not in sys.meta_path:
         sys.meta_path.insert(0, _ImportCounter)
     return _ImportCounter.count
+
+
+def forget_imports():
+    """The trace ended: the import counter leaves ``sys.meta_path`` (the next trace's first key reads the user's
+    files afresh: its watch has no key yet)."""
+    while _ImportCounter in sys.meta_path:
+        sys.meta_path.remove(_ImportCounter)
 
 
 def _version(t):
