@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import time
 
-from . import dot_session
+from . import dot_session, dot_text
 from .cluster_order import each_in_declared_order
 from .dot import to_dot
 from .graph import build_graph
@@ -41,6 +41,9 @@ def run_dot(source, fmt, timeout):
     exe = shutil.which("dot")
     if exe is None:
         raise DotNotFoundError()
+    env = dot_text.environment() if fmt == "svg" else None  # (a PNG's or PDF's layout keeps Pango's measures)
+    if env is not None:
+        source = dot_text.widen_bold(source)
     current = dot_session.active()
     if current is not None and fmt in ("svg", "dot"):  # a dot already started (``dot_session``)
         try:
@@ -51,7 +54,7 @@ def run_dot(source, fmt, timeout):
             return data
     try:  # (and when the session's dot exited on the graph: this run says why)
         done = subprocess.run([exe, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
-                              timeout=max(timeout, 0.05), check=False)
+                              timeout=max(timeout, 0.05), check=False, env=env)
     except subprocess.TimeoutExpired as exc:
         raise LayoutTimeout(f"dot took longer than {timeout:.1f} s") from exc
     if done.returncode != 0:

@@ -21,7 +21,9 @@ STAGE_PX = (900, 420)  # the page's graph stage at a 1280x800 window (report.css
 MIN_TEXT_PX = 10  # node titles on screen at fit at least this
 TITLE_PT = 11  # the font size dot draws node titles at (style.py): one SVG unit per point
 RANKDIRS = ("BT", "LR")  # the overview is measured both ways; the one whose text reads larger at fit is drawn
-RANKSEP = "0.2"  # inches between ranks in an overview (0.35 elsewhere): a column of 9 boxes then reads at 10 px
+# inches between ranks in an overview (0.35 elsewhere): a column of 9 boxes then reads at 10 px (lines of text
+# 1.2 times their size high, as dot measures them: ``dot_text.py``)
+RANKSEP = "0.15"
 NODE_HEIGHT = 0.3  # inches, the least height of an overview's node (dot's 0.5 leaves a one-line op half empty)
 MAX_OVERVIEW_NODES = 40  # a depth drawing more nodes than this never fits the stage legibly: not laid out
 _OPS = re.compile(r"([\d,]+) ops\b")
