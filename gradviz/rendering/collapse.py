@@ -4,6 +4,7 @@ Layout time in ``dot`` grows with long edges from high-degree nodes far more tha
 here removes either nodes or long edges, and says what it did in ``ir.notes``.
 """
 
+import math
 from collections import Counter, deque
 
 import numpy as np
@@ -230,17 +231,27 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
             members.setdefault(box, []).append(item)
     if not members:
         return
-    mapping = {}
-    for number, (call_key, items) in enumerate(sorted(members.items(), key=lambda kv: kv[1][0].order)):
+    mapping, ordered = {}, sorted(members.items(), key=lambda kv: kv[1][0].order)
+    box_at = {item.key: number for number, (_, items) in enumerate(ordered) for item in items}
+    # each box's edges in and out, in edge order, from one pass over the edges (not one per box)
+    ins, outs, reads = ([[] for _ in ordered] for _ in range(3))
+    for e in ir.edges:
+        src_box, dst_box = box_at.get(e.src), box_at.get(e.dst)
+        if src_box == dst_box:
+            continue
+        if dst_box is not None:
+            ins[dst_box].append(ir.items[e.src].shape)
+            reads[dst_box].append(e.src)
+        if src_box is not None:
+            outs[src_box].append(ir.items[e.src].shape)
+    for number, (call_key, items) in enumerate(ordered):
         box_key = f"b{number}"
         for item in items:
             mapping[item.key] = box_key
-        inside = {item.key for item in items}
-        ins = [ir.items[e.src].shape for e in ir.edges if e.dst in inside and e.src not in inside]
-        outs = [ir.items[e.src].shape for e in ir.edges if e.src in inside and e.dst not in inside]
+        box_ins, box_outs = ins[number], outs[number]
         # its parameters: those inside, and those it reads from outside (a weight tied to another module's, as
         # GPT-2's lm_head reads wte's; a cell's weights, used by each of its calls and so in none of them)
-        read = {e.src for e in ir.edges if e.dst in inside and e.src not in inside}
+        read = set(reads[number])
         params = list({tuple(item.nodes) or item.key: item for item in items + [ir.items[k] for k in sorted(read)]
                        if "parameter" in item.flags}.values())
         ops = [item for item in items if item.kind != "leaf"]
@@ -249,15 +260,15 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
         title = path
         if "@" in call_key:  # inside a fold: the box stands for the module of every step (layers.#.conv1)
             title = ".".join("#" if i and part.isdigit() else part for i, part in enumerate(path.split(".")))
-        values = sum(int(np.prod(item.shape or ())) for item in params)
+        values = sum(math.prod(item.shape or ()) for item in params)
         lines = [f"{len(ops)} ops · {len(params)} parameters ({values:,} values)"]
-        if ins:
-            lines.append("in " + ", ".join(dict.fromkeys(shape_text(s) for s in ins)))
-        if outs:
-            lines.append("out " + ", ".join(dict.fromkeys(shape_text(s) for s in outs)))
+        if box_ins:
+            lines.append("in " + ", ".join(dict.fromkeys(shape_text(s) for s in box_ins)))
+        if box_outs:
+            lines.append("out " + ", ".join(dict.fromkeys(shape_text(s) for s in box_outs)))
         first = min(items, key=lambda item: item.order)
         box = Item(box_key, "module", first.order, title + (f" ({cls})" if cls else ""), lines,
-                   shape=outs[0] if outs else None, calls=first.calls[:first.calls.index(call_key)],
+                   shape=box_outs[0] if box_outs else None, calls=first.calls[:first.calls.index(call_key)],
                    nodes=[n for item in items for n in item.nodes],
                    variables=[v for item in items for v in item.variables], params=values)
         box.flags.update(flag for item in items for flag in item.flags if flag == "root")

@@ -4,6 +4,7 @@ Every user string is escaped: HTML text with ``html.escape``, the embedded JSON 
 ``<!--`` inside a name can end its script block, and the page's script only ever sets ``textContent``.
 """
 
+import functools
 import html
 import json
 import os
@@ -18,6 +19,7 @@ from .svg import inline_svg
 from .verdict import stopped_at, verdict_text
 
 
+@functools.cache  # a run writes the page twice (before and after its pictures): the files are read once
 def _asset(name):
     return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
 
