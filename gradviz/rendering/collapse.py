@@ -4,6 +4,7 @@ Layout time in ``dot`` grows with long edges from high-degree nodes far more tha
 here removes either nodes or long edges, and says what it did in ``ir.notes``.
 """
 
+import functools
 import math
 from collections import Counter, deque
 
@@ -29,7 +30,7 @@ def _signatures(ir, ops, pos, module_classes=None):
     identical layers are one step repeated), and so do the parameters under it."""
     producers = ir.producers()
     same = _repeat_free(module_classes or {})
-    table, codes, loose = {}, [], []
+    table, codes, loose, paths = {}, [], [], {}
     for item in ops:
         ins = []
         for edge in producers[item.key]:
@@ -40,7 +41,11 @@ def _signatures(ir, ops, pos, module_classes=None):
                 ins.append(("param", same(other.title) if same else other.key))
             else:
                 ins.append((other.kind, other.shape))
-        base = (item.title, item.shape, tuple(same(_path(k)) if same else _path(k) for k in _module_keys(item)))
+        calls = tuple(item.calls)
+        modules = paths.get(calls)
+        if modules is None:  # (once per distinct call stack: most ops share their neighbours')
+            modules = paths[calls] = tuple(same(_path(k)) if same else _path(k) for k in _module_keys(item))
+        base = (item.title, item.shape, modules)
         codes.append(table.setdefault(base + (tuple(ins),), len(table)))
         loose.append(table.setdefault(base, len(table)))
     return np.asarray(codes, dtype=np.int64), loose
@@ -53,6 +58,7 @@ def _repeat_free(module_classes):
     if not any(part.isdigit() for path in module_classes for part in path.split(".")[1:]):
         return None
 
+    @functools.cache  # (a graph's ops name a few module paths, each thousands of times)
     def same(path):
         parts = (path or "").split(".")
         return ".".join("#" if i and part.isdigit() else part for i, part in enumerate(parts))

@@ -409,6 +409,8 @@ def _assign_calls(ir, index):
             item.calls = list(calls.pop())
     for item in ir.items.values():
         for key in item.calls:
+            if key in ir.clusters:  # labelled by an item before (the first one's label stays)
+                continue
             path = _path_of(key)
             cls = index.modules.get(path)
             label = [path + (f" ({cls})" if cls else "")]
