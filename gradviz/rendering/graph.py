@@ -78,7 +78,8 @@ def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at
     never a depth at which every op is in one and the same box (a picture of one box says nothing; the page
     draws the box's inside instead, over the budget if need be). ``index``: ``doc``'s ``DocIndex``, if made;
     ``base``: ``working_graph``'s result for the same arguments, when the caller has it (it is not changed)."""
-    ir = base[3].copy() if base is not None else \
+    # (only read here: the caller's ``base`` needs no copy)
+    ir = base[3] if base is not None else \
         working_graph(doc, graphs=graph_ids, forward=forward, fold_loops=fold_loops, index=index)[3]
     depth = max(collapse.depth_for_budget(ir, node_budget), at_least)
     while open_single and depth < collapse.module_depth(ir) and collapse.one_box(ir, depth):

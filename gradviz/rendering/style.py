@@ -1,5 +1,6 @@
 """Working graph → ``GraphSpec``: shapes, colours, labels, and the marks diagnostics leave on a picture."""
 
+import functools
 import re
 
 from ..document import is_accumulate_grad, severity_rank
@@ -12,6 +13,16 @@ CHEAP_LAYOUT = {"splines": "line", "nslimit": "2", "nslimit1": "2", "mclimit": "
 def shape_text(shape):
     if shape is None:
         return "?"
+    if type(shape) is tuple:  # (the working graph's shapes: a page writes the same few thousands of times)
+        try:
+            return _tuple_text(shape)
+        except TypeError:  # a dimension that cannot be hashed: written as it is below
+            pass
+    return "scalar" if len(shape) == 0 else "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+@functools.lru_cache(maxsize=4096)
+def _tuple_text(shape):
     return "scalar" if len(shape) == 0 else "(" + ", ".join(str(d) for d in shape) + ")"
 
 

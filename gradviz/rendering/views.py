@@ -461,7 +461,9 @@ def _page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
     drawer = _Drawer(doc, budget, node_budget, options, laid)
     views, notes, first_of, roots = [], [], {}, []
     pictures = pictures_to_draw(doc)
-    if dot_available():
+    if dot_available() and len(pictures) == 1:  # (a pool's threads cost more than they save for one)
+        drawn = [_attempt(drawer.top, pictures[0].graph)]
+    elif dot_available():
         with ThreadPoolExecutor(WORKERS) as pool:
             drawn = _map(pool, lambda picture: _attempt(drawer.top, picture.graph), pictures)
     for number, picture in enumerate(pictures):
