@@ -50,6 +50,13 @@ def bold_em(text):
                for c in text)
 
 
+@functools.lru_cache(maxsize=4096)  # (op names and module names recur: a picture measures each once)
+def _cell_width(text, size):
+    """The points a bold cell of ``text`` (escaped, as in the label) needs at ``size``, its padding included."""
+    em = max(bold_em(html.unescape(part)) for part in _BREAK.split(text))
+    return min(math.ceil(em * size) + 2, 65535)
+
+
 def _widen_line(line):
     found = _FONTSIZE.search(line)
     size = float(found.group(1)) if found else DEFAULT_SIZE
@@ -58,9 +65,7 @@ def _widen_line(line):
         attrs, body, point_size, text = match.groups()
         if "WIDTH=" in attrs:
             return match.group(0)
-        em = max(bold_em(html.unescape(part)) for part in _BREAK.split(text))
-        width = math.ceil(em * (float(point_size) if point_size else size)) + 2  # (the cell's padding)
-        return f'<TD{attrs} WIDTH="{min(width, 65535)}">{body}'
+        return f'<TD{attrs} WIDTH="{_cell_width(text, float(point_size) if point_size else size)}">{body}'
 
     return _BOLD_CELL.sub(widen, line)
 
