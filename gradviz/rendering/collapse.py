@@ -181,7 +181,11 @@ def _common_prefix(paths):
 
 # -- module depth ---------------------------------------------------------------------------------------------
 def module_depth(ir):
-    return max((len(_module_keys(item)) for item in ir.items.values()), default=0)
+    deepest = 0
+    for item in ir.items.values():
+        if len(item.calls) > deepest:  # (its module keys are among its calls: only then can it be deeper)
+            deepest = max(deepest, len(_module_keys(item)))
+    return deepest
 
 
 def _box_of(ir, depth, modules=False):

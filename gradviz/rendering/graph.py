@@ -82,7 +82,8 @@ def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at
     ir = base[3] if base is not None else \
         working_graph(doc, graphs=graph_ids, forward=forward, fold_loops=fold_loops, index=index)[3]
     depth = max(collapse.depth_for_budget(ir, node_budget), at_least)
-    while open_single and depth < collapse.module_depth(ir) and collapse.one_box(ir, depth):
+    deepest = collapse.module_depth(ir) if open_single else 0
+    while open_single and depth < deepest and collapse.one_box(ir, depth):
         depth += 1
     return depth
 
