@@ -189,12 +189,15 @@ def module_depth(ir):
 
 
 def _box_of(ir, depth, modules=False):
-    """A function giving the module call an item's module keys collapse into at ``depth``, or None: the call at
+    """A function giving the module call an item collapses into at ``depth``, or None: its module call at
     index ``depth``; with ``modules`` also the innermost call when it has no call inside it (a Linear, a Conv2d:
     the architecture view draws every such module as one box, the ops between modules as ops)."""
     parents = {key for item in ir.items.values() for key in _module_keys(item)[:-1]} if modules else set()
 
-    def box(keys):
+    def box(item):
+        if not modules and len(item.calls) <= depth:  # (no module key at ``depth``: none to build)
+            return None
+        keys = _module_keys(item)
         if len(keys) > depth:
             return keys[depth]
         return keys[-1] if modules and keys and keys[-1] not in parents else None
@@ -206,7 +209,7 @@ def size_at_depth(ir, depth, modules=False):
     """How many nodes the picture has once collapsed at ``depth`` (``modules``: as the architecture view)."""
     box_of, boxes, kept = _box_of(ir, depth, modules), set(), 0
     for item in ir.items.values():
-        box = box_of(_module_keys(item))
+        box = box_of(item)
         if box is not None:
             boxes.add(box)
         elif "ghost" not in item.flags:
@@ -226,7 +229,7 @@ def depth_for_budget(ir, node_budget, modules=False):
 def one_box(ir, depth):
     """Whether every op of ``ir`` is in one and the same module box at ``depth``."""
     box_of = _box_of(ir, depth)
-    boxes = {box_of(_module_keys(item)) for item in ir.items.values() if item.kind == "op"}
+    boxes = {box_of(item) for item in ir.items.values() if item.kind == "op"}
     return len(boxes) == 1 and None not in boxes
 
 
@@ -236,7 +239,7 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
     box_of = _box_of(ir, depth, modules)
     members = {}
     for item in list(ir.items.values()):
-        box = box_of(_module_keys(item))
+        box = box_of(item)
         if box is not None:
             members.setdefault(box, []).append(item)
     if not members:
