@@ -94,3 +94,21 @@ def test_svg_layouts_go_to_a_dot_without_pango_and_its_boxes_hold_their_bold_tex
     node = re.search(r'<g id="gv&#45;n0" class="node">.*?points="([^"]+)"', svg, re.S).group(1)
     xs = [float(point.split(",")[0]) for point in node.split()]
     assert max(xs) - min(xs) >= dot_text.bold_em("LogSoftmaxBackward0") * 11
+
+
+@needs_dot
+def test_a_graphviz_that_will_not_run_with_the_cut_plugin_list_is_run_as_installed(monkeypatch, tmp_path):
+    # a plugin list without the dot layout: dot says 'Layout type: "dot" not recognized' and exits
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "config6a").write_text("", encoding="utf-8")
+    monkeypatch.setattr(dot_text, "_core_plugins", lambda exe: str(folder))
+    monkeypatch.setattr(dot_text, "_GIVEN_UP", set())
+    assert dot_text.environment()["GVBINDIR"] == str(folder)
+    with dot_session.session():
+        svg = layout.run_dot(to_dot(_spec()), "svg", 10).decode("utf-8")
+        again = layout.run_dot(to_dot(_spec()), "svg", 10).decode("utf-8")
+    assert svg.rstrip().endswith("</svg>") and 'id="gv&#45;n0"' in svg and again == svg
+    assert dot_text.environment() is None                                      # given up for this process
+    with pytest.raises(RuntimeError, match="dot failed"):                      # a graph's own error still says so
+        layout.run_dot("digraph { a -> }\n", "svg", 10)

@@ -13,8 +13,8 @@ widths of a bold sans serif (rounded up, so a box is never narrower than its tex
 
 ``environment()`` is the environment to start such a ``dot`` in: ``GVBINDIR`` pointing at a folder whose plugin
 list is Graphviz's own with only the core renderers and the dot layout kept (library paths made absolute). When
-that cannot be made (no plugin list beside ``dot``, a user's own ``GVBINDIR``, a ``dot`` that then fails), it is
-None and ``dot`` runs as installed.
+that cannot be made (no plugin list beside ``dot``, a user's own ``GVBINDIR``), it is None and ``dot`` runs as
+installed; so it does for the rest of the process once a layout failed for want of a plugin (``failed``).
 """
 
 import atexit
@@ -25,12 +25,10 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 CONFIG_NAMES = ("config8", "config6a", "config6")  # the plugin list's name, by Graphviz version
 _KEPT = re.compile(r"gvplugin_(core|dot_layout)\b")  # SVG output and the dot layout: all an SVG layout needs
-_CHECK = b'digraph { a [label=<<B>a</B>>] }\n'
 
 # advance widths of a bold sans serif (Helvetica's metrics), in ems, by character class; rounded up
 _NARROW = dict.fromkeys("ijl|!.,:;'` ", 0.29)
@@ -106,16 +104,29 @@ def _kept_plugins(text, folder):
 def environment():
     """The environment for a ``dot`` measuring text with its own tables, or None (see the module's text)."""
     exe = shutil.which("dot")
-    if exe is None or os.environ.get("GVBINDIR"):
+    if exe is None or os.environ.get("GVBINDIR") or exe in _GIVEN_UP:
         return None
     folder = _core_plugins(exe)
     return None if folder is None else dict(os.environ, GVBINDIR=folder)
 
 
+def failed(exe, stderr):
+    """Whether ``dot`` (``exe``) failed for want of a plugin in the cut list (its ``stderr`` says a format or a
+    layout is "not recognized"): then this process runs it as installed from now on, and the caller again."""
+    if b"not recognized" not in (stderr or b""):
+        return False
+    _GIVEN_UP.add(exe)
+    return True
+
+
+_GIVEN_UP = set()  # dots whose cut plugin list failed: run as installed
+
+
 @functools.cache
 def _core_plugins(exe):
-    """A folder holding the plugin list of ``exe``'s Graphviz cut to the core and dot-layout plugins, checked by
-    laying out a label with bold text; None when that cannot be made or fails."""
+    """A folder holding the plugin list of ``exe``'s Graphviz cut to the core and dot-layout plugins; None when
+    that cannot be made. Not tried here (a ``dot`` start costs more than the layouts of a small run): a layout
+    that fails with it gives it up (``failed``)."""
     found = _plugin_list(exe)
     if found is None:
         return None
@@ -129,8 +140,6 @@ def _core_plugins(exe):
         atexit.register(shutil.rmtree, where, True)
         with open(os.path.join(where, name), "w", encoding="utf-8") as f:
             f.write(kept)
-        done = subprocess.run([exe, "-Tsvg"], input=_CHECK, capture_output=True, timeout=10, check=False,
-                              env=dict(os.environ, GVBINDIR=where))
-    except (OSError, UnicodeDecodeError, subprocess.SubprocessError):
+    except (OSError, UnicodeDecodeError):
         return None
-    return where if done.returncode == 0 and done.stdout.rstrip().endswith(b"</svg>") else None
+    return where

@@ -42,25 +42,26 @@ def run_dot(source, fmt, timeout):
     if exe is None:
         raise DotNotFoundError()
     env = dot_text.environment() if fmt == "svg" else None  # (a PNG's or PDF's layout keeps Pango's measures)
-    if env is not None:
-        source = dot_text.widen_bold(source)
+    laid = dot_text.widen_bold(source) if env is not None else source
     current = dot_session.active()
     if current is not None and fmt in ("svg", "dot"):  # a dot already started (``dot_session``)
         try:
-            data = current.run(source, max(timeout, 0.05), fmt)
+            data = current.run(laid, max(timeout, 0.05), fmt)
         except dot_session.Timeout as exc:
             raise LayoutTimeout(f"dot took longer than {timeout:.1f} s") from exc
         if data is not None:
             return data
     try:  # (and when the session's dot exited on the graph: this run says why)
-        done = subprocess.run([exe, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
+        done = subprocess.run([exe, f"-T{fmt}"], input=laid.encode("utf-8"), capture_output=True,
                               timeout=max(timeout, 0.05), check=False, env=env)
     except subprocess.TimeoutExpired as exc:
         raise LayoutTimeout(f"dot took longer than {timeout:.1f} s") from exc
+    if done.returncode != 0 and env is not None and dot_text.failed(exe, done.stderr):
+        return run_dot(source, fmt, timeout)  # (this Graphviz would not run with the cut plugin list)
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise RuntimeError(f"dot failed: {message[0] if message else f'exit status {done.returncode}'}")
-    return each_in_declared_order(done.stdout, source) if fmt == "svg" else done.stdout
+    return each_in_declared_order(done.stdout, laid) if fmt == "svg" else done.stdout
 
 
 def lay_out(doc, fmt="svg", budget=4.0, **options):
