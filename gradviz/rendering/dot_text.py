@@ -9,7 +9,7 @@ SVG only: a PNG or PDF is drawn by Cairo, so its layout (``-Tdot``) keeps Pango'
 
 The built-in tables have no bold face, so bold text would be measured as regular, about 7 % narrower than it is
 drawn: ``widen_bold`` gives every bold cell of an HTML-like label its own minimum width, from per-character
-widths of a bold sans serif (rounded up, so a box is never narrower than its text).
+widths of a bold sans serif (rounded up: most text gets a little more room than it needs).
 
 ``environment()`` is the environment to start such a ``dot`` in: ``GVBINDIR`` pointing at a folder whose plugin
 list is Graphviz's own with only the core renderers and the dot layout kept (library paths made absolute). When
