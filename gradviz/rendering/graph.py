@@ -90,7 +90,7 @@ def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at
 
 def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
                 max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True, rankdir=None,
-                node_budget=READABLE_NODES, architecture=False, index=None, base=None):
+                node_budget=READABLE_NODES, architecture=False, index=None, base=None, base_kept=True):
     """The picture of one iteration's graph(s) as a ``GraphSpec``.
 
     ``depth``: collapse modules deeper than this into boxes; when not given and the picture has more than
@@ -101,12 +101,13 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     ``architecture``: the forward view with every module as one box (its class, parameters, input and output
     shapes) and the ops between modules as ops, as torchview draws a model. ``index``: ``doc``'s ``DocIndex``
     when the caller has one (a page drawing many parts of one document). ``base``: ``working_graph(doc,
-    iteration, graphs, forward, fold_loops, index)`` made once for several pictures of it (not changed here).
+    iteration, graphs, forward, fold_loops, index)`` made once for several pictures of it (not changed here);
+    ``base_kept`` False: the caller has no further use for ``base``, reshaped in place rather than copied.
     """
     rankdir = check_rankdir(rankdir)
     forward = forward or architecture
     if base is not None:
-        index, chosen, node_ids, ir = base[0], base[1], base[2], base[3].copy()
+        index, chosen, node_ids, ir = base[0], base[1], base[2], base[3].copy() if base_kept else base[3]
     else:
         index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops, index)
     before, folded = ir.unfolded_size, ir.size()

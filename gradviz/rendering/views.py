@@ -274,7 +274,7 @@ class _Drawer:
                                  fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True,
                                  index=index, base=base)
         options.update(graphs=[graph], depth=depth)
-        return build_graph(doc, index=index, base=base, **options)
+        return build_graph(doc, index=index, base=base, base_kept=False, **options)
 
     def leaves_of(self, node_ids):
         """The AccumulateGrad nodes (parameters, leaves) that ``node_ids`` read and do not hold: a part view draws
