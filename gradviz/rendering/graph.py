@@ -69,6 +69,16 @@ def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=Tr
     return index, chosen, node_ids, ir
 
 
+def folded(unfolded, fold_loops=True):
+    """``working_graph``'s result with ``fold_loops``, from its result without (``unfolded``, left as it is):
+    one walk for a picture and for its overview, which folds repeats its own way."""
+    index, chosen, node_ids, ir = unfolded
+    ir = ir.copy()
+    if fold_loops:
+        collapse.fold_repeats(ir, module_classes=index.modules)
+    return index, chosen, node_ids, ir
+
+
 def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at_least=0, open_single=False,
                  index=None, base=None):
     """The module depth to draw graphs ``graph_ids`` of trace document ``doc`` at so the picture has at most
@@ -112,14 +122,13 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
         index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops, index)
     before, folded = ir.unfolded_size, ir.size()
     budget = min(node_budget, max_nodes) if node_budget else max_nodes
-    deepest = collapse.module_depth(ir)
     if depth is not None or architecture:
         if depth is None:
             depth = collapse.depth_for_budget(ir, budget, modules=True)
         collapse.collapse_depth(ir, depth, index.modules, shape_text, modules=architecture)
     elif ir.size() > budget:
         fitting = collapse.depth_for_budget(ir, budget)
-        if fitting < deepest:
+        if fitting < collapse.module_depth(ir):  # (only here: it counts every item's module keys)
             collapse.collapse_depth(ir, fitting, index.modules, shape_text)
             ir.notes[-1] += f" to fit {budget} nodes (choose with --depth / depth=)"
     if ir.size() > max_nodes:

@@ -66,12 +66,14 @@ def run_dot(source, fmt, timeout):
 
 def lay_out(doc, fmt="svg", budget=4.0, **options):
     """Build, write and lay out the picture within ``budget`` seconds: returns (spec, dot source, output bytes).
+    ``base`` (an option): ``working_graph``'s result for these options, the caller's to give up (reshaped here).
 
     Steps: full settings (45% of the budget), cheaper settings (30%), then a collapsed view of at most
     150 nodes with cheap settings (what is left). The picture's subtitle says which step produced it.
     """
     deadline = time.perf_counter() + budget
-    spec = build_graph(doc, **options)
+    base = options.pop("base", None)  # (the fallback below walks the graph again with its own options)
+    spec = build_graph(doc, base=base, base_kept=base is None, **options)
     source = to_dot(spec)
     try:
         return spec, source, run_dot(source, fmt, budget * 0.45)

@@ -224,11 +224,11 @@ class _Drawer:
         from .layout import lay_out
 
         if graph in self.laid:
-            spec, source, text, fmt = self.laid[graph]
+            spec, source, text, fmt, unfolded = self.laid[graph]
         else:
             spec = build_graph(self.doc, graphs=[graph], node_budget=self.node_budget, index=self.index,
                                **self.options)
-            source, text, fmt = to_dot(spec), None, None
+            source, text, fmt, unfolded = to_dot(spec), None, None, None
         svg = None
         asked = self.options.get("depth")
         if asked is not None or len(spec.nodes) <= MAX_OVERVIEW_NODES or not module_boxes_possible(spec):
@@ -246,7 +246,8 @@ class _Drawer:
                                   "in, or ask for a smaller depth")
                 return slim(svg), spec, source
         found = overview(self.doc, graph, lambda texts: run_dot_each(texts, self.budget),
-                         index=self.index, **{k: v for k, v in self.options.items() if k != "depth"})
+                         index=self.index, base=unfolded,
+                         **{k: v for k, v in self.options.items() if k != "depth"})
         if found is not None:
             spec, source, svg, _ = found
         elif svg is None:  # no overview (no module to box): the picture as it is
