@@ -387,18 +387,18 @@ def _assign_calls(ir, index):
     """One cluster key per module call: consecutive nodes under the same module path are one call. Nodes built
     before any trace (``external``: a graph walked after the fact, as ``render(loss, model=)`` does) come in walk
     order, not the order they ran in, so there each module path is one call."""
-    counts, previous, chains = {}, set(), {}
+    counts, previous = {}, set()  # (``counts`` has every module path met: whether a name is one's is read there)
     ops = sorted((i for i in ir.items.values() if i.kind == "op"), key=lambda i: i.order)
     inferred = _walked_modules(index, [item.nodes[0] for item in ops])
     for item in ops:
         node = index.nodes[item.nodes[0]]
         stack = node.get("module") or inferred.get(node["id"]) or []
+        external = node.get("external")
         keys = []
         for path in stack:
-            if path not in previous and not (node.get("external") and path in counts):
+            if path not in previous and not (external and path in counts):
                 counts[path] = counts.get(path, 0) + 1
             keys.append(f"m:{path}#{counts[path]}")
-            chains[path] = list(keys)
         item.calls = keys
         previous = set(stack)
     # A parameter sits in its module's cluster when one call of that module (by its path) uses it.
@@ -408,7 +408,7 @@ def _assign_calls(ir, index):
             continue
         name = index.variables[item.variables[0]].get("name") or ""
         # the modules whose path leads the name up to a dot ("model.0" of "model.0.weight"), the longest
-        owner = next((name[:at] for at in range(len(name) - 1, 0, -1) if name[at] == "." and name[:at] in chains),
+        owner = next((name[:at] for at in range(len(name) - 1, 0, -1) if name[at] == "." and name[:at] in counts),
                      None)
         if owner is None:
             continue
@@ -429,7 +429,6 @@ def _assign_calls(ir, index):
             if counts[path] > 1:
                 label.append(f"call {key.rsplit('#', 1)[1]}")
             ir.clusters.setdefault(key, ("module", label))
-    return chains
 
 
 def _path_of(call_key):
