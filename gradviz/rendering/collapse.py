@@ -74,6 +74,10 @@ def _longest_periodic_run(codes, loose, min_reps, max_period=512):
     """
     best = (0, 0, 0)
     n = len(codes)
+    # ``min_reps`` steps put a code at least ``min_reps`` times (the first step's inputs may differ, but the
+    # equal run then starts at the second, and its ops recur in every later step): none that often, no loop
+    if n == 0 or np.bincount(codes).max() < min_reps:
+        return best
     for period in range(1, min(n // min_reps, max_period) + 1):
         equal = np.concatenate(([0], (codes[period:] == codes[:-period]).astype(np.int8), [0]))
         changes = np.flatnonzero(np.diff(equal))
