@@ -109,7 +109,7 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
 
 def _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_options, budget, total_budget):
     """Draw the ``planned`` pictures within the budgets, then write the reports again with the page's views."""
-    laid = {}  # graph id -> its picture's layout, which the page reuses (rendering/views.py)
+    laid = {}  # graph id -> its picture's layout and unfolded working graph, which the page reuses (views.py)
     deadline = _now() + total_budget
     for number, picture in enumerate(planned):
         name = names[picture.stem]
@@ -210,6 +210,7 @@ def _draw(doc, path, picture, fmt, written, options, budget, laid):
     .svg when a PNG or PDF ran past its drawing budget. The layout goes into ``laid`` for the page."""
     from ..atomic import write_bytes, write_text
     from ..rendering import build_graph, to_dot
+    from ..rendering.graph import folded, working_graph
     from ..rendering.layout import lay_out
 
     options = dict(options, graphs=[picture.graph])
@@ -218,9 +219,13 @@ def _draw(doc, path, picture, fmt, written, options, budget, laid):
         return path
     if fmt in ("png", "pdf"):
         return _draw_raster(doc, path, picture, fmt, written, options, budget, laid)
-    spec, source, data = lay_out(doc, fmt, budget, **options)
+    # walked once, unfolded: the picture folds a copy, the page's overview of it folds its own way
+    unfolded = working_graph(doc, options.get("iteration"), options["graphs"],
+                             options.get("forward") or options.get("architecture", False), False)
+    spec, source, data = lay_out(doc, fmt, budget, base=folded(unfolded, options.get("fold_loops", True)),
+                                 **options)
     write_bytes(path, data)
-    laid[picture.graph] = (spec, source, data.decode("utf-8"), "svg")
+    laid[picture.graph] = (spec, source, data.decode("utf-8"), "svg", unfolded)
     return path
 
 
@@ -233,7 +238,7 @@ def _draw_raster(doc, path, picture, fmt, written, options, budget, laid):
     about = {}
     text = raster.laid_out(doc, budget, into=about, **options)
     if about:
-        laid[picture.graph] = (about["spec"], about["source"], text, "dot")
+        laid[picture.graph] = (about["spec"], about["source"], text, "dot", None)
     try:
         data = raster.draw(text, fmt, budget)
     except raster.RasterTimeout as exc:

@@ -4,6 +4,8 @@ Layout time in ``dot`` grows with long edges from high-degree nodes far more tha
 here removes either nodes or long edges, and says what it did in ``ir.notes``.
 """
 
+import functools
+import math
 from collections import Counter, deque
 
 import numpy as np
@@ -28,7 +30,7 @@ def _signatures(ir, ops, pos, module_classes=None):
     identical layers are one step repeated), and so do the parameters under it."""
     producers = ir.producers()
     same = _repeat_free(module_classes or {})
-    table, codes, loose = {}, [], []
+    table, codes, loose, paths = {}, [], [], {}
     for item in ops:
         ins = []
         for edge in producers[item.key]:
@@ -39,7 +41,11 @@ def _signatures(ir, ops, pos, module_classes=None):
                 ins.append(("param", same(other.title) if same else other.key))
             else:
                 ins.append((other.kind, other.shape))
-        base = (item.title, item.shape, tuple(same(_path(k)) if same else _path(k) for k in _module_keys(item)))
+        calls = tuple(item.calls)
+        modules = paths.get(calls)
+        if modules is None:  # (once per distinct call stack: most ops share their neighbours')
+            modules = paths[calls] = tuple(same(_path(k)) if same else _path(k) for k in _module_keys(item))
+        base = (item.title, item.shape, modules)
         codes.append(table.setdefault(base + (tuple(ins),), len(table)))
         loose.append(table.setdefault(base, len(table)))
     return np.asarray(codes, dtype=np.int64), loose
@@ -52,6 +58,7 @@ def _repeat_free(module_classes):
     if not any(part.isdigit() for path in module_classes for part in path.split(".")[1:]):
         return None
 
+    @functools.cache  # (a graph's ops name a few module paths, each thousands of times)
     def same(path):
         parts = (path or "").split(".")
         return ".".join("#" if i and part.isdigit() else part for i, part in enumerate(parts))
@@ -67,6 +74,10 @@ def _longest_periodic_run(codes, loose, min_reps, max_period=512):
     """
     best = (0, 0, 0)
     n = len(codes)
+    # ``min_reps`` steps put a code at least ``min_reps`` times (the first step's inputs may differ, but the
+    # equal run then starts at the second, and its ops recur in every later step): none that often, no loop
+    if n == 0 or np.bincount(codes).max() < min_reps:
+        return best
     for period in range(1, min(n // min_reps, max_period) + 1):
         equal = np.concatenate(([0], (codes[period:] == codes[:-period]).astype(np.int8), [0]))
         changes = np.flatnonzero(np.diff(equal))
@@ -174,16 +185,23 @@ def _common_prefix(paths):
 
 # -- module depth ---------------------------------------------------------------------------------------------
 def module_depth(ir):
-    return max((len(_module_keys(item)) for item in ir.items.values()), default=0)
+    deepest = 0
+    for item in ir.items.values():
+        if len(item.calls) > deepest:  # (its module keys are among its calls: only then can it be deeper)
+            deepest = max(deepest, len(_module_keys(item)))
+    return deepest
 
 
 def _box_of(ir, depth, modules=False):
-    """A function giving the module call an item's module keys collapse into at ``depth``, or None: the call at
+    """A function giving the module call an item collapses into at ``depth``, or None: its module call at
     index ``depth``; with ``modules`` also the innermost call when it has no call inside it (a Linear, a Conv2d:
     the architecture view draws every such module as one box, the ops between modules as ops)."""
     parents = {key for item in ir.items.values() for key in _module_keys(item)[:-1]} if modules else set()
 
-    def box(keys):
+    def box(item):
+        if not modules and len(item.calls) <= depth:  # (no module key at ``depth``: none to build)
+            return None
+        keys = _module_keys(item)
         if len(keys) > depth:
             return keys[depth]
         return keys[-1] if modules and keys and keys[-1] not in parents else None
@@ -195,7 +213,7 @@ def size_at_depth(ir, depth, modules=False):
     """How many nodes the picture has once collapsed at ``depth`` (``modules``: as the architecture view)."""
     box_of, boxes, kept = _box_of(ir, depth, modules), set(), 0
     for item in ir.items.values():
-        box = box_of(_module_keys(item))
+        box = box_of(item)
         if box is not None:
             boxes.add(box)
         elif "ghost" not in item.flags:
@@ -215,7 +233,7 @@ def depth_for_budget(ir, node_budget, modules=False):
 def one_box(ir, depth):
     """Whether every op of ``ir`` is in one and the same module box at ``depth``."""
     box_of = _box_of(ir, depth)
-    boxes = {box_of(_module_keys(item)) for item in ir.items.values() if item.kind == "op"}
+    boxes = {box_of(item) for item in ir.items.values() if item.kind == "op"}
     return len(boxes) == 1 and None not in boxes
 
 
@@ -225,22 +243,32 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
     box_of = _box_of(ir, depth, modules)
     members = {}
     for item in list(ir.items.values()):
-        box = box_of(_module_keys(item))
+        box = box_of(item)
         if box is not None:
             members.setdefault(box, []).append(item)
     if not members:
         return
-    mapping = {}
-    for number, (call_key, items) in enumerate(sorted(members.items(), key=lambda kv: kv[1][0].order)):
+    mapping, ordered = {}, sorted(members.items(), key=lambda kv: kv[1][0].order)
+    box_at = {item.key: number for number, (_, items) in enumerate(ordered) for item in items}
+    # each box's edges in and out, in edge order, from one pass over the edges (not one per box)
+    ins, outs, reads = ([[] for _ in ordered] for _ in range(3))
+    for e in ir.edges:
+        src_box, dst_box = box_at.get(e.src), box_at.get(e.dst)
+        if src_box == dst_box:
+            continue
+        if dst_box is not None:
+            ins[dst_box].append(ir.items[e.src].shape)
+            reads[dst_box].append(e.src)
+        if src_box is not None:
+            outs[src_box].append(ir.items[e.src].shape)
+    for number, (call_key, items) in enumerate(ordered):
         box_key = f"b{number}"
         for item in items:
             mapping[item.key] = box_key
-        inside = {item.key for item in items}
-        ins = [ir.items[e.src].shape for e in ir.edges if e.dst in inside and e.src not in inside]
-        outs = [ir.items[e.src].shape for e in ir.edges if e.src in inside and e.dst not in inside]
+        box_ins, box_outs = ins[number], outs[number]
         # its parameters: those inside, and those it reads from outside (a weight tied to another module's, as
         # GPT-2's lm_head reads wte's; a cell's weights, used by each of its calls and so in none of them)
-        read = {e.src for e in ir.edges if e.dst in inside and e.src not in inside}
+        read = set(reads[number])
         params = list({tuple(item.nodes) or item.key: item for item in items + [ir.items[k] for k in sorted(read)]
                        if "parameter" in item.flags}.values())
         ops = [item for item in items if item.kind != "leaf"]
@@ -249,15 +277,15 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
         title = path
         if "@" in call_key:  # inside a fold: the box stands for the module of every step (layers.#.conv1)
             title = ".".join("#" if i and part.isdigit() else part for i, part in enumerate(path.split(".")))
-        values = sum(int(np.prod(item.shape or ())) for item in params)
+        values = sum(math.prod(item.shape or ()) for item in params)
         lines = [f"{len(ops)} ops · {len(params)} parameters ({values:,} values)"]
-        if ins:
-            lines.append("in " + ", ".join(dict.fromkeys(shape_text(s) for s in ins)))
-        if outs:
-            lines.append("out " + ", ".join(dict.fromkeys(shape_text(s) for s in outs)))
+        if box_ins:
+            lines.append("in " + ", ".join(dict.fromkeys(shape_text(s) for s in box_ins)))
+        if box_outs:
+            lines.append("out " + ", ".join(dict.fromkeys(shape_text(s) for s in box_outs)))
         first = min(items, key=lambda item: item.order)
         box = Item(box_key, "module", first.order, title + (f" ({cls})" if cls else ""), lines,
-                   shape=outs[0] if outs else None, calls=first.calls[:first.calls.index(call_key)],
+                   shape=box_outs[0] if box_outs else None, calls=first.calls[:first.calls.index(call_key)],
                    nodes=[n for item in items for n in item.nodes],
                    variables=[v for item in items for v in item.variables], params=values)
         box.flags.update(flag for item in items for flag in item.flags if flag == "root")

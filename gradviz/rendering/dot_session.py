@@ -22,6 +22,7 @@ import subprocess
 import threading
 import time
 
+from . import dot_text
 from .cluster_order import in_declared_order
 
 _ACTIVE = contextvars.ContextVar("gradviz_dot_session", default=None)
@@ -58,7 +59,8 @@ class Session:
             process = idle.pop() if idle else None
         if process is None:
             process = subprocess.Popen([self.exe, f"-T{fmt}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL)
+                                       stderr=subprocess.DEVNULL,
+                                       env=dot_text.environment() if fmt == "svg" else None)
         out = []
         try:
             for graph in graphs:

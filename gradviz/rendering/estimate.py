@@ -10,11 +10,14 @@ what they hold.
 
 from collections import defaultdict
 
-CHAR_EM = 0.56  # Helvetica's mean advance width for identifiers and numbers, in ems (bold a little wider)
-BOLD_EM = 0.61
+# Helvetica's mean advance width for identifiers and numbers, in ems (bold a little wider), as the SVG layouts'
+# dot measures it (Graphviz's own Arial tables, ``dot_text.py``; Pango measured about a tenth wider)
+CHAR_EM = 0.5
+BOLD_EM = 0.58
 MIN_WIDTH, MIN_HEIGHT = 54.0, 36.0  # dot's default node size, 0.75 × 0.5 inch, in points
 MARGIN_X, MARGIN_Y = 7.2, 2.9  # the node margin dot.py sets, "0.1,0.04" inch
 LINE_GAP = 2.0  # points between the lines of a label (the table's cell padding)
+LINE_HEIGHT = 1.2  # a line of text is this many times its size high, as dot measures it with its own tables
 CLUSTER_PAD = 8.0  # what a cluster adds on each side of what it holds
 CLUSTER_LABEL = 20.0  # a cluster's label line
 GRAPH_MARGIN = 8.0  # dot's pad around the drawing
@@ -34,7 +37,7 @@ def node_size(node, least_height=MIN_HEIGHT):
     for row in node.rows:
         size = row.size or node.fontsize
         width = max(width, len(row.text) * size * (BOLD_EM if row.bold else CHAR_EM))
-        height += size + LINE_GAP
+        height += size * LINE_HEIGHT + LINE_GAP
     width, height = width + 2 * MARGIN_X, height + 2 * MARGIN_Y
     if node.shape in ("ellipse", "oval", "circle"):  # an ellipse around a box of text is about √2 wider
         width, height = width * 1.41, height * 1.41

@@ -69,6 +69,16 @@ def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=Tr
     return index, chosen, node_ids, ir
 
 
+def folded(unfolded, fold_loops=True):
+    """``working_graph``'s result with ``fold_loops``, from its result without (``unfolded``, left as it is):
+    one walk for a picture and for its overview, which folds repeats its own way."""
+    index, chosen, node_ids, ir = unfolded
+    ir = ir.copy()
+    if fold_loops:
+        collapse.fold_repeats(ir, module_classes=index.modules)
+    return index, chosen, node_ids, ir
+
+
 def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at_least=0, open_single=False,
                  index=None, base=None):
     """The module depth to draw graphs ``graph_ids`` of trace document ``doc`` at so the picture has at most
@@ -78,17 +88,19 @@ def choose_depth(doc, graph_ids, node_budget, forward=False, fold_loops=True, at
     never a depth at which every op is in one and the same box (a picture of one box says nothing; the page
     draws the box's inside instead, over the budget if need be). ``index``: ``doc``'s ``DocIndex``, if made;
     ``base``: ``working_graph``'s result for the same arguments, when the caller has it (it is not changed)."""
-    ir = base[3].copy() if base is not None else \
+    # (only read here: the caller's ``base`` needs no copy)
+    ir = base[3] if base is not None else \
         working_graph(doc, graphs=graph_ids, forward=forward, fold_loops=fold_loops, index=index)[3]
     depth = max(collapse.depth_for_budget(ir, node_budget), at_least)
-    while open_single and depth < collapse.module_depth(ir) and collapse.one_box(ir, depth):
+    deepest = collapse.module_depth(ir) if open_single else 0
+    while open_single and depth < deepest and collapse.one_box(ir, depth):
         depth += 1
     return depth
 
 
 def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=False, forward=False,
                 max_nodes=500, graphs=None, ghost_uses=4, fold_loops=True, rankdir=None,
-                node_budget=READABLE_NODES, architecture=False, index=None, base=None):
+                node_budget=READABLE_NODES, architecture=False, index=None, base=None, base_kept=True):
     """The picture of one iteration's graph(s) as a ``GraphSpec``.
 
     ``depth``: collapse modules deeper than this into boxes; when not given and the picture has more than
@@ -99,24 +111,24 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     ``architecture``: the forward view with every module as one box (its class, parameters, input and output
     shapes) and the ops between modules as ops, as torchview draws a model. ``index``: ``doc``'s ``DocIndex``
     when the caller has one (a page drawing many parts of one document). ``base``: ``working_graph(doc,
-    iteration, graphs, forward, fold_loops, index)`` made once for several pictures of it (not changed here).
+    iteration, graphs, forward, fold_loops, index)`` made once for several pictures of it (not changed here);
+    ``base_kept`` False: the caller has no further use for ``base``, reshaped in place rather than copied.
     """
     rankdir = check_rankdir(rankdir)
     forward = forward or architecture
     if base is not None:
-        index, chosen, node_ids, ir = base[0], base[1], base[2], base[3].copy()
+        index, chosen, node_ids, ir = base[0], base[1], base[2], base[3].copy() if base_kept else base[3]
     else:
         index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops, index)
     before, folded = ir.unfolded_size, ir.size()
     budget = min(node_budget, max_nodes) if node_budget else max_nodes
-    deepest = collapse.module_depth(ir)
     if depth is not None or architecture:
         if depth is None:
             depth = collapse.depth_for_budget(ir, budget, modules=True)
         collapse.collapse_depth(ir, depth, index.modules, shape_text, modules=architecture)
     elif ir.size() > budget:
         fitting = collapse.depth_for_budget(ir, budget)
-        if fitting < deepest:
+        if fitting < collapse.module_depth(ir):  # (only here: it counts every item's module keys)
             collapse.collapse_depth(ir, fitting, index.modules, shape_text)
             ir.notes[-1] += f" to fit {budget} nodes (choose with --depth / depth=)"
     if ir.size() > max_nodes:
@@ -375,18 +387,18 @@ def _assign_calls(ir, index):
     """One cluster key per module call: consecutive nodes under the same module path are one call. Nodes built
     before any trace (``external``: a graph walked after the fact, as ``render(loss, model=)`` does) come in walk
     order, not the order they ran in, so there each module path is one call."""
-    counts, previous, chains = {}, set(), {}
+    counts, previous = {}, set()  # (``counts`` has every module path met: whether a name is one's is read there)
     ops = sorted((i for i in ir.items.values() if i.kind == "op"), key=lambda i: i.order)
     inferred = _walked_modules(index, [item.nodes[0] for item in ops])
     for item in ops:
         node = index.nodes[item.nodes[0]]
         stack = node.get("module") or inferred.get(node["id"]) or []
+        external = node.get("external")
         keys = []
         for path in stack:
-            if path not in previous and not (node.get("external") and path in counts):
+            if path not in previous and not (external and path in counts):
                 counts[path] = counts.get(path, 0) + 1
             keys.append(f"m:{path}#{counts[path]}")
-            chains[path] = list(keys)
         item.calls = keys
         previous = set(stack)
     # A parameter sits in its module's cluster when one call of that module (by its path) uses it.
@@ -396,7 +408,7 @@ def _assign_calls(ir, index):
             continue
         name = index.variables[item.variables[0]].get("name") or ""
         # the modules whose path leads the name up to a dot ("model.0" of "model.0.weight"), the longest
-        owner = next((name[:at] for at in range(len(name) - 1, 0, -1) if name[at] == "." and name[:at] in chains),
+        owner = next((name[:at] for at in range(len(name) - 1, 0, -1) if name[at] == "." and name[:at] in counts),
                      None)
         if owner is None:
             continue
@@ -409,13 +421,14 @@ def _assign_calls(ir, index):
             item.calls = list(calls.pop())
     for item in ir.items.values():
         for key in item.calls:
+            if key in ir.clusters:  # labelled by an item before (the first one's label stays)
+                continue
             path = _path_of(key)
             cls = index.modules.get(path)
             label = [path + (f" ({cls})" if cls else "")]
             if counts[path] > 1:
                 label.append(f"call {key.rsplit('#', 1)[1]}")
             ir.clusters.setdefault(key, ("module", label))
-    return chains
 
 
 def _path_of(call_key):

@@ -100,13 +100,13 @@ class IR:
         return into
 
 
-def _copied(item):
+def _copied(item, new=object.__new__):
     """``item`` with lists and sets of its own (``dataclasses.replace`` costs ten times more: a page copies
-    thousands)."""
-    out = object.__new__(Item)
-    fields = dict(item.__dict__)
-    for name in ("lines", "calls", "nodes", "variables"):
-        fields[name] = list(fields[name])
-    fields["flags"] = set(fields["flags"])
+    thousands; each field by name, not in a loop over names, is a third less again)."""
+    out = new(Item)
+    fields = item.__dict__.copy()
+    fields["lines"], fields["calls"] = fields["lines"][:], fields["calls"][:]
+    fields["nodes"], fields["variables"] = fields["nodes"][:], fields["variables"][:]
+    fields["flags"] = fields["flags"].copy()
     out.__dict__ = fields
     return out

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import time
 
-from . import dot_session
+from . import dot_session, dot_text
 from .cluster_order import each_in_declared_order
 from .dot import to_dot
 from .graph import build_graph
@@ -41,33 +41,39 @@ def run_dot(source, fmt, timeout):
     exe = shutil.which("dot")
     if exe is None:
         raise DotNotFoundError()
+    env = dot_text.environment() if fmt == "svg" else None  # (a PNG's or PDF's layout keeps Pango's measures)
+    laid = dot_text.widen_bold(source) if env is not None else source
     current = dot_session.active()
     if current is not None and fmt in ("svg", "dot"):  # a dot already started (``dot_session``)
         try:
-            data = current.run(source, max(timeout, 0.05), fmt)
+            data = current.run(laid, max(timeout, 0.05), fmt)
         except dot_session.Timeout as exc:
             raise LayoutTimeout(f"dot took longer than {timeout:.1f} s") from exc
         if data is not None:
             return data
     try:  # (and when the session's dot exited on the graph: this run says why)
-        done = subprocess.run([exe, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
-                              timeout=max(timeout, 0.05), check=False)
+        done = subprocess.run([exe, f"-T{fmt}"], input=laid.encode("utf-8"), capture_output=True,
+                              timeout=max(timeout, 0.05), check=False, env=env)
     except subprocess.TimeoutExpired as exc:
         raise LayoutTimeout(f"dot took longer than {timeout:.1f} s") from exc
+    if done.returncode != 0 and env is not None and dot_text.failed(exe, done.stderr):
+        return run_dot(source, fmt, timeout)  # (this Graphviz would not run with the cut plugin list)
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise RuntimeError(f"dot failed: {message[0] if message else f'exit status {done.returncode}'}")
-    return each_in_declared_order(done.stdout, source) if fmt == "svg" else done.stdout
+    return each_in_declared_order(done.stdout, laid) if fmt == "svg" else done.stdout
 
 
 def lay_out(doc, fmt="svg", budget=4.0, **options):
     """Build, write and lay out the picture within ``budget`` seconds: returns (spec, dot source, output bytes).
+    ``base`` (an option): ``working_graph``'s result for these options, the caller's to give up (reshaped here).
 
     Steps: full settings (45% of the budget), cheaper settings (30%), then a collapsed view of at most
     150 nodes with cheap settings (what is left). The picture's subtitle says which step produced it.
     """
     deadline = time.perf_counter() + budget
-    spec = build_graph(doc, **options)
+    base = options.pop("base", None)  # (the fallback below walks the graph again with its own options)
+    spec = build_graph(doc, base=base, base_kept=base is None, **options)
     source = to_dot(spec)
     try:
         return spec, source, run_dot(source, fmt, budget * 0.45)

@@ -11,6 +11,7 @@ module box (all a click away) is drawn one level deeper instead, legible or not.
 
 import re
 
+from . import collapse
 from .dot import to_dot
 from .estimate import drawn_size
 from .fold_boxes import fold_repeated_boxes, merge, parameters_of
@@ -21,7 +22,9 @@ STAGE_PX = (900, 420)  # the page's graph stage at a 1280x800 window (report.css
 MIN_TEXT_PX = 10  # node titles on screen at fit at least this
 TITLE_PT = 11  # the font size dot draws node titles at (style.py): one SVG unit per point
 RANKDIRS = ("BT", "LR")  # the overview is measured both ways; the one whose text reads larger at fit is drawn
-RANKSEP = "0.2"  # inches between ranks in an overview (0.35 elsewhere): a column of 9 boxes then reads at 10 px
+# inches between ranks in an overview (0.35 elsewhere): a column of 9 boxes then reads at 10 px (lines of text
+# 1.2 times their size high, as dot measures them: ``dot_text.py``)
+RANKSEP = "0.15"
 NODE_HEIGHT = 0.3  # inches, the least height of an overview's node (dot's 0.5 leaves a one-line op half empty)
 MAX_OVERVIEW_NODES = 40  # a depth drawing more nodes than this never fits the stage legibly: not laid out
 _OPS = re.compile(r"([\d,]+) ops\b")
@@ -156,7 +159,7 @@ def one_box(spec):
     return sum(1 for node in spec.nodes if node.kind == "module") == 1
 
 
-def overview(doc, graph, run, index=None, **options):
+def overview(doc, graph, run, index=None, base=None, **options):
     """(spec, DOT source, svg text, depth) of the deepest depth of ``graph`` whose picture is legible at fit, or
     of depth 0 (the most compact) when none is; one level deeper when that is a single module box (legible or
     not); None when the graph has no module to draw as a box. Depths and directions are compared by their
@@ -169,9 +172,15 @@ def overview(doc, graph, run, index=None, **options):
     # op-level fold (``collapse.fold_repeats``) would fold them in with the rest
     fold = options.pop("fold_loops", True)
     drawn, last_size = [], None  # [(estimated px, spec, depth)], shallowest first
-    base = working_graph(doc, None, [graph], options.get("forward") or options.get("architecture", False), False,
-                         index)  # one walk, every depth
+    if base is None:  # (``base``: the caller's walk of the same graph, unfolded; read, not changed)
+        base = working_graph(doc, None, [graph], options.get("forward") or options.get("architecture", False),
+                             False, index)  # one walk, every depth
+    # below its deepest module no depth collapses anything (but the architecture view's boxes): the build would
+    # be the last one again, which ends the walk, so it is not made
+    deepest = 64 if options.get("architecture") else collapse.module_depth(base[3])
     for depth in range(0, 64):
+        if depth > deepest:
+            break  # no deeper module level: the last depth drawn is the deepest
         spec = build_graph(doc, graphs=[graph], depth=depth, index=index, fold_loops=False, base=base, **options)
         if depth == 0 and not module_boxes_possible(spec):
             return None

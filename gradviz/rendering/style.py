@@ -1,5 +1,6 @@
 """Working graph → ``GraphSpec``: shapes, colours, labels, and the marks diagnostics leave on a picture."""
 
+import functools
 import re
 
 from ..document import is_accumulate_grad, severity_rank
@@ -12,6 +13,16 @@ CHEAP_LAYOUT = {"splines": "line", "nslimit": "2", "nslimit1": "2", "mclimit": "
 def shape_text(shape):
     if shape is None:
         return "?"
+    if type(shape) is tuple:  # (the working graph's shapes: a page writes the same few thousands of times)
+        try:
+            return _tuple_text(shape)
+        except TypeError:  # a dimension that cannot be hashed: written as it is below
+            pass
+    return "scalar" if len(shape) == 0 else "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+@functools.lru_cache(maxsize=4096)
+def _tuple_text(shape):
     return "scalar" if len(shape) == 0 else "(" + ", ".join(str(d) for d in shape) + ")"
 
 
@@ -137,8 +148,6 @@ class _Styler:
         self.show_saved, self.show_grads = show_saved, show_grads
         self.nodes, self.edges, self.cluster_names = [], [], {}
         self.severities, self.kinds = {}, set()
-        self.item_of_node = {n: key for key, item in ir.items.items() if "ghost" not in item.flags
-                             for n in item.nodes}
 
     def cluster_name(self, key):
         if key not in self.cluster_names:
@@ -147,8 +156,9 @@ class _Styler:
 
     def node(self, item):
         shape, fill, border, style = _node_style(item)
-        severity = max((self.index.severity.get(n) for n in item.nodes if n in self.index.severity),
-                       key=severity_rank, default=None)
+        marked = self.index.severity  # (most pictures have no diagnosed node: a box's nodes are not read then)
+        severity = max((marked[n] for n in item.nodes if n in marked), key=severity_rank, default=None) \
+            if marked else None
         penwidth, fontsize, rows = 1.0, 11, _rows(item)
         if severity:
             fill, border = COLORS[severity]
@@ -215,9 +225,14 @@ class _Styler:
         return self.index.node_norm.get(item.nodes[0])
 
     def none_reads(self):
+        if not self.index.none_reads:
+            return
+        # (made only here: a box lists every node inside it, and most traces read no .grad as None)
+        item_of_node = {n: key for key, item in self.ir.items.items() if "ghost" not in item.flags
+                        for n in item.nodes}
         for var_id, event in sorted(self.index.none_reads.items()):
             var = self.index.variables.get(var_id) or {}
-            owner = self.item_of_node.get(var.get("node")) or self.item_of_node.get(var.get("accumulator"))
+            owner = item_of_node.get(var.get("node")) or item_of_node.get(var.get("accumulator"))
             if owner is None:
                 continue
             line = (event.get("location") or {}).get("line")

@@ -224,11 +224,11 @@ class _Drawer:
         from .layout import lay_out
 
         if graph in self.laid:
-            spec, source, text, fmt = self.laid[graph]
+            spec, source, text, fmt, unfolded = self.laid[graph]
         else:
             spec = build_graph(self.doc, graphs=[graph], node_budget=self.node_budget, index=self.index,
                                **self.options)
-            source, text, fmt = to_dot(spec), None, None
+            source, text, fmt, unfolded = to_dot(spec), None, None, None
         svg = None
         asked = self.options.get("depth")
         if asked is not None or len(spec.nodes) <= MAX_OVERVIEW_NODES or not module_boxes_possible(spec):
@@ -246,7 +246,8 @@ class _Drawer:
                                   "in, or ask for a smaller depth")
                 return slim(svg), spec, source
         found = overview(self.doc, graph, lambda texts: run_dot_each(texts, self.budget),
-                         index=self.index, **{k: v for k, v in self.options.items() if k != "depth"})
+                         index=self.index, base=unfolded,
+                         **{k: v for k, v in self.options.items() if k != "depth"})
         if found is not None:
             spec, source, svg, _ = found
         elif svg is None:  # no overview (no module to box): the picture as it is
@@ -274,7 +275,7 @@ class _Drawer:
                                  fold_loops=options.get("fold_loops", True), at_least=at_least, open_single=True,
                                  index=index, base=base)
         options.update(graphs=[graph], depth=depth)
-        return build_graph(doc, index=index, base=base, **options)
+        return build_graph(doc, index=index, base=base, base_kept=False, **options)
 
     def leaves_of(self, node_ids):
         """The AccumulateGrad nodes (parameters, leaves) that ``node_ids`` read and do not hold: a part view draws
@@ -461,7 +462,9 @@ def _page_views(doc, budget=4.0, node_budget=NODE_BUDGET, laid=None, **options):
     drawer = _Drawer(doc, budget, node_budget, options, laid)
     views, notes, first_of, roots = [], [], {}, []
     pictures = pictures_to_draw(doc)
-    if dot_available():
+    if dot_available() and len(pictures) == 1:  # (a pool's threads cost more than they save for one)
+        drawn = [_attempt(drawer.top, pictures[0].graph)]
+    elif dot_available():
         with ThreadPoolExecutor(WORKERS) as pool:
             drawn = _map(pool, lambda picture: _attempt(drawer.top, picture.graph), pictures)
     for number, picture in enumerate(pictures):

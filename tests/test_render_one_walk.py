@@ -1,0 +1,62 @@
+"""Issue 27's picture cost: ``gradviz run`` walks a picture's graph once for the picture file and the page's
+overview of it (``graph.folded``), and the overview builds no depth below the graph's deepest module."""
+
+import pytest
+
+from gradviz.rendering import graph, layout, overview
+from gradviz.rendering.dot import to_dot
+from gradviz.rendering.layout import run_dot
+from tests.synthetic_docs import block_chain
+
+needs_dot = pytest.mark.skipif(not layout.dot_available(), reason="Graphviz dot is not installed")
+
+
+def _doc():
+    b, _ = block_chain("blocks.py", 4, 10)  # 40 ops under net.block0..3: the page draws an overview of them
+    return b.finish()
+
+
+def _counting(monkeypatch, module, name):
+    calls, original = [], getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append((args, kwargs))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+@needs_dot
+def test_the_run_walks_its_picture_graph_once_for_the_file_and_the_overview(tmp_path, monkeypatch):
+    from gradviz.cli.artifacts import write_all
+
+    doc = _doc()
+    walks = _counting(monkeypatch, graph, "working_graph")
+    walks_of_overview = _counting(monkeypatch, overview, "working_graph")
+    drawn = _counting(monkeypatch, overview, "build_graph")
+    write_all(doc, str(tmp_path), fmt="svg")
+    assert drawn, "the page drew no overview: this test no longer covers the reuse"
+    of_the_run_doc = [args for args, _ in walks + walks_of_overview if args[0] is doc]
+    assert len(of_the_run_doc) == 1 and of_the_run_doc[0][2] == [0] and of_the_run_doc[0][4] is False
+
+
+@needs_dot
+def test_the_overview_from_a_given_walk_is_the_overview_from_its_own():
+    doc = _doc()
+    run = lambda sources: [run_dot(source, "svg", 10).decode("utf-8") for source in sources]  # noqa: E731
+    own = overview.overview(doc, 0, run)
+    base = graph.working_graph(doc, None, [0], False, False)
+    given = overview.overview(doc, 0, run, base=base)
+    assert (to_dot(given[0]), given[3]) == (to_dot(own[0]), own[3])
+    assert [item.calls for item in base[3].items.values()] == \
+        [item.calls for item in graph.working_graph(doc, None, [0], False, False)[3].items.values()]  # unchanged
+
+
+def test_the_overview_builds_no_depth_below_the_deepest_module(monkeypatch):
+    doc = _doc()  # modules two deep (net, net.blockN): depths 0, 1 and 2 differ; 3 would be 2 again
+    builds = _counting(monkeypatch, overview, "build_graph")
+    overview.overview(doc, 0, lambda sources: [run_dot(s, "svg", 10).decode("utf-8") for s in sources]
+                      if layout.dot_available() else ['<svg width="1000pt" height="1000pt"></svg>'] * len(sources))
+    depths = [kwargs["depth"] for _, kwargs in builds]
+    assert depths == [0, 1, 2]
