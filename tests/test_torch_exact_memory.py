@@ -20,8 +20,8 @@ from gradviz.document import load_trace  # noqa: E402
 from gradviz.tracing.adapters.torch import compat as torch_compat  # noqa: E402
 
 from . import test_diagnose_e2e as e2e  # noqa: E402
-from .test_torch_parity import SAMPLES, _samples, summary, to_torch  # noqa: E402
 from .shared_traces import default_torch_trace, own_text_or, trace_source, traced  # noqa: E402
+from .test_torch_parity import SAMPLES, _samples, summary, to_torch  # noqa: E402
 
 _MISSING = torch_compat.probe(torch).exact  # the internals --exact-memory needs that this torch lacks (2.4)
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning"),
