@@ -36,14 +36,17 @@ def trace_source(path, source, engine, **options):
 
 def traced(path, engine, source=None, **options):
     """The script at ``path`` run as ``__main__`` under ``gradviz.trace(engine=..., **options)`` (its argv, its
-    folder first on sys.path, its output swallowed), or ``source`` run in its place; its document. An exception
-    or exit ends the block and is recorded, as `gradviz run` does. On gradviz's engine the script's
-    ``import torch`` resolves to gradviz (``gradviz run --torch``)."""
+    folder first on sys.path, its output swallowed); its document. An exception or exit ends the block and is
+    recorded, as `gradviz run` does. On gradviz's engine the script's ``import torch`` resolves to gradviz
+    (``gradviz run --torch``). With ``source`` that program runs as ``path``, compiled and run in a namespace
+    that lives until the trace has stopped (as test_torch_parity always ran it, and as `gradviz run` keeps a
+    script's globals); without, ``runpy.run_path`` runs the file."""
     from gradviz.cli.torch_shim import TorchShim
 
     old_argv, old_path = sys.argv, list(sys.path)
     sys.argv = [str(path)]
     sys.path.insert(0, str(Path(path).parent))
+    scope = {"__name__": "__main__", "__file__": str(path)}
     tr = gradviz.trace(engine=engine, **options)
     with contextlib.ExitStack() as stack:
         if engine == "gradviz":
@@ -56,7 +59,7 @@ def traced(path, engine, source=None, **options):
                 if source is None:
                     runpy.run_path(str(path), run_name="__main__")
                 else:
-                    exec(compile(source, str(path), "exec"), {"__name__": "__main__", "__file__": str(path)})
+                    exec(compile(source, str(path), "exec"), scope)
         except (Exception, SystemExit):
             pass
         finally:
@@ -64,17 +67,12 @@ def traced(path, engine, source=None, **options):
     return tr.to_dict()
 
 
-def own_text_or(path, source):
-    """None when ``source`` is the file's own text (the file is then run as `gradviz run` runs it), else
-    ``source``: the same program is run the same way whichever test asks first."""
-    return None if source is None or source == Path(path).read_text() else source
-
-
 def default_torch_trace(path, source=None):
-    """The full trace on PyTorch with every option at its default (``traced(path, "torch")``), made once per
-    process for each (path, source): its engine, internal errors and diagnostics. ``source`` is the program run
-    as ``path`` when it is not the file's own text (a gradviz sample with its imports pointed at torch)."""
-    source = own_text_or(path, source)
+    """The full trace on PyTorch with every option at its default, made once per process for each (path,
+    source): its engine, internal errors and diagnostics. ``source`` is the program run as ``path`` (the file's
+    own text when not given; a gradviz sample with its imports pointed at torch). A test comparing another
+    trace of the sample with this one makes it with ``traced(path, "torch", source, ...)`` the same way."""
+    source = Path(path).read_text() if source is None else source
     key = (str(path), source)
     if key not in _traces:
         doc = traced(path, "torch", source)

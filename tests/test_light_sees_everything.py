@@ -197,10 +197,13 @@ def test_every_light_iteration_names_what_a_full_trace_names(script, engine):
     path = ROOT / script
     run_engine = engine if engine == "torch" else "auto"  # the samples import gradviz themselves
     if engine == "torch" and script.startswith("samples/"):
-        full = default_torch_trace(path)  # made once per process (tests/shared_traces.py): parity, exact memory
+        # the full trace test_torch_parity and test_torch_exact_memory compare with, made once per process
+        # (tests/shared_traces.py); the light one is run the same way
+        full = default_torch_trace(path)
+        light = traced(path, "torch", path.read_text(), light=True, full_steps=0)
     else:
         full = traced(path, run_engine, light=False)
-    light = traced(path, run_engine, light=True, full_steps=0)
+        light = traced(path, run_engine, light=True, full_steps=0)
     assert found(light) == found(full)
     assert light["internal_errors"] == []
 
