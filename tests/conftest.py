@@ -26,6 +26,10 @@ GROUPS = [
     (r"tests/test_distributed\.py::(test_a_clean_two_rank_ddp_job|test_the_html_report_has_a_per_rank_section)",
      "test_distributed.py clean_pair"),
     (r"tests/test_torchrun_terminal\.py::(?!test_fail_on_never)", "test_torchrun_terminal.py default_run"),
+    # files whose module fixture is costly (a browser, a notebook kernel, an RPC job, a Lightning fit, models traced
+    # on PyTorch): the whole file, which also keeps the fixture's users together
+    (r"tests/(test_html_browser|test_notebook_magic|test_render_real_models|test_rpc_trace|test_torch_names|"
+     r"test_torch_lightning)\.py::", r"\1.py"),
     # the corpus: its PyTorch runs come from one process per worker, its gradviz runs are kept per script
     (r"tests/test_torch_scripts\.py::(test_script_prints_what_pytorch_prints|test_script_runs_unmodified_under_"
      r"gradviz)\[", "test_torch_scripts.py corpus"),

@@ -3,12 +3,15 @@ user of a shared fixture would otherwise leave the group silently (the suite slo
 
 import inspect
 import os
+import re
+from pathlib import Path
 
 import pytest
 
 from tests import conftest
 
 torch = pytest.importorskip("torch")
+ROOT = Path(__file__).resolve().parent.parent
 
 from tests import (  # noqa: E402
     test_ddp_torch,
@@ -81,3 +84,22 @@ def test_the_torch_scripts_corpus_tests_are_one_group():
     assert {conftest.group_of(i) for i in corpus + gradviz_runs} == {"test_torch_scripts.py corpus"}
     traced = test_torch_scripts.test_script_traced_on_real_pytorch_records_no_internal_error
     assert conftest.group_of(_id(test_torch_scripts, traced, cases[0])) is None
+
+
+# module fixtures cheap enough to make once per worker: an import, a small trace, an array, a schema
+CHEAP_MODULE_FIXTURES = {"test_math_oracle.py", "test_sarif.py", "test_trace_format.py", "test_trace_no_copy.py",
+                         "test_render_rankdir_size.py"}
+
+
+def test_every_test_file_with_a_module_fixture_is_one_group_or_listed_as_cheap():
+    """A new module fixture is either cheap (listed above) or its file's tests go to one worker."""
+    tests = ROOT / "tests"
+    declared = re.compile(r'^@pytest\.fixture\(scope="module"', re.M)
+    with_fixture = {p.name for p in tests.glob("test_*.py") if declared.search(p.read_text())}
+    assert "test_html_browser.py" in with_fixture and "test_rpc_trace.py" in with_fixture
+    by_fixture = {"test_distributed.py", "test_torchrun_terminal.py"}  # the fixture's users only: the test above
+    for name in sorted(with_fixture - CHEAP_MODULE_FIXTURES - by_fixture):
+        groups = {conftest.group_of(f"tests/{name}::{test}") for test in ("test_a", "test_b[x]")}
+        assert len(groups) == 1 and None not in groups, name
+    for name in CHEAP_MODULE_FIXTURES:
+        assert conftest.group_of(f"tests/{name}::test_a") is None, name
