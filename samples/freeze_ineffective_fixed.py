@@ -1,6 +1,6 @@
 """The fixed twin of `freeze_ineffective.py`: `backbone.requires_grad_(False)` sets every backbone parameter's
 flag, so they get no gradient and the optimizer skips them; only the new head trains. The first task keeps its
-test accuracy (0.99; 0.56 when the backbone trains). The second task reaches 0.70 on the frozen features (0.97
+test accuracy (0.99; 0.58 when the backbone trains). The second task reaches 0.65 on the frozen features (0.93
 when the backbone is trained too, which is what unfreezing on purpose would buy).
 
 `gradviz run` reports nothing (clean).
@@ -39,5 +39,5 @@ fit(head_a, task_a, list(backbone.parameters()) + list(head_a.parameters()), 80,
 print(f"task A accuracy after pretraining {accuracy(head_a, task_a):.2f}")
 
 backbone.requires_grad_(False)
-fit(head_b, task_b, list(backbone.parameters()) + list(head_b.parameters()), 100, 0.2)  # fine-tuning
+fit(head_b, task_b, list(backbone.parameters()) + list(head_b.parameters()), 50, 0.2)  # fine-tuning
 print(f"task B accuracy {accuracy(head_b, task_b):.2f}, task A accuracy now {accuracy(head_a, task_a):.2f}")

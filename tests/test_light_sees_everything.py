@@ -9,18 +9,15 @@ and every real-PyTorch script of the tests, traced in full and with every iterat
 allows (``full_steps=0``), must give the same (code, file, line) set.
 """
 
-import contextlib
-import io
 import json
 import os
-import runpy
 import sys
 from pathlib import Path
 
 import pytest
 
-import gradviz
 from tests.marked_lines import marked_line
+from tests.shared_traces import default_torch_trace, traced
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -43,29 +40,6 @@ LATE_CASES = {  # script -> the code it must be named by, at its "# MARK" line
     "out_data_write_at_59.py": "silent-inplace",  # torch.clamp(e.data, ..., out=e.data)
     "numpy_write_at_63.py": "silent-inplace",  # e.detach().numpy() written into before backward
 }
-
-
-def traced(path, engine, **schedule):
-    """Run ``path`` as __main__ under ``gradviz.trace(engine=..., **schedule)``; its document. On gradviz's
-    engine the script's ``import torch`` resolves to gradviz (``gradviz run --torch``)."""
-    from gradviz.cli.torch_shim import TorchShim
-
-    old_argv, old_path = sys.argv, list(sys.path)
-    sys.argv = [str(path)]
-    sys.path.insert(0, str(Path(path).parent))
-    tr = gradviz.trace(engine=engine, **schedule)
-    with contextlib.ExitStack() as stack:
-        if engine == "gradviz":
-            stack.enter_context(TorchShim())
-        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
-        try:
-            with tr:
-                runpy.run_path(str(path), run_name="__main__")
-        except (Exception, SystemExit):
-            pass
-        finally:
-            sys.argv, sys.path[:] = old_argv, old_path
-    return tr.to_dict()
 
 
 def found(doc):
@@ -222,8 +196,14 @@ def test_every_light_iteration_names_what_a_full_trace_names(script, engine):
     engine = "gradviz" if engine == "gradviz-native" else engine
     path = ROOT / script
     run_engine = engine if engine == "torch" else "auto"  # the samples import gradviz themselves
-    full = traced(path, run_engine, light=False)
-    light = traced(path, run_engine, light=True, full_steps=0)
+    if engine == "torch" and script.startswith("samples/"):
+        # the full trace test_torch_parity and test_torch_exact_memory compare with, made once per process
+        # (tests/shared_traces.py); the light one is run the same way
+        full = default_torch_trace(path)
+        light = traced(path, "torch", path.read_text(), light=True, full_steps=0)
+    else:
+        full = traced(path, run_engine, light=False)
+        light = traced(path, run_engine, light=True, full_steps=0)
     assert found(light) == found(full)
     assert light["internal_errors"] == []
 

@@ -20,8 +20,8 @@ from gradviz.document import load_trace  # noqa: E402
 from gradviz.tracing.adapters.torch import compat as torch_compat  # noqa: E402
 
 from . import test_diagnose_e2e as e2e  # noqa: E402
+from .shared_traces import default_torch_trace, trace_source, traced  # noqa: E402
 from .test_torch_parity import SAMPLES, _samples, summary, to_torch  # noqa: E402
-from .torch_default_traces import default_torch_trace, trace_source  # noqa: E402
 
 _MISSING = torch_compat.probe(torch).exact  # the internals --exact-memory needs that this torch lacks (2.4)
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning"),
@@ -562,8 +562,8 @@ def test_samples_give_the_same_diagnostics_as_the_default_mode(name, expected):
     path = os.path.join(SAMPLES, name)
     with open(path) as f:
         source = to_torch(f.read())
-    default = default_torch_trace(path, source)  # shared with test_torch_parity
-    exact = _trace(path, source, True)
+    default = default_torch_trace(path, source)  # shared with test_torch_parity and test_light_sees_everything
+    exact = traced(path, "torch", source, exact_memory=True)  # run as the default one was
     assert not exact["internal_errors"] and not default["internal_errors"]
     assert sorted(summary(exact)) == sorted(summary(default))
 

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 
 from . import test_diagnose_e2e as e2e  # noqa: E402
-from .torch_default_traces import default_torch_trace, trace_source  # noqa: E402
+from .shared_traces import default_torch_trace, trace_source  # noqa: E402
 
 pytestmark = [pytest.mark.oracle, pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")]
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")

@@ -27,10 +27,12 @@ differs without an explanation (or there is no reference to compare with); 0 oth
 
 import argparse
 import datetime
+import getpass
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from collections import namedtuple
 from concurrent.futures import ThreadPoolExecutor
@@ -196,10 +198,20 @@ def count_tests(junit):
     return counts
 
 
+def own_temporary_folder(env, folder):
+    """``env`` with TMPDIR at ``folder``: torchrun's and mp.spawn's leftovers (torchelastic's log folders, a DDP
+    sample's pytorch-errorfile pickles) go there and are removed with it instead of staying in /tmp. Inductor's
+    compile cache stays where it was (its default lives under TMPDIR): a cold cache changes which helper
+    processes a compiled script starts, one of the facts compared."""
+    inductor = os.path.join(tempfile.gettempdir(), "torchinductor_" + getpass.getuser())
+    return dict(env, TMPDIR=str(folder), TORCHINDUCTOR_CACHE_DIR=env.get("TORCHINDUCTOR_CACHE_DIR", inductor))
+
+
 def sample_facts(python, script, env):
     """What the matrix compares across versions: diagnostics at their lines, graph counts, memory figures."""
-    run = subprocess.run([str(python), "-m", "gradviz", "run", "--engine", "torch", "--json-only", str(script)],
-                         capture_output=True, text=True, env=env, cwd=REPO)
+    with tempfile.TemporaryDirectory(prefix="gradviz-matrix-") as tmp:
+        run = subprocess.run([str(python), "-m", "gradviz", "run", "--engine", "torch", "--json-only", str(script)],
+                             capture_output=True, text=True, env=own_temporary_folder(env, tmp), cwd=REPO)
     try:
         doc = json.loads(run.stdout)
     except ValueError:
