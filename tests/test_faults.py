@@ -59,6 +59,21 @@ print("script done", flush=True)
 """
 
 
+@pytest.fixture(autouse=True)
+def interruptible_children():
+    """gradviz's processes here start with Ctrl-C's default action even when the test run was started in the
+    background by a shell (which ignores SIGINT there, and an ignored signal stays ignored across exec): the
+    Ctrl-C tests send SIGINT and expect gradviz's own handling of it."""
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (a handled signal is reset to default on exec)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def write_script(folder, text, name="script.py"):
     path = os.path.join(folder, name)
     with open(path, "w", encoding="utf-8") as f:
