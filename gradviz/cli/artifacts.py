@@ -95,19 +95,22 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
     if written.not_drawn:  # these two only when not empty: a short run's manifest is as it always was
         manifest["pictures_not_drawn"] = written.not_drawn
     doc["manifest"] = manifest
-    _write_reports(doc, out_dir, {}, written, pending=bool(planned))
+    page_parts = {}  # what both writes of the page share (``html_parts``'s ``reuse``): the document is the same
+    _write_reports(doc, out_dir, {}, written, pending=bool(planned), reuse=page_parts)
     written.reports_written = True
     written.removed = remove_earlier_files(out_dir, set(manifest["files"]))
 
     from ..rendering.dot_session import session
 
     with session():  # the pictures and the page's views: laid out by dot processes started once for all
-        _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_options, budget, total_budget)
+        _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_options, budget, total_budget,
+                  page_parts)
     written.paths += [os.path.join(out_dir, name) for name in REPORT_FILES]
     return written
 
 
-def _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_options, budget, total_budget):
+def _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_options, budget, total_budget,
+              page_parts=None):
     """Draw the ``planned`` pictures within the budgets, then write the reports again with the page's views."""
     laid = {}  # graph id -> its picture's layout and unfolded working graph, which the page reuses (views.py)
     deadline = _now() + total_budget
@@ -137,20 +140,20 @@ def _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_optio
         manifest["pictures_as_svg"] = written.as_svg
     if planned:  # the page's views of the graphs: the pictures' layouts, and module boxes that open inside
         _write_reports(doc, out_dir, None, written, pending=False, with_json=bool(written.skipped or written.as_svg),
-                       view_options={"budget": budget, "laid": laid, **(render_options or {})})
+                       view_options={"budget": budget, "laid": laid, **(render_options or {})}, reuse=page_parts)
 
 
 def _now():
     return time.monotonic()
 
 
-def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, view_options=None):
+def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, view_options=None, reuse=None):
     """Stage report.json and report.html, then rename both into place: on any failure neither is replaced.
-    ``pictures`` None: the page draws its views itself, with ``view_options``."""
+    ``pictures`` None: the page draws its views itself, with ``view_options``. ``reuse``: see ``html_parts``."""
     from ..atomic import Staged
     from ..document.model import write_json_to
 
-    page = _page(doc, pictures, written, pending, view_options)
+    page = _page(doc, pictures, written, pending, view_options, reuse)
     staged = []
     path = os.path.join(out_dir, "report.json")
     try:
@@ -185,14 +188,15 @@ def _write_reports(doc, out_dir, pictures, written, pending, with_json=True, vie
         raise
 
 
-def _page(doc, pictures, written, pending, view_options=None):
+def _page(doc, pictures, written, pending, view_options=None, reuse=None):
     """report.html's text, a list of pieces to write in order (``rendering.html.html_parts``). Should building it
     fail (a bug of gradviz's, never the run's fault), the page says so in one line and the failure is recorded in
     ``internal_errors``: report.json is still written."""
     from ..rendering.html import html_parts
 
     try:
-        return html_parts(doc, pictures, skipped=written.skipped, pending=pending, view_options=view_options)
+        return html_parts(doc, pictures, skipped=written.skipped, pending=pending, view_options=view_options,
+                          reuse=reuse)
     except Exception as exc:
         import html
 

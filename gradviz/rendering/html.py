@@ -33,13 +33,18 @@ def json_for_script(data):
     return text
 
 
+class Encoded(str):
+    """A value's ``json_for_script`` text, encoded once for several writes of one page: ``json_pieces_for_script``
+    writes it as it is."""
+
+
 def json_pieces_for_script(data):
     """``json_for_script(data)`` of a dict with string keys, one key at a time: the same text in pieces, so a
     long run's page data is never one string and, while it is escaped, a copy of it."""
     yield "{"
     for number, (key, value) in enumerate(data.items()):
         yield f"{',' if number else ''}{json_for_script(key)}:"
-        yield json_for_script(value)
+        yield value if isinstance(value, Encoded) else json_for_script(value)
     yield "}"
 
 
@@ -541,11 +546,27 @@ def html_report(doc, svgs=None, skipped=(), pending=False, views=None, view_opti
     return "".join(html_parts(doc, svgs, skipped, pending, views, view_options))
 
 
-def html_parts(doc, svgs=None, skipped=(), pending=False, views=None, view_options=None):
+def _trace_parts(doc):
+    """The page's pieces that say what the trace holds, whatever is drawn: the same text at each write of the page
+    (``gradviz run`` writes it before its pictures and again with them)."""
+    return {"search": Encoded(json_for_script(_search_index(doc))),
+            "order": Encoded(json_for_script(diagnostic_order(doc))), "summary": _summary(doc),
+            "unseen": _unseen_banner(doc), "bar": _diagnostic_bar(doc),
+            "details": f'{ranks_section(doc)}<h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
+                       f'<h2>Parameters</h2>{_parameter_table(doc)}'}
+
+
+def html_parts(doc, svgs=None, skipped=(), pending=False, views=None, view_options=None, reuse=None):
     """The report page as a list of strings to write one after the other (``html_report``'s arguments): the
     pictures' templates and the data's keys are pieces of their own, so writing the page never holds it whole,
-    nor its encoded bytes."""
+    nor its encoded bytes. ``reuse``: a dict kept by the caller between writes of the same document, whose
+    trace-only pieces (``_trace_parts``) are built at the first and read at the next."""
     notes = []
+    trace = (reuse or {}).get("trace")
+    if trace is None:
+        trace = _trace_parts(doc)
+        if reuse is not None:
+            reuse["trace"] = trace
     if views is None:
         if svgs is not None:
             views = _pictures_from_svgs(svgs)
@@ -558,8 +579,7 @@ def html_parts(doc, svgs=None, skipped=(), pending=False, views=None, view_optio
         drawn[key[0]].add(int(key[1:]))
     data = report_data(doc, drawn)
     data["views"], data["where"], data["packed"], data["stand"] = view_data, where, packed, stand
-    data["search"] = _search_index(doc)
-    data["order"] = diagnostic_order(doc)
+    data["search"], data["order"] = trace["search"], trace["order"]
     title = f"gradviz report: {doc.get('script') or 'trace'}"
     view_notes = "".join(f'<p class="muted">{with_code(n)}</p>' for n in notes)
     empty = ""
@@ -573,11 +593,11 @@ def html_parts(doc, svgs=None, skipped=(), pending=False, views=None, view_optio
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
-        f'<header><div class="titles"><h1>{html.escape(title)}</h1><div class="sub">{_summary(doc)}</div></div>'
+        f'<header><div class="titles"><h1>{html.escape(title)}</h1><div class="sub">{trace["summary"]}</div></div>'
         '<div id="searchbox"><input id="search" type="search" autocomplete="off" '
         'placeholder="search ops, parameters, modules, lines  ( / )" aria-label="search the graphs">'
         '<div id="search-results" hidden></div></div></header>'
-        f'{_unseen_banner(doc)}<section id="diagbar">{_diagnostic_bar(doc)}</section>'
+        f'{trace["unseen"]}<section id="diagbar">{trace["bar"]}</section>'
         '<main><div id="viewer"><div id="toolbar">'
         '<label>structure <select id="structure-select"></select></label>'
         '<span id="iterations"></span><span id="crumbs"></span>'
@@ -589,8 +609,7 @@ def html_parts(doc, svgs=None, skipped=(), pending=False, views=None, view_optio
         '<p class="muted">Click a node to see its op, shape, dtype, bytes, source line, saved tensors and gradient '
         'norm; a module box opens its inside. Keys: / search, j/k diagnostics, n/p their nodes, +/− zoom, 0 fit, '
         'Esc back.</p></div></aside></main>'
-        f'<section id="details">{ranks_section(doc)}<h2>Memory</h2><div id="memory">{_memory_section(doc)}</div>'
-        f'<h2>Parameters</h2>{_parameter_table(doc)}</section>')
+        f'<section id="details">{trace["details"]}</section>')
     return [head, *_view_templates(views), '<script type="application/json" id="gv-data">',
             *json_pieces_for_script(data), "</script>", f"<script>{script}</script></body></html>\n"]
 
