@@ -6,6 +6,7 @@ here removes either nodes or long edges, and says what it did in ``ir.notes``.
 
 import functools
 import math
+import operator
 from collections import Counter, deque
 
 import numpy as np
@@ -13,10 +14,11 @@ import numpy as np
 from .ir import Item
 
 LEAF_KINDS = ("leaf", "const", "cut")
+_ORDER = operator.attrgetter("order")
 
 
 def _module_keys(item):
-    return [key for key in item.calls if key.startswith("m:")]
+    return [key for key in item.calls if key[:2] == "m:"]  # (a slice, not a method call per key: read very often)
 
 
 def _path(call_key):
@@ -61,7 +63,7 @@ def _repeat_free(module_classes):
     @functools.cache  # (a graph's ops name a few module paths, each thousands of times)
     def same(path):
         parts = (path or "").split(".")
-        return ".".join("#" if i and part.isdigit() else part for i, part in enumerate(parts))
+        return ".".join(["#" if i and part.isdigit() else part for i, part in enumerate(parts)])
 
     return same
 
@@ -224,8 +226,26 @@ def size_at_depth(ir, depth, modules=False):
 def depth_for_budget(ir, node_budget, modules=False):
     """The deepest module depth whose collapsed picture has at most ``node_budget`` nodes (0 when none does;
     ``module_depth(ir)`` when the whole picture fits)."""
-    for depth in range(module_depth(ir), -1, -1):
-        if size_at_depth(ir, depth, modules) <= node_budget:
+    if modules:
+        for depth in range(module_depth(ir), -1, -1):
+            if size_at_depth(ir, depth, modules) <= node_budget:
+                return depth
+        return 0
+    # ``size_at_depth`` at each depth from one reading of each item's module keys, not one per depth: a page
+    # chooses a depth for every view, and the keys were most of that
+    keyed, deepest = [], 0
+    for item in ir.items.values():
+        keys = _module_keys(item)
+        keyed.append((keys, "ghost" in item.flags))
+        deepest = len(keys) if len(keys) > deepest else deepest
+    for depth in range(deepest, -1, -1):
+        boxes, kept = set(), 0
+        for keys, ghost in keyed:
+            if len(keys) > depth:
+                boxes.add(keys[depth])
+            elif not ghost:
+                kept += 1
+        if kept + len(boxes) <= node_budget:
             return depth
     return 0
 
@@ -283,7 +303,7 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
             lines.append("in " + ", ".join(dict.fromkeys(shape_text(s) for s in box_ins)))
         if box_outs:
             lines.append("out " + ", ".join(dict.fromkeys(shape_text(s) for s in box_outs)))
-        first = min(items, key=lambda item: item.order)
+        first = min(items, key=_ORDER)
         box = Item(box_key, "module", first.order, title + (f" ({cls})" if cls else ""), lines,
                    shape=box_outs[0] if box_outs else None, calls=first.calls[:first.calls.index(call_key)],
                    nodes=[n for item in items for n in item.nodes],

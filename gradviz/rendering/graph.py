@@ -57,7 +57,7 @@ def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=Tr
     clusters, graph clusters and folded loops. ``index``: ``doc``'s ``DocIndex`` when the caller has one."""
     index = index if index is not None else DocIndex(doc)
     chosen = select_graphs(index, iteration, graphs)
-    node_ids = sorted(n for g in chosen for n in index.graphs[g].get("nodes", []) if n in index.nodes)
+    node_ids = sorted([n for g in chosen for n in index.graphs[g].get("nodes", []) if n in index.nodes])
     ir = IR()
     ir.graph_ids = set(chosen)
     (_forward_items if forward else _backward_items)(ir, index, node_ids)
@@ -208,10 +208,12 @@ def _cut_source(ir, index, item, var_id, drawn):
 
 
 def _backward_items(ir, index, node_ids):
-    drawn = set(node_ids)
+    drawn, accumulators = set(node_ids), set()  # (the latter read again below: its op is normalised once)
     for node_id in node_ids:
         node = index.nodes[node_id]
-        if is_accumulate_grad(node) and node.get("variable") is not None:
+        if is_accumulate_grad(node):
+            accumulators.add(node_id)
+        if node_id in accumulators and node.get("variable") is not None:
             item = _variable_item(index, node["variable"], f"n{node_id}", "leaf", (node_id,))
             item.nodes = [node_id]
             ir.add(item)
@@ -235,7 +237,7 @@ def _backward_items(ir, index, node_ids):
                     ir.edge(key, f"n{node_id}")
     for node_id in node_ids:
         var_id = index.nodes[node_id].get("variable")
-        if is_accumulate_grad(index.nodes[node_id]) and var_id in index.variables:
+        if node_id in accumulators and var_id in index.variables:
             _cut_source(ir, index, ir.items[f"n{node_id}"], var_id, drawn)
     _mark_roots(ir, index, node_ids)
 
@@ -326,7 +328,7 @@ def _mark_roots(ir, index, node_ids):
     consumers = ir.consumers()
     for node_id in node_ids:
         item = ir.items.get(f"n{node_id}")
-        if item is None or item.kind != "op" or any(e.kind == "data" for e in consumers[item.key]):
+        if item is None or item.kind != "op" or "data" in [e.kind for e in consumers[item.key]]:
             continue
         graph = index.graphs.get(index.nodes.get(node_id, {}).get("graph"))
         if graph is None or graph.get("roots") is None or node_id in graph["roots"]:

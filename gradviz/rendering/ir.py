@@ -59,7 +59,7 @@ class IR:
         self.edges.append(Edge(src, dst, kind, label))
 
     def size(self):
-        return sum(1 for item in self.items.values() if "ghost" not in item.flags)
+        return len([item for item in self.items.values() if "ghost" not in item.flags])
 
     def remap(self, mapping, loop_pairs=frozenset()):
         """Replace item keys by ``mapping[key]`` (absent → unchanged, None → dropped); merge parallel edges.

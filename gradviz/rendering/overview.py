@@ -65,7 +65,7 @@ def compact(spec, depth, accumulators=frozenset(), pinned=frozenset(), fold=True
             continue
         node.rows = node.rows[:2]
         counted = _OPS.match(node.rows[1].text) if len(node.rows) > 1 else None  # (a fold's says its blocks)
-        ops = sum(1 for n in node.doc_nodes if n not in accumulators)
+        ops = len([n for n in node.doc_nodes if n not in accumulators])
         if counted and ops > int(counted.group(1).replace(",", "")):
             # a folded loop inside counts one step: the box stands for every step's ops and parameters
             params = len(parameters_of(spec, [node], accumulators))

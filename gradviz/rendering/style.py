@@ -171,14 +171,14 @@ class _Styler:
             rows.append(Row("NaN/Inf in output", size=9, color="#c0392b"))
         elif "nonfinite-grad" in item.flags:  # its backward produced it: the forward output was finite
             rows.append(Row("NaN/Inf in its gradient", size=9, color="#c0392b"))
-        tooltip = " · ".join(r.text for r in rows)
+        tooltip = " · ".join([r.text for r in rows])
         leaves = item.variables if item.kind in ("leaf", "const", "cut") else []
         if len(leaves) > 1:
             # a folded leaf: one per step, named by what the names share (layers.#.weight); all in the tooltip
             names = [tensor_name(self.index, v) for v in leaves]
             rows[0] = Row(common_name(names), bold=True)
             rows = [Row(f"{VARIES} ({len(names)} in all)", size=9) if r.text == VARIES else r for r in rows]
-            tooltip = " · ".join(r.text for r in rows) + " · " + ", ".join(names)
+            tooltip = " · ".join([r.text for r in rows]) + " · " + ", ".join(names)
         doc_node = item.nodes[0] if len(item.nodes) == 1 else None
         doc_var = item.variables[0] if item.kind in ("leaf", "const", "cut") and item.variables else None
         self.kinds.add("parameter" if "parameter" in item.flags else item.kind if item.kind != "leaf" else "input")
