@@ -5,6 +5,8 @@ a working graph of items (ops, leaves, cut points), reshapes it so it stays draw
 what the diagnostics found and styles everything (``style``).
 """
 
+import operator
+
 from ..document import CUT_ORIGINS, DocIndex, is_accumulate_grad
 from . import collapse
 from .ir import IR, Item
@@ -50,6 +52,7 @@ def _ranges(numbers):
 
 READABLE_NODES = 100  # a picture above this is collapsed by module depth when no depth is given
 RANKDIRS = ("TB", "LR", "BT", "RL")
+_ORDER = operator.attrgetter("order")  # (a sort key called per item: no Python call each)
 
 
 def working_graph(doc, iteration=None, graphs=None, forward=False, fold_loops=True, index=None):
@@ -159,7 +162,7 @@ def _op_item(index, node, forward):
         title = forward_op(node)
     item = Item(f"n{node['id']}", "op", (node["id"],), title, shape=tuple(node.get("shape") or ()),
                 nodes=[node["id"]], variables=list(node.get("outputs") or []))
-    names = [index.variables[v]["name"] for v in item.variables if index.variables.get(v, {}).get("name")]
+    names = [name for name in [index.variables.get(v, {}).get("name") for v in item.variables] if name]
     if names:
         item.lines.append("→ " + ", ".join(names))
     if node.get("custom"):
@@ -390,7 +393,7 @@ def _assign_calls(ir, index):
     before any trace (``external``: a graph walked after the fact, as ``render(loss, model=)`` does) come in walk
     order, not the order they ran in, so there each module path is one call."""
     counts, previous = {}, set()  # (``counts`` has every module path met: whether a name is one's is read there)
-    ops = sorted((i for i in ir.items.values() if i.kind == "op"), key=lambda i: i.order)
+    ops = sorted([i for i in ir.items.values() if i.kind == "op"], key=_ORDER)
     inferred = _walked_modules(index, [item.nodes[0] for item in ops])
     for item in ops:
         node = index.nodes[item.nodes[0]]

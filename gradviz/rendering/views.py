@@ -292,8 +292,8 @@ class _Drawer:
     def floor(self, opening):
         """The least depth to draw a module box's inside at: one below the module's own (its place in its
         nodes' module paths); 0 for a box standing for a module of every step of a folded loop."""
-        depths = [(self.nodes.get(n, {}).get("module") or []).index(opening.title) for n in opening.nodes
-                  if opening.title in (self.nodes.get(n, {}).get("module") or [])]
+        stacks = [self.nodes.get(n, {}).get("module") or [] for n in opening.nodes]  # (each read once)
+        depths = [stack.index(opening.title) for stack in stacks if opening.title in stack]
         return min(depths) + 1 if depths else 0
 
     def _prepare(self, job):
