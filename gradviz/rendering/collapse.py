@@ -103,7 +103,7 @@ def fold_repeats(ir, min_reps=4, min_nodes=16, passes=8, module_classes=None):
     identical layers in a container (``module_classes``: the document's path -> class table) is such a loop
     too."""
     for index in range(passes):
-        ops = sorted((item for item in ir.items.values() if item.kind == "op"), key=lambda item: item.order)
+        ops = sorted([item for item in ir.items.values() if item.kind == "op"], key=_ORDER)
         if len(ops) < min_nodes:
             return
         pos = {item.key: i for i, item in enumerate(ops)}

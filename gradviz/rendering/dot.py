@@ -73,7 +73,7 @@ def _graph_label(spec):
 
 
 def _attrs(pairs):
-    return "[" + ", ".join(f"{key}={value}" for key, value in pairs) + "]"
+    return "[" + ", ".join([f"{key}={value}" for key, value in pairs]) + "]"
 
 
 def _num(x):

@@ -140,7 +140,7 @@ def report_data(doc, drawn=None):
         nodes[node_id] = {
             "op": node["op"], "class_name": node.get("class_name"), "custom": bool(node.get("custom")),
             "shape": node.get("shape"), "dtype": node.get("dtype"), "graph": node.get("graph"),
-            "bytes": sum(v.get("bytes", 0) for v in outs) if outs else
+            "bytes": sum([v.get("bytes", 0) for v in outs]) if outs else
             index.variables.get(leaf, {}).get("bytes"),
             "variable": leaf, "variable_name": index.variable_label(leaf) if leaf is not None else None,
             "output_names": [v.get("name") for v in outs if v.get("name")],
