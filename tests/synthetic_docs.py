@@ -347,3 +347,10 @@ def block_chain(script, blocks, ops):
         made.append(block)
     b.backward(b.op("SumBackward0", [y], ()))
     return b, made
+
+
+def four_blocks_doc():
+    """``block_chain``'s document of 4 blocks of 10 ops under ``net.block0..3``: big enough for a page to draw an
+    overview and part views of it."""
+    b, _ = block_chain("blocks.py", 4, 10)
+    return b.finish()

@@ -6,35 +6,20 @@ import pytest
 from gradviz.rendering import graph, layout, overview
 from gradviz.rendering.dot import to_dot
 from gradviz.rendering.layout import run_dot
-from tests.synthetic_docs import block_chain
+from tests.call_counting import counting
+from tests.synthetic_docs import four_blocks_doc
 
 needs_dot = pytest.mark.skipif(not layout.dot_available(), reason="Graphviz dot is not installed")
-
-
-def _doc():
-    b, _ = block_chain("blocks.py", 4, 10)  # 40 ops under net.block0..3: the page draws an overview of them
-    return b.finish()
-
-
-def _counting(monkeypatch, module, name):
-    calls, original = [], getattr(module, name)
-
-    def counted(*args, **kwargs):
-        calls.append((args, kwargs))
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, counted)
-    return calls
 
 
 @needs_dot
 def test_the_run_walks_its_picture_graph_once_for_the_file_and_the_overview(tmp_path, monkeypatch):
     from gradviz.cli.artifacts import write_all
 
-    doc = _doc()
-    walks = _counting(monkeypatch, graph, "working_graph")
-    walks_of_overview = _counting(monkeypatch, overview, "working_graph")
-    drawn = _counting(monkeypatch, overview, "build_graph")
+    doc = four_blocks_doc()
+    walks = counting(monkeypatch, graph, "working_graph")
+    walks_of_overview = counting(monkeypatch, overview, "working_graph")
+    drawn = counting(monkeypatch, overview, "build_graph")
     write_all(doc, str(tmp_path), fmt="svg")
     assert drawn, "the page drew no overview: this test no longer covers the reuse"
     of_the_run_doc = [args for args, _ in walks + walks_of_overview if args[0] is doc]
@@ -43,7 +28,7 @@ def test_the_run_walks_its_picture_graph_once_for_the_file_and_the_overview(tmp_
 
 @needs_dot
 def test_the_overview_from_a_given_walk_is_the_overview_from_its_own():
-    doc = _doc()
+    doc = four_blocks_doc()
     run = lambda sources: [run_dot(source, "svg", 10).decode("utf-8") for source in sources]  # noqa: E731
     own = overview.overview(doc, 0, run)
     base = graph.working_graph(doc, None, [0], False, False)
@@ -54,8 +39,8 @@ def test_the_overview_from_a_given_walk_is_the_overview_from_its_own():
 
 
 def test_the_overview_builds_no_depth_below_the_deepest_module(monkeypatch):
-    doc = _doc()  # modules two deep (net, net.blockN): depths 0, 1 and 2 differ; 3 would be 2 again
-    builds = _counting(monkeypatch, overview, "build_graph")
+    doc = four_blocks_doc()  # modules two deep (net, net.blockN): depths 0, 1 and 2 differ; 3 would be 2 again
+    builds = counting(monkeypatch, overview, "build_graph")
     overview.overview(doc, 0, lambda sources: [run_dot(s, "svg", 10).decode("utf-8") for s in sources]
                       if layout.dot_available() else ['<svg width="1000pt" height="1000pt"></svg>'] * len(sources))
     depths = [kwargs["depth"] for _, kwargs in builds]

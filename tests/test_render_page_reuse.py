@@ -7,35 +7,20 @@ import pytest
 
 from gradviz.rendering import collapse, graph, html, layout
 from gradviz.rendering.html import html_parts, html_report
-from tests.synthetic_docs import block_chain, hostile_doc, residual_doc
+from tests.call_counting import counting
+from tests.synthetic_docs import four_blocks_doc, hostile_doc, residual_doc
 
 needs_dot = pytest.mark.skipif(not layout.dot_available(), reason="Graphviz dot is not installed")
-
-
-def _doc():
-    b, _ = block_chain("blocks.py", 4, 10)  # 40 ops under net.block0..3: a picture and part views
-    return b.finish()
-
-
-def _counting(monkeypatch, module, name):
-    calls, original = [], getattr(module, name)
-
-    def counted(*args, **kwargs):
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, counted)
-    return calls
 
 
 @needs_dot
 def test_a_run_builds_the_pages_trace_only_parts_once_for_its_two_writes(tmp_path, monkeypatch):
     from gradviz.cli.artifacts import write_all
 
-    doc = _doc()
-    searched = _counting(monkeypatch, html, "_search_index")
-    tables = _counting(monkeypatch, html, "_parameter_table")
-    pages = _counting(monkeypatch, html, "report_data")
+    doc = four_blocks_doc()
+    searched = counting(monkeypatch, html, "_search_index")
+    tables = counting(monkeypatch, html, "_parameter_table")
+    pages = counting(monkeypatch, html, "report_data")
     write_all(doc, str(tmp_path), fmt="svg")
     assert len(pages) == 2, "the page was not written twice: this test no longer covers the reuse"
     assert (len(searched), len(tables)) == (1, 1)
@@ -43,7 +28,7 @@ def test_a_run_builds_the_pages_trace_only_parts_once_for_its_two_writes(tmp_pat
     assert page.count('"search":') == 1 and 'id="pictures-pending"' not in page
 
 
-@pytest.mark.parametrize("make", [_doc, hostile_doc, lambda: residual_doc(3)])
+@pytest.mark.parametrize("make", [four_blocks_doc, hostile_doc, lambda: residual_doc(3)])
 def test_a_page_written_again_with_reused_parts_is_the_page_built_whole(make):
     doc = make()
     pictures = {"one": '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><g id="gv-n1"></g></svg>'}
@@ -62,7 +47,7 @@ def _depth_tried_each(ir, node_budget):
     return 0
 
 
-@pytest.mark.parametrize("make", [_doc, lambda: residual_doc(3), hostile_doc])
+@pytest.mark.parametrize("make", [four_blocks_doc, lambda: residual_doc(3), hostile_doc])
 @pytest.mark.parametrize("fold_loops", [True, False])
 def test_the_depth_for_a_budget_is_the_deepest_that_fits(make, fold_loops):
     ir = graph.working_graph(make(), fold_loops=fold_loops)[3]

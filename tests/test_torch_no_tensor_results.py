@@ -3,32 +3,19 @@ before the builder's lock when it changed no argument in place, even on tensors 
 to report. One that wrote an argument (``h[0] = 5.0``: ``__setitem__`` returns None) still takes the lock and is
 reported at its line."""
 
-import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import gradviz  # noqa: E402
+from tests.call_counting import counting_lock, line_of  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
 
-def _line_of(text):
-    with open(__file__) as f:
-        return next(i for i, line in enumerate(f, 1) if text in line and "_line_of" not in line)
 
 
-def _counting_lock(builder):
-    taken = []
-    acquire = builder.acquire
-
-    def counted():
-        taken.append(sys._getframe(1).f_code.co_name)
-        acquire()
-
-    builder.acquire = counted
-    return taken
 
 
 def test_calls_returning_no_tensor_take_no_lock_unless_they_wrote_in_place():
@@ -36,7 +23,7 @@ def test_calls_returning_no_tensor_take_no_lock_unless_they_wrote_in_place():
     with gradviz.trace(engine="torch") as tr:
         h = w * 2
         positive = w.sum() > 0
-        taken = _counting_lock(tr.builder)
+        taken = counting_lock(tr.builder)
         sizes = (h.size(0), h.dim(), w.size(), bool(positive))
         plain = list(taken)
         del taken[:]
@@ -49,7 +36,7 @@ def test_calls_returning_no_tensor_take_no_lock_unless_they_wrote_in_place():
     assert written == ["op"]
     doc = tr.to_dict()
     writes = [e for e in doc["events"] if e["kind"] == "inplace"]
-    assert [e["location"]["line"] for e in writes] == [_line_of("h[0] = 5.0  #")]
+    assert [e["location"]["line"] for e in writes] == [line_of(__file__, "h[0] = 5.0  #")]
     copy_slices = [n for n in doc["nodes"] if n["op"] == "CopySlices"]
-    assert [n["location"]["line"] for n in copy_slices] == [_line_of("h[0] = 5.0  #")]
+    assert [n["location"]["line"] for n in copy_slices] == [line_of(__file__, "h[0] = 5.0  #")]
     assert w.grad.tolist() == [0.0, 2.0, 2.0]

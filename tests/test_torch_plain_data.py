@@ -3,7 +3,6 @@ the torch adapter's op path before the builder's lock, having nothing to report;
 lock and is reported as before: an in-place write on plain data, an op whose argument requires grad. And
 ``where``'s frame walk stepping over the adapter's own frames finds the same user frame as the full walk."""
 
-import sys
 
 import pytest
 
@@ -11,32 +10,20 @@ torch = pytest.importorskip("torch")
 
 import gradviz  # noqa: E402
 from gradviz.tracing.adapters.torch.frames import where  # noqa: E402
+from tests.call_counting import counting_lock, line_of  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
 
-def _line_of(text):
-    with open(__file__) as f:
-        return next(i for i, line in enumerate(f, 1) if text in line and "_line_of" not in line)
 
 
-def _counting_lock(builder):
-    taken = []
-    acquire = builder.acquire
-
-    def counted():
-        taken.append(sys._getframe(1).f_code.co_name)
-        acquire()
-
-    builder.acquire = counted
-    return taken
 
 
 def test_plain_data_calls_take_no_lock_but_in_place_writes_and_graph_ops_still_do():
     data = torch.arange(4.0)
     w = torch.ones(4, requires_grad=True)
     with gradviz.trace(engine="torch") as tr:
-        taken = _counting_lock(tr.builder)
+        taken = counting_lock(tr.builder)
         scaled = (data * 2 + 1).clamp(max=5.0)  # three calls on plain data
         plain = list(taken)
         data.add_(1)  # an in-place write on plain data: reported
@@ -47,10 +34,10 @@ def test_plain_data_calls_take_no_lock_but_in_place_writes_and_graph_ops_still_d
     assert taken.count("op") >= 3
     doc = tr.to_dict()
     writes = [e for e in doc["events"] if e["kind"] == "inplace"]
-    assert [e["location"]["line"] for e in writes] == [_line_of("data.add_(1)  #")]
+    assert [e["location"]["line"] for e in writes] == [line_of(__file__, "data.add_(1)  #")]
     ops = {(n["op"], n["location"]["line"]) for n in doc["nodes"] if n.get("location")}
-    assert ("MulBackward0", _line_of("out = (w * scaled)")) in ops
-    assert ("SumBackward0", _line_of("out = (w * scaled)")) in ops
+    assert ("MulBackward0", line_of(__file__, "out = (w * scaled)")) in ops
+    assert ("SumBackward0", line_of(__file__, "out = (w * scaled)")) in ops
     assert out.item() == pytest.approx(float((torch.arange(4.0) * 2 + 1).clamp(max=5.0).sum()))
 
 
