@@ -1,6 +1,5 @@
 """gradviz.render(): formats, files, the layout budget, and life without Graphviz's dot."""
 
-import shutil
 import subprocess
 import sys
 
@@ -67,7 +66,7 @@ def test_rejects_things_that_are_not_traces():
 
 
 def test_missing_dot_writes_source_and_says_how_to_install(tmp_path, monkeypatch):
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))  # no dot on it (nor anything else)
     with pytest.raises(DotNotFoundError) as info:
         render(chained_models_doc(), tmp_path / "g.svg")
     message = str(info.value)

@@ -7,7 +7,7 @@ from gradviz.rendering import graph, layout, overview
 from gradviz.rendering.dot import to_dot
 from gradviz.rendering.layout import run_dot
 from tests.call_counting import counting
-from tests.synthetic_docs import four_blocks_doc
+from tests.synthetic_docs import four_blocks_doc, hostile_doc, residual_doc
 
 needs_dot = pytest.mark.skipif(not layout.dot_available(), reason="Graphviz dot is not installed")
 
@@ -45,3 +45,28 @@ def test_the_overview_builds_no_depth_below_the_deepest_module(monkeypatch):
                       if layout.dot_available() else ['<svg width="1000pt" height="1000pt"></svg>'] * len(sources))
     depths = [kwargs["depth"] for _, kwargs in builds]
     assert depths == [0, 1, 2]
+
+
+@pytest.mark.parametrize("make", [four_blocks_doc, lambda: residual_doc(3), hostile_doc])
+def test_collapsing_into_a_copy_leaves_the_walk_and_gives_the_in_place_result(make):
+    """``collapse.collapsed`` (the overview's depths: the items boxed are read, not copied) against
+    ``collapse_depth`` on a whole copy, at every depth, architecture boxes too."""
+    from gradviz.rendering import collapse
+    from gradviz.rendering.style import shape_text
+
+    doc = make()
+    index, _, _, walk = graph.working_graph(doc, fold_loops=False)
+    before = _state(walk)
+    for depth in range(collapse.module_depth(walk) + 2):
+        for modules in (False, True):
+            whole = walk.copy()
+            collapse.collapse_depth(whole, depth, index.modules, shape_text, modules=modules)
+            cheap = collapse.collapsed(walk, depth, index.modules, shape_text, modules=modules)
+            assert _state(cheap) == _state(whole), (depth, modules)
+            assert _state(walk) == before
+    assert any(item.kind == "module" for item in cheap.items.values())  # (the documents have modules to box)
+
+
+def _state(ir):
+    return ([(key, vars(item)) for key, item in ir.items.items()], [vars(edge) for edge in ir.edges], ir.notes,
+            ir.clusters, ir.unfolded_size, ir.graph_ids)

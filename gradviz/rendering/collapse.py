@@ -260,14 +260,36 @@ def one_box(ir, depth):
 def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
     """Replace every module call deeper than ``depth`` by one box: its path, class, ops, parameters, in/out
     shapes. ``modules``: every module with no module inside it too (the architecture view)."""
+    members = _members(ir, depth, modules)
+    if members:
+        _into_boxes(ir, ir, members, depth, module_classes, shape_text, modules)
+
+
+def collapsed(ir, depth, module_classes, shape_text, modules=False):
+    """``collapse_depth``'s result on a copy of ``ir``, which stays as it is. The items that go into boxes are
+    read, not copied: a picture's overview collapses one working graph at every depth, most of it into boxes."""
+    members = _members(ir, depth, modules)
+    if not members:
+        return ir.copy()
+    out = ir.copy(leave_out={item.key for items in members.values() for item in items}, edges=False)
+    _into_boxes(ir, out, members, depth, module_classes, shape_text, modules)
+    return out
+
+
+def _members(ir, depth, modules):
+    """{module call key: [the items of ``ir`` collapsed into its box at ``depth``]}."""
     box_of = _box_of(ir, depth, modules)
     members = {}
-    for item in list(ir.items.values()):
+    for item in ir.items.values():
         box = box_of(item)
         if box is not None:
             members.setdefault(box, []).append(item)
-    if not members:
-        return
+    return members
+
+
+def _into_boxes(ir, out, members, depth, module_classes, shape_text, modules):
+    """Put ``members``' boxes into ``out`` (``ir`` itself, or its copy without them) in their items' place: read
+    from ``ir``, its edges remapped into ``out``'s."""
     mapping, ordered = {}, sorted(members.items(), key=lambda kv: kv[1][0].order)
     box_at = {item.key: number for number, (_, items) in enumerate(ordered) for item in items}
     # each box's edges in and out, in edge order, from one pass over the edges (not one per box)
@@ -309,14 +331,16 @@ def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
                    nodes=[n for item in items for n in item.nodes],
                    variables=[v for item in items for v in item.variables], params=values)
         box.flags.update(flag for item in items for flag in item.flags if flag == "root")
-        ir.add(box)
-    ir.remap(mapping)
+        out.add(box)
+    if out is not ir:
+        out.edges = ir.edges  # (``remap`` makes new edges: these are not changed)
+    out.remap(mapping)
     if not modules:
-        ir.notes.append(f"modules deeper than {depth} are collapsed")
+        out.notes.append(f"modules deeper than {depth} are collapsed")
     elif any(len(_module_keys(item)) > depth + 1 for items in members.values() for item in items):
-        ir.notes.append(f"each module is one box, those deeper than {depth} inside their parent's")
+        out.notes.append(f"each module is one box, those deeper than {depth} inside their parent's")
     else:
-        ir.notes.append("each module is one box")
+        out.notes.append("each module is one box")
 
 
 # -- hard cap -------------------------------------------------------------------------------------------------

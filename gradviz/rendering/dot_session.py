@@ -17,13 +17,13 @@ import contextvars
 import os
 import re
 import selectors
-import shutil
 import subprocess
 import threading
 import time
 
 from . import dot_text
 from .cluster_order import in_declared_order
+from .dot_program import dot_program
 
 _ACTIVE = contextvars.ContextVar("gradviz_dot_session", default=None)
 _GRAPH_START = re.compile(r"(?m)^(?=digraph \{$)")  # how ``dot.to_dot`` starts every graph
@@ -189,7 +189,7 @@ def active():
 @contextlib.contextmanager
 def session():
     """Lay out every SVG inside the block with ``dot`` processes started once (see the module's text)."""
-    exe = shutil.which("dot")
+    exe = dot_program()
     if _ACTIVE.get() is not None or exe is None:
         yield _ACTIVE.get()
         return

@@ -27,6 +27,8 @@ import re
 import shutil
 import tempfile
 
+from .dot_program import dot_program
+
 CONFIG_NAMES = ("config8", "config6a", "config6")  # the plugin list's name, by Graphviz version
 _KEPT = re.compile(r"gvplugin_(core|dot_layout)\b")  # SVG output and the dot layout: all an SVG layout needs
 
@@ -103,7 +105,7 @@ def _kept_plugins(text, folder):
 
 def environment():
     """The environment for a ``dot`` measuring text with its own tables, or None (see the module's text)."""
-    exe = shutil.which("dot")
+    exe = dot_program()
     if exe is None or os.environ.get("GVBINDIR") or exe in _GIVEN_UP:
         return None
     folder = _core_plugins(exe)

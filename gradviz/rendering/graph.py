@@ -120,20 +120,23 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     rankdir = check_rankdir(rankdir)
     forward = forward or architecture
     if base is not None:
-        index, chosen, node_ids, ir = base[0], base[1], base[2], base[3].copy() if base_kept else base[3]
+        index, chosen, node_ids, ir = base
     else:
         index, chosen, node_ids, ir = working_graph(doc, iteration, graphs, forward, fold_loops, index)
+    copy = base is not None and base_kept  # (the caller's ``base`` stays as it is: collapsed into a copy)
     before, folded = ir.unfolded_size, ir.size()
     budget = min(node_budget, max_nodes) if node_budget else max_nodes
     if depth is not None or architecture:
         if depth is None:
             depth = collapse.depth_for_budget(ir, budget, modules=True)
-        collapse.collapse_depth(ir, depth, index.modules, shape_text, modules=architecture)
+        ir, copy = _collapsed(ir, copy, depth, index.modules, architecture), False
     elif ir.size() > budget:
         fitting = collapse.depth_for_budget(ir, budget)
         if fitting < collapse.module_depth(ir):  # (only here: it counts every item's module keys)
-            collapse.collapse_depth(ir, fitting, index.modules, shape_text)
+            ir, copy = _collapsed(ir, copy, fitting, index.modules), False
             ir.notes[-1] += f" to fit {budget} nodes (choose with --depth / depth=)"
+    if copy:
+        ir = ir.copy()
     if ir.size() > max_nodes:
         collapse.truncate(ir, max_nodes)
     if folded > max_nodes and 0 < ir.size() < before:  # (folding alone never needs saying: the fold is drawn)
@@ -142,6 +145,14 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     return style_spec(ir, index, chosen, node_ids, forward=forward, show_saved=show_saved,
                       show_grads=show_grads, rankdir=rankdir or ("TB" if forward else "BT"),
                       architecture=architecture)
+
+
+def _collapsed(ir, copy, depth, module_classes, architecture=False):
+    """``ir`` collapsed at ``depth``: in place, or (``copy``) into a copy that leaves ``ir`` as it is."""
+    if copy:
+        return collapse.collapsed(ir, depth, module_classes, shape_text, modules=architecture)
+    collapse.collapse_depth(ir, depth, module_classes, shape_text, modules=architecture)
+    return ir
 
 
 def check_rankdir(rankdir):

@@ -46,11 +46,16 @@ class IR:
         self.items[item.key] = item
         return item
 
-    def copy(self):
-        """A copy to reshape while this one stays as it is (one working graph collapsed at several depths)."""
+    def copy(self, leave_out=(), edges=True):
+        """A copy to reshape while this one stays as it is (one working graph collapsed at several depths), without
+        the items keyed in ``leave_out``; ``edges`` False: with no edges (the caller sets them)."""
         out = IR()
-        out.items = {key: _copied(item) for key, item in self.items.items()}
-        out.edges = [Edge(edge.src, edge.dst, edge.kind, edge.label, edge.count) for edge in self.edges]
+        if leave_out:
+            out.items = {key: _copied(item) for key, item in self.items.items() if key not in leave_out}
+        else:
+            out.items = {key: _copied(item) for key, item in self.items.items()}
+        if edges:
+            out.edges = [Edge(edge.src, edge.dst, edge.kind, edge.label, edge.count) for edge in self.edges]
         out.clusters, out.notes = dict(self.clusters), list(self.notes)
         out.unfolded_size, out.graph_ids = self.unfolded_size, set(self.graph_ids)
         return out

@@ -3,13 +3,13 @@
 ``dot`` runs as a subprocess with a timeout, so a pathological graph costs at most the budget instead of a hang.
 """
 
-import shutil
 import subprocess
 import time
 
 from . import dot_session, dot_text
 from .cluster_order import each_in_declared_order
 from .dot import to_dot
+from .dot_program import dot_program
 from .graph import build_graph
 from .style import CHEAP_LAYOUT
 
@@ -33,12 +33,12 @@ class LayoutTimeout(RuntimeError):
 
 def dot_available():
     """Whether the Graphviz ``dot`` program is on PATH (pictures need it; ``.dot`` sources do not)."""
-    return shutil.which("dot") is not None
+    return dot_program() is not None
 
 
 def run_dot(source, fmt, timeout):
     """``dot -T<fmt>`` on ``source``; returns the output bytes. Raises ``LayoutTimeout`` after ``timeout`` s."""
-    exe = shutil.which("dot")
+    exe = dot_program()
     if exe is None:
         raise DotNotFoundError()
     env = dot_text.environment() if fmt == "svg" else None  # (a PNG's or PDF's layout keeps Pango's measures)

