@@ -406,9 +406,10 @@ def _assign_calls(ir, index):
     counts, previous = {}, set()  # (``counts`` has every module path met: whether a name is one's is read there)
     ops = sorted([i for i in ir.items.values() if i.kind == "op"], key=_ORDER)
     inferred = _walked_modules(index, [item.nodes[0] for item in ops])
+    stacks = {}  # op key -> its module paths, one per call key
     for item in ops:
         node = index.nodes[item.nodes[0]]
-        stack = node.get("module") or inferred.get(node["id"]) or []
+        stack = stacks[item.key] = node.get("module") or inferred.get(node["id"]) or []
         external = node.get("external")
         keys = []
         for path in stack:
@@ -424,13 +425,16 @@ def _assign_calls(ir, index):
             continue
         name = index.variables[item.variables[0]].get("name") or ""
         # the modules whose path leads the name up to a dot ("model.0" of "model.0.weight"), the longest
-        owner = next((name[:at] for at in range(len(name) - 1, 0, -1) if name[at] == "." and name[:at] in counts),
-                     None)
+        owner, at = None, len(name)
+        while owner is None and (at := name.rfind(".", 0, at)) > 0:
+            owner = name[:at] if name[:at] in counts else None
         if owner is None:
             continue
         calls = set()
         for edge in consumers[item.key]:
-            paths = [_path_of(k) for k in ir.items[edge.dst].calls]
+            paths = stacks.get(edge.dst)
+            if paths is None:
+                paths = [_path_of(k) for k in ir.items[edge.dst].calls]
             if owner in paths:
                 calls.add(tuple(ir.items[edge.dst].calls[:paths.index(owner) + 1]))
         if len(calls) == 1:
