@@ -220,6 +220,32 @@ def test_a_thread_running_before_the_trace_is_listed_as_unobserved(earlier_threa
     assert doc["threads"]["note"].startswith(f"{count} thread(s) ran beside the trace without it (already running")
 
 
+def test_tqdms_monitor_thread_is_not_listed_as_unseen_work():
+    """tqdm's monitor thread (started by the first progress bar: a Lightning fit, torch.compile) only refreshes
+    bars and stays for the rest of the process; another thread running beside the trace is still listed."""
+    import io
+
+    tqdm = pytest.importorskip("tqdm")
+    bar = tqdm.tqdm(total=2, file=io.StringIO())
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, args=(5,), name="beside-the-trace")
+    other.start()
+    try:
+        monitor = tqdm.tqdm.monitor
+        assert monitor is not None and monitor.is_alive() and monitor.name == "tqdm_monitor"
+        with gradviz.trace() as tr:
+            _train(3, 1)
+        doc = tr.to_dict()
+    finally:
+        stop.set()
+        other.join()
+        bar.close()
+    _check_clean(doc)
+    names = [u["name"] for u in doc["threads"]["unobserved"]]
+    assert "beside-the-trace" in names and "tqdm_monitor" not in names
+    assert not any("tqdm" in u["what"] for u in doc["unseen"])
+
+
 def test_thread_start_is_restored_when_the_trace_stops():
     original = threading.Thread.start
     with gradviz.trace():

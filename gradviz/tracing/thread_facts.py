@@ -11,6 +11,11 @@ import threading
 import weakref
 from threading import get_ident
 
+# Threads of libraries that only keep their own books, by the package of their class: tqdm's monitor (started by
+# the first progress bar: a Lightning fit, torch.compile's) wakes to refresh bars and never runs a tensor op. Left
+# running for the rest of the process, it would be listed as unseen work in every trace after it.
+_HOUSEKEEPING = ("tqdm.",)
+
 
 class ThreadState:
     """What the builder keeps for one thread while another thread's state is loaded (see ``switch_thread``)."""
@@ -64,7 +69,8 @@ class ThreadBook:
         so an adapter that attaches per context or per new thread cannot observe them (``unobserved_threads``)."""
         me = threading.current_thread()
         self._running_at_start = [(t, {"name": t.name, "ident": t.ident, "daemon": t.daemon})
-                                  for t in threading.enumerate() if t is not me]
+                                  for t in threading.enumerate()
+                                  if t is not me and not type(t).__module__.startswith(_HOUSEKEEPING)]
 
     def note_thread(self, thread):
         """A thread started while tracing by code the trace does not observe (it will not be observed either,
