@@ -246,6 +246,33 @@ def test_tqdms_monitor_thread_is_not_listed_as_unseen_work():
     assert not any("tqdm" in u["what"] for u in doc["unseen"])
 
 
+def test_a_thread_python_did_not_start_is_not_listed_as_running_beside_the_trace():
+    """A foreign thread that once called into Python (RPC's server threads) stays in ``threading``'s table as a
+    ``_DummyThread``, "alive" after it has ended: an in-process RPC test made every later trace on its pytest
+    worker list three of them as unseen work."""
+    import _thread
+
+    made, idents = threading.Event(), []
+
+    def foreign():
+        idents.append(threading.current_thread().ident)  # (makes its _DummyThread)
+        made.set()
+
+    _thread.start_new_thread(foreign, ())
+    assert made.wait(5)
+    try:
+        dummy = next(t for t in threading.enumerate() if t.ident == idents[0])
+        assert isinstance(dummy, threading._DummyThread)
+        with gradviz.trace() as tr:
+            _train(4, 1)
+        doc = tr.to_dict()
+    finally:
+        threading._active.pop(idents[0], None)  # (the table keeps it for the process's life otherwise)
+    _check_clean(doc)
+    assert dummy.name not in [u["name"] for u in doc["threads"]["unobserved"]]
+    assert not any(dummy.name in u["what"] for u in doc["unseen"])
+
+
 def test_thread_start_is_restored_when_the_trace_stops():
     original = threading.Thread.start
     with gradviz.trace():

@@ -17,6 +17,15 @@ from threading import get_ident
 _HOUSEKEEPING = ("tqdm.",)
 
 
+def _beside(thread):
+    """Whether ``thread``, running when a trace starts, may do work the trace cannot see. Not a library's
+    bookkeeping thread (``_HOUSEKEEPING``), nor a thread Python did not start (``threading._DummyThread``): one of
+    those is in ``threading``'s table because it once called into Python, and it stays there, "alive", after the
+    thread has ended (RPC's server threads, after ``rpc.shutdown``). A call RPC serves on one is observed by the
+    torch adapter's wrapper (adapters/torch/rpc.py), not by the thread's own context."""
+    return not isinstance(thread, threading._DummyThread) and not type(thread).__module__.startswith(_HOUSEKEEPING)
+
+
 class ThreadState:
     """What the builder keeps for one thread while another thread's state is loaded (see ``switch_thread``)."""
 
@@ -69,8 +78,7 @@ class ThreadBook:
         so an adapter that attaches per context or per new thread cannot observe them (``unobserved_threads``)."""
         me = threading.current_thread()
         self._running_at_start = [(t, {"name": t.name, "ident": t.ident, "daemon": t.daemon})
-                                  for t in threading.enumerate()
-                                  if t is not me and not type(t).__module__.startswith(_HOUSEKEEPING)]
+                                  for t in threading.enumerate() if t is not me and _beside(t)]
 
     def note_thread(self, thread):
         """A thread started while tracing by code the trace does not observe (it will not be observed either,
