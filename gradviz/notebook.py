@@ -18,16 +18,9 @@ import threading
 _FRAME_HEIGHT = 620  # pixels: the viewer's toolbar, a graph and the inspector beside it
 # The threads running when the extension loaded: the kernel's own (IOPub, Heartbeat, Control...). A cell's trace
 # cannot observe them, rightly, but they never run the user's tensors: listing them as unseen in every cell's
-# report would be noise. Threads the notebook's own cells start are still listed.
+# report would be noise. Threads the notebook's own cells start are still listed. (Kernel threads that start
+# later, on demand, are known to every trace by the package of their class: tracing/thread_facts.py.)
 _KERNEL_THREADS = set()
-# Kernel threads that start later, on demand (pyzmq's garbage collector starts with the first large message: a
-# cell's report), known by the package of their class
-_KERNEL_PACKAGES = ("zmq.", "ipykernel.", "jupyter_client.", "IPython.")
-
-
-def _note_kernel_threads():
-    _KERNEL_THREADS.update(t.ident for t in threading.enumerate()
-                           if type(t).__module__.startswith(_KERNEL_PACKAGES))
 
 
 def load_ipython_extension(ipython):
@@ -85,7 +78,6 @@ def run_cell_traced(ipython, cell, options, line=""):
         print(f"%%gradviz: {str(exc).splitlines()[0]}")
         return None
     failed = None
-    _note_kernel_threads()
     tr.start()
     try:
         exec(code, ipython.user_ns)

@@ -49,8 +49,8 @@ def test_the_overview_builds_no_depth_below_the_deepest_module(monkeypatch):
 
 @pytest.mark.parametrize("make", [four_blocks_doc, lambda: residual_doc(3), hostile_doc])
 def test_collapsing_into_a_copy_leaves_the_walk_and_gives_the_in_place_result(make):
-    """``collapse.collapsed`` (the overview's depths: the items boxed are read, not copied) against
-    ``collapse_depth`` on a whole copy, at every depth, architecture boxes too."""
+    """``collapse_depth`` with ``copy`` (the overview's depths: the items boxed are read, not copied) against
+    ``collapse_depth`` in place on a whole copy, at every depth, architecture boxes too."""
     from gradviz.rendering import collapse
     from gradviz.rendering.style import shape_text
 
@@ -61,7 +61,7 @@ def test_collapsing_into_a_copy_leaves_the_walk_and_gives_the_in_place_result(ma
         for modules in (False, True):
             whole = walk.copy()
             collapse.collapse_depth(whole, depth, index.modules, shape_text, modules=modules)
-            cheap = collapse.collapsed(walk, depth, index.modules, shape_text, modules=modules)
+            cheap = collapse.collapse_depth(walk, depth, index.modules, shape_text, modules=modules, copy=True)
             assert _state(cheap) == _state(whole), (depth, modules)
             assert _state(walk) == before
     assert any(item.kind == "module" for item in cheap.items.values())  # (the documents have modules to box)

@@ -246,6 +246,32 @@ def test_tqdms_monitor_thread_is_not_listed_as_unseen_work():
     assert not any("tqdm" in u["what"] for u in doc["unseen"])
 
 
+def test_a_jupyter_kernels_own_threads_are_not_listed_whenever_they_started():
+    """A kernel's threads (ipykernel's IOPub, pyzmq's garbage collector, which starts with a cell's first large
+    message) are known by the package of their class, in every trace, not only in the notebook's cells."""
+    stop = threading.Event()
+
+    class KernelThread(threading.Thread):
+        pass
+
+    KernelThread.__module__ = "ipykernel.iostream"  # (as ipykernel's IOPubThread's class says)
+    before = KernelThread(target=stop.wait, args=(5,), name="IOPub")
+    before.start()
+    try:
+        with gradviz.trace() as tr:
+            during = KernelThread(target=stop.wait, args=(5,), name="zmq-gc")
+            during.start()
+            _train(5, 1)
+        doc = tr.to_dict()
+    finally:
+        stop.set()
+        before.join()
+        during.join()
+    _check_clean(doc)
+    names = [u["name"] for u in doc["threads"]["unobserved"]]
+    assert "IOPub" not in names and "zmq-gc" not in names
+
+
 def test_a_thread_python_did_not_start_is_not_listed_as_running_beside_the_trace():
     """A foreign thread that once called into Python (RPC's server threads) stays in ``threading``'s table as a
     ``_DummyThread``, "alive" after it has ended: an in-process RPC test made every later trace on its pytest

@@ -257,21 +257,15 @@ def one_box(ir, depth):
     return len(boxes) == 1 and None not in boxes
 
 
-def collapse_depth(ir, depth, module_classes, shape_text, modules=False):
+def collapse_depth(ir, depth, module_classes, shape_text, modules=False, copy=False):
     """Replace every module call deeper than ``depth`` by one box: its path, class, ops, parameters, in/out
-    shapes. ``modules``: every module with no module inside it too (the architecture view)."""
-    members = _members(ir, depth, modules)
-    if members:
-        _into_boxes(ir, ir, members, depth, module_classes, shape_text, modules)
-
-
-def collapsed(ir, depth, module_classes, shape_text, modules=False):
-    """``collapse_depth``'s result on a copy of ``ir``, which stays as it is. The items that go into boxes are
-    read, not copied: a picture's overview collapses one working graph at every depth, most of it into boxes."""
+    shapes. ``modules``: every module with no module inside it too (the architecture view). Returns the collapsed
+    graph: ``ir`` itself, or with ``copy`` a copy, ``ir`` left as it is; the items that go into boxes are read, not
+    copied (a picture's overview collapses one working graph at every depth, most of it into boxes)."""
     members = _members(ir, depth, modules)
     if not members:
-        return ir.copy()
-    out = ir.copy(leave_out={item.key for items in members.values() for item in items}, edges=False)
+        return ir.copy() if copy else ir
+    out = ir.copy(leave_out={item.key for items in members.values() for item in items}, edges=False) if copy else ir
     _into_boxes(ir, out, members, depth, module_classes, shape_text, modules)
     return out
 

@@ -129,11 +129,11 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     if depth is not None or architecture:
         if depth is None:
             depth = collapse.depth_for_budget(ir, budget, modules=True)
-        ir, copy = _collapsed(ir, copy, depth, index.modules, architecture), False
+        ir, copy = collapse.collapse_depth(ir, depth, index.modules, shape_text, architecture, copy), False
     elif ir.size() > budget:
         fitting = collapse.depth_for_budget(ir, budget)
         if fitting < collapse.module_depth(ir):  # (only here: it counts every item's module keys)
-            ir, copy = _collapsed(ir, copy, fitting, index.modules), False
+            ir, copy = collapse.collapse_depth(ir, fitting, index.modules, shape_text, copy=copy), False
             ir.notes[-1] += f" to fit {budget} nodes (choose with --depth / depth=)"
     if copy:
         ir = ir.copy()
@@ -145,14 +145,6 @@ def build_graph(doc, iteration=None, depth=None, show_saved=False, show_grads=Fa
     return style_spec(ir, index, chosen, node_ids, forward=forward, show_saved=show_saved,
                       show_grads=show_grads, rankdir=rankdir or ("TB" if forward else "BT"),
                       architecture=architecture)
-
-
-def _collapsed(ir, copy, depth, module_classes, architecture=False):
-    """``ir`` collapsed at ``depth``: in place, or (``copy``) into a copy that leaves ``ir`` as it is."""
-    if copy:
-        return collapse.collapsed(ir, depth, module_classes, shape_text, modules=architecture)
-    collapse.collapse_depth(ir, depth, module_classes, shape_text, modules=architecture)
-    return ir
 
 
 def check_rankdir(rankdir):

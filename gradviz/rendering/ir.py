@@ -50,10 +50,7 @@ class IR:
         """A copy to reshape while this one stays as it is (one working graph collapsed at several depths), without
         the items keyed in ``leave_out``; ``edges`` False: with no edges (the caller sets them)."""
         out = IR()
-        if leave_out:
-            out.items = {key: _copied(item) for key, item in self.items.items() if key not in leave_out}
-        else:
-            out.items = {key: _copied(item) for key, item in self.items.items()}
+        out.items = {key: _copied(item) for key, item in self.items.items() if key not in leave_out}
         if edges:
             out.edges = [Edge(edge.src, edge.dst, edge.kind, edge.label, edge.count) for edge in self.edges]
         out.clusters, out.notes = dict(self.clusters), list(self.notes)

@@ -12,9 +12,10 @@ import weakref
 from threading import get_ident
 
 # Threads of libraries that only keep their own books, by the package of their class: tqdm's monitor (started by
-# the first progress bar: a Lightning fit, torch.compile's) wakes to refresh bars and never runs a tensor op. Left
-# running for the rest of the process, it would be listed as unseen work in every trace after it.
-_HOUSEKEEPING = ("tqdm.",)
+# the first progress bar: a Lightning fit, torch.compile's) wakes to refresh bars; a Jupyter kernel's own threads
+# (IOPub, Heartbeat, Control, pyzmq's garbage collector) carry its messages. None runs a tensor op, and left running
+# for the rest of the process, each would be listed as unseen work in every trace after it.
+_HOUSEKEEPING = ("tqdm.", "zmq.", "ipykernel.", "jupyter_client.", "IPython.")
 
 
 def _beside(thread):
@@ -83,7 +84,8 @@ class ThreadBook:
     def note_thread(self, thread):
         """A thread started while tracing by code the trace does not observe (it will not be observed either,
         unless it reports facts some other way): listed by ``unobserved_threads`` if it reports nothing."""
-        self._running_at_start.append((thread, {"name": thread.name, "ident": None, "daemon": thread.daemon}))
+        if _beside(thread):
+            self._running_at_start.append((thread, {"name": thread.name, "ident": None, "daemon": thread.daemon}))
 
     def unobserved_threads(self):
         """Threads running when the trace started, or started by code it does not observe, that reported
