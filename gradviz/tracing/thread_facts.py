@@ -18,7 +18,7 @@ from threading import get_ident
 _HOUSEKEEPING = ("tqdm.", "zmq.", "ipykernel.", "jupyter_client.", "IPython.")
 
 
-def _beside(thread):
+def may_work_beside(thread):
     """Whether ``thread``, running when a trace starts, may do work the trace cannot see. Not a library's
     bookkeeping thread (``_HOUSEKEEPING``), nor a thread Python did not start (``threading._DummyThread``): one of
     those is in ``threading``'s table because it once called into Python, and it stays there, "alive", after the
@@ -79,12 +79,12 @@ class ThreadBook:
         so an adapter that attaches per context or per new thread cannot observe them (``unobserved_threads``)."""
         me = threading.current_thread()
         self._running_at_start = [(t, {"name": t.name, "ident": t.ident, "daemon": t.daemon})
-                                  for t in threading.enumerate() if t is not me and _beside(t)]
+                                  for t in threading.enumerate() if t is not me and may_work_beside(t)]
 
     def note_thread(self, thread):
         """A thread started while tracing by code the trace does not observe (it will not be observed either,
         unless it reports facts some other way): listed by ``unobserved_threads`` if it reports nothing."""
-        if _beside(thread):
+        if may_work_beside(thread):
             self._running_at_start.append((thread, {"name": thread.name, "ident": None, "daemon": thread.daemon}))
 
     def unobserved_threads(self):
