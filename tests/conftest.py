@@ -8,9 +8,17 @@ The groups are read off the test ids (the controller never imports a test module
 read ``xdist_group`` marks, but xdist 3.8 renames the grouped tests through ``Item._nodeid``, which pytest 9 no
 longer reads, so its groups are silently ignored there. A command line naming a ``--dist`` gets xdist's own."""
 
+import os
 import re
 
 import pytest
+
+# One OpenMP thread in every worker and in every process a test starts (torch reads the variable at import; a
+# value the caller set is kept). Two workers share the two cores, and a second PyTorch thread per process spins
+# waiting for a core the other worker holds: a sample that runs in 3 s alone took 12 s beside one busy core, and
+# test_torch_parity with test_torch_exact_memory took 92 s in one process instead of 45. The multi-process tests
+# already set it, as torchrun does.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # (a pattern of test ids, the group's name made from its match): the tests whose ids give one name share a worker
 GROUPS = [
