@@ -74,3 +74,25 @@ def test_a_modules_hooks_keywords_and_errors_are_its_own_on_a_light_iteration():
         assert light.on  # the error was the module's: nothing of ours changed
     assert torch.equal(out, x * 3.0)
     assert seen == [({"factor": 3.0}, torch.Size([2, 3]))]
+
+
+def test_the_mode_watch_decides_a_frame_once_on_light_iterations(monkeypatch):
+    """A mode-dependent module (Dropout) opens a run on every iteration, whose line the mode watch finds by walking
+    out to the training loop: each frame's code is decided once (its path check is a few µs), not on each walk."""
+    import os
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.5), torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(2, 3)
+    with gradviz.trace(engine="torch", light=True, trace_steps=(1, 1)) as tr:
+        _go_light(model, opt, x)
+        assert tr.adapters[0].light_steps.on
+        checked = []
+        abspath = os.path.abspath
+        monkeypatch.setattr(os.path, "abspath", lambda path: checked.append(path) or abspath(path))
+        _go_light(model, opt, x, steps=3)
+        monkeypatch.undo()
+    assert checked == []
+    [run] = [m for m in tr.to_dict()["training"]["modules"] if m["class"] == "Dropout"][0]["runs"]
+    assert run["count"] == 7 and run["first"]["location"]["function"] == "_go_light"

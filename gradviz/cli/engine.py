@@ -11,6 +11,8 @@
 import ast
 import importlib.util
 
+from .collector import paused
+
 ENGINES = ("auto", "gradviz", "torch")
 NO_TORCH = "--engine torch needs PyTorch, which is not installed: pip install 'gradviz[torch]'"
 NOTE_SHIM = "PyTorch is not installed: running {script} on gradviz's engine through its `import torch` shim"
@@ -85,11 +87,14 @@ def _torch_or_shim(script):
 
 def unsupported_torch():
     """Why the installed torch cannot be traced (one line), or None. Imports it: the script is about to."""
-    from ..tracing.adapters.torch.support import PIP_TORCH, unsupported
-
     try:
         import torch
     except Exception as exc:  # a broken install: its own error, on one line
+        from ..tracing.adapters.torch.support import PIP_TORCH
+
         first = str(exc).strip().split("\n")[0]
         return f"`import torch` fails ({type(exc).__name__}: {first}): {PIP_TORCH}"
+    # gradviz's tracer after torch's import (the script's own, collected as usual): see collector.paused
+    with paused():
+        from ..tracing.adapters.torch.support import unsupported
     return unsupported(getattr(torch, "__version__", "unknown"))

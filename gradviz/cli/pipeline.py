@@ -8,6 +8,7 @@ function here, shared by the commands; only the commands parse options, into a `
 import os
 from dataclasses import dataclass
 
+from . import collector
 from .artifacts import shown_path
 
 
@@ -61,18 +62,20 @@ def run(output, opts):
     choice = choose_engine(output, opts.engine, target.path, opts.use_torch)
     written = None
     try:
-        traced = trace_run(output, opts, target, choice, out_dir)
-        sarif_error = write_sarif(traced.doc, sarif)
-        if opts.json_only:
-            if sarif_error:
-                output.error(sarif_error)
-            return print_json(output, traced, opts.fail_on) or int(bool(sarif_error))
-        # the files first: whatever happens to the terminal afterwards (a closed pipe, Ctrl-C), they are on disk
-        from .artifacts import Written
+        with collector.frozen() as heap:  # (full collections walk only what the run makes: collector.py)
+            traced = trace_run(output, opts, target, choice, out_dir)
+            heap.settle()
+            sarif_error = write_sarif(traced.doc, sarif)
+            if opts.json_only:
+                if sarif_error:
+                    output.error(sarif_error)
+                return print_json(output, traced, opts.fail_on) or int(bool(sarif_error))
+            # the files first: whatever happens to the terminal afterwards (a closed pipe, Ctrl-C), they are on disk
+            from .artifacts import Written
 
-        written = Written()
-        folder_error = write_artifacts(traced.doc, out_dir, opts, written)
-        status = print_run(output, traced, written, folder_error, out_dir, opts.fail_on, sarif, sarif_error)
+            written = Written()
+            folder_error = write_artifacts(traced.doc, out_dir, opts, written)
+            status = print_run(output, traced, written, folder_error, out_dir, opts.fail_on, sarif, sarif_error)
     except KeyboardInterrupt:
         output.error(interrupted(written, out_dir, opts.json_only))
         return 130

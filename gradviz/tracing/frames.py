@@ -72,6 +72,13 @@ def is_internal(code):
 
 _is_internal = is_internal  # the name gradviz's adapter imports
 
+
+def known_internal(code):
+    """``is_internal``, read from its decisions when ``code`` was decided before (its path check is a few µs, and
+    the watches that walk frames on every iteration, such as the mode watch's, meet the same code each time)."""
+    flag = _internal.get(id(code))
+    return is_internal(code) if flag is None else flag
+
 _INDUCTOR_DEFAULT = []  # the default folder's prefix, <temp dir>/torchinductor_ (found on first use)
 
 

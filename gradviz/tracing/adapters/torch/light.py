@@ -185,6 +185,7 @@ class TorchLight(LightSteps):
 
     # ----- what a light iteration watches ---------------------------------------------------------------------
     def backward_begin(self, roots, retain_graph, create_graph):
+        """Watch a light backward's roots; returns the user's frame that called it (or None)."""
         adapter = self.adapter
         torch = self.torch
         Tensor = adapter._Tensor
@@ -221,6 +222,7 @@ class TorchLight(LightSteps):
         adapter.optimizer_watch.backward(None if frame is None else location_at(frame.f_code, frame.f_lineno),
                                          None if single is None else tg.grad_fn_of(single),
                                          value if single is not None and isinstance(value, float) else None)
+        return frame
 
     def note_roots(self, roots):
         """The node classes of a backward's roots, for the signature (full iterations too); and the loss-shape
@@ -341,12 +343,16 @@ def _put_back(table, key, value):
         table.update(items)
 
 
+_UNSEEN = object()
+
+
 def _wrap(light, original, kind):
     """``torch.autograd.backward`` or ``grad`` while light: watch the roots, then run it unchanged. A backward the
     watch asked for (a write through ``.data`` waits for it) runs through the full handler instead, and one that
     raises is recorded after the fact (``TorchWatch.failed_backward``)."""
     def light_call(*args, **kwargs):
         if light.on and light.adapter.attached and not light.adapter._is_compiling():  # (AOTAutograd's grad)
+            frame = _UNSEEN
             try:
                 if kind == "backward":
                     roots = args[0] if args else kwargs.get("tensors")
@@ -356,14 +362,15 @@ def _wrap(light, original, kind):
                     roots = args[0] if args else kwargs.get("outputs")
                     retain = args[3] if len(args) > 3 else kwargs.get("retain_graph")
                     create = args[4] if len(args) > 4 else kwargs.get("create_graph", False)
-                light.backward_begin(roots, retain, create)
+                frame = light.backward_begin(roots, retain, create)
             except Exception as exc:  # our bookkeeping, never the script's problem
                 light.adapter.internal_error("light backward", exc)
                 roots = None
             light.forward_calls = 0
             if _ident() == light.adapter.mode_thread:
                 light.adapter.tls.light_step = 0  # (a step that raised never reached its post hook)
-                frame = user_frame(0)
+                if frame is _UNSEEN:  # (backward_begin found it, unless it raised)
+                    frame = user_frame(0)
                 light.backward_location = None if frame is None else location_at(frame.f_code, frame.f_lineno)
                 if light.watch.memory.handouts:
                     light.watch.numpy_written(frame, light.backward_location)
