@@ -57,8 +57,12 @@ class Location:
 def is_internal(code):
     """Whether ``code`` is not the user's: gradviz's own, the standard library's, an installed package's (torch
     too, wherever it lives: ``add_internal_dir``), the import machinery's, torch.fx's generated code or the code
-    torch.compile's inductor writes to its cache folder. Decided once per code object; the one rule both engines'
-    adapters place facts by."""
+    torch.compile's inductor writes to its cache folder. Decided once per code object (the path check is a few µs,
+    and the watches that walk frames on every iteration meet the same code each time); the one rule both engines'
+    adapters place facts by. The frame walks read ``_internal`` inline and call this on a miss only."""
+    flag = _internal.get(id(code))
+    if flag is not None:
+        return flag
     filename = code.co_filename
     if filename[:1] == "<":  # "<string>", "<stdin>" are the user's
         internal = filename.startswith("<frozen ") or filename.startswith("<eval_with_key>")
@@ -72,12 +76,6 @@ def is_internal(code):
 
 _is_internal = is_internal  # the name gradviz's adapter imports
 
-
-def known_internal(code):
-    """``is_internal``, read from its decisions when ``code`` was decided before (its path check is a few µs, and
-    the watches that walk frames on every iteration, such as the mode watch's, meet the same code each time)."""
-    flag = _internal.get(id(code))
-    return is_internal(code) if flag is None else flag
 
 _INDUCTOR_DEFAULT = []  # the default folder's prefix, <temp dir>/torchinductor_ (found on first use)
 

@@ -34,18 +34,17 @@ DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "
 def torch_watch(adapter):
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    from ..frames import known_internal
     from .frozen_watch import FrozenWatch
-    from .torch.frames import user_frame
+    from .torch.frames import is_internal, user_frame
 
     torch = adapter.torch
     nn = torch.nn
     frozen = FrozenWatch(adapter, getattr(adapter.builder, "training", None), nn.Parameter,
                          torch._C.TensorBase.__dict__["requires_grad"],
                          register_optimizer_step_post_hook,
-                         lambda: user_frame(0), known_internal, lambda f: location_at(f.f_code, f.f_lineno))
+                         lambda: user_frame(0), is_internal, lambda f: location_at(f.f_code, f.f_lineno))
     return ModeWatch(adapter, nn.Module, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm),
-                     torch.is_grad_enabled, lambda: user_frame(0), known_internal, nn.functional,
+                     torch.is_grad_enabled, lambda: user_frame(0), is_internal, nn.functional,
                      recurrent=((nn.RNNBase, nn.RNNCellBase), torch.Tensor), frozen=frozen)
 
 
@@ -57,9 +56,9 @@ def gradviz_watch(adapter):
     from ...nn.modules.dropout import Dropout
     from ...nn.modules.normalization import _BatchNorm
     from ...nn.modules.rnn import RNNBase, RNNCellBase
-    from ..frames import known_internal, user_frame
+    from ..frames import is_internal, user_frame
 
-    return ModeWatch(adapter, Module, (Dropout, _BatchNorm), is_grad_enabled, lambda: user_frame(1), known_internal,
+    return ModeWatch(adapter, Module, (Dropout, _BatchNorm), is_grad_enabled, lambda: user_frame(1), is_internal,
                      functional, recurrent=((RNNBase, RNNCellBase), Variable))
 
 

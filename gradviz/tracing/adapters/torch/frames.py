@@ -70,8 +70,7 @@ def caller_is_internal(func=None):
     f = _caller(func)
     if f is None:
         return False
-    flag = _internal.get(id(f.f_code))  # (decided once per code object: is_internal's path check is a few µs)
-    return is_internal(f.f_code) if flag is None else flag
+    return is_internal(f.f_code)
 
 
 def user_caller(func=None):
@@ -82,10 +81,7 @@ def user_caller(func=None):
     f = _caller(func)
     if f is None:
         return False, None
-    flag = _internal.get(id(f.f_code))
-    if flag is None:
-        flag = is_internal(f.f_code)
-    return (True, None) if flag else (False, f)
+    return (True, None) if is_internal(f.f_code) else (False, f)
 
 
 def _caller(func):
