@@ -78,6 +78,8 @@ def test_a_loss_shape_mistake_from_a_late_light_iteration_on_is_named_at_its_lin
     light, full = traced(path, "torch", light=True), traced(path, "torch", light=False)
     assert (code, path.name, marked_line(path, "# MARK")) in found(full)
     assert found(light) == found(full)
+    if not _nodes_carry_shapes() and name == "loss_broadcast":
+        assert_loss_shapes_unseen(light, path)
     assert any(r["first"] == 78 and r["why"] == "finding" for r in light["schedule"]["full"])
     assert light["internal_errors"] == []
 
@@ -93,12 +95,36 @@ def test_a_loss_shape_mistake_made_once_on_a_light_iteration_is_listed_as_unseen
     if name == "loss_broadcast":  # (--full keeps iteration 77's graph: a new structure, its shapes differ)
         assert [(c, line) for c, _, line in found(full)] == [(code, marked_line(path, "# MARK"))]
     assert [d["code"] for d in light["diagnostics"]] == []
+    if not _nodes_carry_shapes() and name == "loss_broadcast":
+        assert_loss_shapes_unseen(light, path)
+        return
     (entry,) = [u for u in light["unseen"] if u["kind"] == "not-recorded"]
     assert entry["what"].startswith(f"the line of {what}") and entry["what"].endswith(", at iteration 77")
     assert entry["how"] == f"{code}: a light iteration records no op's line"
     assert entry["location"]["line"] == marked_line(path, "loss.backward()")
     assert entry["advice"].startswith("`--trace-steps 77:77` (or `--full`) records that iteration")
     assert not [u for u in full["unseen"] if u["kind"] == "not-recorded"]
+
+
+def _nodes_carry_shapes():
+    import torch
+
+    from gradviz.tracing.adapters.torch.compat import _node_shapes
+
+    return _node_shapes(torch)
+
+
+def assert_loss_shapes_unseen(light, path):
+    """A torch whose nodes carry no output shapes (2.4): a light iteration cannot see a loss-broadcast. The loss
+    whose nodes first differ from the recorded ones (iteration 77) is listed, at its backward's line, with the
+    rerun that sees it; the iterations after it are full."""
+    (entry,) = [u for u in light["unseen"] if u["kind"] == "not-recorded"]
+    assert entry["what"] == ("the shapes in the loss of iteration 77, whose nodes differ from every recorded "
+                             "iteration's (a loss-broadcast there is not seen)")
+    assert "autograd nodes carry no output shapes (_input_metadata)" in entry["how"]
+    assert entry["location"]["line"] == marked_line(path, "loss.backward()")
+    assert entry["advice"].startswith("`--trace-steps 77:77` (or `--full`) records that iteration")
+    assert any(r["first"] == 78 and r["why"] == "finding" for r in light["schedule"]["full"])
 
 
 def test_the_stale_version_found_late_names_the_saving_node_and_the_failed_backward():
@@ -291,13 +317,25 @@ def test_the_memory_a_checkpoint_recompute_holds_is_marked_not_measured():
     pytest.importorskip("torch")
     path = LATE / "checkpointed_block.py"
     doc = traced(path, "torch", light=True)
-    (entry,) = [u for u in doc["unseen"] if u["kind"] == "not-measured"]
-    assert entry["what"] == "the memory a checkpointed segment holds while backward recomputes it"
+    # (a torch whose SavedTensor has no data access adds its own entry for the nodes built under saved-tensor hooks)
+    what = "the memory a checkpointed segment holds while backward recomputes it"
+    (entry,) = [u for u in doc["unseen"] if u["kind"] == "not-measured" and u["what"] == what]
     assert entry["location"]["line"] == marked_line(path, "checkpoint(block")
+    import torch
+
+    from gradviz.tracing.adapters.torch.compat import _exact_missing, _saved_access
+
+    missing = _exact_missing(torch)
+    if missing is not None:  # (torch 2.4: no hooks to measure it with; the advice says so instead)
+        assert entry["count"] == 10 and entry["advice"] == f"torch {torch.__version__} cannot measure it (no {missing})"
+        return
     assert entry["count"] == 10 and "--exact-memory" in entry["advice"]
     exact = traced(path, "torch", light=True, exact_memory=True)
-    assert not [u for u in exact["unseen"] if u["kind"] == "not-measured"]
-    assert exact["memory"]["peak_retained_bytes"] > doc["memory"]["peak_retained_bytes"]
+    assert not [u for u in exact["unseen"] if u["kind"] == "not-measured" and u["what"] == what]
+    if _saved_access(torch) == "data":
+        assert exact["memory"]["peak_retained_bytes"] > doc["memory"]["peak_retained_bytes"]
+    else:  # (read by unpacking, the segment's saved input is counted by the default too: equal on 2.9.1)
+        assert exact["memory"]["peak_retained_bytes"] == doc["memory"]["peak_retained_bytes"]
 
 
 def test_a_late_mistake_in_a_torchrun_rank_is_named_by_the_default_mode(tmp_path):

@@ -6,6 +6,7 @@ import json
 import re
 import textwrap
 import types
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,8 @@ torch = pytest.importorskip("torch")
 
 import gradviz  # noqa: E402
 from gradviz.tracing.adapters.torch import compat as torch_compat  # noqa: E402
+from tests.marked_lines import marked_line  # noqa: E402
+from tests.shared_traces import traced  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -100,6 +103,7 @@ def test_the_probe_reads_this_torch_by_behaviour():
     assert compat.exact == (None if hasattr(C, "_top_saved_tensors_default_hooks") else
                             "_top_saved_tensors_default_hooks")  # (2.4 lacks it; the other internals it has)
     assert compat.problems == []
+    assert compat.node_shapes == hasattr(node, "_input_metadata")  # (2.4's nodes have none)
     assert compat.stale is torch_compat.STALE_DEFAULT
     assert not compat.is_compiling()
 
@@ -415,3 +419,49 @@ def test_report_json_is_written_in_slices_with_the_bytes_of_one_dumps():
     assert json.loads(out.getvalue()) == doc
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         write_json_to(io.StringIO(), {"nodes": [{"v": 1.0}] * (_SLICE + 1) + [{"v": float("nan")}]})
+
+
+# ----- light iterations on an older torch's answers --------------------------------------------------------------
+LATE = Path(__file__).parent / "late_mistakes"
+
+
+def test_a_stale_version_on_a_light_iteration_is_traced_to_its_write_where_saved_tensors_only_unpack(force):
+    """Torch 2.4 and 2.9 read saved tensors by unpacking them, and a value changed in place no longer unpacks:
+    the light watch finds the node that saved it by the error its unpacking raises, so the in-place line and the
+    saving node are named at step 53 as where ``SavedTensor.data`` reads it."""
+    force(saved="unpack")
+    path = LATE / "stale_version_at_53.py"
+    doc = traced(path, "torch", light=True)
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "stale-version"]
+    assert d["location"]["line"] == marked_line(path, "# MARK")
+    assert "SigmoidBackward0" in d["message"] and "`h.mul_(0.5)`" in d["message"]
+    assert doc["internal_errors"] == []
+
+
+def test_a_loss_whose_nodes_change_on_a_light_iteration_is_listed_where_nodes_carry_no_shapes(force):
+    """Torch 2.4's nodes carry no output shapes, which a light iteration reads to see a loss-broadcast. A loss
+    whose nodes differ from every recorded one (step 77) makes the next iterations full and is listed in
+    ``unseen`` with the rerun; a loss whose nodes never change lists nothing."""
+    force(node_shapes=False)
+    path = LATE / "loss_broadcast_at_77.py"
+    doc = traced(path, "torch", light=True)
+    (entry,) = [u for u in doc["unseen"] if u["what"].startswith("the shapes in the loss")]
+    assert entry["kind"] == "not-recorded"
+    assert entry["what"] == ("the shapes in the loss of iteration 77, whose nodes differ from every recorded "
+                             "iteration's (a loss-broadcast there is not seen)")
+    assert entry["location"]["line"] == marked_line(path, "loss.backward()")
+    assert entry["advice"].startswith("`--trace-steps 77:77` (or `--full`)")
+    assert any(r["first"] == 78 and r["why"] == "finding" for r in doc["schedule"]["full"])
+    clean = traced(LATE / "clean_300_steps.py", "torch", light=True)
+    assert not [u for u in clean["unseen"] if u["what"].startswith("the shapes in the loss")]
+
+
+def test_a_checkpoint_on_a_torch_without_exact_memory_is_not_sent_to_exact_memory(force):
+    """The memory a checkpoint's recompute holds is listed as not measured; where this torch lacks the hooks
+    ``--exact-memory`` needs (2.4), the advice says so instead of pointing at that option."""
+    force(exact="_top_saved_tensors_default_hooks")
+    path = LATE / "checkpointed_block.py"
+    doc = traced(path, "torch", light=True)
+    (entry,) = [u for u in doc["unseen"] if u["what"].startswith("the memory a checkpointed segment")]
+    assert entry["advice"] == (f"torch {torch.__version__} cannot measure it (no _top_saved_tensors_default_hooks)")
+    assert entry["location"]["line"] == marked_line(path, "checkpoint(block")

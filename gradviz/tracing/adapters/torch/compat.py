@@ -10,6 +10,8 @@ probed here once per torch, by what it does, and each answer names the way to us
   expose only ``register_hooks``, so the node's unpacking attributes (``_saved_*``, a custom Function's
   ``saved_tensors``) are read instead; None: neither works, memory is not measured (said in ``unseen``).
 - ``exact``: whether the saved-tensor default hooks machinery ``--exact-memory`` needs is all there.
+- ``node_shapes``: whether a node carries its outputs' shapes (``_input_metadata``, not on torch 2.4), which a
+  light iteration reads to see a loss-shape mistake near the loss.
 - ``stale``: the pattern that reads both versions out of PyTorch's "modified by an inplace operation" message,
   checked against the message this torch really raises; ``stale_name``: how that message names a node
   (``ExpBackward0`` up to 2.9, ``Exp`` in 2.13 and later), read from the same message.
@@ -39,13 +41,14 @@ class TorchCompat:
     """The answers for one torch (see the module's docstring)."""
 
     def __init__(self, version, apply, saved, exact, stale, is_compiling, accelerator, problems,
-                 stale_name=None):
+                 stale_name=None, node_shapes=True):
         self.version = version
         self.apply = apply  # "classmethod" or "descriptor"
         self.saved = saved  # "data", "unpack" or None
         self.exact = exact  # None when usable, else what is missing
         self.stale = stale
         self.stale_name = stale_name or short_node_name  # node class name -> as the stale message names it
+        self.node_shapes = node_shapes
         self.is_compiling = is_compiling
         self.accelerator = accelerator
         self.problems = problems  # [(what, how)]: facts not measured on this torch
@@ -79,8 +82,9 @@ def probe(torch):
 def _probe(torch):
     with torch._C.DisableTorchFunction():  # a trace already attached must not see the probes' ops
         saved, (stale, stale_name) = _saved_access(torch), _stale_message(torch)
+        node_shapes = _node_shapes(torch)
     compat = TorchCompat(torch.__version__, _apply_kind(torch), saved, _exact_missing(torch), stale,
-                         _compiler_tracing(torch), accelerator(torch), [], stale_name)
+                         _compiler_tracing(torch), accelerator(torch), [], stale_name, node_shapes)
     compat.problems = _problems(compat)
     return compat
 
@@ -128,6 +132,12 @@ def _saved_access(torch):
     except (AttributeError, RuntimeError):
         pass
     return None
+
+
+def _node_shapes(torch):
+    with torch.enable_grad():
+        node = torch.ones(2, requires_grad=True).exp().grad_fn
+    return getattr(node, "_input_metadata", None) is not None
 
 
 def read_data(node, attr):

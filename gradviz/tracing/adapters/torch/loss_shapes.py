@@ -42,6 +42,26 @@ def sightings(fn):
     return found
 
 
+def neighbourhood(fn):
+    """The node classes near ``fn`` (a root's node), level by level, each with its inputs' classes (None: an input
+    needing no gradient): what a torch whose nodes carry no output shapes (2.4) still tells of a loss. A light
+    iteration whose loss differs here from every recorded one may hold a ``loss-broadcast`` it cannot see."""
+    found = []
+    seen = {fn}
+    level = [fn]
+    for _ in range(DEPTH):
+        following = []
+        for node in level:
+            edges = [child for child, _ in node.next_functions]
+            found.append((type(node).__name__, tuple(None if c is None else type(c).__name__ for c in edges)))
+            for child in edges:
+                if child is not None and child not in seen and len(seen) < NODE_LIMIT:
+                    seen.add(child)
+                    following.append(child)
+        level = following
+    return tuple(found)
+
+
 def _shape(node, index):
     metadata = getattr(node, "_input_metadata", None)  # (a torch without it: nothing is seen)
     if metadata is None or index >= len(metadata):

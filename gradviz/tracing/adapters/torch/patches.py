@@ -441,6 +441,8 @@ def _noted_checkpoint(original):
                 with adapter.lock:
                     frame = user_frame(0)
                     what, how, advice = _RECOMPUTED
+                    if adapter.compat.exact is not None:  # this torch has no hooks for --exact-memory
+                        advice = f"torch {adapter.compat.version} cannot measure it (no {adapter.compat.exact})"
                     adapter.builder.unseen("not-measured", what, how=how, advice=advice,
                                            location=None if frame is None else location_at(frame.f_code,
                                                                                            frame.f_lineno))

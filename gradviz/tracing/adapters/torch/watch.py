@@ -467,9 +467,52 @@ class TorchWatch:
         builder = adapter.builder
         savers = builder.saved_counters.get(tg.storage_key(t)[0]) or {}
         saved_by = [rec.id for rec in list(savers.values()) if rec.alive and not rec.freed]
+        if not saved_by and tg.read_saved is not tg.read_data:
+            saved_by = self._stale_savers(roots, message, found)
         if not saved_by:
             return
         builder.watched_inplace(adapter.var(t), best.op, best.old, best.new, best.location, saved_by)
+
+    def _stale_savers(self, roots, message, versions):
+        """Where this torch reads saved tensors only by unpacking them (before SavedTensor had ``.data``), a value
+        changed in place after it was saved no longer unpacks: PyTorch raises the stale-version error instead, so
+        the walk that registered the graph could not see what those nodes saved. The record ids of the live nodes
+        under ``roots`` whose unpacking raises that error for the same tensor at the same versions."""
+        from .compat import stale_versions
+        from .events import _stale_pattern
+
+        adapter = self.adapter
+        live = adapter.builder.live_nodes
+        described = _stale_tensor(message)
+        pending = [r.grad_fn for r in ((roots,) if isinstance(roots, adapter._Tensor) else (roots or ()))
+                   if isinstance(r, adapter._Tensor) and r.grad_fn is not None]
+        seen, found, held = set(), [], []  # (a node wrapper's id is reused once it dies: held for the walk)
+        while pending:
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            held.append(node)
+            pending.extend(child for child, _ in node.next_functions if child is not None)
+            tag = tg.tag_of(node, adapter)
+            rec = None if tag is None else live.get(tag.id)
+            if rec is None or not rec.alive or rec.freed:
+                continue
+            for attr in tg.info(node).saved:
+                try:
+                    getattr(node, attr)
+                except RuntimeError as exc:
+                    text = str(exc)
+                    if (stale_versions(_stale_pattern[0], text) == versions and _stale_tensor(text) == described):
+                        found.append(rec.id)
+                        break
+        return found
+
+
+def _stale_tensor(message):
+    """How a stale-version message describes its tensor (``[torch.FloatTensor [8, 4]]``)."""
+    _, _, rest = message.partition("inplace operation: ")
+    return rest.partition("]]")[0] or rest.partition(",")[0]
 
 
 class _ImportCounter:
