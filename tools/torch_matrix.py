@@ -41,7 +41,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path.home() / ".cache" / "gradviz-torch-matrix"  # venvs and results, outside the checkout
 DEFAULT = ["2.4.1", "2.9.1", "2.13.0", "2.14.1", "2.15.0"]
-TEST_FILES = ["tests/test_cli_engine.py", "tests/test_diagnose_torch_sample.py", "tests/test_backward_check_torch.py"]
+TEST_FILES = ["tests/test_cli_engine.py", "tests/test_diagnose_torch_sample.py", "tests/test_backward_check_torch.py",
+              "tests/test_light_sees_everything.py"]
 
 # Real differences between PyTorch lines, not gradviz's: (the torch versions it holds on, the script, the facts that
 # differ there, why). A difference on any other version, script or fact is unexplained.
