@@ -7,7 +7,7 @@ Jupyter view (``Trace._repr_html_``) calls ``notebook_html`` here, imported when
 
 What can be drawn is a list of sources, each a test and a converter, tried in order: a document, a saved trace
 file, anything with ``to_dict()`` (a Trace), and a Variable of gradviz's engine (or a list of them), described
-by ``gradviz.tracing.snapshot``. Another engine adds its tensors with ``register_source``; its test must not
+by ``gradviz.tracing.engine_snapshot``. Another engine adds its tensors with ``register_source``; its test must not
 import that engine (a tensor of it can only exist once its module is in ``sys.modules``), so ``import gradviz``
 stays light.
 """
@@ -103,7 +103,7 @@ def _is_gradviz_variable(obj):
 
 
 def _snapshot(obj):
-    from .tracing import snapshot
+    from .tracing.engine_snapshot import snapshot
 
     return snapshot(*obj) if isinstance(obj, (list, tuple)) else snapshot(obj)
 

@@ -64,6 +64,19 @@ def test_a_plain_run_never_imports_gradviz_distributed(tmp_path):
     assert not (tmp_path / "gradviz-out" / "plain" / "processes").exists()
 
 
+def test_a_run_on_pytorch_never_imports_gradviz_own_engine(tmp_path):
+    """A trace of PyTorch reads torch's graph only: gradviz's numpy engine and its adapter stay unimported (their
+    import was a fixed cost of every torch run, through the tracer's ``snapshot``)."""
+    pytest.importorskip("torch")
+    (tmp_path / "real.py").write_text(PLAIN.replace("import gradviz as torch", "import torch"))
+    proc, modules = run_probe(tmp_path, "run", "--no-render", "--engine", "torch", "--fail-on", "never", "real.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "none-grad  real.py:6" in proc.stdout
+    assert "gradviz.tracing.adapters.torch.events" in modules
+    assert sorted(m for m in modules if m.startswith(("gradviz.autograd", "gradviz.tracing.adapters.gradviz",
+                                                       "gradviz.tracing.engine_snapshot"))) == []
+
+
 def test_a_plain_run_clears_an_earlier_runs_process_documents(tmp_path):
     (tmp_path / "plain.py").write_text(PLAIN)
     earlier = tmp_path / "gradviz-out" / "plain" / "processes"
