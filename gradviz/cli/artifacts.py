@@ -112,7 +112,10 @@ def write_all(doc, out_dir, fmt="svg", draw=True, render_options=None, budget=4.
 def _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_options, budget, total_budget,
               page_parts=None):
     """Draw the ``planned`` pictures within the budgets, then write the reports again with the page's views."""
+    from ..document.index import DocIndex
+
     laid = {}  # graph id -> its picture's layout and unfolded working graph, which the page reuses (views.py)
+    index = DocIndex(doc) if planned else None  # one for every picture: the records are the same, graphs differ
     deadline = _now() + total_budget
     for number, picture in enumerate(planned):
         name = names[picture.stem]
@@ -127,7 +130,8 @@ def _draw_all(doc, out_dir, fmt, written, planned, names, manifest, render_optio
             break
         path = os.path.join(out_dir, name)
         try:
-            path = _draw(doc, path, picture, fmt, written, render_options or {}, min(budget, left), laid)
+            path = _draw(doc, path, picture, fmt, written, dict(render_options or {}, index=index),
+                         min(budget, left), laid)
         except Exception as exc:  # this picture only: the report and the other pictures still land
             written.skipped.append({"file": name, "picture": picture.about, "reason": reason_of(exc)})
             manifest["files"].remove(name)
@@ -225,7 +229,8 @@ def _draw(doc, path, picture, fmt, written, options, budget, laid):
         return _draw_raster(doc, path, picture, fmt, written, options, budget, laid)
     # walked once, unfolded: the picture folds a copy, the page's overview of it folds its own way
     unfolded = working_graph(doc, options.get("iteration"), options["graphs"],
-                             options.get("forward") or options.get("architecture", False), False)
+                             options.get("forward") or options.get("architecture", False), False,
+                             options.get("index"))
     spec, source, data = lay_out(doc, fmt, budget, base=folded(unfolded, options.get("fold_loops", True)),
                                  **options)
     write_bytes(path, data)
