@@ -375,3 +375,43 @@ def test_a_gradient_accumulation_loop_is_numbered_by_its_steps_from_the_start(en
     assert [(r["first"], r["last"]) for r in doc["schedule"]["full"]] == [(0, 2), (8, 8), (16, 16), (32, 32)]
     assert doc["schedule"]["light_iterations"] == 54
     assert doc["diagnostics"] == [] and doc["internal_errors"] == []
+
+
+def test_torch_compile_first_called_on_a_light_iteration_runs_as_it_does_alone(tmp_path):
+    """The light watch puts its own ``Tensor.grad`` and ``Tensor.data`` in place, and dynamo's first import reads
+    those attributes (torch 2.4 and 2.9 raised AttributeError in the script there); the compiler's later stage
+    then calls the modules on fake tensors of symbolic shape. A fresh process, so that dynamo is not imported yet:
+    the script runs to its end, and nothing of the compiler's is an internal error."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    path = LATE / "compiled_at_5.py"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-m", "gradviz", "run", "--no-render", "--out", str(tmp_path),
+                             str(path)], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("loss ")  # (the script's last line: it ran to its end)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert doc["internal_errors"] == [] and doc["schedule"]["light_iterations"] > 0
+    assert [(u["kind"], u["location"]["line"]) for u in doc["unseen"] if u["kind"] == "compiled-region"] == [
+        ("compiled-region", marked_line(path, "loss = nn.functional"))]
+
+
+def test_the_watched_tensor_attributes_answer_as_the_ones_they_stand_in_for():
+    """Code that inspects ``Tensor.grad`` and ``Tensor.data`` (dynamo's own import does) sees what the C
+    attributes answer while the light watch stands in for them."""
+    torch = pytest.importorskip("torch")
+    import gradviz
+
+    base = torch._C.TensorBase.__dict__
+    with gradviz.trace(engine="torch", light=True, full_steps=0):
+        x = torch.randn(3, requires_grad=True)
+        for _ in range(10):  # (the watch goes in place once an iteration is light)
+            (x * 2).sum().backward()
+            if "grad" in torch.Tensor.__dict__:
+                break
+        for name in ("grad", "data"):
+            watched = torch.Tensor.__dict__[name]
+            assert watched is not base[name]  # (the watch is in place)
+            assert watched.__get__.__self__.__objclass__ is base[name].__objclass__
+            assert watched.__name__ == name

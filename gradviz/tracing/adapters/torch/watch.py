@@ -212,7 +212,7 @@ class TorchWatch:
             if light.on:  # ``p.grad = None``: a reset (grad-accumulation), from any thread
                 light.summed.reset((id(t),))
 
-        return property(grad, set_grad, descriptor.__delete__, descriptor.__doc__)
+        return _Attribute(descriptor, grad, set_grad)
 
     def _data_property(self, descriptor):
         get = descriptor.__get__
@@ -224,7 +224,7 @@ class TorchWatch:
                 watch.memory.cut(t, value, "data")
             return value
 
-        return property(data, descriptor.__set__, descriptor.__delete__, descriptor.__doc__)
+        return _Attribute(descriptor, data, descriptor.__set__)
 
     def _detach(self, original):
         watch = self
@@ -507,6 +507,18 @@ class TorchWatch:
                         found.append(rec.id)
                         break
         return found
+
+
+class _Attribute(property):
+    """A watched ``Tensor.grad`` or ``Tensor.data``: a property that still answers ``__objclass__`` and
+    ``__name__`` as the C attribute it stands in for. Dynamo's first import on torch 2.4 and 2.9 lists
+    ``Tensor.grad.__get__`` among its functions and reads ``__self__.__objclass__`` of it: with a plain property
+    there, ``torch.compile`` first called on a light iteration raised AttributeError in the user's script."""
+
+    def __init__(self, descriptor, get, put):
+        super().__init__(get, put, descriptor.__delete__, descriptor.__doc__)
+        self.__objclass__ = descriptor.__objclass__
+        self.__name__ = descriptor.__name__
 
 
 def _stale_tensor(message):
