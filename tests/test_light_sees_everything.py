@@ -119,8 +119,8 @@ def assert_loss_shapes_unseen(light, path):
     whose nodes first differ from the recorded ones (iteration 77) is listed, at its backward's line, with the
     rerun that sees it; the iterations after it are full."""
     (entry,) = [u for u in light["unseen"] if u["kind"] == "not-recorded"]
-    assert entry["what"] == ("the shapes in the loss of iteration 77, whose nodes differ from every recorded "
-                             "iteration's (a loss-broadcast there is not seen)")
+    assert entry["what"] == ("the shapes in the loss of iteration 77, where an elementwise op meets a value needing "
+                             "no gradient as no recorded iteration's loss does (a loss-broadcast there is not seen)")
     assert "autograd nodes carry no output shapes (_input_metadata)" in entry["how"]
     assert entry["location"]["line"] == marked_line(path, "loss.backward()")
     assert entry["advice"].startswith("`--trace-steps 77:77` (or `--full`) records that iteration")

@@ -447,8 +447,8 @@ def test_a_loss_whose_nodes_change_on_a_light_iteration_is_listed_where_nodes_ca
     doc = traced(path, "torch", light=True)
     (entry,) = [u for u in doc["unseen"] if u["what"].startswith("the shapes in the loss")]
     assert entry["kind"] == "not-recorded"
-    assert entry["what"] == ("the shapes in the loss of iteration 77, whose nodes differ from every recorded "
-                             "iteration's (a loss-broadcast there is not seen)")
+    assert entry["what"] == ("the shapes in the loss of iteration 77, where an elementwise op meets a value needing "
+                             "no gradient as no recorded iteration's loss does (a loss-broadcast there is not seen)")
     assert entry["location"]["line"] == marked_line(path, "loss.backward()")
     assert entry["advice"].startswith("`--trace-steps 77:77` (or `--full`)")
     assert any(r["first"] == 78 and r["why"] == "finding" for r in doc["schedule"]["full"])

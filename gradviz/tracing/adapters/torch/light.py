@@ -24,7 +24,7 @@ from ...light_steps import LightSteps
 from . import graph as tg
 from .compat import _is_compiling
 from .frames import user_frame
-from .loss_shapes import neighbourhood, sightings
+from .loss_shapes import broadcast_candidates, sightings
 from .nan import data_line, nonfinite_culprit
 from .patches import _forked
 from .watch import TorchWatch, forget_imports
@@ -51,7 +51,7 @@ class TorchLight(LightSteps):
         self.full_backward = False  # the watch asks for the next backward to be traced in full
         self.forward_calls = 0  # module calls since the last backward: a forward is in flight
         self.loss_shapes_seen = set()  # keys of loss-shape mistakes seen (loss_shapes.sightings)
-        self.loss_neighbourhoods = set()  # a torch without node shapes: the losses' nodes seen (loss_shapes)
+        self.broadcast_candidates = set()  # a torch without node shapes: those of the recorded losses (loss_shapes)
         self._taken = None  # while light: [(handle id, [(torch's table, what it held)])] of the global hooks out
         self._module_call = None  # while light: (Module.__call__ as it was, its light wrapper)
         self.exit_hook_out = False  # the exit hook is out too (no traced module call was open on this thread)
@@ -235,7 +235,7 @@ class TorchLight(LightSteps):
                 try:
                     self.loss_shapes_seen.update([key for _, key, _ in sightings(fn)])
                     if not self.adapter.compat.node_shapes:
-                        self.loss_neighbourhoods.add(neighbourhood(fn))
+                        self.broadcast_candidates.update(broadcast_candidates(fn))
                 except Exception as exc:  # our bookkeeping, never the script's problem
                     self.adapter.internal_error("loss shapes", exc)
 
@@ -245,7 +245,7 @@ class TorchLight(LightSteps):
         for r in roots:
             fn = tg.grad_fn_of(r) if isinstance(r, self.adapter._Tensor) else None
             if fn is not None and not self.adapter.compat.node_shapes:
-                self._new_loss_neighbourhood(fn, frame)
+                self._new_broadcast_candidate(fn, frame)
             for code, key, what in (() if fn is None else sightings(fn)):
                 if key in self.loss_shapes_seen:
                     continue
@@ -259,20 +259,22 @@ class TorchLight(LightSteps):
                                         advice=f"`--trace-steps {iteration}:{iteration}` (or `--full`) records that "
                                                "iteration and names the line")
 
-    def _new_loss_neighbourhood(self, fn, frame):
+    def _new_broadcast_candidate(self, fn, frame):
         """On a torch whose nodes carry no output shapes (2.4), a light iteration cannot see a ``loss-broadcast``:
-        when its loss's nodes differ from every recorded iteration's, the next iterations are full (where the rule
-        names the line, if the mistake stays), and the document says which iteration's loss was not looked at."""
-        seen = self.loss_neighbourhoods
-        shape = neighbourhood(fn)
-        if shape in seen:
+        when its loss has an elementwise node against a value needing no grad that no recorded iteration had
+        (``loss_shapes.broadcast_candidates``), the next iterations are full (where the rule names the line, if
+        the mistake stays), and the document says which iteration's loss was not looked at."""
+        known = self.broadcast_candidates
+        new = broadcast_candidates(fn) - known
+        if not new:
             return
-        seen.add(shape)
+        known.update(new)
         iteration = self.builder.current_iteration()
         with self.lock:
             self.builder.light_finding()
-            self.builder.unseen("not-recorded", f"the shapes in the loss of iteration {iteration}, whose nodes "
-                                "differ from every recorded iteration's (a loss-broadcast there is not seen)",
+            self.builder.unseen("not-recorded", f"the shapes in the loss of iteration {iteration}, where an "
+                                "elementwise op meets a value needing no gradient as no recorded iteration's "
+                                "loss does (a loss-broadcast there is not seen)",
                                 how=f"torch {self.torch.__version__}: autograd nodes carry no output shapes "
                                     "(_input_metadata), which a light iteration reads near the loss",
                                 location=None if frame is None else location_at(frame.f_code, frame.f_lineno),

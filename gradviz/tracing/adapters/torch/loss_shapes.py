@@ -42,24 +42,28 @@ def sightings(fn):
     return found
 
 
-def neighbourhood(fn):
-    """The node classes near ``fn`` (a root's node), level by level, each with its inputs' classes (None: an input
-    needing no gradient): what a torch whose nodes carry no output shapes (2.4) still tells of a loss. A light
-    iteration whose loss differs here from every recorded one may hold a ``loss-broadcast`` it cannot see."""
-    found = []
+def broadcast_candidates(fn):
+    """What a torch whose nodes carry no output shapes (2.4) still tells of a possible ``loss-broadcast`` near
+    ``fn`` (a root's node): each elementwise node with one input needing grad and one needing none, as (level, its
+    class, the class of the node feeding it). A light iteration with a candidate no recorded iteration had may
+    hold a broadcast it cannot see; one whose candidates were all recorded was checked there."""
+    found = set()
     seen = {fn}
     level = [fn]
-    for _ in range(DEPTH):
+    for depth in range(DEPTH):
         following = []
         for node in level:
             edges = [child for child, _ in node.next_functions]
-            found.append((type(node).__name__, tuple(None if c is None else type(c).__name__ for c in edges)))
+            name = type(node).__name__
+            if name in _ELEMENTWISE and len(edges) == 2 and (edges[0] is None) != (edges[1] is None):
+                fed = edges[0] if edges[1] is None else edges[1]
+                found.add((depth, name, type(fed).__name__))
             for child in edges:
                 if child is not None and child not in seen and len(seen) < NODE_LIMIT:
                     seen.add(child)
                     following.append(child)
         level = following
-    return tuple(found)
+    return found
 
 
 def _shape(node, index):
