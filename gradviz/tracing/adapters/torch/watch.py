@@ -484,8 +484,9 @@ class TorchWatch:
         adapter = self.adapter
         live = adapter.builder.live_nodes
         described = _stale_tensor(message)
-        pending = [r.grad_fn for r in ((roots,) if isinstance(roots, adapter._Tensor) else (roots or ()))
-                   if isinstance(r, adapter._Tensor) and r.grad_fn is not None]
+        pending = [tg.grad_fn_of(r) for r in ((roots,) if isinstance(roots, adapter._Tensor) else (roots or ()))
+                   if isinstance(r, adapter._Tensor)]
+        pending = [node for node in pending if node is not None]
         seen, found, held = set(), [], []  # (a node wrapper's id is reused once it dies: held for the walk)
         while pending:
             node = pending.pop()
