@@ -10,14 +10,7 @@ from ..autograd.variable import Variable
 from .adapters.gradviz.engine import GradvizAdapter
 from .builder import TraceBuilder
 from .frames import _locals, user_frame
-
-
-def _flatten(items):
-    for item in items:
-        if isinstance(item, (list, tuple)):
-            yield from _flatten(item)
-        else:
-            yield item
+from .snapshot_args import flattened
 
 
 def snapshot(*variables):
@@ -31,7 +24,7 @@ def snapshot(*variables):
                 if not name.startswith("_") and callable(getattr(obj, "named_parameters", None)) and \
                         callable(getattr(obj, "named_modules", None)) and not isinstance(obj, type):
                     adapter.name_module_tree(obj, name)
-    for v in _flatten(variables):
+    for v in flattened(variables):
         if not isinstance(v, Variable):
             raise TypeError(f"snapshot() takes Variables, got {type(v).__name__}")
         adapter.describe(v)

@@ -10,16 +10,9 @@ picture has module clusters. Lines and module calls are only seen live: trace th
 
 from ...builder import TraceBuilder
 from ...frames import _locals, name_in_frames
+from ...snapshot_args import flattened
 from .engine import TorchAdapter
 from .frames import user_frame
-
-
-def _flatten(items):
-    for item in items:
-        if isinstance(item, (list, tuple)):
-            yield from _flatten(item)
-        else:
-            yield item
 
 
 def snapshot(*tensors, model=None):
@@ -43,7 +36,7 @@ def snapshot(*tensors, model=None):
         builder.parameter_names({key: path for key, (_, path) in found.items()})
         if model is not None:
             adapter.owners = _owners(module, name)
-    for t in _flatten(tensors):
+    for t in flattened(tensors):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"snapshot() takes torch tensors, got {type(t).__name__}")
         adapter.describe(t)
